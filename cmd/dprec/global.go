@@ -1,0 +1,69 @@
+package main
+
+import (
+	"io"
+	"os"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+)
+
+func globalFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.Uint64Flag{Name: "seed", Usage: "seed all randomness: results become reproducible and private noise is NOT private (never use for a release)"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bars or summaries on stderr"},
+		&cli.BoolFlag{Name: "progress", Usage: "show progress bars even when stderr is not a terminal"},
+	}
+}
+
+// seedOf returns the --seed value and whether it was given (global or local).
+func seedOf(c *cli.Context) (uint64, bool) {
+	for _, cc := range c.Lineage() {
+		if cc.IsSet("seed") {
+			return cc.Uint64("seed"), true
+		}
+	}
+	return 0, false
+}
+
+// boolOf looks a boolean flag up on the command or any parent.
+func boolOf(c *cli.Context, name string) bool {
+	for _, cc := range c.Lineage() {
+		if cc.IsSet(name) {
+			return cc.Bool(name)
+		}
+	}
+	return false
+}
+
+// quiet reports whether --quiet was given anywhere on the command line.
+func quiet(c *cli.Context) bool { return boolOf(c, "quiet") }
+
+// stderrIsTerminal reports whether stderr is a terminal.
+func stderrIsTerminal() bool { return term.IsTerminal(int(os.Stderr.Fd())) }
+
+// newBar returns a progress bar on stderr for max steps (-1: unknown), shown
+// only when stderr is a terminal or --progress was given, and never with
+// --quiet. A hidden bar accepts the same calls and prints nothing.
+func newBar(c *cli.Context, max int64, desc string) *progressbar.ProgressBar {
+	visible := !quiet(c) && (boolOf(c, "progress") || stderrIsTerminal())
+	var w io.Writer = os.Stderr
+	if !visible {
+		w = io.Discard
+	}
+	return progressbar.NewOptions64(max,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription(desc),
+		progressbar.OptionThrottle(65*time.Millisecond),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetVisibility(visible),
+		progressbar.OptionOnCompletion(func() {
+			if visible {
+				io.WriteString(os.Stderr, "\n")
+			}
+		}),
+		progressbar.OptionSetPredictTime(true),
+	)
+}

@@ -1,0 +1,257 @@
+package data
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// DuplicatePolicy says what to do with several observations of the same
+// (user, item, time bucket) cell.
+type DuplicatePolicy string
+
+// Duplicate policies. DupLast keeps the observation that comes last in the
+// input (the default), DupMean averages them, DupError fails the load.
+const (
+	DupLast  DuplicatePolicy = "last"
+	DupMean  DuplicatePolicy = "mean"
+	DupError DuplicatePolicy = "error"
+)
+
+// ParseDuplicatePolicy parses a policy name; the empty string means DupLast.
+func ParseDuplicatePolicy(s string) (DuplicatePolicy, error) {
+	switch DuplicatePolicy(s) {
+	case "":
+		return DupLast, nil
+	case DupLast, DupMean, DupError:
+		return DuplicatePolicy(s), nil
+	}
+	return "", fmt.Errorf("data: unknown duplicate policy %q (want last, mean or error)", s)
+}
+
+// ErrDuplicate is returned (wrapped) when DupError meets a repeated cell.
+var ErrDuplicate = errors.New("duplicate observation")
+
+// ErrEmpty is returned (wrapped) when a load produces no observation.
+var ErrEmpty = errors.New("no observations")
+
+// BuilderOptions configure a Builder. The zero value buckets time by day,
+// keeps the last of duplicate observations, and drops raw time stamps.
+type BuilderOptions struct {
+	// TimeUnit buckets the time column; TimeNone (or no time column) makes a
+	// 2-way store. Zero means TimeDay.
+	TimeUnit TimeUnit
+	// Duplicates is the duplicate policy; zero means DupLast.
+	Duplicates DuplicatePolicy
+	// KeepTimestamps keeps the raw Unix seconds in Store.Timestamps.
+	KeepTimestamps bool
+}
+
+// Builder assembles a Store from rows. Loaders intern IDs through the
+// dictionaries Users and Items and call Add with the dense indices; Finish
+// buckets time, resolves duplicates and returns the store. Rows are kept in
+// input order, so the result is deterministic.
+type Builder struct {
+	Users, Items *Dict
+
+	opts    BuilderOptions
+	hasTime bool
+	u, i    []int32
+	r       []float64
+	t       []int64
+}
+
+// NewBuilder returns a builder with the given dictionaries. hasTime says
+// whether the rows carry time stamps; when false (or opts.TimeUnit is
+// TimeNone) the store has order 2.
+func NewBuilder(users, items *Dict, hasTime bool, opts BuilderOptions) *Builder {
+	if opts.TimeUnit == "" {
+		opts.TimeUnit = TimeDay
+	}
+	if opts.Duplicates == "" {
+		opts.Duplicates = DupLast
+	}
+	if opts.TimeUnit == TimeNone {
+		hasTime = hasTime && opts.KeepTimestamps
+	}
+	return &Builder{Users: users, Items: items, opts: opts, hasTime: hasTime}
+}
+
+// Grow reserves room for n more rows.
+func (b *Builder) Grow(n int) {
+	b.u = slices.Grow(b.u, n)
+	b.i = slices.Grow(b.i, n)
+	b.r = slices.Grow(b.r, n)
+	if b.hasTime {
+		b.t = slices.Grow(b.t, n)
+	}
+}
+
+// Add appends one observation. t is ignored when the builder has no time.
+func (b *Builder) Add(user, item int32, rating float64, t int64) {
+	b.u = append(b.u, user)
+	b.i = append(b.i, item)
+	b.r = append(b.r, rating)
+	if b.hasTime {
+		b.t = append(b.t, t)
+	}
+}
+
+// Len returns the number of rows added so far.
+func (b *Builder) Len() int { return len(b.r) }
+
+// DuplicateStats reports what Finish did with repeated cells.
+type DuplicateStats struct {
+	// Cells is the number of distinct cells that were observed more than once.
+	Cells int
+	// Dropped is the number of rows removed by merging.
+	Dropped int
+}
+
+// Finish builds the store. It fails with ErrEmpty when no row was added and
+// with ErrDuplicate under DupError when a cell repeats.
+func (b *Builder) Finish() (*Store, DuplicateStats, error) {
+	var ds DuplicateStats
+	n := len(b.r)
+	if n == 0 {
+		return nil, ds, ErrEmpty
+	}
+	timeMode := b.hasTime && b.opts.TimeUnit != TimeNone
+	s := &Store{Dicts: []*Dict{b.Users, b.Items}}
+	s.Dims = []int{b.Users.Len(), b.Items.Len()}
+	s.Idx = [][]int32{b.u, b.i}
+	s.Val = b.r
+	if timeMode {
+		unit := b.opts.TimeUnit
+		minB, maxB := int64(math.MaxInt64), int64(math.MinInt64)
+		abs := make([]int64, n)
+		for e, t := range b.t {
+			a := unit.AbsBucket(t)
+			abs[e] = a
+			minB = min(minB, a)
+			maxB = max(maxB, a)
+		}
+		span := maxB - minB + 1
+		if span > math.MaxInt32 || span <= 0 {
+			return nil, ds, fmt.Errorf("data: time stamps span %d %s buckets, too many for one mode", span, unit)
+		}
+		k := make([]int32, n)
+		for e, a := range abs {
+			k[e] = int32(a - minB)
+		}
+		s.Dims = append(s.Dims, int(span))
+		s.Idx = append(s.Idx, k)
+		s.Dicts = append(s.Dicts, nil)
+		s.Time = &TimeBucketing{Unit: unit, First: minB, Count: int(span)}
+	}
+	if b.opts.KeepTimestamps && b.hasTime {
+		s.Timestamps = b.t
+	}
+	b.u, b.i, b.r, b.t = nil, nil, nil, nil
+	if err := dedupe(s, b.opts.Duplicates, &ds); err != nil {
+		return nil, ds, err
+	}
+	return s, ds, nil
+}
+
+// dedupe merges repeated cells in place, keeping the first position of each
+// cell so that storage order follows first appearance.
+func dedupe(s *Store, policy DuplicatePolicy, ds *DuplicateStats) error {
+	n := s.NNZ()
+	order := len(s.Dims)
+	// Sort positions by cell, then by position, to find runs of one cell.
+	perm := make([]int32, n)
+	for e := range perm {
+		perm[e] = int32(e)
+	}
+	key := func(e int32) (uint64, uint32) {
+		hi := uint64(uint32(s.Idx[0][e]))<<32 | uint64(uint32(s.Idx[1][e]))
+		var lo uint32
+		if order > 2 {
+			lo = uint32(s.Idx[2][e])
+		}
+		return hi, lo
+	}
+	slices.SortFunc(perm, func(a, b int32) int {
+		ha, la := key(a)
+		hb, lb := key(b)
+		switch {
+		case ha < hb:
+			return -1
+		case ha > hb:
+			return 1
+		case la < lb:
+			return -1
+		case la > lb:
+			return 1
+		}
+		return int(a - b)
+	})
+	var drop []bool
+	for lo := 0; lo < n; {
+		hi := lo + 1
+		h0, l0 := key(perm[lo])
+		for hi < n {
+			h, l := key(perm[hi])
+			if h != h0 || l != l0 {
+				break
+			}
+			hi++
+		}
+		if hi-lo > 1 {
+			first, last := perm[lo], perm[hi-1]
+			if policy == DupError {
+				return fmt.Errorf("data: %w: cell (user %s, item %s) appears %d times (rows %d and %d of the input); use duplicates=last or mean",
+					ErrDuplicate, s.Dicts[0].String(s.Idx[0][first]), s.Dicts[1].String(s.Idx[1][first]), hi-lo, first+1, last+1)
+			}
+			if drop == nil {
+				drop = make([]bool, n)
+			}
+			ds.Cells++
+			ds.Dropped += hi - lo - 1
+			switch policy {
+			case DupMean:
+				var sum float64
+				for _, e := range perm[lo:hi] {
+					sum += s.Val[e]
+				}
+				s.Val[first] = sum / float64(hi-lo)
+			default: // DupLast
+				s.Val[first] = s.Val[last]
+				if s.Timestamps != nil {
+					s.Timestamps[first] = s.Timestamps[last]
+				}
+			}
+			for _, e := range perm[lo+1 : hi] {
+				drop[e] = true
+			}
+		}
+		lo = hi
+	}
+	if drop == nil {
+		return nil
+	}
+	w := 0
+	for e := 0; e < n; e++ {
+		if drop[e] {
+			continue
+		}
+		for m := range s.Idx {
+			s.Idx[m][w] = s.Idx[m][e]
+		}
+		s.Val[w] = s.Val[e]
+		if s.Timestamps != nil {
+			s.Timestamps[w] = s.Timestamps[e]
+		}
+		w++
+	}
+	for m := range s.Idx {
+		s.Idx[m] = slices.Clip(s.Idx[m][:w])
+	}
+	s.Val = slices.Clip(s.Val[:w])
+	if s.Timestamps != nil {
+		s.Timestamps = slices.Clip(s.Timestamps[:w])
+	}
+	return nil
+}

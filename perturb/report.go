@@ -1,0 +1,62 @@
+package perturb
+
+// Report is the privacy report every result of dprec carries: what was
+// protected, how, and at what cost. It is written into model files and
+// printed by the CLI. A non-private result has Mode "none".
+type Report struct {
+	// Mode names the private algorithm ("none", "input", "gradient",
+	// "output", "agn", "avn", ...).
+	Mode string `json:"mode"`
+	// Relation states the neighbouring relation, e.g. "rating logs with the
+	// same observed positions differing in one rating value".
+	Relation string `json:"relation,omitempty"`
+	// Unit is the privacy unit ("entry", "user", "document", "record").
+	Unit string `json:"unit,omitempty"`
+	// Epsilon and Delta are the total guarantee after composition.
+	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`
+	// Composition names the accounting that produced Epsilon and Delta
+	// ("basic", "advanced", "rdp", "single release", ...).
+	Composition string `json:"composition,omitempty"`
+	// Releases lists every noisy release, in order.
+	Releases []Release `json:"releases,omitempty"`
+	// Covered lists the released parameters the guarantee covers;
+	// NotCovered those it does not (they are released without protection).
+	Covered    []string `json:"covered,omitempty"`
+	NotCovered []string `json:"not_covered,omitempty"`
+	// Randomness says where the noise came from: "secure (crypto/rand)" or
+	// "seeded (reproducible, NOT private)".
+	Randomness string `json:"randomness,omitempty"`
+	// Notes carry derivation references and caveats.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Release describes one application of a mechanism.
+type Release struct {
+	// What was released ("observed ratings", "gradient of C", "M2", ...).
+	What string `json:"what"`
+	// Mechanism: "laplace", "gaussian", "l2" (K-norm), ...
+	Mechanism string `json:"mechanism"`
+	// Norm of the sensitivity ("l1" or "l2") and its value.
+	SensitivityNorm string  `json:"sensitivity_norm,omitempty"`
+	Sensitivity     float64 `json:"sensitivity"`
+	// Derivation cites where the sensitivity comes from.
+	Derivation string `json:"derivation,omitempty"`
+	// Scale is the noise scale (Laplace b, Gaussian sigma, l2 radius scale).
+	Scale   float64 `json:"scale"`
+	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`
+	// Count is how many times this release was repeated (epochs, steps).
+	Count int `json:"count,omitempty"`
+}
+
+// Private reports whether r describes a differentially private result.
+func (r *Report) Private() bool { return r != nil && r.Mode != "" && r.Mode != "none" }
+
+// FullyCovered reports whether every released parameter is covered.
+func (r *Report) FullyCovered() bool { return r.Private() && len(r.NotCovered) == 0 }
+
+// NonPrivate returns the report of a result trained without privacy.
+func NonPrivate() *Report {
+	return &Report{Mode: "none", Notes: []string{"trained without differential privacy: the released parameters may reveal individual records"}}
+}
