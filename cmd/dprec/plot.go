@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"image/color"
+	"io"
 	"path/filepath"
 	"strings"
 
+	"github.com/dprec/dprec/data"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -21,8 +23,9 @@ type plotSeries struct {
 }
 
 // plotLines draws series as lines with points and writes the plot to path
-// (.png or .svg, chosen by extension). logX / logY use log scales.
-func plotLines(path, title, xlabel, ylabel string, logX, logY bool, series []plotSeries) error {
+// (.png or .svg, chosen by extension) atomically, replacing an existing
+// file only when force is set. logX / logY use log scales.
+func plotLines(path string, force bool, title, xlabel, ylabel string, logX, logY bool, series []plotSeries) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = xlabel
@@ -80,5 +83,12 @@ func plotLines(path, title, xlabel, ylabel string, logX, logY bool, series []plo
 	if ext != ".png" && ext != ".svg" {
 		return fmt.Errorf("plot %s: want a .png or .svg file name", path)
 	}
-	return p.Save(7*vg.Inch, 4.5*vg.Inch, path)
+	wt, err := p.WriterTo(7*vg.Inch, 4.5*vg.Inch, ext[1:])
+	if err != nil {
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	return data.WriteFileAtomic(path, force, func(w io.Writer) error {
+		_, err := wt.WriteTo(w)
+		return err
+	})
 }
