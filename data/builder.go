@@ -160,11 +160,6 @@ func (b *Builder) Finish() (*Store, DuplicateStats, error) {
 func dedupe(s *Store, policy DuplicatePolicy, ds *DuplicateStats) error {
 	n := s.NNZ()
 	order := len(s.Dims)
-	// Sort positions by cell, then by position, to find runs of one cell.
-	perm := make([]int32, n)
-	for e := range perm {
-		perm[e] = int32(e)
-	}
 	key := func(e int32) (uint64, uint32) {
 		hi := uint64(uint32(s.Idx[0][e]))<<32 | uint64(uint32(s.Idx[1][e]))
 		var lo uint32
@@ -173,27 +168,43 @@ func dedupe(s *Store, policy DuplicatePolicy, ds *DuplicateStats) error {
 		}
 		return hi, lo
 	}
-	slices.SortFunc(perm, func(a, b int32) int {
-		ha, la := key(a)
-		hb, lb := key(b)
-		switch {
-		case ha < hb:
-			return -1
-		case ha > hb:
-			return 1
-		case la < lb:
-			return -1
-		case la > lb:
-			return 1
+	// Sort positions by cell, then by position, to find runs of one cell:
+	// a radix sort of packed cell keys when the modes fit in 64 bits (the
+	// usual case), else a comparison sort.
+	var perm []int32
+	var cellKey func(j int) (uint64, uint32)
+	if keys, width, ok := cellKeys(s); ok {
+		var sorted []uint64
+		sorted, perm = radixSortCells(keys, width)
+		cellKey = func(j int) (uint64, uint32) { return sorted[j], 0 }
+	} else {
+		perm = make([]int32, n)
+		for e := range perm {
+			perm[e] = int32(e)
 		}
-		return int(a - b)
-	})
+		slices.SortFunc(perm, func(a, b int32) int {
+			ha, la := key(a)
+			hb, lb := key(b)
+			switch {
+			case ha < hb:
+				return -1
+			case ha > hb:
+				return 1
+			case la < lb:
+				return -1
+			case la > lb:
+				return 1
+			}
+			return int(a - b)
+		})
+		cellKey = func(j int) (uint64, uint32) { return key(perm[j]) }
+	}
 	var drop []bool
 	for lo := 0; lo < n; {
 		hi := lo + 1
-		h0, l0 := key(perm[lo])
+		h0, l0 := cellKey(lo)
 		for hi < n {
-			h, l := key(perm[hi])
+			h, l := cellKey(hi)
 			if h != h0 || l != l0 {
 				break
 			}

@@ -48,6 +48,9 @@ type Release struct {
 	Delta   float64 `json:"delta"`
 	// Count is how many times this release was repeated (epochs, steps).
 	Count int `json:"count,omitempty"`
+	// Calibration names how a Gaussian sigma was set ("analytic",
+	// "classic", "tight", or "sigma" for an RDP-calibrated step).
+	Calibration string `json:"calibration,omitempty"`
 }
 
 // Private reports whether r describes a differentially private result.

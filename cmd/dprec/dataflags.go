@@ -1,0 +1,183 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/dprec/dprec/data"
+	"github.com/urfave/cli/v2"
+)
+
+// dataLoadFlags are the flags that control how a rating log is read. Every
+// command that loads a rating log (data stats/split/convert, train, eval,
+// predict, ...) includes them and calls dataLoad.
+func dataLoadFlags() []cli.Flag {
+	const cat = "Input"
+	return []cli.Flag{
+		&cli.StringFlag{Name: "format", Category: cat, Usage: "input format: csv, tsv, dat, arrow, arrows or parquet (default: from the file name, then the content)"},
+		&cli.StringFlag{Name: "columns", Category: cat, Usage: `column roles: a role list for headerless files ("user,item,rating,time", "-" skips a column) or a name mapping ("user=uid,item=mid,rating=stars,time=ts")`},
+		&cli.StringFlag{Name: "delimiter", Category: cat, Usage: `field delimiter for text input: ",", "\t" (or "tab"), "::", ";", "|" or " " (default: detected)`},
+		&cli.StringFlag{Name: "header", Category: cat, Value: "auto", Usage: "whether text input has a header row: auto, yes or no"},
+		&cli.StringFlag{Name: "time-unit", Category: cat, Value: "day", Usage: "time bucket of the time mode: hour, day, week, month or none (2-way user x item store)"},
+		&cli.StringFlag{Name: "duplicates", Category: cat, Value: "last", Usage: "repeated (user, item, time bucket) cells: last, mean or error"},
+		&cli.BoolFlag{Name: "skip-invalid", Category: cat, Usage: "skip malformed rows (counted, first reasons shown) instead of failing"},
+		&cli.IntFlag{Name: "threads", Category: cat, Usage: "parsing threads (default: number of CPUs)"},
+	}
+}
+
+// dataLoadOptions turns the flags of dataLoadFlags into load options.
+func dataLoadOptions(c *cli.Context) (data.LoadOptions, error) {
+	var o data.LoadOptions
+	var err error
+	if o.Format, err = data.ParseFormat(c.String("format")); err != nil {
+		return o, err
+	}
+	if o.Columns, err = dataParseColumns(c.String("columns")); err != nil {
+		return o, err
+	}
+	o.Delimiter = c.String("delimiter")
+	switch strings.ToLower(o.Delimiter) {
+	case "tab", `\t`:
+		o.Delimiter = "\t"
+	case "space":
+		o.Delimiter = " "
+	case "comma":
+		o.Delimiter = ","
+	}
+	switch h := strings.ToLower(c.String("header")); h {
+	case "", "auto", "yes", "no":
+		o.Header = h
+	case "true":
+		o.Header = "yes"
+	case "false":
+		o.Header = "no"
+	default:
+		return o, fmt.Errorf("--header %q: want auto, yes or no", h)
+	}
+	if o.Builder.TimeUnit, err = data.ParseTimeUnit(c.String("time-unit")); err != nil {
+		return o, err
+	}
+	if o.Builder.Duplicates, err = data.ParseDuplicatePolicy(c.String("duplicates")); err != nil {
+		return o, err
+	}
+	o.SkipInvalid = c.Bool("skip-invalid")
+	o.Threads = c.Int("threads")
+	if o.Threads < 0 {
+		return o, fmt.Errorf("--threads %d: must be at least 0", o.Threads)
+	}
+	if o.Threads == 0 {
+		o.Threads = runtime.GOMAXPROCS(0)
+	}
+	return o, nil
+}
+
+// dataParseColumns parses --columns: either a role list in file order
+// ("user,item,rating,time") or a name mapping ("user=uid,item=mid").
+func dataParseColumns(s string) (data.Columns, error) {
+	var cols data.Columns
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return cols, nil
+	}
+	parts := strings.Split(s, ",")
+	if strings.Contains(s, "=") {
+		for _, p := range parts {
+			role, name, ok := strings.Cut(p, "=")
+			role, name = strings.ToLower(strings.TrimSpace(role)), strings.TrimSpace(name)
+			if !ok || name == "" {
+				return cols, fmt.Errorf("--columns %q: %q is not role=name", s, p)
+			}
+			switch role {
+			case "user":
+				cols.User = name
+			case "item":
+				cols.Item = name
+			case "rating":
+				cols.Rating = name
+			case "time":
+				cols.Time = name
+			default:
+				return cols, fmt.Errorf("--columns %q: unknown role %q (want user, item, rating or time)", s, role)
+			}
+		}
+		return cols, nil
+	}
+	seen := map[string]bool{}
+	for _, p := range parts {
+		role := strings.ToLower(strings.TrimSpace(p))
+		switch role {
+		case "user", "item", "rating", "time":
+			if seen[role] {
+				return cols, fmt.Errorf("--columns %q: role %q given twice", s, role)
+			}
+			seen[role] = true
+		case "-", "":
+			role = "-"
+		default:
+			return cols, fmt.Errorf("--columns %q: unknown role %q (want user, item, rating, time or -)", s, p)
+		}
+		cols.Order = append(cols.Order, role)
+	}
+	for _, r := range []string{"user", "item", "rating"} {
+		if !seen[r] {
+			return cols, fmt.Errorf("--columns %q: no %s column", s, r)
+		}
+	}
+	return cols, nil
+}
+
+// dataLoad loads the rating log at path with the options of dataLoadFlags,
+// showing a progress bar, and prints what was detected, skipped and merged
+// on stderr unless --quiet.
+func dataLoad(c *cli.Context, path string) (*data.Store, *data.LoadReport, error) {
+	opts, err := dataLoadOptions(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return dataLoadWith(c, path, opts)
+}
+
+// dataLoadWith is dataLoad with options already parsed (and possibly
+// adjusted, e.g. to keep raw time stamps).
+func dataLoadWith(c *cli.Context, path string, opts data.LoadOptions) (*data.Store, *data.LoadReport, error) {
+	bar := newBar(c, -1, "loading "+path)
+	opts.Progress = func(done, total int64) {
+		if total > 0 && bar.GetMax64() != total {
+			bar.ChangeMax64(total)
+		}
+		_ = bar.Set64(done)
+	}
+	s, rep, err := data.Load(path, opts)
+	_ = bar.Finish()
+	if err != nil {
+		return nil, rep, err
+	}
+	if !quiet(c) {
+		dataPrintReport(rep)
+	}
+	return s, rep, nil
+}
+
+// dataPrintReport prints the notes of a load report on stderr.
+func dataPrintReport(rep *data.LoadReport) {
+	for _, d := range rep.Detected {
+		fmt.Fprintf(os.Stderr, "%s: %s\n", rep.Path, d)
+	}
+	if rep.Skipped > 0 {
+		fmt.Fprintf(os.Stderr, "%s: skipped %d malformed rows of %d", rep.Path, rep.Skipped, rep.Rows)
+		if len(rep.SkipReasons) > 0 {
+			fmt.Fprintf(os.Stderr, "; first reasons:\n")
+			for _, r := range rep.SkipReasons {
+				fmt.Fprintf(os.Stderr, "  %s\n", r)
+			}
+		} else {
+			fmt.Fprintln(os.Stderr)
+		}
+	}
+	if rep.Duplicates.Cells > 0 {
+		fmt.Fprintf(os.Stderr, "%s: %d cells observed more than once; %d duplicate rows merged\n",
+			rep.Path, rep.Duplicates.Cells, rep.Duplicates.Dropped)
+	}
+}

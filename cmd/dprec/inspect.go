@@ -1,0 +1,155 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/dprec/dprec/models"
+	"github.com/dprec/dprec/perturb"
+	"github.com/urfave/cli/v2"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:      "inspect",
+		Usage:     "print the header of a saved model (verifying its checksums)",
+		ArgsUsage: "MODEL",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print the header as JSON"},
+		},
+		Action: inspectRun,
+	})
+}
+
+func inspectRun(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return cli.Exit("usage: dprec inspect MODEL [--json]", exitUsage)
+	}
+	f, err := models.Load(c.Args().First())
+	if err != nil {
+		return err
+	}
+	warns := inspectPrivacyWarnings(f.Privacy)
+	w := c.App.Writer
+	if c.Bool("json") {
+		out := struct {
+			*models.Header
+			Warnings []string `json:"warnings"`
+		}{&f.Header, warns}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	inspectText(w, &f.Header)
+	for _, s := range warns {
+		fmt.Fprintln(w, "WARNING:", s)
+	}
+	return nil
+}
+
+// inspectPrivacyWarnings lists what a user of the model must know about its
+// privacy: non-private training, seeded noise, uncovered parameters.
+func inspectPrivacyWarnings(r *perturb.Report) []string {
+	var w []string
+	switch {
+	case r == nil || !r.Private():
+		w = append(w, "this model was trained WITHOUT differential privacy: its parameters may reveal individual ratings")
+	default:
+		if !r.FullyCovered() {
+			w = append(w, fmt.Sprintf("the %s privacy guarantee does not cover every released parameter; released without protection: %s",
+				r.Mode, strings.Join(r.NotCovered, ", ")))
+		}
+		if strings.Contains(strings.ToLower(r.Randomness), "seeded") {
+			w = append(w, "the noise was drawn from a seeded generator (reproducible, NOT private)")
+		}
+	}
+	return w
+}
+
+// inspectText prints a header for people.
+func inspectText(w io.Writer, h *models.Header) {
+	fmt.Fprintf(w, "format      %s version %d (%s)\n", h.Format, h.Version, h.Software)
+	fmt.Fprintf(w, "created     %s\n", h.Created.UTC().Format(time.RFC3339))
+	fmt.Fprintf(w, "model       %s, ranks %v, biases %v\n", h.Kind, h.Ranks, h.Bias)
+	for mo, name := range h.Modes {
+		fmt.Fprintf(w, "mode %d      %-5s %d (%s ids", mo, name, h.Dims[mo], h.IDTypes[mo])
+		if h.IDNames[mo] != "" {
+			fmt.Fprintf(w, " from column %q", h.IDNames[mo])
+		}
+		fmt.Fprintln(w, ")")
+	}
+	if h.Time != nil {
+		first := time.Unix(h.Time.Unit.Start(h.Time.First), 0).UTC().Format("2006-01-02")
+		last := time.Unix(h.Time.Unit.Start(h.Time.First+int64(h.Time.Count)-1), 0).UTC().Format("2006-01-02")
+		fmt.Fprintf(w, "time        %d %s buckets, %s .. %s\n", h.Time.Count, h.Time.Unit, first, last)
+	}
+	if h.Bias {
+		fmt.Fprintf(w, "global mean %.6g\n", h.Mean)
+	}
+	if h.ClampLo < h.ClampHi {
+		fmt.Fprintf(w, "clamp       [%g, %g]\n", h.ClampLo, h.ClampHi)
+	}
+	if d := h.Data; d != nil {
+		fmt.Fprintf(w, "data        %d ratings, dims %v, mean %.4g, range [%g, %g], sha256 %s\n", d.NNZ, d.Dims, d.Mean, d.Min, d.Max, d.SHA256)
+	}
+	if len(h.Settings) > 0 {
+		fmt.Fprintf(w, "settings    %s\n", h.Settings)
+	}
+	var hist []struct {
+		Epoch     int     `json:"epoch"`
+		TrainRMSE float64 `json:"train_rmse"`
+		ValidRMSE float64 `json:"valid_rmse"`
+		Seconds   float64 `json:"seconds"`
+	}
+	if len(h.History) > 0 && json.Unmarshal(h.History, &hist) == nil && len(hist) > 0 {
+		best := hist[0]
+		var secs float64
+		for _, e := range hist {
+			secs += e.Seconds
+			if e.ValidRMSE > 0 && (best.ValidRMSE == 0 || e.ValidRMSE < best.ValidRMSE) {
+				best = e
+			}
+		}
+		fmt.Fprintf(w, "training    %d epochs in %.3gs; last train RMSE %.4f", len(hist), secs, hist[len(hist)-1].TrainRMSE)
+		if best.ValidRMSE > 0 {
+			fmt.Fprintf(w, "; best validation RMSE %.4f (epoch %d)", best.ValidRMSE, best.Epoch)
+		}
+		fmt.Fprintln(w)
+	}
+	inspectPrivacyText(w, h.Privacy)
+}
+
+// inspectPrivacyText prints a privacy report.
+func inspectPrivacyText(w io.Writer, r *perturb.Report) {
+	if r == nil {
+		fmt.Fprintln(w, "privacy     none")
+		return
+	}
+	if !r.Private() {
+		fmt.Fprintf(w, "privacy     %s\n", r.Mode)
+	} else {
+		fmt.Fprintf(w, "privacy     %s: (epsilon %g, delta %g), unit %s, %s composition\n", r.Mode, r.Epsilon, r.Delta, r.Unit, r.Composition)
+		if r.Relation != "" {
+			fmt.Fprintf(w, "  relation  %s\n", r.Relation)
+		}
+		for _, rel := range r.Releases {
+			fmt.Fprintf(w, "  release   %s: %s, %s sensitivity %g, scale %g, (%g, %g) x%d\n",
+				rel.What, rel.Mechanism, rel.SensitivityNorm, rel.Sensitivity, rel.Scale, rel.Epsilon, rel.Delta, max(rel.Count, 1))
+		}
+		if len(r.Covered) > 0 {
+			fmt.Fprintf(w, "  covered   %s\n", strings.Join(r.Covered, ", "))
+		}
+		if len(r.NotCovered) > 0 {
+			fmt.Fprintf(w, "  NOT covered %s\n", strings.Join(r.NotCovered, ", "))
+		}
+		if r.Randomness != "" {
+			fmt.Fprintf(w, "  randomness %s\n", r.Randomness)
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "  note      %s\n", n)
+	}
+}

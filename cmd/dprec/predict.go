@@ -1,0 +1,319 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dprec/dprec/completion"
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/models"
+	"github.com/urfave/cli/v2"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:  "predict",
+		Usage: "predict ratings from a saved model (one pair, a CSV of pairs, or a new user's fold-in)",
+		Description: `Unknown users, items and times never fail: the prediction falls back
+(biases, then the global mean) and the fallback column says which was used
+(unknown-user, unknown-item, time-clamped, time-averaged). --strict fails
+instead. Times are Unix seconds, RFC 3339 or YYYY-MM-DD (UTC).`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "model", Aliases: []string{"m"}, Required: true, Usage: "model file"},
+			&cli.StringFlag{Name: "user", Usage: "user id"},
+			&cli.StringFlag{Name: "item", Usage: "item id"},
+			&cli.StringFlag{Name: "time", Usage: "time of the prediction (Unix seconds, RFC 3339 or YYYY-MM-DD); default: averaged over the trained period"},
+			&cli.StringFlag{Name: "input", Usage: "CSV of user,item[,time] pairs (optional header row) to predict; - reads stdin"},
+			&cli.StringFlag{Name: "ratings", Usage: "a new user's own ratings (CSV item,rating[,time]) to fold in against the frozen model"},
+			&cli.Float64Flag{Name: "fold-lambda", Usage: "ridge penalty of the fold-in (default: the model's factor penalty times the number of ratings)"},
+			&cli.BoolFlag{Name: "strict", Usage: "fail on an unknown user or item instead of falling back"},
+			&cli.BoolFlag{Name: "json", Usage: "JSON output"},
+		},
+		Action: predictRun,
+	})
+}
+
+// predictParseTime parses a time flag or column: Unix seconds, RFC 3339 or
+// YYYY-MM-DD (UTC). The empty string means no time (nil).
+func predictParseTime(s string) (*int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	if v, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return &v, nil
+	}
+	for _, layout := range []string{time.RFC3339, "2006-01-02T15:04:05", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			v := t.Unix()
+			return &v, nil
+		}
+	}
+	return nil, fmt.Errorf("time %q: want Unix seconds, RFC 3339 or YYYY-MM-DD", s)
+}
+
+// predictLoad loads a model and prints its privacy warnings on stderr.
+func predictLoad(c *cli.Context, path string) (*models.Predictor, error) {
+	f, err := models.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if !quiet(c) {
+		for _, w := range inspectPrivacyWarnings(f.Privacy) {
+			fmt.Fprintf(c.App.ErrWriter, "dprec: %s: WARNING: %s\n", path, w)
+		}
+	}
+	return models.NewPredictor(f), nil
+}
+
+// predictResult is one prediction in the JSON output.
+type predictResult struct {
+	User       string  `json:"user"`
+	Item       string  `json:"item"`
+	Time       *int64  `json:"time,omitempty"`
+	Prediction float64 `json:"prediction"`
+	Fallback   string  `json:"fallback"`
+}
+
+func predictRun(c *cli.Context) error {
+	p, err := predictLoad(c, c.String("model"))
+	if err != nil {
+		return err
+	}
+	t, err := predictParseTime(c.String("time"))
+	if err != nil {
+		return fmt.Errorf("--time: %w", err)
+	}
+	w := c.App.Writer
+	if c.IsSet("ratings") {
+		if c.IsSet("input") || c.String("item") == "" {
+			return cli.Exit("predict --ratings: give the item to predict with --item", exitUsage)
+		}
+		row, note, err := predictFoldIn(c, p, c.String("ratings"))
+		if err != nil {
+			return err
+		}
+		if !quiet(c) {
+			fmt.Fprintln(c.App.ErrWriter, "dprec:", note)
+		}
+		v, fb := p.PredictRow(row, c.String("item"), t)
+		if c.Bool("strict") && fb&models.UnknownItem != 0 {
+			return fmt.Errorf("unknown item %q", c.String("item"))
+		}
+		return predictEmit(c, w, []predictResult{{User: "(folded-in)", Item: c.String("item"), Time: t, Prediction: v, Fallback: fb.String()}})
+	}
+	if in := c.String("input"); in != "" {
+		return predictMany(c, p, in, w)
+	}
+	if c.String("user") == "" || c.String("item") == "" {
+		return cli.Exit("predict: give --user and --item, or --input pairs.csv", exitUsage)
+	}
+	v, fb := p.Predict(c.String("user"), c.String("item"), t)
+	if err := predictStrict(c, fb, c.String("user"), c.String("item")); err != nil {
+		return err
+	}
+	return predictEmit(c, w, []predictResult{{User: c.String("user"), Item: c.String("item"), Time: t, Prediction: v, Fallback: fb.String()}})
+}
+
+func predictStrict(c *cli.Context, fb models.Fallback, user, item string) error {
+	if !c.Bool("strict") {
+		return nil
+	}
+	if fb&models.UnknownUser != 0 {
+		return fmt.Errorf("unknown user %q (--strict)", user)
+	}
+	if fb&models.UnknownItem != 0 {
+		return fmt.Errorf("unknown item %q (--strict)", item)
+	}
+	return nil
+}
+
+func predictEmit(c *cli.Context, w io.Writer, rs []predictResult) error {
+	if c.Bool("json") {
+		enc := json.NewEncoder(w)
+		if len(rs) == 1 {
+			return enc.Encode(rs[0])
+		}
+		return enc.Encode(rs)
+	}
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"user", "item", "time", "prediction", "fallback"})
+	for _, r := range rs {
+		ts := ""
+		if r.Time != nil {
+			ts = strconv.FormatInt(*r.Time, 10)
+		}
+		cw.Write([]string{r.User, r.Item, ts, strconv.FormatFloat(r.Prediction, 'g', 8, 64), r.Fallback})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// predictMany predicts every user,item[,time] row of a CSV file.
+func predictMany(c *cli.Context, p *models.Predictor, path string, w io.Writer) error {
+	var r io.Reader
+	if path == "-" {
+		r = os.Stdin
+	} else {
+		fh, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer fh.Close()
+		r = fh
+	}
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = -1
+	cr.ReuseRecord = true
+	cr.TrimLeadingSpace = true
+	jsonOut := c.Bool("json")
+	cw := csv.NewWriter(w)
+	enc := json.NewEncoder(w)
+	if !jsonOut {
+		cw.Write([]string{"user", "item", "time", "prediction", "fallback"})
+	}
+	for line := 1; ; line++ {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if line == 1 && len(rec) > 0 && predictIsHeader(rec[0]) {
+			continue
+		}
+		if len(rec) < 2 || len(rec) > 3 {
+			return fmt.Errorf("%s:%d: want user,item[,time], got %d fields", path, line, len(rec))
+		}
+		var t *int64
+		if len(rec) == 3 {
+			if t, err = predictParseTime(rec[2]); err != nil {
+				return fmt.Errorf("%s:%d: %w", path, line, err)
+			}
+		}
+		v, fb := p.Predict(rec[0], rec[1], t)
+		if err := predictStrict(c, fb, rec[0], rec[1]); err != nil {
+			return fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		if jsonOut {
+			if err := enc.Encode(predictResult{User: rec[0], Item: rec[1], Time: t, Prediction: v, Fallback: fb.String()}); err != nil {
+				return err
+			}
+			continue
+		}
+		ts := ""
+		if t != nil {
+			ts = strconv.FormatInt(*t, 10)
+		}
+		cw.Write([]string{rec[0], rec[1], ts, strconv.FormatFloat(v, 'g', 8, 64), fb.String()})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// predictIsHeader recognises a header row by its first field's name.
+func predictIsHeader(s string) bool {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "user", "userid", "user_id", "item", "itemid", "item_id", "movieid":
+		return true
+	}
+	return false
+}
+
+// predictFoldIn reads a new user's ratings (CSV item,rating[,time], with an
+// optional header) and solves the user's factor row (and bias) against the
+// frozen model by regularised least squares (decomposition.FoldIn). It
+// returns the row and a note saying what was used.
+func predictFoldIn(c *cli.Context, p *models.Predictor, path string) (models.Row, string, error) {
+	f := p.File()
+	m := f.Model
+	fh, err := os.Open(path)
+	if err != nil {
+		return models.Row{}, "", err
+	}
+	defer fh.Close()
+	cr := csv.NewReader(fh)
+	cr.FieldsPerRecord = -1
+	cr.TrimLeadingSpace = true
+	var items, times []int32
+	var ratings []float64
+	unknown, noTime := 0, 0
+	for line := 1; ; line++ {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return models.Row{}, "", fmt.Errorf("%s: %w", path, err)
+		}
+		if line == 1 && len(rec) > 0 && predictIsHeader(rec[0]) {
+			continue
+		}
+		if len(rec) < 2 || len(rec) > 3 {
+			return models.Row{}, "", fmt.Errorf("%s:%d: want item,rating[,time], got %d fields", path, line, len(rec))
+		}
+		r, err := strconv.ParseFloat(strings.TrimSpace(rec[1]), 64)
+		if err != nil || r != r || r > 1e300 || r < -1e300 {
+			return models.Row{}, "", fmt.Errorf("%s:%d: rating %q is not a finite number", path, line, rec[1])
+		}
+		j, ok := p.ItemIndex(strings.TrimSpace(rec[0]))
+		if !ok {
+			unknown++
+			continue
+		}
+		if m.Order() == 3 {
+			var t *int64
+			if len(rec) == 3 {
+				if t, err = predictParseTime(rec[2]); err != nil {
+					return models.Row{}, "", fmt.Errorf("%s:%d: %w", path, line, err)
+				}
+			}
+			k := int32(f.Time.Count - 1)
+			if t != nil {
+				k, _ = f.Time.Bucket(*t)
+			} else {
+				noTime++
+			}
+			times = append(times, k)
+		}
+		items = append(items, j)
+		ratings = append(ratings, r)
+	}
+	if len(ratings) == 0 {
+		return models.Row{}, "", fmt.Errorf("%s: no rating of an item the model knows (%d unknown items)", path, unknown)
+	}
+	lambda := c.Float64("fold-lambda")
+	if lambda == 0 {
+		reg := completion.DefaultReg
+		var s struct{ Reg float64 }
+		if json.Unmarshal(f.Header.Settings, &s) == nil && s.Reg > 0 {
+			reg = s.Reg
+		}
+		lambda = reg * float64(len(ratings))
+	}
+	x, err := decomposition.FoldIn(m, items, times, ratings, lambda)
+	if err != nil {
+		return models.Row{}, "", fmt.Errorf("%s: fold-in: %w", path, err)
+	}
+	R := m.Ranks[0]
+	row := models.Row{Factor: x[:R]}
+	if len(x) > R {
+		row.Bias = x[R]
+	}
+	note := fmt.Sprintf("folded in %d ratings from %s (lambda %g)", len(ratings), path, lambda)
+	if unknown > 0 {
+		note += fmt.Sprintf("; %d ratings of unknown items ignored", unknown)
+	}
+	if noTime > 0 {
+		note += fmt.Sprintf("; %d ratings without time placed in the last trained bucket", noTime)
+	}
+	return row, note, nil
+}

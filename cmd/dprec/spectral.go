@@ -1,0 +1,368 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/otd"
+	"github.com/dprec/dprec/perturb"
+	"github.com/schollz/progressbar/v3"
+	"github.com/urfave/cli/v2"
+	"gonum.org/v1/gonum/mat"
+)
+
+// spectralMethods lists the accepted --method values.
+var spectralMethods = []string{"nonprivate", "agn", "avn", "dptpm", "lda-input", "lda-whitened", "lda-decomposition", "lda-output"}
+
+func init() { register(spectralCmd()) }
+
+func spectralCmd() *cli.Command {
+	const in, mo, pr, out = "Input", "Model", "Privacy", "Output"
+	return &cli.Command{
+		Name:  "spectral",
+		Usage: "fit a single-topic, LDA or Gaussian-mixture model by tensor decomposition (optionally private)",
+		Description: `Reads a corpus (a directory of plain-text files, or UCI bag-of-words docword.txt with
+vocab.txt) or numeric rows (CSV, for --model mog), estimates the second and third moments,
+whitens, runs the robust tensor power method and prints each component's weight with its top
+words (or its mean), followed by the privacy report.
+
+Documents with fewer than 3 words (after tokenization and pruning) are skipped and counted
+(the moment estimators need three word positions); empty documents are skipped and counted.
+Non-UTF-8 text files, unknown word ids and malformed lines are errors naming the file and line.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "corpus", Required: true, Category: in, Usage: "a directory of text documents, a UCI docword.txt[.gz], or a CSV of numeric rows (mog)"},
+			&cli.StringFlag{Name: "vocab", Category: in, Usage: "UCI vocab.txt (default: the docword file's name with docword replaced by vocab, when it exists)"},
+			&cli.IntFlag{Name: "min-count", Category: in, Usage: "text directories: drop words occurring fewer times in the corpus"},
+			&cli.IntFlag{Name: "max-vocab", Category: in, Usage: "text directories: keep only the most frequent words"},
+			&cli.BoolFlag{Name: "keep-stopwords", Category: in, Usage: "text directories: keep English stop words"},
+			&cli.BoolFlag{Name: "rescale", Category: in, Usage: "mog: divide rows by the largest row norm when it exceeds 1 (sigma2 is divided by its square)"},
+			&cli.StringFlag{Name: "model", Value: "lda", Category: mo, Usage: "stm (single topic), lda or mog (mixture of spherical Gaussians)"},
+			&cli.IntFlag{Name: "topics", Aliases: []string{"k"}, Required: true, Category: mo, Usage: "number of topics / components K"},
+			&cli.Float64Flag{Name: "alpha0", Value: 1, Category: mo, Usage: "lda: Dirichlet concentration sum_k alpha_k"},
+			&cli.Float64Flag{Name: "sigma2", Category: mo, Usage: "mog: common component variance (in the units of the input rows)"},
+			&cli.StringFlag{Name: "estimator", Value: "all-triples", Category: mo, Usage: "stm moments: all-triples (unbiased, every word) or first-three"},
+			&cli.IntFlag{Name: "restarts", Category: mo, Usage: "tensor power method restarts L (default 20)"},
+			&cli.IntFlag{Name: "iters", Category: mo, Usage: "tensor power method iterations R (default 100)"},
+			&cli.StringFlag{Name: "method", Value: "nonprivate", Category: pr, Usage: strings.Join(spectralMethods, "|")},
+			&cli.Float64Flag{Name: "epsilon", Category: pr, Usage: "total privacy budget epsilon (private methods)"},
+			&cli.Float64Flag{Name: "delta", Category: pr, Usage: "total privacy budget delta (private methods)"},
+			&cli.IntFlag{Name: "top-words", Value: 10, Category: out, Usage: "words shown per topic"},
+			&cli.BoolFlag{Name: "json", Category: out, Usage: "print the result as JSON on stdout"},
+			&cli.StringFlag{Name: "out", Category: out, Usage: "also write the full result (all components) to FILE.json"},
+			&cli.BoolFlag{Name: "force", Category: out, Usage: "overwrite --out"},
+			&cli.Uint64Flag{Name: "seed", Usage: "seed all randomness: reproducible, and private noise is NOT private"},
+		},
+		Action: spectralRun,
+	}
+}
+
+// spectralInput loads the corpus or rows for the model.
+func spectralInput(c *cli.Context, model string) (*otd.Input, *data.CorpusStats, float64, error) {
+	path := c.String("corpus")
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if model == otd.ModelMoG {
+		if st.IsDir() {
+			return nil, nil, 0, fmt.Errorf("%s: --model mog needs a CSV file of numeric rows, not a directory", path)
+		}
+		rows, err := data.ReadRows(path, data.RowsOptions{Rescale: c.Bool("rescale")})
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		return &otd.Input{Rows: mat.NewDense(rows.N, rows.D, rows.Data)}, nil, rows.Scale, nil
+	}
+	opts := data.CorpusOptions{MinDocLen: 3, MinCount: c.Int("min-count"), MaxVocab: c.Int("max-vocab"), KeepStopWords: c.Bool("keep-stopwords")}
+	var corpus *data.Corpus
+	if st.IsDir() {
+		corpus, err = data.ReadTextDir(path, opts)
+	} else {
+		if c.IsSet("min-count") || c.IsSet("max-vocab") {
+			return nil, nil, 0, errors.New("--min-count and --max-vocab apply to text directories only")
+		}
+		vocab := c.String("vocab")
+		if vocab == "" {
+			guess := filepath.Join(filepath.Dir(path), strings.Replace(filepath.Base(path), "docword", "vocab", 1))
+			guess = strings.TrimSuffix(guess, ".gz")
+			if guess != path {
+				if _, err := os.Stat(guess); err == nil {
+					vocab = guess
+				}
+			}
+		}
+		corpus, err = data.ReadUCIBagOfWords(path, vocab, opts)
+	}
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return &otd.Input{Corpus: corpus}, &corpus.Stats, 1, nil
+}
+
+// spectralProgress returns a progress callback drawing one bar per stage.
+func spectralProgress(c *cli.Context) otd.ProgressFunc {
+	var bar *progressbar.ProgressBar
+	stage := ""
+	return func(s string, done, total int) {
+		if s != stage || bar == nil {
+			if bar != nil {
+				bar.Finish()
+			}
+			stage = s
+			bar = newBar(c, int64(total), s)
+		}
+		bar.Set(done)
+		if done >= total {
+			bar.Finish()
+		}
+	}
+}
+
+// spectralTopic is one component in the output.
+type spectralTopic struct {
+	Index    int               `json:"index"`
+	Weight   float64           `json:"weight"`
+	Alpha    *float64          `json:"alpha,omitempty"`
+	TopWords []spectralWordVal `json:"top_words,omitempty"`
+	Mean     []float64         `json:"mean,omitempty"`
+	// Column is the full component (only in --out files).
+	Column []float64 `json:"column,omitempty"`
+}
+
+type spectralWordVal struct {
+	Word string  `json:"word"`
+	Prob float64 `json:"prob"`
+}
+
+type spectralOutput struct {
+	Model     string            `json:"model"`
+	Method    string            `json:"method"`
+	K         int               `json:"k"`
+	Alpha0    float64           `json:"alpha0,omitempty"`
+	Sigma2    float64           `json:"sigma2,omitempty"`
+	Estimator string            `json:"estimator,omitempty"`
+	Path      string            `json:"path"`
+	Corpus    *data.CorpusStats `json:"corpus,omitempty"`
+	VocabSize int               `json:"vocab_size,omitempty"`
+	Scale     float64           `json:"rescaled_by,omitempty"`
+	Seconds   float64           `json:"seconds"`
+	Topics    []spectralTopic   `json:"topics"`
+	Vocab     []string          `json:"vocab,omitempty"`
+	Privacy   *perturb.Report   `json:"privacy"`
+}
+
+// spectralTopWords returns the n largest entries of a topic column after
+// seed 000's post-processing (negatives zeroed, renormalised to sum 1).
+func spectralTopWords(col []float64, vocab []string, n int) []spectralWordVal {
+	var s float64
+	for _, v := range col {
+		if v > 0 {
+			s += v
+		}
+	}
+	idx := make([]int, len(col))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return col[idx[a]] > col[idx[b]] })
+	if n > len(idx) {
+		n = len(idx)
+	}
+	out := make([]spectralWordVal, 0, n)
+	for _, i := range idx[:n] {
+		p := 0.0
+		if s > 0 && col[i] > 0 {
+			p = col[i] / s
+		}
+		out = append(out, spectralWordVal{Word: vocab[i], Prob: p})
+	}
+	return out
+}
+
+func spectralRun(c *cli.Context) error {
+	model := c.String("model")
+	switch model {
+	case otd.ModelSTM, otd.ModelLDA, otd.ModelMoG:
+	default:
+		return cli.Exit(fmt.Sprintf("--model %q: want stm, lda or mog", model), exitUsage)
+	}
+	method := c.String("method")
+	known := false
+	for _, m := range spectralMethods {
+		known = known || m == method
+	}
+	if !known {
+		return cli.Exit(fmt.Sprintf("--method %q: want one of %s", method, strings.Join(spectralMethods, ", ")), exitUsage)
+	}
+	if method != "nonprivate" && !(c.IsSet("epsilon")) {
+		return cli.Exit(fmt.Sprintf("--method %s needs --epsilon (and --delta for Gaussian mechanisms)", method), exitUsage)
+	}
+	if c.Int("top-words") < 1 {
+		return cli.Exit("--top-words must be positive", exitUsage)
+	}
+	est, err := otd.ParseEstimator(c.String("estimator"))
+	if err != nil {
+		return cli.Exit(err.Error(), exitUsage)
+	}
+	outPath := c.String("out")
+	if outPath != "" && !strings.HasSuffix(strings.ToLower(outPath), ".json") {
+		return cli.Exit(fmt.Sprintf("--out %s: only .json result files are supported", outPath), exitUsage)
+	}
+	if outPath != "" && !c.Bool("force") {
+		if _, err := os.Stat(outPath); err == nil {
+			return fmt.Errorf("%s: %w", outPath, data.ErrExists)
+		}
+	}
+	start := time.Now()
+	in, stats, scale, err := spectralInput(c, model)
+	if err != nil {
+		return err
+	}
+	sigma2 := c.Float64("sigma2")
+	if scale != 1 {
+		sigma2 /= scale * scale
+	}
+	opts := otd.FitOptions{
+		Model: model, K: c.Int("topics"), Alpha0: c.Float64("alpha0"), Sigma2: sigma2,
+		Method: method, Epsilon: c.Float64("epsilon"), Delta: c.Float64("delta"),
+		TPM:       otd.TPMOptions{Restarts: c.Int("restarts"), Iters: c.Int("iters")},
+		Estimator: est, Progress: spectralProgress(c),
+	}
+	var src = perturb.SecureSource()
+	if seed, ok := seedOf(c); ok {
+		src = perturb.SeededSource(seed)
+	} else if method != "nonprivate" {
+		src = nil // private methods: perturb's secure source
+	}
+	res, err := otd.Fit(in, opts, src)
+	if err != nil {
+		return err
+	}
+	o := spectralOutput{Model: model, Method: method, K: opts.K, Path: res.Path, Corpus: stats, Privacy: res.Report, Seconds: time.Since(start).Seconds()}
+	if model == otd.ModelLDA {
+		o.Alpha0 = opts.Alpha0
+	}
+	if model == otd.ModelSTM {
+		o.Estimator = est.String()
+	}
+	if model == otd.ModelMoG {
+		o.Sigma2 = opts.Sigma2
+		if scale != 1 {
+			o.Scale = scale
+		}
+	} else {
+		o.VocabSize = len(res.Vocab)
+	}
+	full := o
+	d, k := res.A.Dims()
+	for t := 0; t < k; t++ {
+		col := mat.Col(nil, t, res.A)
+		tp := spectralTopic{Index: t + 1, Weight: res.Weights[t]}
+		if res.Alpha != nil {
+			a := res.Alpha[t]
+			tp.Alpha = &a
+		}
+		ft := tp
+		if model == otd.ModelMoG {
+			tp.Mean = col
+			ft.Mean = col
+		} else {
+			tp.TopWords = spectralTopWords(col, res.Vocab, c.Int("top-words"))
+			ft.TopWords = tp.TopWords
+			ft.Column = col
+		}
+		o.Topics = append(o.Topics, tp)
+		full.Topics = append(full.Topics, ft)
+	}
+	if model != otd.ModelMoG {
+		full.Vocab = res.Vocab
+	}
+	_ = d
+	if outPath != "" {
+		if err := data.WriteFileAtomic(outPath, c.Bool("force"), func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", " ")
+			return enc.Encode(spectralJSONSafe(full))
+		}); err != nil {
+			return err
+		}
+	}
+	if c.Bool("json") {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(spectralJSONSafe(o))
+	}
+	spectralPrint(os.Stdout, &o)
+	if !quiet(c) {
+		if stats != nil {
+			fmt.Fprintf(os.Stderr, "corpus: %d documents, %d words, vocabulary %d; skipped %d empty and %d shorter than 3 words\n",
+				stats.Docs, stats.Tokens, o.VocabSize, stats.SkippedEmpty, stats.SkippedShort)
+		}
+		if outPath != "" {
+			fmt.Fprintf(os.Stderr, "wrote %s\n", outPath)
+		}
+	}
+	return nil
+}
+
+// spectralJSONSafe replaces non-finite numbers (which encoding/json
+// rejects) by 0 in weights, and reports them in the privacy notes.
+func spectralJSONSafe(o spectralOutput) spectralOutput {
+	for i := range o.Topics {
+		if math.IsNaN(o.Topics[i].Weight) || math.IsInf(o.Topics[i].Weight, 0) {
+			o.Topics[i].Weight = 0
+		}
+	}
+	return o
+}
+
+func spectralPrint(w io.Writer, o *spectralOutput) {
+	fmt.Fprintf(w, "model %s, method %s, K = %d (%s path, %.2fs)\n", o.Model, o.Method, o.K, o.Path, o.Seconds)
+	for _, t := range o.Topics {
+		if t.Alpha != nil {
+			fmt.Fprintf(w, "topic %d  weight %.4f  alpha %.4f\n", t.Index, t.Weight, *t.Alpha)
+		} else if o.Model == otd.ModelMoG {
+			fmt.Fprintf(w, "component %d  weight %.4f\n", t.Index, t.Weight)
+		} else {
+			fmt.Fprintf(w, "topic %d  weight %.4f\n", t.Index, t.Weight)
+		}
+		if t.Mean != nil {
+			parts := make([]string, len(t.Mean))
+			for i, v := range t.Mean {
+				parts[i] = fmt.Sprintf("%.4f", v)
+			}
+			fmt.Fprintf(w, "  mean [%s]\n", strings.Join(parts, " "))
+		}
+		for _, wv := range t.TopWords {
+			fmt.Fprintf(w, "  %-20s %.4f\n", wv.Word, wv.Prob)
+		}
+	}
+	r := o.Privacy
+	if r == nil {
+		return
+	}
+	fmt.Fprintf(w, "privacy: mode %s", r.Mode)
+	if r.Private() {
+		fmt.Fprintf(w, ", (epsilon, delta) = (%g, %g), relation: %s, composition: %s, randomness: %s\n", r.Epsilon, r.Delta, r.Relation, r.Composition, r.Randomness)
+		for _, rel := range r.Releases {
+			fmt.Fprintf(w, "  release %s: %s, %s sensitivity %.4g (%s), scale %.4g, epsilon %g, delta %g\n", rel.What, rel.Mechanism, rel.SensitivityNorm, rel.Sensitivity, rel.Derivation, rel.Scale, rel.Epsilon, rel.Delta)
+		}
+		if len(r.NotCovered) > 0 {
+			fmt.Fprintf(w, "  NOT covered: %s\n", strings.Join(r.NotCovered, ", "))
+		}
+	} else {
+		fmt.Fprintln(w)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+}

@@ -1,0 +1,139 @@
+package completion
+
+import (
+	"fmt"
+	"math/bits"
+	"math/rand/v2"
+
+	"github.com/dprec/dprec/data"
+)
+
+// layout is the training working space: the observations bucketed by
+// stratification block, each stored as one packed uint64 of coordinates
+// (mode m's index in bits [shift[m], shift[m]+width[m])) and one float64
+// value (the trainer's private, possibly perturbed copy). That is 16 bytes
+// per observation and is all the per-observation memory training uses; the
+// hot loop then reads its entries sequentially.
+type layout struct {
+	order  int
+	p      int // blocks per mode
+	shift  [3]uint
+	mask   [3]uint64
+	coords []uint64
+	vals   []float64
+	// start[b] is the first position of block b, with block ids
+	// b = b0*p + b1 (order 2) or b0*p*p + b1*p + b2 (order 3); start has
+	// p^order + 1 entries.
+	start []int
+}
+
+// newLayout buckets the observations of st (values vals) into p^order
+// blocks. Each mode's indices are assigned to blocks by a random relabelling
+// (so blocks are balanced whatever the index order), and each block starts
+// in a random order.
+func newLayout(st *data.Store, vals []float64, p int, rng *rand.Rand) (*layout, error) {
+	n := st.NNZ()
+	L := &layout{order: st.Order(), p: p}
+	total := uint(0)
+	for m, d := range st.Dims {
+		w := uint(bits.Len(uint(d - 1)))
+		if w == 0 {
+			w = 1
+		}
+		L.shift[m] = total
+		L.mask[m] = 1<<w - 1
+		total += w
+	}
+	if total > 64 {
+		return nil, &ShapeError{Reason: fmt.Sprintf("mode sizes %v need %d bits per packed coordinate (limit 64)", st.Dims, total)}
+	}
+	// blockOf[m][i] is the block of index i in mode m.
+	blockOf := make([][]int32, L.order)
+	for m, d := range st.Dims {
+		bo := make([]int32, d)
+		perm := rng.Perm(d)
+		for i, r := range perm {
+			bo[i] = int32(int64(r) * int64(p) / int64(d))
+		}
+		blockOf[m] = bo
+	}
+	nb := 1
+	for range L.order {
+		nb *= p
+	}
+	blockID := func(e int) int {
+		b := 0
+		for m := range L.order {
+			b = b*p + int(blockOf[m][st.Idx[m][e]])
+		}
+		return b
+	}
+	L.start = make([]int, nb+1)
+	for e := 0; e < n; e++ {
+		L.start[blockID(e)+1]++
+	}
+	for b := 0; b < nb; b++ {
+		L.start[b+1] += L.start[b]
+	}
+	next := append([]int(nil), L.start[:nb]...)
+	L.coords = make([]uint64, n)
+	L.vals = make([]float64, n)
+	for e := 0; e < n; e++ {
+		b := blockID(e)
+		pos := next[b]
+		next[b]++
+		c := uint64(0)
+		for m := range L.order {
+			c |= uint64(st.Idx[m][e]) << L.shift[m]
+		}
+		L.coords[pos] = c
+		L.vals[pos] = vals[e]
+	}
+	for b := 0; b < nb; b++ {
+		L.shuffle(b, rng)
+	}
+	return L, nil
+}
+
+// shuffle permutes block b uniformly at random (Fisher-Yates).
+func (L *layout) shuffle(b int, rng *rand.Rand) { L.shuffleRange(L.start[b], L.start[b+1], rng) }
+
+// shuffleRange permutes positions [lo, hi) uniformly at random.
+func (L *layout) shuffleRange(lo, hi int, rng *rand.Rand) {
+	c := L.coords[lo:hi]
+	v := L.vals[lo:hi]
+	for i := len(c) - 1; i > 0; i-- {
+		j := int(rng.Uint64N(uint64(i + 1)))
+		c[i], c[j] = c[j], c[i]
+		v[i], v[j] = v[j], v[i]
+	}
+}
+
+// strata returns the stratum schedule of one epoch: p^(order-1) strata of p
+// blocks each, in which no two blocks share a block of any mode, covering
+// every block exactly once. Stratum (s1[, s2]) holds the blocks
+// (b, b+s1 mod p[, b+s2 mod p]) for b = 0..p-1.
+func (L *layout) strata() [][]int {
+	p := L.p
+	var out [][]int
+	if L.order == 2 {
+		for s := 0; s < p; s++ {
+			st := make([]int, p)
+			for b := 0; b < p; b++ {
+				st[b] = b*p + (b+s)%p
+			}
+			out = append(out, st)
+		}
+		return out
+	}
+	for s1 := 0; s1 < p; s1++ {
+		for s2 := 0; s2 < p; s2++ {
+			st := make([]int, p)
+			for b := 0; b < p; b++ {
+				st[b] = (b*p+(b+s1)%p)*p + (b+s2)%p
+			}
+			out = append(out, st)
+		}
+	}
+	return out
+}

@@ -1,0 +1,270 @@
+package completion
+
+// The completion-privacy experiment (issue 4): test RMSE versus epsilon for
+// the three private modes and non-private training, on the seed-001
+// synthetic set-ups and on a rating log. The CLI (`dprec experiment
+// completion-privacy`) writes the rows as CSV and plots them.
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/perturb"
+)
+
+// Experiment modes.
+const (
+	ExpNone        = "none"
+	ExpInput       = "input"
+	ExpGradientC   = "gradient-C"
+	ExpGradientAll = "gradient-all"
+	ExpOutput      = "output"
+)
+
+// PrivacyExpDataset is one train/test pair with its model and public
+// rating range.
+type PrivacyExpDataset struct {
+	Name        string
+	Train, Test *data.Store
+	// RatingMin, RatingMax: the public range declared for the data source.
+	RatingMin, RatingMax float64
+	Kind                 decomposition.Kind
+	Rank                 int
+	Bias                 bool
+	// Settings of training (Privacy is set per run; Patience is forced to
+	// -1 so every run trains the same number of epochs).
+	Settings Settings
+}
+
+// PrivacyExpRow is one training run.
+type PrivacyExpRow struct {
+	Dataset string  `json:"dataset"`
+	Kind    string  `json:"kind"`
+	Mode    string  `json:"mode"`
+	Epsilon float64 `json:"epsilon"` // 0 for non-private
+	Delta   float64 `json:"delta"`
+	Seed    uint64  `json:"seed"`
+	RMSE    float64 `json:"rmse"`
+	// Covered says whether the guarantee covers every released parameter.
+	Covered bool    `json:"covered"`
+	Seconds float64 `json:"seconds"`
+	// Err is non-empty when the run failed (e.g. diverged); RMSE is NaN then.
+	Err string `json:"error,omitempty"`
+}
+
+// PrivacyExpConfig configures RunPrivacyExperiment.
+type PrivacyExpConfig struct {
+	Datasets []PrivacyExpDataset
+	Modes    []string
+	Epsilons []float64
+	Seeds    []uint64
+	// Delta of the modes that need one (gradient-all).
+	Delta float64
+	// Clip is the gradient clipping norm (0: default).
+	Clip float64
+}
+
+// RunPrivacyExperiment trains every (dataset, mode, epsilon, seed)
+// combination (non-private runs once per seed) and returns the test RMSE of
+// each. Noise is seeded (StreamSource), so results are reproducible and NOT
+// private: this is a utility study. progress, if non-nil, is called after
+// each run.
+func RunPrivacyExperiment(cfg PrivacyExpConfig, progress func(PrivacyExpRow)) ([]PrivacyExpRow, error) {
+	var rows []PrivacyExpRow
+	for _, ds := range cfg.Datasets {
+		for _, seed := range cfg.Seeds {
+			for _, mode := range cfg.Modes {
+				eps := cfg.Epsilons
+				if mode == ExpNone {
+					eps = []float64{0}
+				}
+				for _, e := range eps {
+					row, err := privacyExpRun(ds, mode, e, cfg.Delta, cfg.Clip, seed)
+					if err != nil {
+						return rows, err
+					}
+					rows = append(rows, row)
+					if progress != nil {
+						progress(row)
+					}
+				}
+			}
+		}
+	}
+	return rows, nil
+}
+
+func privacyExpRun(ds PrivacyExpDataset, mode string, eps, delta, clip float64, seed uint64) (PrivacyExpRow, error) {
+	row := PrivacyExpRow{Dataset: ds.Name, Kind: string(ds.Kind), Mode: mode, Epsilon: eps, Seed: seed}
+	o := &PrivateOptions{Epsilon: eps, RatingMin: ds.RatingMin, RatingMax: ds.RatingMax, Seeded: true, Seed: seed ^ 0x5eed, Clip: clip}
+	var p Privacy = NoPrivacy{}
+	var err error
+	switch mode {
+	case ExpNone:
+	case ExpInput:
+		p, err = NewInputPerturbation(o)
+	case ExpGradientC:
+		o.Accounting = perturb.Basic
+		p, err = NewGradientPerturbation(o)
+	case ExpGradientAll:
+		o.Delta, o.Protect = delta, ProtectAll
+		p, err = NewGradientPerturbation(o)
+	case ExpOutput:
+		o.Clip = 0
+		p, err = NewOutputPerturbation(o)
+	default:
+		return row, fmt.Errorf("completion: unknown experiment mode %q", mode)
+	}
+	if err != nil {
+		return row, err
+	}
+	row.Delta = o.Delta
+	ranks := []int{ds.Rank}
+	if ds.Kind == decomposition.Tucker {
+		ranks = make([]int, ds.Train.Order())
+		for i := range ranks {
+			ranks[i] = ds.Rank
+		}
+	}
+	m, err := decomposition.NewModel(ds.Kind, ds.Train.Dims, ranks, ds.Bias)
+	if err != nil {
+		return row, err
+	}
+	m.ClampLo, m.ClampHi = ds.RatingMin, ds.RatingMax
+	s := ds.Settings
+	s.Privacy = p
+	s.Patience = -1
+	t0 := time.Now()
+	res, err := Train(ds.Train, nil, m, &s, rand.NewPCG(seed, 7), nil)
+	row.Seconds = time.Since(t0).Seconds()
+	if err != nil {
+		row.RMSE, row.Err = math.NaN(), err.Error()
+		return row, nil
+	}
+	row.RMSE = RMSE(m, ds.Test, s.Threads)
+	row.Covered = mode == ExpNone || res.Privacy.FullyCovered()
+	return row, nil
+}
+
+// SyntheticSeed001 returns the seed-001 synthetic set-up: a dims-shaped
+// tensor X = [[A, B, C]] (CP) or [[G; A, B, C]] (Tucker) with N(0, 1)
+// factors (and core) of rank `rank`, plus Gaussian noise at signal-to-noise
+// ratio snr (noise variance = signal variance / snr, the signal variance
+// being that of the generating law: rank for CP, rank^3 for Tucker), with
+// a fraction `observed` of the cells in the training store and `test` in a
+// disjoint test store. It also returns the public range declared for it,
+// +-4 standard deviations of the noisy entries' law (a property of the
+// generator, not of the sample).
+func SyntheticSeed001(kind decomposition.Kind, dims []int, rank int, snr, observed, test float64, src rand.Source) (train, testSt *data.Store, lo, hi float64, err error) {
+	if len(dims) != 3 || rank < 1 || !(snr > 0) || !(observed > 0) || !(test > 0) || observed+test > 1 {
+		return nil, nil, 0, 0, fmt.Errorf("completion: SyntheticSeed001(dims %v, rank %d, snr %g, observed %g, test %g): bad arguments", dims, rank, snr, observed, test)
+	}
+	rng := rand.New(src)
+	f := make([][]float64, 3)
+	for m, d := range dims {
+		f[m] = make([]float64, d*rank)
+		for i := range f[m] {
+			f[m][i] = rng.NormFloat64()
+		}
+	}
+	var core []float64
+	sigVar := float64(rank)
+	if kind == decomposition.Tucker {
+		core = make([]float64, rank*rank*rank)
+		for i := range core {
+			core[i] = rng.NormFloat64()
+		}
+		sigVar = float64(rank * rank * rank)
+	}
+	noiseSD := math.Sqrt(sigVar / snr)
+	bound := 4 * math.Sqrt(sigVar+noiseSD*noiseSD)
+	value := func(i, j, k int) float64 {
+		a, b, c := f[0][i*rank:(i+1)*rank], f[1][j*rank:(j+1)*rank], f[2][k*rank:(k+1)*rank]
+		v := 0.0
+		if core == nil {
+			for r := 0; r < rank; r++ {
+				v += a[r] * b[r] * c[r]
+			}
+		} else {
+			for p := 0; p < rank; p++ {
+				for q := 0; q < rank; q++ {
+					for t := 0; t < rank; t++ {
+						v += core[(p*rank+q)*rank+t] * a[p] * b[q] * c[t]
+					}
+				}
+			}
+		}
+		return v + noiseSD*rng.NormFloat64()
+	}
+	n := dims[0] * dims[1] * dims[2]
+	perm := rng.Perm(n)
+	nTrain, nTest := int(observed*float64(n)), int(test*float64(n))
+	mk := func(cells []int) *data.Store {
+		s := &data.Store{Dims: append([]int(nil), dims...), Idx: make([][]int32, 3), Val: make([]float64, len(cells))}
+		for m := range s.Idx {
+			s.Idx[m] = make([]int32, len(cells))
+		}
+		for e, c := range cells {
+			i, j, k := c/(dims[1]*dims[2]), (c/dims[2])%dims[1], c%dims[2]
+			s.Idx[0][e], s.Idx[1][e], s.Idx[2][e] = int32(i), int32(j), int32(k)
+			s.Val[e] = value(i, j, k)
+		}
+		return s
+	}
+	return mk(perm[:nTrain]), mk(perm[nTrain : nTrain+nTest]), -bound, bound, nil
+}
+
+// SplitStore splits st at random into a training and a test store, with a
+// fraction testFrac of the observations in the test store.
+func SplitStore(st *data.Store, testFrac float64, src rand.Source) (train, test *data.Store) {
+	perm := rand.New(src).Perm(st.NNZ())
+	nt := int(testFrac * float64(st.NNZ()))
+	return st.Subset(perm[nt:]), st.Subset(perm[:nt])
+}
+
+// BiasBaselineRMSE fits the bias-only model mu + b_u + b_i (ridge penalty
+// reg on the biases, 20 alternating exact updates) on train and returns its
+// RMSE on test, with predictions clamped to [lo, hi]: the baseline a
+// recommender must beat.
+func BiasBaselineRMSE(train, test *data.Store, reg, lo, hi float64) float64 {
+	mu := 0.0
+	for _, v := range train.Val {
+		mu += v
+	}
+	mu /= float64(train.NNZ())
+	bu, bi := make([]float64, train.Dims[0]), make([]float64, train.Dims[1])
+	cu, ci := make([]float64, train.Dims[0]), make([]float64, train.Dims[1])
+	for _, u := range train.Idx[0] {
+		cu[u]++
+	}
+	for _, i := range train.Idx[1] {
+		ci[i]++
+	}
+	su, si := make([]float64, len(bu)), make([]float64, len(bi))
+	for it := 0; it < 20; it++ {
+		clear(si)
+		for e, v := range train.Val {
+			si[train.Idx[1][e]] += v - mu - bu[train.Idx[0][e]]
+		}
+		for i := range bi {
+			bi[i] = si[i] / (ci[i] + reg)
+		}
+		clear(su)
+		for e, v := range train.Val {
+			su[train.Idx[0][e]] += v - mu - bi[train.Idx[1][e]]
+		}
+		for u := range bu {
+			bu[u] = su[u] / (cu[u] + reg)
+		}
+	}
+	s := 0.0
+	for e, v := range test.Val {
+		p := clampValue(mu+bu[test.Idx[0][e]]+bi[test.Idx[1][e]], lo, hi)
+		s += (v - p) * (v - p)
+	}
+	return math.Sqrt(s / float64(test.NNZ()))
+}

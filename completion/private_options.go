@@ -1,0 +1,302 @@
+package completion
+
+// Private training modes: shared options, validation and helpers.
+//
+// NEIGHBOURING RELATION (default, unit "entry"). Two rating logs D, D' are
+// neighbours when they have the same set of observed positions (user,
+// item[, time bucket]) and differ in the value of exactly one rating. All
+// ratings are clamped to a public range [r_min, r_max] given by the caller
+// (PrivateOptions.RatingMin/RatingMax; the CLI documents its default
+// scale), never derived from the data, so the changed rating moves by at
+// most Delta_r = r_max - r_min. The positions (who rated what, when) and
+// their number are public under this relation; only values are protected.
+//
+// USER UNIT ("user", MaxRatingsPerUser = k). Neighbours have the same
+// observed positions and differ in the values of any subset of ONE user's
+// ratings. Every user must contribute at most k ratings; BoundUserRatings
+// enforces that before training by keeping k positions per user chosen
+// uniformly at random (a function of the positions only, which are public,
+// so the selection costs no privacy), and Plan refuses a store where some
+// user has more than k. Sensitivities are then those of k entries changing
+// at once; each mode's file derives them.
+//
+// MEAN. With biases the trainer sets the global mean mu to the average of
+// the training values and every residual uses it, so under gradient
+// perturbation an un-noised mu would make every step depend on every
+// rating. The gradient modes therefore release mu~ = mu + Laplace(Delta_r/(n
+// epsilon_mu)) (sensitivity Delta_r/n with n the public number of
+// observations; k Delta_r/n for the user unit), account for it, correct
+// every residual to use mu~ inside the gradient transform, and write mu~
+// into the released model (see private_gradient.go).
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/perturb"
+)
+
+// Privacy units.
+const (
+	UnitEntry = "entry"
+	UnitUser  = "user"
+)
+
+// Defaults of PrivateOptions.
+const (
+	// DefaultClip is the gradient clipping norm m: per-entry data gradients
+	// of ratings on a 1-5 scale with factor rows of norm about 1 are a few
+	// units, and clipping at 1 keeps most of their direction.
+	DefaultClip = 1.0
+	// DefaultRowClip is the norm bound on the fixed factor rows of the
+	// output-mode refit (z_e is their product, |z_e| <= RowClip^(N-1)).
+	DefaultRowClip = 1.0
+	// DefaultOutputLambda is the ridge penalty of the output-mode refit.
+	// Delta_O = Delta_r RowClip^(N-1)/lambda, so lambda trades bias for
+	// noise; 10 is the order of the number of ratings per time bucket row
+	// divided by the rank on the seed-001 set-ups, where the ridge bias
+	// stays small.
+	DefaultOutputLambda = 10.0
+	// DefaultMeanFraction is the share of epsilon spent on the global mean
+	// in gradient mode with biases: its sensitivity Delta_r/n is tiny, so 2%
+	// of the budget already gives an error far below the rating scale.
+	DefaultMeanFraction = 0.02
+)
+
+// PrivateOptions configure the private training modes. The zero value of
+// every field except Epsilon and the rating range means its documented
+// default.
+type PrivateOptions struct {
+	// Epsilon and Delta are the total budget of the training run
+	// (Delta may be 0 for pure modes: input Laplace, gradient C with basic
+	// accounting, output).
+	Epsilon, Delta float64
+	// RatingMin and RatingMax are the public rating range [r_min, r_max];
+	// values are clamped to it. Required (RatingMin < RatingMax, finite).
+	RatingMin, RatingMax float64
+	// Unit is UnitEntry (default) or UnitUser.
+	Unit string
+	// MaxRatingsPerUser is k for the user unit (required there, >= 1).
+	MaxRatingsPerUser int
+	// Mechanism of input mode: "laplace" (default, Algorithm 1) or
+	// "gaussian".
+	Mechanism string
+	// Calibration of Gaussian noise with a single release (input gaussian):
+	// analytic (default), classic or tight.
+	Calibration perturb.Calibration
+	// Accounting is the composition used to fit the budget: "" (the
+	// tightest that applies), "basic", "advanced" or "rdp".
+	Accounting string
+	// Protect is the gradient-mode target: "C" (default; seed 001
+	// Algorithm 2: the gradient of the protected mode's row only) or "all"
+	// (every parameter an entry touches, Gaussian noise, RDP).
+	Protect string
+	// ProtectMode is the mode whose factor is "C": 0 means the last mode
+	// (the time mode of an order-3 store, the items of an order-2 one);
+	// otherwise ProtectMode-1 (so 1 = users, 2 = items, 3 = time).
+	ProtectMode int
+	// Clip is the gradient clipping norm m (gradient mode; default
+	// DefaultClip) or the row-norm bound of the fixed factors (output mode;
+	// default DefaultRowClip).
+	Clip float64
+	// Lambda is the ridge penalty of the output-mode refit (default
+	// DefaultOutputLambda).
+	Lambda float64
+	// Sigma, when > 0, fixes the Gaussian noise of --protect all instead of
+	// solving for it; Plan then refuses it if the budget is exceeded.
+	Sigma float64
+	// StepEpsilon, when > 0, fixes the per-step epsilon of --protect C
+	// instead of solving for it; Plan refuses it if the budget is exceeded.
+	StepEpsilon float64
+	// MeanFraction is the share of Epsilon spent on the global mean in
+	// gradient mode with biases (default DefaultMeanFraction).
+	MeanFraction float64
+	// Seeded selects reproducible noise from perturb.StreamSource(Seed,
+	// stream) (NOT private); otherwise noise comes from perturb.SecureSource.
+	Seeded bool
+	Seed   uint64
+}
+
+// resolvedOptions validates o and fills defaults.
+func (o *PrivateOptions) resolve(mode string) (PrivateOptions, error) {
+	if o == nil {
+		return PrivateOptions{}, fmt.Errorf("completion: %s perturbation: nil options", mode)
+	}
+	r := *o
+	b := perturb.Budget{Epsilon: r.Epsilon, Delta: r.Delta}
+	if err := b.Validate(); err != nil {
+		return r, fmt.Errorf("completion: %s perturbation: %w", mode, err)
+	}
+	fin := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	if !fin(r.RatingMin) || !fin(r.RatingMax) || !(r.RatingMin < r.RatingMax) {
+		return r, fmt.Errorf("completion: %s perturbation: %w: public rating range [%v, %v] must be finite with min < max (declare it; it is never taken from the data)", mode, perturb.ErrSensitivity, r.RatingMin, r.RatingMax)
+	}
+	switch r.Unit {
+	case "":
+		r.Unit = UnitEntry
+	case UnitEntry, UnitUser:
+	default:
+		return r, fmt.Errorf("completion: %s perturbation: unknown privacy unit %q (want entry or user)", mode, r.Unit)
+	}
+	if r.Unit == UnitUser && r.MaxRatingsPerUser < 1 {
+		return r, fmt.Errorf("completion: %s perturbation: %w: user unit needs max ratings per user >= 1, got %d", mode, perturb.ErrDimension, r.MaxRatingsPerUser)
+	}
+	switch r.Accounting {
+	case "", "best", perturb.Basic, perturb.Advanced, perturb.RDP:
+	default:
+		return r, fmt.Errorf("completion: %s perturbation: unknown accounting %q (want basic, advanced or rdp)", mode, r.Accounting)
+	}
+	if r.Accounting == "best" {
+		r.Accounting = ""
+	}
+	cal, err := perturb.ParseCalibration(string(r.Calibration))
+	if err != nil {
+		return r, err
+	}
+	r.Calibration = cal
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"clip", r.Clip}, {"lambda", r.Lambda}, {"sigma", r.Sigma}, {"step epsilon", r.StepEpsilon}, {"mean fraction", r.MeanFraction}} {
+		if !fin(p.v) || p.v < 0 {
+			return r, fmt.Errorf("completion: %s perturbation: %w: %s is %v, must be finite and >= 0 (0 = default)", mode, perturb.ErrSensitivity, p.name, p.v)
+		}
+	}
+	if r.MeanFraction == 0 {
+		r.MeanFraction = DefaultMeanFraction
+	}
+	if r.MeanFraction >= 1 {
+		return r, fmt.Errorf("completion: %s perturbation: mean fraction %v must be < 1", mode, r.MeanFraction)
+	}
+	if r.ProtectMode < 0 || r.ProtectMode > 3 {
+		return r, fmt.Errorf("completion: %s perturbation: protect mode %d out of range (0 = last mode, 1..3)", mode, r.ProtectMode)
+	}
+	return r, nil
+}
+
+// ratingRange is Delta_r = r_max - r_min.
+func (o *PrivateOptions) ratingRange() float64 { return o.RatingMax - o.RatingMin }
+
+// unitCount is the number of ratings one privacy unit can change: 1 for
+// entries, k for users.
+func (o *PrivateOptions) unitCount() int {
+	if o.Unit == UnitUser {
+		return o.MaxRatingsPerUser
+	}
+	return 1
+}
+
+// relation returns the report's neighbouring relation.
+func (o *PrivateOptions) relation() string {
+	if o.Unit == UnitUser {
+		return fmt.Sprintf("rating logs with the same observed positions differing in the values of one user's ratings (each user bounded to at most %d ratings before training); ratings clamped to the public range [%g, %g]", o.MaxRatingsPerUser, o.RatingMin, o.RatingMax)
+	}
+	return fmt.Sprintf("rating logs with the same observed positions differing in one rating value; ratings clamped to the public range [%g, %g]", o.RatingMin, o.RatingMax)
+}
+
+// source returns the noise source of stream id s.
+func (o *PrivateOptions) source(s uint64) rand.Source {
+	if o.Seeded {
+		return perturb.StreamSource(o.Seed, s)
+	}
+	return perturb.SecureSource()
+}
+
+// Stream ids: one per mechanism and per worker, so no two share a stream.
+const (
+	streamInput  = 1
+	streamOutput = 2
+	streamMean   = 3
+	streamWorker = 1 << 20 // + worker index
+)
+
+// clampValue clamps v to [lo, hi].
+func clampValue(v, lo, hi float64) float64 { return math.Min(hi, math.Max(lo, v)) }
+
+// ErrUserBound is returned (wrapped) by Plan when the user unit is chosen
+// and some user has more than MaxRatingsPerUser ratings in the store.
+var ErrUserBound = errors.New("completion: user contribution not bounded")
+
+// checkUserBound verifies that no user (mode 0) has more than k ratings.
+func checkUserBound(train *data.Store, k int) error {
+	cnt := make([]int, train.Dims[0])
+	for _, u := range train.Idx[0] {
+		cnt[u]++
+		if cnt[u] > k {
+			return fmt.Errorf("%w: user index %d has more than %d ratings; bound contributions first (BoundUserRatings / --max-ratings-per-user)", ErrUserBound, u, k)
+		}
+	}
+	return nil
+}
+
+// BoundUserRatings returns the positions of a subset of train in which every
+// user (mode 0) keeps at most k of their ratings, chosen uniformly at
+// random with src (a function of the observed positions only, never of the
+// rating values, so it needs no privacy budget under the relations used
+// here), and the store restricted to them (train.Subset). Positions are
+// returned in increasing order. k must be >= 1.
+func BoundUserRatings(train *data.Store, k int, src rand.Source) (*data.Store, []int, error) {
+	if k < 1 {
+		return nil, nil, fmt.Errorf("%w: max ratings per user is %d, must be >= 1", perturb.ErrDimension, k)
+	}
+	if train == nil || train.Order() < 2 {
+		return nil, nil, errors.New("completion: BoundUserRatings: nil or malformed store")
+	}
+	if src == nil {
+		return nil, nil, errors.New("completion: BoundUserRatings: nil random source")
+	}
+	r := rand.New(src)
+	byUser := make([][]int, train.Dims[0])
+	for e, u := range train.Idx[0] {
+		byUser[u] = append(byUser[u], e)
+	}
+	var keep []int
+	for _, es := range byUser {
+		if len(es) > k {
+			r.Shuffle(len(es), func(i, j int) { es[i], es[j] = es[j], es[i] })
+			es = es[:k]
+		}
+		keep = append(keep, es...)
+	}
+	slices.Sort(keep)
+	return train.Subset(keep), keep, nil
+}
+
+// admit composes acc and checks the budget with the chosen accounting.
+func admit(o *PrivateOptions, acc *perturb.Accountant) (eps, delta float64, method string, err error) {
+	return perturb.Budget{Epsilon: o.Epsilon, Delta: o.Delta}.Admit(acc, o.Accounting)
+}
+
+// baseReport fills the fields every mode shares.
+func baseReport(o *PrivateOptions, mode string, acc *perturb.Accountant, eps, delta float64, method string) *perturb.Report {
+	return &perturb.Report{
+		Mode:        mode,
+		Relation:    o.relation(),
+		Unit:        o.Unit,
+		Epsilon:     eps,
+		Delta:       delta,
+		Composition: method,
+		Releases:    acc.Releases(),
+		Randomness:  perturb.RandomnessLabel(o.Seeded),
+	}
+}
+
+// paramNames lists the model's released parameter groups by mode letter.
+func paramNames(order int, tucker, bias bool) []string {
+	letters := []string{"A (users)", "B (items)", "C (time)"}
+	if order == 2 {
+		letters = letters[:2]
+	}
+	out := append([]string(nil), letters...)
+	if tucker {
+		out = append(out, "G (core)")
+	}
+	if bias {
+		out = append(out, "biases", "global mean")
+	}
+	return out
+}

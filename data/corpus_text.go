@@ -1,0 +1,153 @@
+package data
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// ReadTextDir reads every regular file of dir (sorted by name; names
+// starting with "." are skipped; no recursion) as one plain-text document.
+// Files must be UTF-8: a file that is not is an error naming it. The
+// tokenizer lower-cases the text and splits it into maximal runs of
+// letters (unicode.IsLetter; digits, punctuation and space separate
+// words); words of one letter and the built-in English stop words
+// (StopWords) are dropped unless opts.KeepStopWords. The vocabulary is
+// then pruned to words occurring at least opts.MinCount times in the
+// corpus and to the opts.MaxVocab most frequent (ties broken by the word),
+// and sorted alphabetically. Documents left empty or shorter than
+// opts.MinDocLen are counted in Stats and skipped.
+func ReadTextDir(dir string, opts CorpusOptions) (*Corpus, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var docs []map[string]int32
+	freq := map[string]int64{}
+	var stats CorpusStats
+	for _, e := range ents {
+		if e.IsDir() || strings.HasPrefix(e.Name(), ".") || !e.Type().IsRegular() {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		if !utf8.Valid(b) {
+			off := 0
+			for off < len(b) {
+				r, n := utf8.DecodeRune(b[off:])
+				if r == utf8.RuneError && n <= 1 {
+					break
+				}
+				off += n
+			}
+			return nil, fmt.Errorf("%s: not valid UTF-8 text (invalid byte 0x%02x at offset %d); convert it, e.g. iconv -f latin1 -t utf-8", path, b[off], off)
+		}
+		doc := map[string]int32{}
+		for _, tok := range Tokenize(string(b)) {
+			if !opts.KeepStopWords && isStopWord(tok) {
+				stats.PrunedTokens++
+				continue
+			}
+			doc[tok]++
+			freq[tok]++
+		}
+		docs = append(docs, doc)
+	}
+	if len(docs) == 0 {
+		return nil, fmt.Errorf("%s: %w (no regular files)", dir, ErrEmptyCorpus)
+	}
+	words := make([]string, 0, len(freq))
+	for w, f := range freq {
+		if opts.MinCount > 1 && f < int64(opts.MinCount) {
+			stats.PrunedWords++
+			stats.PrunedTokens += f
+			continue
+		}
+		words = append(words, w)
+	}
+	if opts.MaxVocab > 0 && len(words) > opts.MaxVocab {
+		sort.Slice(words, func(a, b int) bool {
+			if freq[words[a]] != freq[words[b]] {
+				return freq[words[a]] > freq[words[b]]
+			}
+			return words[a] < words[b]
+		})
+		for _, w := range words[opts.MaxVocab:] {
+			stats.PrunedWords++
+			stats.PrunedTokens += freq[w]
+		}
+		words = words[:opts.MaxVocab]
+	}
+	sort.Strings(words)
+	id := make(map[string]int32, len(words))
+	for i, w := range words {
+		id[w] = int32(i)
+	}
+	b := NewCorpusBuilder(words, opts.MinDocLen)
+	var ws, cs []int32
+	type wc struct{ w, c int32 }
+	var tmp []wc
+	for _, doc := range docs {
+		tmp = tmp[:0]
+		for w, c := range doc {
+			if i, ok := id[w]; ok {
+				tmp = append(tmp, wc{i, c})
+			}
+		}
+		sort.Slice(tmp, func(a, b int) bool { return tmp[a].w < tmp[b].w })
+		ws, cs = ws[:0], cs[:0]
+		for _, x := range tmp {
+			ws = append(ws, x.w)
+			cs = append(cs, x.c)
+		}
+		b.AddDoc(ws, cs)
+	}
+	c, err := b.Finish()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	c.Stats.PrunedWords = stats.PrunedWords
+	c.Stats.PrunedTokens = stats.PrunedTokens
+	return c, nil
+}
+
+// Tokenize lower-cases s and returns its maximal runs of letters of at
+// least two letters.
+func Tokenize(s string) []string {
+	var out []string
+	f := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) })
+	for _, w := range f {
+		if utf8.RuneCountInString(w) >= 2 {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func isStopWord(w string) bool { _, ok := stopSet[w]; return ok }
+
+// StopWords is the built-in English stop-word list (a common short list of
+// function words, after the SMART / NLTK lists).
+var StopWords = strings.Fields(`a about above after again against all am an and any are as at be
+because been before being below between both but by can could did do does doing down during each
+few for from further had has have having he her here hers herself him himself his how i if in into
+is it its itself just me more most my myself no nor not now of off on once only or other our ours
+ourselves out over own same she should so some such than that the their theirs them themselves then
+there these they this those through to too under until up very was we were what when where which
+while who whom why will with would you your yours yourself yourselves also may might must shall
+us upon said says one two`)
+
+var stopSet = func() map[string]struct{} {
+	m := make(map[string]struct{}, len(StopWords))
+	for _, w := range StopWords {
+		m[w] = struct{}{}
+	}
+	return m
+}()

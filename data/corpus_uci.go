@@ -1,0 +1,186 @@
+package data
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// openMaybeGzip opens path, transparently decompressing gzip content
+// (detected by its magic bytes).
+func openMaybeGzip(path string) (io.Reader, func() error, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	br := bufio.NewReaderSize(f, 1<<16)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		gz, err := gzip.NewReader(br)
+		if err != nil {
+			f.Close()
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return gz, func() error { gz.Close(); return f.Close() }, nil
+	}
+	return br, f.Close, nil
+}
+
+// ReadUCIBagOfWords reads the UCI bag-of-words format: docword (plain or
+// gzip) starts with three lines D (documents), W (vocabulary size) and NNZ,
+// followed by NNZ lines "docID wordID count" (1-based ids, positive
+// counts; repeated (doc, word) pairs are summed); blank lines are ignored.
+// vocabPath, if not empty, is vocab.txt with W lines, line w naming word
+// id w; without it words are named by their ids. Documents with no entry
+// are counted as empty and skipped; documents shorter than opts.MinDocLen
+// are counted and skipped. Errors name the file and line: a malformed line,
+// an id outside [1, D] or [1, W] (unknown word), a non-positive count, a
+// line count that disagrees with NNZ, or a vocabulary with other than W
+// lines.
+func ReadUCIBagOfWords(docwordPath, vocabPath string, opts CorpusOptions) (*Corpus, error) {
+	r, closeFn, err := openMaybeGzip(docwordPath)
+	if err != nil {
+		return nil, err
+	}
+	defer closeFn()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	line := 0
+	var header [3]int64
+	for h := 0; h < 3; {
+		if !sc.Scan() {
+			if err := sc.Err(); err != nil {
+				return nil, fmt.Errorf("%s: %w", docwordPath, err)
+			}
+			return nil, fmt.Errorf("%s: line %d: missing header (want D, W and NNZ lines)", docwordPath, line+1)
+		}
+		line++
+		s := strings.TrimSpace(sc.Text())
+		if s == "" {
+			continue
+		}
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("%s: line %d: header value %q is not a non-negative integer", docwordPath, line, s)
+		}
+		header[h] = v
+		h++
+	}
+	nd, nw, nnz := header[0], header[1], header[2]
+	if nd > 1<<31-1 || nw > 1<<31-1 {
+		return nil, fmt.Errorf("%s: D = %d or W = %d too large", docwordPath, nd, nw)
+	}
+	type entry struct{ d, w, c int32 }
+	capHint := nnz
+	if capHint > 1<<24 {
+		capHint = 1 << 24 // the header is untrusted: grow beyond 16M on demand
+	}
+	ents := make([]entry, 0, capHint)
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		f := strings.Fields(string(b))
+		if len(f) != 3 {
+			return nil, fmt.Errorf("%s: line %d: want \"docID wordID count\", got %q", docwordPath, line, b)
+		}
+		var v [3]int64
+		for i := range f {
+			x, err := strconv.ParseInt(f[i], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s: line %d: field %d %q is not an integer", docwordPath, line, i+1, f[i])
+			}
+			v[i] = x
+		}
+		switch {
+		case v[0] < 1 || v[0] > nd:
+			return nil, fmt.Errorf("%s: line %d: document id %d outside [1, %d]", docwordPath, line, v[0], nd)
+		case v[1] < 1 || v[1] > nw:
+			return nil, fmt.Errorf("%s: line %d: unknown word id %d (vocabulary has %d words)", docwordPath, line, v[1], nw)
+		case v[2] < 1 || v[2] > 1<<31-1:
+			return nil, fmt.Errorf("%s: line %d: count %d must be a positive 32-bit integer", docwordPath, line, v[2])
+		}
+		ents = append(ents, entry{int32(v[0] - 1), int32(v[1] - 1), int32(v[2])})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: line %d: %w", docwordPath, line+1, err)
+	}
+	if int64(len(ents)) != nnz {
+		return nil, fmt.Errorf("%s: header says NNZ = %d but the file has %d entries (truncated?)", docwordPath, nnz, len(ents))
+	}
+	var vocab []string
+	if vocabPath != "" {
+		vocab, err = readVocab(vocabPath)
+		if err != nil {
+			return nil, err
+		}
+		if int64(len(vocab)) != nw {
+			return nil, fmt.Errorf("%s: %d words, but %s declares W = %d", vocabPath, len(vocab), docwordPath, nw)
+		}
+	} else {
+		vocab = make([]string, nw)
+		for i := range vocab {
+			vocab[i] = strconv.Itoa(i + 1)
+		}
+	}
+	sort.Slice(ents, func(a, b int) bool {
+		if ents[a].d != ents[b].d {
+			return ents[a].d < ents[b].d
+		}
+		return ents[a].w < ents[b].w
+	})
+	b := NewCorpusBuilder(vocab, opts.MinDocLen)
+	var ws, cs []int32
+	p := 0
+	for d := int32(0); d < int32(nd); d++ {
+		ws, cs = ws[:0], cs[:0]
+		for ; p < len(ents) && ents[p].d == d; p++ {
+			e := ents[p]
+			if n := len(ws); n > 0 && ws[n-1] == e.w {
+				if int64(cs[n-1])+int64(e.c) > 1<<31-1 {
+					return nil, fmt.Errorf("%s: document %d word %d: count overflows", docwordPath, d+1, e.w+1)
+				}
+				cs[n-1] += e.c
+				continue
+			}
+			ws = append(ws, e.w)
+			cs = append(cs, e.c)
+		}
+		b.AddDoc(ws, cs)
+	}
+	c, err := b.Finish()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", docwordPath, err)
+	}
+	return c, nil
+}
+
+func readVocab(path string) ([]string, error) {
+	r, closeFn, err := openMaybeGzip(path)
+	if err != nil {
+		return nil, err
+	}
+	defer closeFn()
+	sc := bufio.NewScanner(r)
+	var out []string
+	line := 0
+	for sc.Scan() {
+		line++
+		w := strings.TrimSpace(sc.Text())
+		if w == "" {
+			return nil, fmt.Errorf("%s: line %d: empty word", path, line)
+		}
+		out = append(out, w)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: line %d: %w", path, line+1, err)
+	}
+	return out, nil
+}

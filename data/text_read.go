@@ -1,0 +1,627 @@
+package data
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+)
+
+// textChunkSize is the size of the blocks read and parsed in parallel:
+// large enough that per-chunk overhead (allocation, scheduling) is noise,
+// small enough that a few in-flight chunks per thread cost little memory.
+const textChunkSize = 2 << 20
+
+// textMaxReasons bounds the skip reasons kept in a LoadReport.
+const textMaxReasons = 5
+
+// readDelimited loads delimited text (see the package doc for the grammar).
+// The ID columns start as integer columns; when a value that is not an
+// integer literal turns up, the load restarts with that column read as
+// strings, so the result does not depend on where the value sits.
+func readDelimited(path string, opts *LoadOptions, rep *LoadReport) (*Store, error) {
+	var forced [2]string // why a column is read as strings ("" if not)
+	for attempt := 0; ; attempt++ {
+		*rep = LoadReport{Path: rep.Path, Format: rep.Format}
+		r := &textReader{path: path, opts: opts, rep: rep, strWhy: forced}
+		s, err := r.run()
+		again := false
+		for m := range forced {
+			if forced[m] == "" && r.needWhy[m] != "" {
+				forced[m] = r.needWhy[m]
+				again = true
+			}
+		}
+		if !again || attempt >= 2 {
+			return s, err
+		}
+	}
+}
+
+// textReader is one attempt at loading a delimited file.
+type textReader struct {
+	path   string
+	opts   *LoadOptions
+	rep    *LoadReport
+	lay    *textLayout
+	strWhy [2]string // ID columns read as strings, and why
+	str    [2]bool
+	// needWhy is set when a column read as integers met a non-integer
+	// value: the load must restart with it read as strings.
+	needWhy [2]string
+}
+
+// textChunk is a block of whole lines and, once parsed, its rows in compact
+// arrays (no per-field allocation).
+type textChunk struct {
+	raw       []byte // the whole allocated buffer (reused)
+	buf       []byte
+	firstLine int   // 1-based line number of buf[0]
+	srcPos    int64 // bytes of the (possibly compressed) file read so far
+	done      chan struct{}
+
+	rows        int     // data rows (non-blank lines) seen
+	uid, iid    []int64 // integer IDs
+	uEnd, iEnd  []int32 // string IDs: end offsets into uStrs, iStrs
+	uStrs       []byte
+	iStrs       []byte
+	val         []float64
+	ts          []int64
+	nbad        int
+	errs        []*ParseError // the first textMaxReasons malformed rows
+	fatalIDOnly bool          // the first error is a negative/overflowing integer ID
+	needWhy     [2]string
+}
+
+// reset prepares a (possibly recycled) chunk for new lines.
+func (c *textChunk) reset(data []byte, firstLine int, srcPos int64) {
+	c.buf, c.firstLine, c.srcPos, c.done = data, firstLine, srcPos, make(chan struct{})
+	c.rows, c.nbad, c.errs, c.fatalIDOnly, c.needWhy = 0, 0, nil, false, [2]string{}
+}
+
+// textReuse returns s emptied, with room for n elements.
+func textReuse[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, 0, n)
+	}
+	return s[:0]
+}
+
+type textCountingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *textCountingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// run performs one load attempt.
+func (r *textReader) run() (*Store, error) {
+	path, opts, rep := r.path, r.opts, r.rep
+	for m := range r.str {
+		r.str[m] = r.strWhy[m] != ""
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var total int64 = -1
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		total = st.Size()
+	}
+	cr := &textCountingReader{r: f}
+	br := bufio.NewReaderSize(cr, 64<<10)
+	var src io.Reader = br
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("%s: gzip: %w", path, err)
+		}
+		defer zr.Close()
+		src = zr
+		rep.Detected = append(rep.Detected, "gzip-compressed")
+	}
+	readErr := func(err error) error { return fmt.Errorf("%s: read: %w", path, err) }
+
+	// The first block: sniff the layout, then drop the header line.
+	headRaw := make([]byte, textChunkSize)
+	n, err := io.ReadFull(src, headRaw)
+	eof := err == io.EOF || err == io.ErrUnexpectedEOF
+	if err != nil && !eof {
+		return nil, readErr(err)
+	}
+	head := headRaw[:n]
+	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")) // UTF-8 byte-order mark
+	hint := opts.Format
+	if hint == FormatAuto {
+		hint = DetectFormat(path)
+	}
+	lay, err := textSniff(path, head, eof, hint, opts, rep)
+	if err != nil {
+		return nil, err
+	}
+	r.lay = lay
+	switch {
+	case hint == FormatCSV || hint == FormatTSV || hint == FormatDat:
+		rep.Format = hint
+	case rep.Delimiter == "\t":
+		rep.Format = FormatTSV
+	case rep.Delimiter == "::":
+		rep.Format = FormatDat
+	default:
+		rep.Format = FormatCSV
+	}
+	line := 1
+	if lay.header {
+		// Skip blank lines and the header line.
+		for {
+			i := bytes.IndexByte(head, '\n')
+			var l []byte
+			if i < 0 {
+				l, head = head, head[len(head):]
+			} else {
+				l, head = head[:i], head[i+1:]
+			}
+			line++
+			if len(textTrimBlanks(bytes.TrimRight(l, "\r"))) > 0 || i < 0 {
+				break
+			}
+		}
+	}
+	for m, why := range r.strWhy {
+		if why != "" {
+			rep.Detected = append(rep.Detected, fmt.Sprintf("%s IDs are strings (%s)", textRoleNames[m], why))
+		}
+	}
+
+	threads := opts.Threads
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	work := make(chan *textChunk, threads)
+	order := make(chan *textChunk, 2*threads+2)
+	stop := make(chan struct{})
+	// free recycles parsed chunks (buffers and arrays) from the consumer
+	// back to the reader.
+	free := make(chan *textChunk, 3*threads+4)
+	var wg sync.WaitGroup
+	var ioErr error // set by the reader before it closes order
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(order)
+		defer close(work)
+		buf := head
+		owner := &textChunk{raw: headRaw} // the chunk whose raw holds buf
+		var carry []byte
+		for {
+			var data []byte
+			if eof {
+				data, buf = buf, nil
+			} else if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+				data, buf = buf[:i+1], buf[i+1:]
+			}
+			carry = append(carry[:0], buf...)
+			if data != nil {
+				c := owner
+				c.reset(data, line, cr.n-int64(br.Buffered()))
+				line += bytes.Count(data, []byte{'\n'})
+				select {
+				case work <- c:
+				case <-stop:
+					return
+				}
+				select {
+				case order <- c:
+				case <-stop:
+					return
+				}
+				select {
+				case owner = <-free:
+				default:
+					owner = &textChunk{}
+				}
+			}
+			if eof {
+				return
+			}
+			// Next block: the unfinished line, then fresh bytes (a line
+			// longer than a block makes the block grow).
+			need := len(carry) + textChunkSize
+			if cap(owner.raw) < need {
+				owner.raw = make([]byte, need)
+			}
+			nb := owner.raw[:need]
+			copy(nb, carry)
+			n, err := io.ReadFull(src, nb[len(carry):])
+			if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+				ioErr = readErr(err)
+				return
+			}
+			eof = err != nil
+			buf = nb[:len(carry)+n]
+		}
+	}()
+	for w := 0; w < threads; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range work {
+				r.parse(c)
+				close(c.done)
+			}
+		}()
+	}
+	s, err := r.consume(order, free, total)
+	close(stop)
+	wg.Wait()
+	if err == nil && ioErr != nil {
+		err = ioErr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// consume feeds the parsed chunks to a Builder in file order, so that
+// dictionaries get first-appearance order whatever the thread count.
+func (r *textReader) consume(order <-chan *textChunk, free chan<- *textChunk, total int64) (*Store, error) {
+	opts, rep, lay := r.opts, r.rep, r.lay
+	var dicts [2]*Dict
+	var interners [2]textInterner
+	for m := range dicts {
+		name := textRoleNames[m]
+		if lay.header && lay.col[m] < len(lay.names) {
+			name = lay.names[lay.col[m]]
+		}
+		if r.str[m] {
+			dicts[m] = NewStringDict(name)
+		} else {
+			dicts[m] = NewIntDict(name)
+		}
+		interners[m].d = dicts[m]
+	}
+	b := NewBuilder(dicts[0], dicts[1], lay.col[textTime] >= 0, opts.Builder)
+	var fatal *ParseError
+	room := 0
+	for c := range order {
+		<-c.done
+		for m, why := range c.needWhy {
+			if why != "" && r.needWhy[m] == "" {
+				r.needWhy[m] = why
+			}
+		}
+		if r.needWhy != [2]string{} {
+			// Restart with string IDs; nothing of this attempt is kept.
+			return nil, errors.New("restart")
+		}
+		if fatal != nil {
+			continue // only looking for string ID columns
+		}
+		rep.Rows += c.rows
+		if c.nbad > 0 {
+			if !opts.SkipInvalid {
+				fatal = c.errs[0]
+				if !c.fatalIDOnly {
+					return nil, fatal
+				}
+				// A bad integer ID is an error only if the column stays an
+				// integer column: read on to make sure.
+				continue
+			}
+			rep.Skipped += c.nbad
+			for _, e := range c.errs {
+				if len(rep.SkipReasons) < textMaxReasons {
+					rep.SkipReasons = append(rep.SkipReasons, e.Error())
+				}
+			}
+		}
+		if need := b.Len() + len(c.val); need > room {
+			// Reserve for the whole file, estimated from this chunk's bytes
+			// per row (2% slack), or double; Finish's store is trimmed below.
+			grow := max(b.Len(), len(c.val))
+			if total > 0 && c.srcPos > 0 && c.srcPos < total && rep.Rows > 0 {
+				est := int(float64(b.Len()+len(c.val)) * float64(total) / float64(c.srcPos) * 1.02)
+				grow = max(grow, est-b.Len())
+			}
+			b.Grow(grow)
+			room = b.Len() + grow
+		}
+		var u, it int32
+		var ustart, istart int32
+		for k, v := range c.val {
+			if r.str[0] {
+				u = interners[0].bytesID(c.uStrs[ustart:c.uEnd[k]])
+				ustart = c.uEnd[k]
+			} else {
+				u = interners[0].intID(c.uid[k])
+			}
+			if r.str[1] {
+				it = interners[1].bytesID(c.iStrs[istart:c.iEnd[k]])
+				istart = c.iEnd[k]
+			} else {
+				it = interners[1].intID(c.iid[k])
+			}
+			var t int64
+			if c.ts != nil {
+				t = c.ts[k]
+			}
+			b.Add(u, it, v, t)
+		}
+		if opts.Progress != nil {
+			opts.Progress(c.srcPos, total)
+		}
+		select {
+		case free <- c:
+		default:
+		}
+	}
+	if fatal != nil {
+		return nil, fatal
+	}
+	interners[0].finish()
+	interners[1].finish()
+	s, ds, err := b.Finish()
+	rep.Duplicates = ds
+	switch {
+	case errors.Is(err, ErrEmpty) && rep.Rows == 0 && lay.header:
+		return nil, &ParseError{File: r.path, Err: fmt.Errorf("%w: the file holds only a header line (%s)", ErrNoData, textJoin(lay.names))}
+	case errors.Is(err, ErrEmpty) && rep.Rows == 0:
+		return nil, &ParseError{File: r.path, Err: fmt.Errorf("%w: the file is empty", ErrNoData)}
+	case errors.Is(err, ErrEmpty):
+		first := ""
+		if len(rep.SkipReasons) > 0 {
+			first = "; first: " + rep.SkipReasons[0]
+		}
+		return nil, fmt.Errorf("%s: %w: all %d rows were malformed and skipped%s", r.path, ErrEmpty, rep.Rows, first)
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", r.path, err)
+	}
+	textTrim(s)
+	return s, nil
+}
+
+// textTrim copies the store's slices to their exact length when the
+// reservation left more than 1/32 unused, so that the store holds no slack.
+func textTrim(s *Store) {
+	n := len(s.Val)
+	if cap(s.Val)-n <= n/32 {
+		return
+	}
+	for m := range s.Idx {
+		s.Idx[m] = slices.Clone(s.Idx[m])
+	}
+	s.Val = slices.Clone(s.Val)
+	if s.Timestamps != nil {
+		s.Timestamps = slices.Clone(s.Timestamps)
+	}
+}
+
+func textJoin(names []string) string {
+	b := []byte{}
+	for i, n := range names {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, n...)
+	}
+	return string(b)
+}
+
+// parse splits and converts the rows of one chunk.
+func (r *textReader) parse(c *textChunk) {
+	lay := r.lay
+	fields := make([][]byte, lay.need)
+	scratch := make([]byte, 0, 256)
+	est := len(c.buf)/20 + 16 // MovieLens rows are 20-30 bytes
+	c.val = textReuse(c.val, est)
+	if r.str[0] {
+		c.uEnd = textReuse(c.uEnd, est)
+	} else {
+		c.uid = textReuse(c.uid, est)
+	}
+	if r.str[1] {
+		c.iEnd = textReuse(c.iEnd, est)
+	} else {
+		c.iid = textReuse(c.iid, est)
+	}
+	if r.str[0] {
+		c.uStrs = textReuse(c.uStrs, len(c.buf)/4)
+	}
+	if r.str[1] {
+		c.iStrs = textReuse(c.iStrs, len(c.buf)/4)
+	}
+	hasTime := lay.col[textTime] >= 0
+	if hasTime {
+		c.ts = textReuse(c.ts, est)
+	}
+	bad := func(line, role int, idErr bool, err error) {
+		col := ""
+		if role >= 0 {
+			col = lay.colMsg[role]
+		}
+		c.nbad++
+		if c.nbad == 1 {
+			c.fatalIDOnly = idErr
+		}
+		if len(c.errs) < textMaxReasons {
+			c.errs = append(c.errs, &ParseError{File: r.path, Line: line, Column: col, Err: err})
+		}
+	}
+	data := c.buf
+	line := c.firstLine - 1
+	var ids [2]int64
+	var idf [2][]byte
+rows:
+	for len(data) > 0 {
+		var ln []byte
+		if j := bytes.IndexByte(data, '\n'); j >= 0 {
+			ln, data = data[:j], data[j+1:]
+		} else {
+			ln, data = data, nil
+		}
+		line++
+		if len(ln) > 0 && ln[len(ln)-1] == '\r' {
+			ln = ln[:len(ln)-1]
+		}
+		if len(ln) == 0 || (ln[0] == ' ' || ln[0] == '\t') && len(textTrimBlanks(ln)) == 0 {
+			continue
+		}
+		c.rows++
+		if cap(scratch) < len(ln) {
+			scratch = make([]byte, 0, len(ln))
+		}
+		n, err := lay.split.split(ln, fields, scratch[:0])
+		if err != nil {
+			bad(line, -1, false, err)
+			continue
+		}
+		if n < lay.need {
+			bad(line, -1, false, fmt.Errorf("%w: the row has %d field(s), need %d", ErrFieldCount, n, lay.need))
+			continue
+		}
+		for m := range ids {
+			f := fields[lay.col[m]]
+			idf[m] = f
+			if len(f) == 0 {
+				bad(line, m, false, fmt.Errorf("%w: empty ID", ErrBadID))
+				continue rows
+			}
+			if r.str[m] {
+				continue
+			}
+			v, kind := textParseID(f)
+			switch kind {
+			case textIDNotInt:
+				if c.needWhy[m] == "" {
+					c.needWhy[m] = fmt.Sprintf("non-integer value %q on line %d", textShort(f), line)
+				}
+				continue rows
+			case textIDNegative:
+				bad(line, m, true, fmt.Errorf("%w: negative ID %s", ErrBadID, textShort(f)))
+				continue rows
+			case textIDOverflow:
+				bad(line, m, true, fmt.Errorf("%w: ID %s overflows int64", ErrBadID, textShort(f)))
+				continue rows
+			}
+			ids[m] = v
+		}
+		v, reason := textParseFloat(fields[lay.col[textRating]])
+		if reason != "" {
+			if reason == "empty" {
+				reason = "empty rating"
+			}
+			bad(line, textRating, false, fmt.Errorf("%w: %s", ErrBadRating, reason))
+			continue
+		}
+		var t int64
+		if hasTime {
+			t, reason = textParseTime(fields[lay.col[textTime]])
+			if reason != "" {
+				bad(line, textTime, false, fmt.Errorf("%w: %s", ErrBadTime, reason))
+				continue
+			}
+			c.ts = append(c.ts, t)
+		}
+		c.val = append(c.val, v)
+		if r.str[0] {
+			c.uStrs = append(c.uStrs, idf[0]...)
+			c.uEnd = append(c.uEnd, int32(len(c.uStrs)))
+		} else {
+			c.uid = append(c.uid, ids[0])
+		}
+		if r.str[1] {
+			c.iStrs = append(c.iStrs, idf[1]...)
+			c.iEnd = append(c.iEnd, int32(len(c.iStrs)))
+		} else {
+			c.iid = append(c.iid, ids[1])
+		}
+	}
+}
+
+// textShort returns a field for a message, cut to 40 bytes.
+func textShort(f []byte) string {
+	if len(f) > 40 {
+		return string(f[:40]) + "..."
+	}
+	return string(f)
+}
+
+// textInterner maps external IDs to dense indices through a Dict, with a
+// dense slice cache for small non-negative integer IDs: dense[id] is the
+// dense index plus one (zero: not cached). The cache grows only up to
+// textDenseLimit(Len) slots, so memory stays O(number of IDs) even for
+// sparse ID spaces.
+//
+// IDs met through the cache are appended to the Dict's ID list only; the
+// Dict's map is built once, at its final size, by finish (much cheaper
+// than growing it one ID at a time).
+type textInterner struct {
+	d        *Dict
+	dense    []int32
+	unmapped bool // some IDs are missing from d's map
+}
+
+// finish completes the Dict's map.
+func (x *textInterner) finish() {
+	if !x.unmapped {
+		return
+	}
+	m := make(map[int64]int32, len(x.d.ints))
+	for i, v := range x.d.ints {
+		m[v] = int32(i)
+	}
+	x.d.intIdx = m
+	x.unmapped = false
+}
+
+// textDenseLimit bounds the cache length: 8 slots per known ID plus 1M
+// slots (4 MiB), enough for MovieLens-style IDs 1..n with gaps.
+func textDenseLimit(n int) int64 { return 8*int64(n) + 1<<20 }
+
+func (x *textInterner) intID(id int64) int32 {
+	if uint64(id) < uint64(len(x.dense)) {
+		if v := x.dense[id]; v != 0 {
+			return v - 1
+		}
+		v := int32(len(x.d.ints))
+		x.d.ints = append(x.d.ints, id)
+		x.dense[id] = v + 1
+		x.unmapped = true
+		return v
+	}
+	if id >= 0 && id < textDenseLimit(x.d.Len()) {
+		n := max(2*int64(len(x.dense)), id+1, 1024)
+		n = min(n, textDenseLimit(x.d.Len()))
+		dense := make([]int32, n)
+		copy(dense, x.dense)
+		for i, v := range x.d.Ints() {
+			if v < n {
+				dense[v] = int32(i) + 1
+			}
+		}
+		x.dense = dense
+		return x.intID(id)
+	}
+	return x.d.InternInt(id)
+}
+
+// bytesID interns a string ID given as bytes; the string is allocated only
+// when the ID is new.
+func (x *textInterner) bytesID(b []byte) int32 {
+	if i, ok := x.d.strIdx[string(b)]; ok {
+		return i
+	}
+	return x.d.InternString(string(b))
+}

@@ -1,0 +1,170 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/perturb"
+)
+
+// File is a saved model: the model, the dictionaries that map external ids
+// to its rows, the time bucketing of its time mode, the privacy report and
+// the header describing how it was trained.
+//
+// A loaded File is never modified by this package; it is safe for
+// concurrent use by any number of Predictors.
+type File struct {
+	Header Header
+	Model  *decomposition.Model
+	// Dicts has one dictionary per mode; Dicts[2] (time) is nil.
+	Dicts []*data.Dict
+	// Time is the time bucketing of mode 2 (nil for order 2).
+	Time *data.TimeBucketing
+	// Privacy is the privacy report (nil is saved as non-private).
+	Privacy *perturb.Report
+}
+
+// ErrFormat is wrapped by every error about a file that is not a valid
+// model file of a supported version.
+var ErrFormat = errors.New("invalid model file")
+
+// ErrChecksum is wrapped when the payload checksum does not match.
+var ErrChecksum = errors.New("model file checksum mismatch (the file is corrupt)")
+
+// ErrVersion is wrapped when the file has an unsupported format version.
+var ErrVersion = errors.New("unsupported model format version")
+
+var modeNames = []string{"user", "item", "time"}
+
+// check validates a File before saving: shapes agree, values are finite,
+// dictionaries and time bucketing match the dimensions.
+func (f *File) check() error {
+	m := f.Model
+	if m == nil {
+		return errors.New("models: no model to save")
+	}
+	n := m.Order()
+	if n < 2 || n > 3 || len(m.Ranks) != n || len(m.Factors) != n {
+		return fmt.Errorf("models: model of order %d with %d ranks and %d factors", n, len(m.Ranks), len(m.Factors))
+	}
+	if m.Kind != decomposition.CP && m.Kind != decomposition.Tucker {
+		return fmt.Errorf("models: unknown model kind %q", m.Kind)
+	}
+	for mo := 0; mo < n; mo++ {
+		if m.Dims[mo] <= 0 || m.Ranks[mo] <= 0 {
+			return fmt.Errorf("models: mode %d has size %d and rank %d", mo, m.Dims[mo], m.Ranks[mo])
+		}
+		if len(m.Factors[mo]) != m.Dims[mo]*m.Ranks[mo] {
+			return fmt.Errorf("models: factor %d has %d values, want %d x %d", mo, len(m.Factors[mo]), m.Dims[mo], m.Ranks[mo])
+		}
+		if err := finite(m.Factors[mo], fmt.Sprintf("factor %d", mo)); err != nil {
+			return err
+		}
+		if m.HasBias {
+			if len(m.Bias) != n || len(m.Bias[mo]) != m.Dims[mo] {
+				return fmt.Errorf("models: bias of mode %d has the wrong length", mo)
+			}
+			if err := finite(m.Bias[mo], fmt.Sprintf("bias %d", mo)); err != nil {
+				return err
+			}
+		}
+	}
+	if m.Kind == decomposition.Tucker {
+		size := 1
+		for _, r := range m.Ranks {
+			size *= r
+		}
+		if len(m.Core) != size {
+			return fmt.Errorf("models: Tucker core has %d values, want %d", len(m.Core), size)
+		}
+		if err := finite(m.Core, "core"); err != nil {
+			return err
+		}
+	} else {
+		if len(m.Core) != 0 {
+			return errors.New("models: CP model with a core")
+		}
+		for _, r := range m.Ranks {
+			if r != m.Ranks[0] {
+				return fmt.Errorf("models: CP model with unequal ranks %v", m.Ranks)
+			}
+		}
+	}
+	for _, v := range []float64{m.Mean, m.ClampLo, m.ClampHi} {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("models: global mean or clamp range is not finite (%v)", v)
+		}
+	}
+	if len(f.Dicts) != n {
+		return fmt.Errorf("models: %d dictionaries for %d modes", len(f.Dicts), n)
+	}
+	for mo := 0; mo < 2; mo++ {
+		if f.Dicts[mo] == nil || f.Dicts[mo].Len() != m.Dims[mo] {
+			return fmt.Errorf("models: dictionary of mode %d does not match its size %d", mo, m.Dims[mo])
+		}
+	}
+	if n == 3 {
+		if f.Dicts[2] != nil {
+			return errors.New("models: the time mode has a dictionary")
+		}
+		if f.Time == nil || f.Time.Count != m.Dims[2] {
+			return fmt.Errorf("models: time bucketing does not match the time mode of size %d", m.Dims[2])
+		}
+		if _, err := data.ParseTimeUnit(string(f.Time.Unit)); err != nil || f.Time.Unit == data.TimeNone {
+			return fmt.Errorf("models: bad time unit %q", f.Time.Unit)
+		}
+	} else if f.Time != nil {
+		return errors.New("models: order-2 model with a time bucketing")
+	}
+	return nil
+}
+
+func finite(v []float64, what string) error {
+	for i, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("models: %s has a non-finite value %v at %d (refusing to save a diverged model)", what, x, i)
+		}
+	}
+	return nil
+}
+
+// header returns the header to store: the caller's header with the fields
+// that describe the model filled from the model itself.
+func (f *File) header() Header {
+	h := f.Header
+	m := f.Model
+	n := m.Order()
+	h.Format, h.Version = FormatName, FormatVersion
+	h.Kind = m.Kind
+	h.Modes = append([]string(nil), modeNames[:n]...)
+	h.Dims = append([]int(nil), m.Dims...)
+	h.Ranks = append([]int(nil), m.Ranks...)
+	h.IDTypes = make([]string, n)
+	h.IDNames = make([]string, n)
+	for mo := 0; mo < n; mo++ {
+		switch d := f.Dicts[mo]; {
+		case d == nil:
+			h.IDTypes[mo] = "time"
+		case d.IsString:
+			h.IDTypes[mo], h.IDNames[mo] = "string", d.Name
+		default:
+			h.IDTypes[mo], h.IDNames[mo] = "int64", d.Name
+		}
+	}
+	h.Bias = m.HasBias
+	h.Mean = m.Mean
+	h.ClampLo, h.ClampHi = m.ClampLo, m.ClampHi
+	h.Time = nil
+	if f.Time != nil {
+		t := *f.Time
+		h.Time = &t
+	}
+	h.Privacy = f.Privacy
+	if h.Privacy == nil {
+		h.Privacy = perturb.NonPrivate()
+	}
+	return h
+}

@@ -1,0 +1,379 @@
+package models
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/ipc"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+)
+
+// Load reads and verifies a model file. A truncated, corrupt (checksum
+// mismatch), wrong-version or non-model file yields an error wrapping
+// ErrFormat, ErrChecksum or ErrVersion that names the file; Load never
+// panics and never allocates much more than the file size.
+func Load(path string) (*File, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := Decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, nil
+}
+
+// ReadHeader reads and returns the header of a model file after checking
+// the whole-file seal (it does not decode the factors; Load verifies the
+// payload checksum as well).
+func ReadHeader(path string) (*Header, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSeal(b); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	h, fr, _, err := readMeta(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	fr.Close()
+	return h, nil
+}
+
+// ReadAtSeeker is what Read needs from its input.
+type ReadAtSeeker interface {
+	io.Reader
+	io.ReaderAt
+	io.Seeker
+}
+
+// budget is an Arrow allocator that refuses (by panicking, recovered by
+// Read) to hand out more than limit bytes in total, so that length fields
+// in a corrupt file cannot make the reader allocate more than the file
+// size implies.
+type budget struct {
+	mu          sync.Mutex
+	used, limit int
+	inner       memory.GoAllocator
+}
+
+type errBudget struct{ want, limit int }
+
+func (b *budget) take(n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n < 0 || b.used+n > b.limit {
+		panic(errBudget{n, b.limit})
+	}
+	b.used += n
+}
+
+func (b *budget) Allocate(n int) []byte {
+	b.take(n)
+	return b.inner.Allocate(n)
+}
+
+func (b *budget) Reallocate(n int, old []byte) []byte {
+	b.take(n)
+	return b.inner.Reallocate(n, old)
+}
+
+func (b *budget) Free(old []byte) { b.inner.Free(old) }
+
+// guard converts a panic inside the Arrow reader (corrupt flatbuffers,
+// out-of-range buffers, the allocation budget) into an error.
+func guard(err *error) {
+	if r := recover(); r != nil {
+		if eb, ok := r.(errBudget); ok {
+			*err = fmt.Errorf("%w: corrupt Arrow data (a buffer of %d bytes exceeds what the file size allows)", ErrFormat, eb.want)
+			return
+		}
+		*err = fmt.Errorf("%w: corrupt Arrow data (%v)", ErrFormat, r)
+	}
+}
+
+// readMeta opens the Arrow file and parses and checks the header.
+func readMeta(r ReadAtSeeker, size int64) (h *Header, fr *ipc.FileReader, sum []byte, err error) {
+	defer guard(&err)
+	// The whole file is read at most once by the record reader, plus
+	// builder slack; four times the size plus 1 MiB for small files bounds
+	// every legitimate allocation.
+	limit := 4*size + 1<<20
+	if limit > int64(^uint(0)>>1) {
+		limit = int64(^uint(0) >> 1)
+	}
+	fr, err = ipc.NewFileReader(r, ipc.WithAllocator(&budget{limit: int(limit)}))
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: not an Arrow IPC file or truncated (%v)", ErrFormat, err)
+	}
+	md := fr.Schema().Metadata()
+	get := func(k string) (string, bool) {
+		i := md.FindKey(k)
+		if i < 0 {
+			return "", false
+		}
+		return md.Values()[i], true
+	}
+	name, ok := get(metaFormat)
+	if !ok || name != FormatName {
+		return nil, nil, nil, fmt.Errorf("%w: an Arrow file but not a dprec model (no %q metadata)", ErrFormat, metaFormat)
+	}
+	ver, _ := get(metaVersion)
+	if v, err := strconv.Atoi(ver); err != nil || v != FormatVersion {
+		return nil, nil, nil, fmt.Errorf("%w %q (this dprec reads version %d)", ErrVersion, ver, FormatVersion)
+	}
+	raw, _ := get(metaHeader)
+	hdr := new(Header)
+	if err := json.Unmarshal([]byte(raw), hdr); err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: header: %v", ErrFormat, err)
+	}
+	if hdr.Format != FormatName || hdr.Version != FormatVersion {
+		return nil, nil, nil, fmt.Errorf("%w: header says format %q version %d", ErrVersion, hdr.Format, hdr.Version)
+	}
+	if err := checkHeader(hdr, size); err != nil {
+		return nil, nil, nil, err
+	}
+	want := schemaFields(maxRanks(hdr.Ranks))
+	got := fr.Schema().Fields()
+	if len(got) != len(want) {
+		return nil, nil, nil, fmt.Errorf("%w: %d columns, want %d for ranks %v", ErrFormat, len(got), len(want), hdr.Ranks)
+	}
+	for i := range want {
+		if got[i].Name != want[i].Name || !arrow.TypeEqual(got[i].Type, want[i].Type) {
+			return nil, nil, nil, fmt.Errorf("%w: column %d is %s %s, want %s %s", ErrFormat, i, got[i].Name, got[i].Type, want[i].Name, want[i].Type)
+		}
+	}
+	s, _ := get(metaSHA256)
+	sum, err = hex.DecodeString(s)
+	if err != nil || len(sum) != 32 {
+		return nil, nil, nil, fmt.Errorf("%w: missing or malformed %s", ErrFormat, metaSHA256)
+	}
+	return hdr, fr, sum, nil
+}
+
+func maxRanks(r []int) int {
+	x := 0
+	for _, v := range r {
+		x = max(x, v)
+	}
+	return x
+}
+
+// checkHeader validates the shape in the header and that the payload it
+// announces fits in a file of the given size (each factor value, bias and
+// core value takes at least 8 bytes in the file), before anything is
+// allocated from it.
+func checkHeader(h *Header, size int64) error {
+	n := len(h.Dims)
+	if n < 2 || n > 3 || len(h.Ranks) != n || len(h.IDTypes) != n || len(h.Modes) != n {
+		return fmt.Errorf("%w: header has %d dims, %d ranks, %d id types", ErrFormat, n, len(h.Ranks), len(h.IDTypes))
+	}
+	if h.Kind != decomposition.CP && h.Kind != decomposition.Tucker {
+		return fmt.Errorf("%w: unknown model kind %q", ErrFormat, h.Kind)
+	}
+	var cells, core int64 = 0, 1
+	for mo := 0; mo < n; mo++ {
+		d, r := int64(h.Dims[mo]), int64(h.Ranks[mo])
+		if d <= 0 || r <= 0 || d > size || r > size {
+			return fmt.Errorf("%w: mode %d has size %d and rank %d", ErrFormat, mo, d, r)
+		}
+		cells += d * (r + 1)
+		core *= r
+		if core > size {
+			return fmt.Errorf("%w: core of ranks %v larger than the file", ErrFormat, h.Ranks)
+		}
+		want := "int64"
+		if mo == 2 {
+			want = "time"
+		}
+		if h.IDTypes[mo] != want && !(mo < 2 && h.IDTypes[mo] == "string") {
+			return fmt.Errorf("%w: mode %d has id type %q", ErrFormat, mo, h.IDTypes[mo])
+		}
+		if h.Modes[mo] != modeNames[mo] {
+			return fmt.Errorf("%w: mode %d is named %q, want %q", ErrFormat, mo, h.Modes[mo], modeNames[mo])
+		}
+	}
+	if h.Kind == decomposition.Tucker {
+		cells += core
+	}
+	if cells > size/8+1 {
+		return fmt.Errorf("%w: header announces %d values, more than a %d-byte file can hold", ErrFormat, cells, size)
+	}
+	if (n == 3) != (h.Time != nil) {
+		return fmt.Errorf("%w: order %d with time bucketing %v", ErrFormat, n, h.Time)
+	}
+	if h.Time != nil && (h.Time.Count != h.Dims[2] || h.Time.Unit == data.TimeNone) {
+		return fmt.Errorf("%w: time bucketing %+v does not match the time mode of size %d", ErrFormat, *h.Time, h.Dims[2])
+	}
+	if h.Time != nil {
+		if _, err := data.ParseTimeUnit(string(h.Time.Unit)); err != nil {
+			return fmt.Errorf("%w: %v", ErrFormat, err)
+		}
+	}
+	return nil
+}
+
+// Decode decodes and verifies the bytes of a model file.
+func Decode(b []byte) (f *File, err error) {
+	if err := checkSeal(b); err != nil {
+		return nil, err
+	}
+	h, fr, sum, err := readMeta(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		return nil, err
+	}
+	defer fr.Close()
+	defer guard(&err)
+	m, err := decomposition.NewModel(h.Kind, h.Dims, h.Ranks, h.Bias)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrFormat, err)
+	}
+	m.Mean, m.ClampLo, m.ClampHi = h.Mean, h.ClampLo, h.ClampHi
+	n := len(h.Dims)
+	ints := make([][]int64, n)
+	strs := make([][]string, n)
+	seen := make([][]bool, n)
+	for mo := 0; mo < n; mo++ {
+		seen[mo] = make([]bool, h.Dims[mo])
+		if h.IDTypes[mo] == "string" {
+			strs[mo] = make([]string, h.Dims[mo])
+		} else {
+			ints[mo] = make([]int64, h.Dims[mo])
+		}
+	}
+	var coreSeen []bool
+	if h.Kind == decomposition.Tucker {
+		coreSeen = make([]bool, len(m.Core))
+	}
+	rmax := maxRanks(h.Ranks)
+	for b := 0; b < fr.NumRecords(); b++ {
+		rec, err := fr.RecordAt(b)
+		if err != nil {
+			return nil, fmt.Errorf("%w: record batch %d: %v", ErrFormat, b, err)
+		}
+		err = readBatch(rec, h, m, rmax, ints, strs, seen, coreSeen)
+		rec.Release()
+		if err != nil {
+			return nil, fmt.Errorf("%w: record batch %d: %v", ErrFormat, b, err)
+		}
+	}
+	for mo := range seen {
+		for i, ok := range seen[mo] {
+			if !ok {
+				return nil, fmt.Errorf("%w: row %d of mode %s is missing", ErrFormat, i, modeNames[mo])
+			}
+		}
+	}
+	for e, ok := range coreSeen {
+		if !ok {
+			return nil, fmt.Errorf("%w: core entry %d is missing", ErrFormat, e)
+		}
+	}
+	f = &File{Header: *h, Model: m, Dicts: make([]*data.Dict, n), Privacy: h.Privacy}
+	if f.Privacy == nil {
+		return nil, fmt.Errorf("%w: header has no privacy section", ErrFormat)
+	}
+	for mo := 0; mo < 2; mo++ {
+		if strs[mo] != nil {
+			f.Dicts[mo], err = data.DictFromStrings(h.IDNames[mo], strs[mo])
+		} else {
+			f.Dicts[mo], err = data.DictFromInts(h.IDNames[mo], ints[mo])
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrFormat, err)
+		}
+	}
+	if n == 3 {
+		t := *h.Time
+		f.Time = &t
+		for k, start := range ints[2] {
+			if f.Time.Start(int32(k)) != start {
+				return nil, fmt.Errorf("%w: time bucket %d starts at %d, the header's bucketing says %d", ErrFormat, k, start, f.Time.Start(int32(k)))
+			}
+		}
+	}
+	raw := fr.Schema().Metadata().Values()[fr.Schema().Metadata().FindKey(metaHeader)]
+	got := payloadSum([]byte(raw), m, f.Dicts, f.Time)
+	if hex.EncodeToString(got[:]) != hex.EncodeToString(sum) {
+		return nil, ErrChecksum
+	}
+	return f, nil
+}
+
+func readBatch(rec arrow.Record, h *Header, m *decomposition.Model, rmax int, ints [][]int64, strs [][]string, seen [][]bool, coreSeen []bool) error {
+	rows := int(rec.NumRows())
+	mode := rec.Column(colMode).(*array.Int32)
+	index := rec.Column(colIndex).(*array.Int64)
+	id := rec.Column(colID).(*array.String)
+	idInt := rec.Column(colIDInt).(*array.Int64)
+	bias := rec.Column(colBias).(*array.Float64)
+	fs := make([]*array.Float64, rmax)
+	for c := range fs {
+		fs[c] = rec.Column(colF0 + c).(*array.Float64)
+	}
+	value := rec.Column(colF0 + rmax + 3).(*array.Float64)
+	for c := 0; c < int(rec.NumCols()); c++ {
+		if rec.Column(c).Len() != rows {
+			return fmt.Errorf("column %d has %d rows, the batch %d", c, rec.Column(c).Len(), rows)
+		}
+	}
+	n := len(h.Dims)
+	for row := 0; row < rows; row++ {
+		if mode.IsNull(row) || index.IsNull(row) {
+			return fmt.Errorf("row %d: null mode or index", row)
+		}
+		mo, i := int(mode.Value(row)), index.Value(row)
+		if mo == -1 {
+			if coreSeen == nil || i < 0 || i >= int64(len(coreSeen)) || coreSeen[i] || value.IsNull(row) {
+				return fmt.Errorf("row %d: bad core entry %d", row, i)
+			}
+			coreSeen[i] = true
+			m.Core[i] = value.Value(row)
+			continue
+		}
+		if mo < 0 || mo >= n || i < 0 || i >= int64(h.Dims[mo]) || seen[mo][i] {
+			return fmt.Errorf("row %d: bad or repeated row %d of mode %d", row, i, mo)
+		}
+		seen[mo][i] = true
+		switch {
+		case strs[mo] != nil:
+			if id.IsNull(row) {
+				return fmt.Errorf("row %d: null id", row)
+			}
+			strs[mo][i] = id.Value(row)
+		default:
+			if idInt.IsNull(row) {
+				return fmt.Errorf("row %d: null id_int", row)
+			}
+			ints[mo][i] = idInt.Value(row)
+		}
+		if h.Bias {
+			if bias.IsNull(row) {
+				return fmt.Errorf("row %d: null bias", row)
+			}
+			m.Bias[mo][i] = bias.Value(row)
+		}
+		r := h.Ranks[mo]
+		dst := m.Factors[mo][int(i)*r : (int(i)+1)*r]
+		for c := range dst {
+			if fs[c].IsNull(row) {
+				return fmt.Errorf("row %d: null factor value f%d", row, c)
+			}
+			dst[c] = fs[c].Value(row)
+		}
+	}
+	return nil
+}

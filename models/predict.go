@@ -1,0 +1,277 @@
+package models
+
+import (
+	"strings"
+
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+)
+
+// Fallback says how a prediction departed from the plain model evaluation.
+// It is a bit set; String joins the names with "+".
+type Fallback uint8
+
+// Fallbacks. An unknown user (item) contributes neither factor row nor bias:
+// the prediction is the global mean plus the biases of the known modes (a
+// model without biases falls back to the training mean). A time outside the
+// trained range uses the nearest bucket (TimeClamped); no time at all, for
+// an order-3 model, averages the time factor rows and biases over the
+// trained buckets (TimeAveraged), which by multilinearity is the average
+// prediction over the trained period.
+const (
+	FallbackNone Fallback = 0
+	UnknownUser  Fallback = 1 << (iota - 1)
+	UnknownItem
+	TimeClamped
+	TimeAveraged
+)
+
+var fallbackNames = []string{"unknown-user", "unknown-item", "time-clamped", "time-averaged"}
+
+// String returns "none" or the "+"-joined names of the set bits.
+func (f Fallback) String() string {
+	if f == 0 {
+		return "none"
+	}
+	var parts []string
+	for i, n := range fallbackNames {
+		if f&(1<<i) != 0 {
+			parts = append(parts, n)
+		}
+	}
+	return strings.Join(parts, "+")
+}
+
+// Predictor answers predictions and recommendations from a loaded model by
+// external id. It only reads the File and its own precomputed values, so
+// one Predictor is safe for any number of concurrent Predict, Recommend and
+// RecommendAll calls.
+type Predictor struct {
+	f     *File
+	m     *decomposition.Model
+	users *data.Dict
+	items *data.Dict
+	tb    *data.TimeBucketing
+
+	// meanTime is the average time factor row and meanTimeBias the average
+	// time bias (order 3), used when no time is given.
+	meanTime     []float64
+	meanTimeBias float64
+	// fallbackMean is the last-resort prediction: the global mean of a
+	// model with biases, else the training mean from the header.
+	fallbackMean float64
+}
+
+// NewPredictor prepares a Predictor for f.
+func NewPredictor(f *File) *Predictor {
+	m := f.Model
+	p := &Predictor{f: f, m: m, users: f.Dicts[0], items: f.Dicts[1], tb: f.Time}
+	if m.HasBias {
+		p.fallbackMean = m.Mean
+	} else if f.Header.Data != nil {
+		p.fallbackMean = f.Header.Data.Mean
+	}
+	if m.Order() == 3 {
+		K, T := m.Dims[2], m.Ranks[2]
+		p.meanTime = make([]float64, T)
+		for k := 0; k < K; k++ {
+			for t, v := range m.Row(2, k) {
+				p.meanTime[t] += v
+			}
+			if m.HasBias {
+				p.meanTimeBias += m.Bias[2][k]
+			}
+		}
+		for t := range p.meanTime {
+			p.meanTime[t] /= float64(K)
+		}
+		p.meanTimeBias /= float64(K)
+	}
+	return p
+}
+
+// File returns the model file the predictor reads.
+func (p *Predictor) File() *File { return p.f }
+
+// NumItems returns the number of items of the model.
+func (p *Predictor) NumItems() int { return p.m.Dims[1] }
+
+// NumUsers returns the number of users of the model.
+func (p *Predictor) NumUsers() int { return p.m.Dims[0] }
+
+// UserIndex returns the dense index of an external user id.
+func (p *Predictor) UserIndex(user string) (int32, bool) { return p.users.LookupString(user) }
+
+// ItemIndex returns the dense index of an external item id.
+func (p *Predictor) ItemIndex(item string) (int32, bool) { return p.items.LookupString(item) }
+
+// UserID and ItemID return the external id of a dense index.
+func (p *Predictor) UserID(u int32) string { return p.users.String(u) }
+
+// ItemID returns the external id of item index j.
+func (p *Predictor) ItemID(j int32) string { return p.items.String(j) }
+
+// TimeBucket maps a Unix time to the model's time mode: the bucket index
+// (or -1 for "average over time" when t is nil) and the fallback flags. For
+// an order-2 model it returns -1 and no flag.
+func (p *Predictor) TimeBucket(t *int64) (int32, Fallback) {
+	if p.tb == nil {
+		return -1, FallbackNone
+	}
+	if t == nil {
+		return -1, TimeAveraged
+	}
+	k, clamped := p.tb.Bucket(*t)
+	if clamped {
+		return k, TimeClamped
+	}
+	return k, FallbackNone
+}
+
+// query is a user at a time, reduced to what scoring an item needs:
+// score(j) = base + itemBias[j] + <w, b_j> (seed 001, eq. 2-3 contracted
+// over the user and time modes).
+type query struct {
+	w      []float64 // nil: no multilinear term (unknown user)
+	base   float64
+	noBias bool // model without biases and unknown user: score is fallbackMean
+	fb     Fallback
+}
+
+// newQuery contracts the model with a user row a (nil: unknown user) with
+// user bias ub, and time bucket k (-1: time average).
+func (p *Predictor) newQuery(a []float64, ub float64, k int32, fb Fallback) query {
+	m := p.m
+	q := query{fb: fb}
+	var c []float64
+	var tbias float64
+	if m.Order() == 3 {
+		if k < 0 {
+			c, tbias = p.meanTime, p.meanTimeBias
+		} else {
+			c = m.Row(2, int(k))
+			if m.HasBias {
+				tbias = m.Bias[2][k]
+			}
+		}
+	}
+	if m.HasBias {
+		q.base = m.Mean + ub + tbias
+	}
+	if a == nil {
+		if !m.HasBias {
+			q.noBias = true
+			q.base = p.fallbackMean
+		}
+		return q
+	}
+	Q := m.Ranks[1]
+	q.w = make([]float64, Q)
+	switch {
+	case m.Kind == decomposition.CP && c == nil:
+		copy(q.w, a)
+	case m.Kind == decomposition.CP:
+		for r := range q.w {
+			q.w[r] = a[r] * c[r]
+		}
+	case c == nil: // Tucker order 2: w_q = sum_p G[p,q] a_p
+		for pp, ap := range a {
+			g := m.Core[pp*Q : pp*Q+Q]
+			for qq := range q.w {
+				q.w[qq] += ap * g[qq]
+			}
+		}
+	default: // Tucker order 3: w_q = sum_{p,t} G[p,q,t] a_p c_t
+		T := m.Ranks[2]
+		for pp, ap := range a {
+			for qq := 0; qq < Q; qq++ {
+				g := m.Core[(pp*Q+qq)*T : (pp*Q+qq)*T+T]
+				s := 0.0
+				for t, ct := range c {
+					s += g[t] * ct
+				}
+				q.w[qq] += ap * s
+			}
+		}
+	}
+	return q
+}
+
+// userQuery builds the query of a user id (unknown users fall back).
+func (p *Predictor) userQuery(u int32, known bool, t *int64) query {
+	k, fb := p.TimeBucket(t)
+	if !known {
+		return p.newQuery(nil, 0, k, fb|UnknownUser)
+	}
+	var ub float64
+	if p.m.HasBias {
+		ub = p.m.Bias[0][u]
+	}
+	return p.newQuery(p.m.Row(0, int(u)), ub, k, fb)
+}
+
+// raw is the unclamped score of item j for q.
+func (p *Predictor) raw(q *query, j int32) float64 {
+	if q.noBias {
+		return q.base
+	}
+	s := q.base
+	if p.m.HasBias {
+		s += p.m.Bias[1][j]
+	}
+	if q.w != nil {
+		Q := len(q.w)
+		b := p.m.Factors[1][int(j)*Q : int(j)*Q+Q]
+		for r, x := range q.w {
+			s += x * b[r]
+		}
+	}
+	return s
+}
+
+// itemless is the score of an unknown item for q: the base without any item
+// term (the training mean for a model without biases).
+func (p *Predictor) itemless(q *query) float64 {
+	if !p.m.HasBias {
+		return p.fallbackMean
+	}
+	return q.base
+}
+
+// Predict returns the predicted rating of item by user at Unix time t (nil:
+// no time), clamped to the rating scale, and the fallback used. It never
+// fails: unknown ids and times fall back as documented on Fallback.
+func (p *Predictor) Predict(user, item string, t *int64) (float64, Fallback) {
+	u, uok := p.users.LookupString(user)
+	q := p.userQuery(u, uok, t)
+	return p.predictQuery(&q, item)
+}
+
+func (p *Predictor) predictQuery(q *query, item string) (float64, Fallback) {
+	j, ok := p.items.LookupString(item)
+	if !ok {
+		return p.m.Clamp(p.itemless(q)), q.fb | UnknownItem
+	}
+	return p.m.Clamp(p.raw(q, j)), q.fb
+}
+
+// Row is a user given by a factor row and bias instead of an id, for
+// example a new user folded in against the frozen model.
+type Row struct {
+	Factor []float64
+	Bias   float64
+}
+
+// PredictRow is Predict for a user given by a Row.
+func (p *Predictor) PredictRow(r Row, item string, t *int64) (float64, Fallback) {
+	q := p.rowQuery(r, t)
+	return p.predictQuery(&q, item)
+}
+
+func (p *Predictor) rowQuery(r Row, t *int64) query {
+	if len(r.Factor) != p.m.Ranks[0] {
+		panic("models: Row has the wrong rank")
+	}
+	k, fb := p.TimeBucket(t)
+	return p.newQuery(r.Factor, r.Bias, k, fb)
+}

@@ -1,0 +1,338 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dprec/dprec/data"
+)
+
+// Scored is one recommended item: its dense index, its external id, the
+// ranking score (the unclamped prediction) and the predicted rating (the
+// score clamped to the rating scale). Lists are sorted by Score, highest
+// first, ties by lower item index.
+type Scored struct {
+	Item   int32
+	ID     string
+	Score  float64
+	Rating float64
+}
+
+// topN is a bounded min-heap of the n best (score, item) pairs seen so far:
+// O(n) memory however many items stream through it.
+type topN struct {
+	n     int
+	score []float64
+	item  []int32
+}
+
+func newTopN(n int) topN {
+	return topN{n: n, score: make([]float64, 0, n), item: make([]int32, 0, n)}
+}
+
+// worse reports whether (s1, i1) ranks below (s2, i2).
+func worse(s1 float64, i1 int32, s2 float64, i2 int32) bool {
+	return s1 < s2 || (s1 == s2 && i1 > i2)
+}
+
+// admits reports whether (s, j) would enter the heap.
+func (h *topN) admits(s float64, j int32) bool {
+	return len(h.score) < h.n || worse(h.score[0], h.item[0], s, j)
+}
+
+// push inserts (s, j), evicting the worst when full. Call only when admits.
+func (h *topN) push(s float64, j int32) {
+	if len(h.score) < h.n {
+		h.score = append(h.score, s)
+		h.item = append(h.item, j)
+		// sift up
+		i := len(h.score) - 1
+		for i > 0 {
+			par := (i - 1) / 2
+			if !worse(h.score[i], h.item[i], h.score[par], h.item[par]) {
+				break
+			}
+			h.swap(i, par)
+			i = par
+		}
+		return
+	}
+	h.score[0], h.item[0] = s, j
+	i, n := 0, len(h.score)
+	for {
+		l, small := 2*i+1, i
+		if l < n && worse(h.score[l], h.item[l], h.score[small], h.item[small]) {
+			small = l
+		}
+		if r := l + 1; r < n && worse(h.score[r], h.item[r], h.score[small], h.item[small]) {
+			small = r
+		}
+		if small == i {
+			return
+		}
+		h.swap(i, small)
+		i = small
+	}
+}
+
+func (h *topN) swap(a, b int) {
+	h.score[a], h.score[b] = h.score[b], h.score[a]
+	h.item[a], h.item[b] = h.item[b], h.item[a]
+}
+
+func (h *topN) reset() {
+	h.score = h.score[:0]
+	h.item = h.item[:0]
+}
+
+// sorted returns the heap's content best first and empties the heap.
+func (p *Predictor) sorted(h *topN) []Scored {
+	out := make([]Scored, len(h.score))
+	for i := range out {
+		out[i] = Scored{Item: h.item[i], Score: h.score[i]}
+	}
+	slices.SortFunc(out, func(a, b Scored) int {
+		if worse(a.Score, a.Item, b.Score, b.Item) {
+			return 1
+		}
+		return -1
+	})
+	for i := range out {
+		out[i].ID = p.items.String(out[i].Item)
+		out[i].Rating = p.m.Clamp(out[i].Score)
+	}
+	h.reset()
+	return out
+}
+
+// excluded reports whether item j is in the sorted list ex.
+func excluded(ex []int32, j int32) bool {
+	_, ok := slices.BinarySearch(ex, j)
+	return ok
+}
+
+// scan streams every item through the heap of q, skipping items in the
+// sorted list ex.
+func (p *Predictor) scan(q *query, h *topN, ex []int32) {
+	J := int32(p.m.Dims[1])
+	for j := int32(0); j < J; j++ {
+		s := p.raw(q, j)
+		if h.admits(s, j) && !excluded(ex, j) {
+			h.push(s, j)
+		}
+	}
+}
+
+// Recommend returns the n best items for user at Unix time t (nil: time
+// average), skipping the items in exclude (sorted dense item indices, for
+// example from Exclusions.Items). An unknown user gets the items ranked by
+// the model without a user term (item bias: a popularity ranking) and the
+// UnknownUser flag. Memory beyond the result is O(n + rank).
+func (p *Predictor) Recommend(user string, t *int64, n int, exclude []int32) ([]Scored, Fallback) {
+	u, ok := p.users.LookupString(user)
+	q := p.userQuery(u, ok, t)
+	return p.recommend(&q, n, exclude), q.fb
+}
+
+// RecommendRow is Recommend for a user given by a Row (fold-in).
+func (p *Predictor) RecommendRow(r Row, t *int64, n int, exclude []int32) ([]Scored, Fallback) {
+	q := p.rowQuery(r, t)
+	return p.recommend(&q, n, exclude), q.fb
+}
+
+func (p *Predictor) recommend(q *query, n int, exclude []int32) []Scored {
+	if n <= 0 {
+		return nil
+	}
+	h := newTopN(min(n, p.m.Dims[1]))
+	p.scan(q, &h, exclude)
+	return p.sorted(&h)
+}
+
+// Exclusions holds, for every user of a model, the sorted items to leave
+// out of their recommendations (usually the items they already rated), in
+// compressed sparse row form.
+type Exclusions struct {
+	ptr   []int64
+	items []int32
+	// Unmatched counts observations whose user or item the model does not
+	// know (they cannot be excluded and are ignored).
+	Unmatched int
+}
+
+// Items returns the sorted excluded items of model user u.
+func (e *Exclusions) Items(u int32) []int32 {
+	if e == nil || int(u)+1 >= len(e.ptr) {
+		return nil
+	}
+	return e.items[e.ptr[u]:e.ptr[u+1]]
+}
+
+// NewExclusions maps the (user, item) pairs of s to the model by external
+// id (s has its own dictionaries) and groups them by user.
+func (p *Predictor) NewExclusions(s *data.Store) (*Exclusions, error) {
+	if len(s.Dicts) < 2 || s.Dicts[0] == nil || s.Dicts[1] == nil {
+		return nil, errors.New("models: the exclusion store has no user and item dictionaries")
+	}
+	umap := mapDict(s.Dicts[0], p.users)
+	imap := mapDict(s.Dicts[1], p.items)
+	U := p.m.Dims[0]
+	e := &Exclusions{ptr: make([]int64, U+1)}
+	for k := range s.Val {
+		u, j := umap[s.Idx[0][k]], imap[s.Idx[1][k]]
+		if u < 0 || j < 0 {
+			e.Unmatched++
+			continue
+		}
+		e.ptr[u+1]++
+	}
+	for u := 0; u < U; u++ {
+		e.ptr[u+1] += e.ptr[u]
+	}
+	e.items = make([]int32, e.ptr[U])
+	fill := slices.Clone(e.ptr[:U])
+	for k := range s.Val {
+		u, j := umap[s.Idx[0][k]], imap[s.Idx[1][k]]
+		if u < 0 || j < 0 {
+			continue
+		}
+		e.items[fill[u]] = j
+		fill[u]++
+	}
+	for u := 0; u < U; u++ {
+		seg := e.items[e.ptr[u]:e.ptr[u+1]]
+		slices.Sort(seg)
+	}
+	return e, nil
+}
+
+// mapDict maps every index of dictionary from to the index of the same
+// external id in to, or -1.
+func mapDict(from, to *data.Dict) []int32 {
+	out := make([]int32, from.Len())
+	for i := range out {
+		j, ok := to.LookupString(from.String(int32(i)))
+		if !ok {
+			j = -1
+		}
+		out[i] = j
+	}
+	return out
+}
+
+// userBlock is how many users one worker scores together: each item row is
+// loaded once per block and dotted with every user's query, so the item
+// matrix streams from memory U/userBlock times instead of U times; 64
+// queries of rank <= 64 (32 KiB) stay in L1/L2 cache.
+const userBlock = 64
+
+// RecommendAll computes the n best items of every user at Unix time t
+// (nil: time average), skipping excl's items (excl may be nil), on threads
+// workers (0: GOMAXPROCS), and calls emit for every user in user-index order
+// from the calling goroutine. It never holds more than O(threads * 64 * n)
+// scores: the users x items matrix is never materialised. emit may keep the
+// slice. An error from emit stops the run and is returned.
+func (p *Predictor) RecommendAll(n int, t *int64, threads int, excl *Exclusions, emit func(user int32, recs []Scored) error) error {
+	if n <= 0 {
+		return fmt.Errorf("models: top-N size %d must be positive", n)
+	}
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	U := p.m.Dims[0]
+	k, _ := p.TimeBucket(t)
+	users := func(lo, hi int) []query {
+		qs := make([]query, hi-lo)
+		for u := lo; u < hi; u++ {
+			var ub float64
+			if p.m.HasBias {
+				ub = p.m.Bias[0][u]
+			}
+			qs[u-lo] = p.newQuery(p.m.Row(0, u), ub, k, FallbackNone)
+		}
+		return qs
+	}
+	nb := (U + userBlock - 1) / userBlock
+	// Rounds of `threads * 4` blocks are computed in parallel, then emitted
+	// in order, so the memory held is bounded by the round.
+	round := threads * 4
+	for b0 := 0; b0 < nb; b0 += round {
+		b1 := min(nb, b0+round)
+		res := make([][][]Scored, b1-b0)
+		var next atomic.Int64
+		next.Store(int64(b0))
+		var wg sync.WaitGroup
+		for w := 0; w < threads; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				heaps := make([]topN, userBlock)
+				for i := range heaps {
+					heaps[i] = newTopN(min(n, p.m.Dims[1]))
+				}
+				for {
+					b := int(next.Add(1) - 1)
+					if b >= b1 {
+						return
+					}
+					lo, hi := b*userBlock, min(U, (b+1)*userBlock)
+					qs := users(lo, hi)
+					exs := make([][]int32, len(qs))
+					for i := range qs {
+						exs[i] = excl.Items(int32(lo + i))
+					}
+					p.scanBlock(qs, heaps[:len(qs)], exs)
+					out := make([][]Scored, len(qs))
+					for i := range qs {
+						out[i] = p.sorted(&heaps[i])
+					}
+					res[b-b0] = out
+				}
+			}()
+		}
+		wg.Wait()
+		for bi, out := range res {
+			for i, recs := range out {
+				if err := emit(int32((b0+bi)*userBlock+i), recs); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// scanBlock streams the items once through the heaps of a block of users.
+func (p *Predictor) scanBlock(qs []query, hs []topN, exs [][]int32) {
+	m := p.m
+	J := m.Dims[1]
+	Q := m.Ranks[1]
+	F := m.Factors[1]
+	var ib []float64
+	if m.HasBias {
+		ib = m.Bias[1]
+	}
+	for j := 0; j < J; j++ {
+		b := F[j*Q : j*Q+Q : j*Q+Q]
+		var bj float64
+		if ib != nil {
+			bj = ib[j]
+		}
+		for i := range qs {
+			q := &qs[i]
+			s := q.base + bj
+			w := q.w[:len(b)]
+			for r, x := range b {
+				s += w[r] * x
+			}
+			h := &hs[i]
+			if h.admits(s, int32(j)) && !excluded(exs[i], int32(j)) {
+				h.push(s, int32(j))
+			}
+		}
+	}
+}

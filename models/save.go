@@ -1,0 +1,263 @@
+package models
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/ipc"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+)
+
+// batchRows is the number of rows per record batch: large enough that the
+// per-batch metadata is negligible, small enough that a writer never holds
+// more than a few megabytes of builders (64Ki rows x (rank+6) columns).
+const batchRows = 1 << 16
+
+// Save writes f to path atomically (temporary file, fsync, rename) and
+// refuses to replace an existing file unless force is set. It refuses a
+// model with non-finite values.
+func Save(path string, f *File, force bool) error {
+	if err := f.check(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return data.WriteFileAtomic(path, force, func(w io.Writer) error {
+		if err := Write(w, f); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		return nil
+	})
+}
+
+// Write writes f in the model file format to w.
+func Write(w io.Writer, f *File) error {
+	return write(w, f, strconv.Itoa(FormatVersion), nil)
+}
+
+// write writes f with the given version string; edit, when set, may alter
+// the header JSON after the checksum is computed (tests of bad files).
+func write(w io.Writer, f *File, version string, edit func([]byte) []byte) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	h := f.header()
+	hdr, err := json.Marshal(&h)
+	if err != nil {
+		return fmt.Errorf("models: encoding the header: %w", err)
+	}
+	sum := payloadSum(hdr, f.Model, f.Dicts, f.Time)
+	if edit != nil {
+		hdr = edit(hdr)
+	}
+	schema := buildSchema(f.Model, arrow.NewMetadata(
+		[]string{metaFormat, metaVersion, metaHeader, metaSHA256, metaSeal},
+		[]string{FormatName, version, string(hdr), hex.EncodeToString(sum[:]), sealPrefix + string(make([]byte, 64))}))
+	var file bytes.Buffer
+	if err := writeArrow(&file, f, schema); err != nil {
+		return err
+	}
+	b := file.Bytes()
+	if err := seal(b); err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+func writeArrow(w io.Writer, f *File, schema *arrow.Schema) error {
+	pw := &posWriter{w: w}
+	fw, err := ipc.NewFileWriter(pw, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
+	if err != nil {
+		return err
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	flush := func() error {
+		rec := b.NewRecord()
+		defer rec.Release()
+		return fw.Write(rec)
+	}
+	m := f.Model
+	rmax := maxRank(m)
+	col := columnsOf(b, rmax)
+	for mo := range m.Dims {
+		r := m.Ranks[mo]
+		d := f.Dicts[mo]
+		for i := 0; i < m.Dims[mo]; i++ {
+			col.part.Append(modeNames[mo])
+			col.mode.Append(int32(mo))
+			col.index.Append(int64(i))
+			switch {
+			case d == nil:
+				start := f.Time.Start(int32(i))
+				col.id.Append(time.Unix(start, 0).UTC().Format(time.RFC3339))
+				col.idInt.Append(start)
+			case d.IsString:
+				col.id.Append(d.String(int32(i)))
+				col.idInt.AppendNull()
+			default:
+				col.id.Append(d.String(int32(i)))
+				col.idInt.Append(d.Int(int32(i)))
+			}
+			if m.HasBias {
+				col.bias.Append(m.Bias[mo][i])
+			} else {
+				col.bias.AppendNull()
+			}
+			row := m.Factors[mo][i*r : (i+1)*r]
+			for c := 0; c < rmax; c++ {
+				if c < r {
+					col.f[c].Append(row[c])
+				} else {
+					col.f[c].AppendNull()
+				}
+			}
+			for _, cb := range col.core {
+				cb.AppendNull()
+			}
+			col.value.AppendNull()
+			if (i+1)%batchRows == 0 || i == m.Dims[mo]-1 {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if m.Kind == decomposition.Tucker {
+		idx := make([]int, len(m.Ranks))
+		for e, v := range m.Core {
+			col.part.Append("core")
+			col.mode.Append(-1)
+			col.index.Append(int64(e))
+			col.id.AppendNull()
+			col.idInt.AppendNull()
+			col.bias.AppendNull()
+			for _, fb := range col.f {
+				fb.AppendNull()
+			}
+			for c, cb := range col.core {
+				if c < len(idx) {
+					cb.Append(int32(idx[c]))
+				} else {
+					cb.AppendNull()
+				}
+			}
+			col.value.Append(v)
+			// Advance the row-major multi-index (last mode fastest).
+			for c := len(idx) - 1; c >= 0; c-- {
+				idx[c]++
+				if idx[c] < m.Ranks[c] {
+					break
+				}
+				idx[c] = 0
+			}
+			if (e+1)%batchRows == 0 || e == len(m.Core)-1 {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return fw.Close()
+}
+
+func maxRank(m *decomposition.Model) int {
+	r := 0
+	for _, x := range m.Ranks {
+		r = max(r, x)
+	}
+	return r
+}
+
+// buildSchema returns the schema of a model file with factor columns
+// f0..f{rmax-1}.
+func buildSchema(m *decomposition.Model, md arrow.Metadata) *arrow.Schema {
+	return arrow.NewSchema(schemaFields(maxRank(m)), &md)
+}
+
+func schemaFields(rmax int) []arrow.Field {
+	fields := []arrow.Field{
+		{Name: "part", Type: arrow.BinaryTypes.String},
+		{Name: "mode", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "index", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "id", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "id_int", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "bias", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	}
+	for c := 0; c < rmax; c++ {
+		fields = append(fields, arrow.Field{Name: "f" + strconv.Itoa(c), Type: arrow.PrimitiveTypes.Float64, Nullable: true})
+	}
+	for _, n := range []string{"core_p", "core_q", "core_t"} {
+		fields = append(fields, arrow.Field{Name: n, Type: arrow.PrimitiveTypes.Int32, Nullable: true})
+	}
+	fields = append(fields, arrow.Field{Name: "value", Type: arrow.PrimitiveTypes.Float64, Nullable: true})
+	return fields
+}
+
+// Column positions of the fixed columns.
+const (
+	colPart = iota
+	colMode
+	colIndex
+	colID
+	colIDInt
+	colBias
+	colF0
+)
+
+type builders struct {
+	part, id     *array.StringBuilder
+	mode         *array.Int32Builder
+	index, idInt *array.Int64Builder
+	bias, value  *array.Float64Builder
+	f            []*array.Float64Builder
+	core         []*array.Int32Builder
+}
+
+func columnsOf(b *array.RecordBuilder, rmax int) builders {
+	c := builders{
+		part:  b.Field(colPart).(*array.StringBuilder),
+		mode:  b.Field(colMode).(*array.Int32Builder),
+		index: b.Field(colIndex).(*array.Int64Builder),
+		id:    b.Field(colID).(*array.StringBuilder),
+		idInt: b.Field(colIDInt).(*array.Int64Builder),
+		bias:  b.Field(colBias).(*array.Float64Builder),
+		value: b.Field(colF0 + rmax + 3).(*array.Float64Builder),
+	}
+	for i := 0; i < rmax; i++ {
+		c.f = append(c.f, b.Field(colF0+i).(*array.Float64Builder))
+	}
+	for i := 0; i < 3; i++ {
+		c.core = append(c.core, b.Field(colF0+rmax+i).(*array.Int32Builder))
+	}
+	return c
+}
+
+// posWriter gives the Arrow file writer the only Seek it needs (the
+// current position) on top of a plain io.Writer.
+type posWriter struct {
+	w   io.Writer
+	pos int64
+}
+
+func (p *posWriter) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	p.pos += int64(n)
+	return n, err
+}
+
+func (p *posWriter) Seek(off int64, whence int) (int64, error) {
+	if off == 0 && whence == io.SeekCurrent {
+		return p.pos, nil
+	}
+	return 0, errors.New("models: seek not supported")
+}

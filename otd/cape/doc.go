@@ -1,0 +1,162 @@
+// Package cape implements the correlation assisted private estimation
+// (CAPE) protocol and the distributed private factorisations built on it,
+// after Imtiaz and Sarwate, "Distributed Differentially Private Algorithms
+// for Matrix and Tensor Factorization" (seed 002): Algorithm 1 (CAPE),
+// Lemma 1, the unequal-site extension of Section III-A, Proposition 1,
+// capePCA (Algorithm 2) and capeAGN (Algorithm 3), with the conventional
+// (conv), single-site (local) and non-private pooled baselines.
+//
+// # Roles and transport
+//
+// Three roles are separate types that share no state and talk only
+// through the Transport interface (Send / Recv of a Message): the Site
+// (holds data, draws its own noise g_s), the untrusted Aggregator (draws
+// f_s, subtracts it, combines) and the trusted NoiseGenerator (draws the
+// correlated e_s with sum_s mu_s e_s = 0). LocalNetwork is the in-process
+// transport (roles as goroutines, RunLocal); HTTPTransport carries the same
+// messages between processes. Message order per stage: site -> aggregator
+// hello (N_s, epsilon_s, delta_s); aggregator -> noise, sites: plan;
+// noise -> site: e_s; aggregator -> site: f_s (and W in capeAGN's second
+// stage); site -> aggregator: a^_s = f(x_s) + e_s + f_s + g_s.
+//
+// Each site recomputes its own tau_s from the public job and refuses a plan
+// that under-calibrates it, and checks the plan's feasibility (Plan.Check).
+//
+// # Variances (Section III-A, derived)
+//
+// Site s needs (epsilon_s, delta_s)-DP for a statistic of l2 sensitivity
+// Delta_s (a function of N_s), so the Gaussian mechanism needs variance
+// tau_s^2 = sigma(Delta_s, epsilon_s, delta_s)^2 (perturb.GaussianSigma;
+// the seed uses the classic calibration, dprec defaults to the analytic
+// one). The aggregator combines a_ag = sum_s mu_s (a^_s - f_s) = sum_s mu_s
+// a_s + sum_s mu_s e_s + sum_s mu_s g_s with weights mu_s > 0, sum 1
+// (default N_s/N, which makes sum mu_s a_s the pooled statistic). The
+// constraints are
+//
+//	(C1) tau_f,s^2 + tau_g,s^2 >= tau_s^2   (colluding sites know e_s, see f_s + g_s)
+//	(C2) Var(e_s)  + tau_g,s^2 >= tau_s^2   (the aggregator knows f_s, sees e_s + g_s)
+//	(C3) sum_s mu_s^2 tau_g,s^2 = tau_c^2   (aggregate noise = pooled-data noise)
+//	(C4) sum_s mu_s e_s = 0                 (the correlated noise cancels)
+//
+// The printed solution has typos (its "tau_eS" for s in [S-1] reuses the
+// S-th site's symbols; Section V's tau_2e and tau_2f are defined in terms of
+// each other). It is derived here from the constraints instead:
+//
+// Step 1, tau_c. The aggregate must protect every site at its own level:
+// one record of site s moves sum mu_t a_t by mu_s Delta_s, so the aggregate
+// noise needs tau_c^2 >= mu_s^2 tau_s^2 for all s. The smallest such value
+// is taken: tau_c^2 = max_s mu_s^2 tau_s^2. With mu_s = N_s/N, Delta_s =
+// c/N_s and a common (epsilon, delta) every mu_s^2 tau_s^2 equals the
+// pooled-data variance (c/N)^2 k^2, so tau_c is exactly the pooled value of
+// Lemma 1; for equal sites tau_c^2 = tau_s^2/S^2.
+//
+// Step 2, g. (C3) fixes only the weighted sum of the tau_g,s^2. Taking them
+// proportional to tau_s^2, tau_g,s^2 = tau_s^2 tau_c^2 / Q with Q = sum_t
+// mu_t^2 tau_t^2, satisfies (C3) (sum mu_s^2 tau_g,s^2 = tau_c^2 Q/Q) and
+// gives tau_g,s^2 <= tau_s^2 because tau_c^2 = max_t mu_t^2 tau_t^2 <= Q.
+// For equal sites Q = S tau_s^2/S^2, so tau_g^2 = tau_s^2/S: eq. (2).
+//
+// Step 3, f. (C1) with equality: tau_f,s^2 = tau_s^2 - tau_g,s^2 >= 0 (eq.
+// (2): (1 - 1/S) tau_s^2). f_s is subtracted exactly by the aggregator, so
+// it costs no accuracy.
+//
+// Step 4, e. (C4) is met by construction: the generator draws z_s i.i.d.
+// N(0, sigma_z^2) and sets w_s = z_s - (1/S) sum_t z_t (so sum w_s = 0) and
+// e_s = w_s / mu_s (so sum mu_s e_s = 0). Then Var(e_s) = (1 - 1/S)
+// sigma_z^2 / mu_s^2, and (C2) holds for all s with sigma_z^2 = max_s
+// mu_s^2 (tau_s^2 - tau_g,s^2) / (1 - 1/S). For equal sites sigma_z^2 =
+// tau_s^2/S^2 and Var(e_s) = (1 - 1/S) tau_s^2: eq. (2), and this is the
+// seed's "e_s <- e^_s - (1/S) sum e^_t". Over-sizing e costs no accuracy
+// either (it cancels), so the one max over sites is harmless.
+//
+// Plan.Check verifies (C1)-(C3) and tau_c^2 >= mu_s^2 tau_s^2 numerically;
+// the tests check it on random instances, check eq. (2) exactly, and
+// measure (C2), (C3) and (C4) on protocol runs.
+//
+// # Zero-sum noise in floating point
+//
+// perturb's Gaussian sampler returns exact multiples n g of a power-of-two
+// grid step g. ZeroSumNoise splits T = sum n_s into integers m_s (floor or
+// ceiling of T/S, the extra units starting at a random site) and sets w_s =
+// (n_s - m_s) g: the sum is zero in integer arithmetic, and since every
+// partial sum is an integer multiple of g below 2^53 g (MaxSites), float64
+// sums of the w_s are exactly zero in any order. For equal weights e_s =
+// S w_s is again exact, and sum_s e_s == 0 bit for bit. For unequal weights
+// the division by mu_s rounds (relative 2^-53 per value), so |sum mu_s e_s|
+// is at most a few ulps of max |w_s|; the tests measured 0 on their
+// instances and bound it by S ulps of sigma_z. The floor/ceiling split
+// perturbs each w_s by less than g, about sigma 2^-40.
+//
+// In the aggregate the cancellation happens after each site has rounded
+// a_s + e_s + f_s + g_s to float64, so the aggregate carries an extra
+// rounding error of order 2^-53 max|a^_s|, negligible against tau_c.
+//
+// # Drop-out
+//
+// A site that leaves after its noise was distributed (its transport closes,
+// or it misses the aggregator's per-stage timeout) is detected by the
+// aggregator, listed in StageResult.Dropped and left out of later stages.
+// The remaining releases keep their individual (epsilon_s, delta_s)
+// guarantee (post-processing of each a^_s), but their e_s no longer
+// cancel: with r of S sites present the e part adds sigma_z^2 r (S - r)/S
+// to sum mu_s^2 tau_g,s^2, and the estimate is renormalised by the present
+// weights (Plan.AggregateVar, reported as StageResult.Variance). For equal
+// sites this is tau_s^2 (1 + S - r)/(r S) <= tau_s^2/r, the conventional
+// scheme's variance over r sites: the estimate falls back to (at least)
+// conventional accuracy, as the seed says after Proposition 1.
+//
+// # Privacy
+//
+// Neighbouring relation: two data sets differing in one record (row or
+// document) of one site, replaced by another valid record. Sensitivities
+// (l2, of the vector the noise is added to):
+//
+//   - mean of rows with ||x|| <= 1: 2/N_s (||x - x'|| <= 2);
+//   - capePCA, upper triangle of A_s = X_s^T X_s / N_s: sqrt(2)/N_s, since
+//     ||x x^T - y y^T||_F^2 = ||x||^4 + ||y||^4 - 2 (x.y)^2 <= 2 and the
+//     upper triangle's norm is at most the Frobenius norm (tight for x = e1,
+//     y = e2). The seed's 1/N_s is the spectral-norm change, which does not
+//     bound the l2 change of the noised entries;
+//   - capeAGN: otd.MOGSensitivities / otd.STMSensitivities (M2 and packed
+//     M3; derivations in package otd).
+//
+// Mechanism: Gaussian on every released entry (perturb's grid sampler). Each
+// site's release a^_s is (epsilon_s, delta_s)-DP against the aggregator
+// (noise e_s + g_s, variance >= tau_s^2, f_s known) and against any
+// coalition of other sites (they can compute e_s from the zero sum; noise
+// f_s + g_s, variance tau_s^2) as long as the aggregator and the sites do
+// not collude with each other. capeAGN's two releases (M2 at (epsilon_1,
+// delta_1) = Split (epsilon, delta) and M3 at the rest) compose by basic
+// composition to (epsilon, delta) per site (Theorem 2). Released: the
+// aggregate, capePCA's V_K, capeAGN's W, the K x K x K tensor and the
+// recovered components; all are post-processing of the sites' releases.
+//
+// # What the guarantee covers (and does not)
+//
+// The per-release statement above is the seed's. Two caveats are computed
+// rather than hidden. (1) The aggregator sees all releases, whose e_t are
+// correlated; combining them reveals site s's statistic with variance
+// Plan.JointVar(s) < tau_s^2 (tau_s^2 (S+1)/(2S) for equal sites), so
+// against an aggregator that uses every release the guarantee is that of a
+// Gaussian mechanism with that variance (Report gives its epsilon). (2) The
+// aggregate's noise is sum mu_t g_t: sites that pool their own g_t can
+// subtract them, leaving Plan.CollusionVar(s, known) of protection. CAPE
+// therefore assumes honest-but-curious parties that do not pool their
+// private noise; the released aggregate is (epsilon, delta)-DP against
+// everyone else (tau_c^2 >= mu_s^2 tau_s^2).
+//
+// Randomness comes from perturb.SecureSource unless a seed is given
+// (RunOptions.Seeded, perturb.StreamSource per role): then results are
+// reproducible and NOT private.
+//
+// Floating point: noise values are multiples of perturb's power-of-two
+// grid; the statistics are not snapped before noise is added (the sum of
+// three grid-valued noises on different grids is not itself on one grid),
+// so the package relies on the Gaussian's continuity rather than on
+// snapping for Mironov-style attacks; this is a documented limitation.
+//
+// # Concurrency
+//
+// Each role's Run must be called from one goroutine; LocalNetwork is safe
+// for concurrent use. Library functions never print.
+package cape

@@ -1,0 +1,436 @@
+package cape
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/dprec/dprec/otd"
+	"gonum.org/v1/gonum/mat"
+)
+
+// RoundPlan is the body of a KindPlan message: the job, the stage, the
+// sites taking part (1-based ids, in plan order) and the variances.
+type RoundPlan struct {
+	Job   Job        `json:"job"`
+	Stage int        `json:"stage"`
+	Sites []int      `json:"sites"`
+	Specs []SiteSpec `json:"specs"`
+	Plan  *Plan      `json:"plan"`
+	// Last is set on the plan of the final stage.
+	Last bool `json:"last"`
+}
+
+func (rp *RoundPlan) index(site int) int {
+	for i, s := range rp.Sites {
+		if s == site {
+			return i
+		}
+	}
+	return -1
+}
+
+func sendJSON(ctx context.Context, t Transport, to, kind string, stage int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return t.Send(ctx, &Message{To: to, Kind: kind, Stage: stage, Body: b})
+}
+
+func recvJSON(ctx context.Context, t Transport, from, kind string, stage int, v any) error {
+	m, err := t.Recv(ctx, from, kind, stage)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(m.Body, v); err != nil {
+		return fmt.Errorf("cape: bad %s message from %s: %w", kind, from, err)
+	}
+	return nil
+}
+
+// NoiseGenerator is the trusted noise generator: for each stage it reads
+// the plan from the aggregator and sends each participating site its
+// correlated noise e_s (ZeroSumNoise). It never sees data or releases.
+type NoiseGenerator struct {
+	T   Transport
+	Src rand.Source
+}
+
+// Run serves stages until the plan marked Last has been served.
+func (g *NoiseGenerator) Run(ctx context.Context) error {
+	r := rand.New(g.Src)
+	for stage := 0; ; stage++ {
+		var rp RoundPlan
+		if err := recvJSON(ctx, g.T, RoleAggregator, KindPlan, stage, &rp); err != nil {
+			return fmt.Errorf("noise generator: %w", err)
+		}
+		e, err := ZeroSumNoise(rp.Plan.Mu, rp.Plan.ZeroSumSigma2, rp.Job.Length(stage), r)
+		if err != nil {
+			return fmt.Errorf("noise generator: %w", err)
+		}
+		for i, s := range rp.Sites {
+			err := g.T.Send(ctx, &Message{To: SiteRole(s), Kind: KindE, Stage: stage, Values: e[i], Shape: rp.Job.shape(stage)})
+			if err != nil && !errors.Is(err, ErrDropped) {
+				return fmt.Errorf("noise generator: %w", err)
+			}
+		}
+		if rp.Last {
+			return nil
+		}
+	}
+}
+
+// shape returns the dense shape of a stage's noise/statistic.
+func (j *Job) shape(stage int) []int {
+	switch {
+	case j.Kind == JobMean:
+		return []int{j.D}
+	case stage == 0:
+		return []int{j.D, j.D}
+	default:
+		return []int{j.D, j.D, j.D}
+	}
+}
+
+// Site is one data holder. It announces its spec, and in each stage adds
+// e_s (from the generator), f_s (from the aggregator) and its own g_s to
+// its statistic and releases the sum (projected on W in capeAGN's stage 1).
+type Site struct {
+	ID      int // 1-based
+	T       Transport
+	Src     rand.Source
+	Data    *SiteData
+	Epsilon float64
+	Delta   float64
+	// DropStage, when positive, makes the site leave in stage DropStage-1
+	// after receiving its noise and before releasing (drop-out simulation).
+	DropStage int
+	// Closer is called when the site leaves (drop-out or end); the local
+	// transport's Close makes peers see the drop-out at once.
+	Closer func()
+}
+
+// Run executes the site's part of the protocol.
+func (s *Site) Run(ctx context.Context) (err error) {
+	defer func() {
+		if s.Closer != nil {
+			s.Closer()
+		}
+		if err != nil {
+			err = fmt.Errorf("site %d: %w", s.ID, err)
+		}
+	}()
+	r := rand.New(s.Src)
+	spec := SiteSpec{N: s.Data.N(), Epsilon: s.Epsilon, Delta: s.Delta}
+	if err := sendJSON(ctx, s.T, RoleAggregator, KindHello, 0, spec); err != nil {
+		return err
+	}
+	var W *mat.Dense
+	for stage := 0; ; stage++ {
+		var rp RoundPlan
+		if err := recvJSON(ctx, s.T, RoleAggregator, KindPlan, stage, &rp); err != nil {
+			return err
+		}
+		idx := rp.index(s.ID)
+		if idx < 0 {
+			return fmt.Errorf("not in the plan of stage %d", stage)
+		}
+		if err := rp.Job.Validate(); err != nil {
+			return err
+		}
+		// Guard against an under-calibrated plan: recompute tau_s.
+		own, err := rp.Job.Tau2(stage, spec)
+		if err != nil {
+			return err
+		}
+		if rp.Plan.Tau2[idx] < own*(1-1e-12) {
+			return fmt.Errorf("plan gives tau_s^2 = %g below this site's %g", rp.Plan.Tau2[idx], own)
+		}
+		if err := rp.Plan.Check(); err != nil {
+			return err
+		}
+		if rp.Job.Kind == JobAGN && stage == 1 {
+			m, err := s.T.Recv(ctx, RoleAggregator, KindW, stage)
+			if err != nil {
+				return err
+			}
+			if len(m.Values) != rp.Job.D*rp.Job.K {
+				return fmt.Errorf("whitening matrix has %d values, want %d", len(m.Values), rp.Job.D*rp.Job.K)
+			}
+			W = mat.NewDense(rp.Job.D, rp.Job.K, m.Values)
+		}
+		stat, err := rp.Job.Statistic(stage, s.Data)
+		if err != nil {
+			return err
+		}
+		em, err := s.T.Recv(ctx, RoleNoise, KindE, stage)
+		if err != nil {
+			return err
+		}
+		fm, err := s.T.Recv(ctx, RoleAggregator, KindF, stage)
+		if err != nil {
+			return err
+		}
+		L := len(stat)
+		if len(em.Values) != L || len(fm.Values) != L {
+			return fmt.Errorf("stage %d: noise lengths e %d, f %d, want %d", stage, len(em.Values), len(fm.Values), L)
+		}
+		if s.DropStage == stage+1 {
+			return nil // drop out after the noise was distributed
+		}
+		g, err := gaussianVector(rp.Plan.TauG2[idx], L, r)
+		if err != nil {
+			return err
+		}
+		out := make([]float64, L)
+		for i := range out {
+			out[i] = stat[i] + em.Values[i] + fm.Values[i] + g[i]
+		}
+		shape := rp.Job.shape(stage)
+		if W != nil {
+			if out, err = projectPacked(rp.Job.D, out, W); err != nil {
+				return err
+			}
+			shape = []int{rp.Job.K, rp.Job.K, rp.Job.K}
+		}
+		if err := s.T.Send(ctx, &Message{To: RoleAggregator, Kind: KindRelease, Stage: stage, Values: out, Shape: shape}); err != nil {
+			return err
+		}
+		if rp.Last {
+			return nil
+		}
+	}
+}
+
+// Aggregator is the untrusted aggregator: it collects the sites' specs,
+// computes the plan of each stage, sends f_s, receives the releases,
+// subtracts f_s and combines them with the weights mu_s, detecting
+// drop-outs.
+type Aggregator struct {
+	T     Transport
+	Src   rand.Source
+	Job   Job
+	Sites int // S
+	// Timeout bounds the wait for each site's message in a stage (0: the
+	// context's deadline only). A site that misses it counts as dropped.
+	Timeout time.Duration
+}
+
+// StageResult is the aggregator's outcome of one stage.
+type StageResult struct {
+	Stage int `json:"stage"`
+	// Estimate is the combined packed statistic (capeAGN stage 1: the
+	// packed K x K x K tensor M3~(W,W,W)).
+	Estimate []float64 `json:"-"`
+	Plan     *Plan     `json:"plan"`
+	Sites    []int     `json:"sites"`
+	// Dropped lists sites that left after the noise was distributed; their
+	// e_s do not cancel, so the estimate's variance is Variance (between
+	// tau_c^2 and the conventional scheme's) instead of tau_c^2.
+	Dropped []int `json:"dropped,omitempty"`
+	// Variance is the per-entry noise variance of Estimate before any
+	// projection (Plan.AggregateVar); TargetVariance is tau_c^2 and
+	// ConvVariance the conventional scheme's over the same sites.
+	Variance       float64 `json:"variance"`
+	TargetVariance float64 `json:"target_variance"`
+	ConvVariance   float64 `json:"conv_variance"`
+}
+
+// Outcome is everything the aggregator computed.
+type Outcome struct {
+	Job    Job           `json:"job"`
+	Specs  []SiteSpec    `json:"specs"`
+	Stages []StageResult `json:"stages"`
+	// W is capeAGN's whitening matrix (D x K).
+	W *mat.Dense `json:"-"`
+}
+
+// Run executes the aggregator's part and returns the stage results.
+func (a *Aggregator) Run(ctx context.Context) (*Outcome, error) {
+	if err := a.Job.Validate(); err != nil {
+		return nil, err
+	}
+	if a.Sites < 2 || a.Sites > MaxSites {
+		return nil, fmt.Errorf("aggregator: %d sites, want 2..%d", a.Sites, MaxSites)
+	}
+	r := rand.New(a.Src)
+	out := &Outcome{Job: a.Job, Specs: make([]SiteSpec, a.Sites)}
+	present := make([]int, 0, a.Sites)
+	for s := 1; s <= a.Sites; s++ {
+		var sp SiteSpec
+		if err := a.recvJSON(ctx, SiteRole(s), KindHello, 0, &sp); err != nil {
+			if errors.Is(err, ErrDropped) {
+				continue
+			}
+			return nil, fmt.Errorf("aggregator: %w", err)
+		}
+		out.Specs[s-1] = sp
+		present = append(present, s)
+	}
+	stages := a.Job.Stages()
+	for stage := 0; stage < stages; stage++ {
+		if len(present) < 2 {
+			return out, fmt.Errorf("aggregator: stage %d: only %d site(s) left, CAPE needs 2 (sites %v)", stage, len(present), present)
+		}
+		res, err := a.stage(ctx, stage, present, out, r, stage == stages-1)
+		if err != nil {
+			return out, fmt.Errorf("aggregator: stage %d: %w", stage, err)
+		}
+		out.Stages = append(out.Stages, *res)
+		// Sites that dropped take no part in later stages.
+		var keep []int
+		for _, s := range present {
+			if !contains(res.Dropped, s) {
+				keep = append(keep, s)
+			}
+		}
+		present = keep
+		if a.Job.Kind == JobAGN && stage == 0 {
+			M2 := unpackSym(a.Job.D, res.Estimate)
+			W, err := otd.WhitenSVD(M2, a.Job.K)
+			if err != nil {
+				return out, fmt.Errorf("aggregator: %w", err)
+			}
+			out.W = W
+		}
+	}
+	return out, nil
+}
+
+func contains(xs []int, x int) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *Aggregator) recv(ctx context.Context, from, kind string, stage int) (*Message, error) {
+	if a.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, a.Timeout)
+		defer cancel()
+	}
+	return a.T.Recv(ctx, from, kind, stage)
+}
+
+func (a *Aggregator) recvJSON(ctx context.Context, from, kind string, stage int, v any) error {
+	m, err := a.recv(ctx, from, kind, stage)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(m.Body, v); err != nil {
+		return fmt.Errorf("bad %s message from %s: %w", kind, from, err)
+	}
+	return nil
+}
+
+func (a *Aggregator) stage(ctx context.Context, stage int, present []int, out *Outcome, r *rand.Rand, last bool) (*StageResult, error) {
+	job := a.Job
+	S := len(present)
+	tau2 := make([]float64, S)
+	mu := make([]float64, S)
+	specs := make([]SiteSpec, S)
+	var total float64
+	for i, s := range present {
+		sp := out.Specs[s-1]
+		specs[i] = sp
+		t, err := job.Tau2(stage, sp)
+		if err != nil {
+			return nil, fmt.Errorf("site %d: %w", s, err)
+		}
+		tau2[i] = t
+		total += float64(sp.N)
+	}
+	for i := range mu {
+		if job.EqualWeights {
+			mu[i] = 1 / float64(S)
+		} else {
+			mu[i] = float64(specs[i].N) / total
+		}
+	}
+	plan, err := NewPlan(tau2, mu)
+	if err != nil {
+		return nil, err
+	}
+	rp := RoundPlan{Job: job, Stage: stage, Sites: present, Specs: specs, Plan: plan, Last: last}
+	if err := sendJSON(ctx, a.T, RoleNoise, KindPlan, stage, rp); err != nil {
+		return nil, err
+	}
+	L := job.Length(stage)
+	fs := make([][]float64, S)
+	for i, s := range present {
+		if err := sendJSON(ctx, a.T, SiteRole(s), KindPlan, stage, rp); err != nil && !errors.Is(err, ErrDropped) {
+			return nil, err
+		}
+		if fs[i], err = gaussianVector(plan.TauF2[i], L, r); err != nil {
+			return nil, err
+		}
+	}
+	project := job.Kind == JobAGN && stage == 1
+	if project {
+		wv := out.W.RawMatrix().Data
+		for _, s := range present {
+			if err := a.T.Send(ctx, &Message{To: SiteRole(s), Kind: KindW, Stage: stage, Values: append([]float64(nil), wv...), Shape: []int{job.D, job.K}}); err != nil && !errors.Is(err, ErrDropped) {
+				return nil, err
+			}
+		}
+	}
+	for i, s := range present {
+		if err := a.T.Send(ctx, &Message{To: SiteRole(s), Kind: KindF, Stage: stage, Values: fs[i], Shape: job.shape(stage)}); err != nil && !errors.Is(err, ErrDropped) {
+			return nil, err
+		}
+	}
+	outLen := L
+	if project {
+		outLen = packedLen3(job.K)
+	}
+	est := make([]float64, outLen)
+	res := &StageResult{Stage: stage, Plan: plan, Sites: present}
+	mask := make([]bool, S)
+	var msum float64
+	for i, s := range present {
+		m, err := a.recv(ctx, SiteRole(s), KindRelease, stage)
+		if err != nil {
+			if errors.Is(err, ErrDropped) {
+				res.Dropped = append(res.Dropped, s)
+				continue
+			}
+			return nil, err
+		}
+		if len(m.Values) != outLen {
+			return nil, fmt.Errorf("site %d released %d values, want %d", s, len(m.Values), outLen)
+		}
+		f := fs[i]
+		if project {
+			if f, err = projectPacked(job.D, f, out.W); err != nil {
+				return nil, err
+			}
+		}
+		for k, v := range m.Values {
+			est[k] += mu[i] * (v - f[k])
+		}
+		mask[i] = true
+		msum += mu[i]
+	}
+	if len(res.Dropped) == S {
+		return nil, fmt.Errorf("every site dropped out (%v)", res.Dropped)
+	}
+	if len(res.Dropped) > 0 {
+		for k := range est {
+			est[k] /= msum
+		}
+	}
+	res.Estimate = est
+	res.Variance = plan.AggregateVar(mask)
+	res.TargetVariance = plan.TauC2
+	res.ConvVariance = plan.ConvVar(mask)
+	return res, nil
+}
+
+func packedLen3(k int) int { return k * (k + 1) * (k + 2) / 6 }

@@ -1,0 +1,52 @@
+// Package otd implements orthogonal tensor decomposition for latent
+// variable models by the method of moments, and its differentially private
+// variants.
+//
+// # Non-private core
+//
+// The pipeline (Fit) is: second moment M2 -> whitening W = U D^{-1/2} from
+// the top-K eigenpairs of M2 (Whiten; randomized subspace iteration on the
+// implicit M2 for vocabularies above DenseWhitenMax) -> whitened third
+// moment M3(W,W,W), a K x K x K symmetric tensor that is orthogonally
+// decomposable in expectation -> robust tensor power method with restarts
+// and deflation (PowerIteration, seed 003 Algorithm 1) -> un-whitening
+// a_k = lambda_k (W^T)^+ v_k, w_k = 1/lambda_k^2 (Unwhiten; UnwhitenLDA
+// applies the alpha0 rescaling of seed 004).
+//
+// Models and moments:
+//   - single-topic model (seed 000 sec. 2): M2 = E[x1 (x) x2],
+//     M3 = E[x1 (x) x2 (x) x3]; documents need at least 3 words. By default
+//     (AllTriples) every ordered pair / triple of distinct word positions is
+//     used through the unbiased count formulas of seed 004 eq. 6-11;
+//     FirstThree uses three positions per document (seed 000's estimator).
+//     AllTriples recovers topics better (see the package tests and the
+//     README for measured e_comp).
+//   - LDA (seed 004 Lemma 25): M1, M2 = E[x1 x2] - a0/(a0+1) M1 M1,
+//     M3 = E[x1 x2 x3] - a0/(a0+2) sym3(E[x1 x2] M1) +
+//     2 a0^2/((a0+1)(a0+2)) M1^(x)3, with products of moments estimated by
+//     U-statistics over distinct documents so each estimator is unbiased.
+//   - mixture of spherical Gaussians (seed 002 app. B-B): M2 = E[t t^T] -
+//     sigma^2 I and M3 = E[t^(x)3] - sigma^2 sym3(E[t] (x) I), for rows with
+//     ||t|| <= 1.
+//
+// Each model has a dense D x D x D M3 builder (STMMoments, LDAMoments,
+// MoGMoments), needed only where noise is added to M3 itself, and a
+// whitened builder (STMWhitenedM3, LDAWhitenedM3, MoGWhitenedM3) that works
+// on whitened documents in O(nnz K + N K^3 + D K^3) time without forming
+// D^3 entries. Dense tensors larger than MaxDenseBytes are refused with an
+// error. StreamingPowerIteration runs the online tensor power method of
+// seed 003 Algorithm 2 directly on a stream of whitened data points.
+//
+// Symmetric tensors (SymTensor) are stored densely; Packed/FromPacked map
+// them to the C(D+2,3) unique entries in the i <= j <= k lexicographic order
+// shared with perturb.SymmetricTensorFromPacked.
+//
+// Accuracy is measured by EComp, the metric of seed 000 sec. 4.
+//
+// # Determinism and concurrency
+//
+// All randomness (power-method restarts, randomized whitening, private
+// noise when seeded) comes from the rand.Source argument, so a seed gives
+// identical results. Functions do not share mutable state; values returned
+// are owned by the caller. Nothing in the package prints.
+package otd

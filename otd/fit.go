@@ -1,0 +1,290 @@
+package otd
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/perturb"
+	"gonum.org/v1/gonum/mat"
+)
+
+// Model names accepted by FitOptions.Model.
+const (
+	ModelSTM = "stm" // single-topic model (seed 000 sec. 2)
+	ModelLDA = "lda" // latent Dirichlet allocation (seed 004 Lemma 25)
+	ModelMoG = "mog" // mixture of spherical Gaussians (seed 002 app. B-B)
+)
+
+// MethodNonPrivate is the FitOptions.Method of the non-private pipeline.
+// Every other method name is handled by the private variants (fitPrivate).
+const MethodNonPrivate = "nonprivate"
+
+// Input holds the data of one fit: a corpus for "stm" and "lda", numeric
+// rows (one observation per row, ||t|| <= 1) for "mog".
+type Input struct {
+	Corpus *data.Corpus
+	Rows   *mat.Dense
+}
+
+// dim returns D, the dimension of the observations.
+func (in *Input) dim() int {
+	if in.Corpus != nil {
+		return in.Corpus.V()
+	}
+	if in.Rows != nil {
+		_, d := in.Rows.Dims()
+		return d
+	}
+	return 0
+}
+
+// FitOptions configures Fit. Zero values take the documented defaults.
+type FitOptions struct {
+	// Model is "stm", "lda" or "mog" (required).
+	Model string
+	// K is the number of topics / components (required, 1 <= K <= D).
+	K int
+	// Alpha0 is the LDA Dirichlet concentration sum_i alpha_i (required
+	// for "lda", ignored otherwise).
+	Alpha0 float64
+	// Sigma2 is the common variance of the mixture components ("mog";
+	// zero means 0, i.e. no noise correction).
+	Sigma2 float64
+	// Method is "nonprivate" (default when empty) or a private method
+	// name ("agn", "avn", "dptpm", "lda-input", "lda-whitened",
+	// "lda-decomposition", "lda-output"), implemented in private*.go.
+	Method string
+	// Epsilon and Delta are the total privacy budget of private methods.
+	Epsilon, Delta float64
+	// Split optionally divides the budget among a private method's
+	// releases (fractions summing to 1; nil means equal shares, as in the
+	// seeds). Ignored by "nonprivate".
+	Split []float64
+	// TPM configures the tensor power method.
+	TPM TPMOptions
+	// Estimator selects the single-topic moment estimator (default
+	// AllTriples; LDA always uses all triples).
+	Estimator Estimator
+	// Progress, if set, receives progress reports.
+	Progress ProgressFunc
+}
+
+// Result is a fitted spectral model.
+type Result struct {
+	// Model and Method echo the options.
+	Model  string `json:"model"`
+	Method string `json:"method"`
+	// Weights are the component probabilities w_k (topic proportions
+	// alpha_k/alpha0 for LDA), sorted decreasing; they need not sum to
+	// exactly 1 (they are estimated separately from each eigenvalue).
+	Weights []float64 `json:"weights"`
+	// A is D x K: column k is component k (topic-word probabilities for
+	// topic models, raw: may hold small negative entries; the mean for
+	// "mog"), in the order of Weights.
+	A *mat.Dense `json:"-"`
+	// Lambda are the eigenvalues of the whitened tensor, in the order of
+	// Weights.
+	Lambda []float64 `json:"lambda"`
+	// Alpha are the LDA Dirichlet parameters alpha0 * w_k (nil otherwise).
+	Alpha []float64 `json:"alpha,omitempty"`
+	// Vocab is the corpus vocabulary (nil for "mog").
+	Vocab []string `json:"-"`
+	// Path is "whitened" (M3(W,W,W) from whitened documents) or "dense"
+	// (D x D x D M3 formed, needed when noise is added to M3 itself).
+	Path string `json:"path"`
+	// Report is the privacy report (perturb.NonPrivate() for "nonprivate").
+	Report *perturb.Report `json:"privacy"`
+}
+
+// Validate checks the options against the input.
+func (o *FitOptions) validate(in *Input) error {
+	if in == nil {
+		return errors.New("otd: nil input")
+	}
+	switch o.Model {
+	case ModelSTM, ModelLDA:
+		if in.Corpus == nil {
+			return fmt.Errorf("otd: model %q needs a corpus", o.Model)
+		}
+	case ModelMoG:
+		if in.Rows == nil {
+			return errors.New("otd: model \"mog\" needs numeric rows")
+		}
+	default:
+		return fmt.Errorf("otd: unknown model %q (want stm, lda or mog)", o.Model)
+	}
+	if d := in.dim(); o.K < 1 || o.K > d {
+		return fmt.Errorf("otd: K = %d topics must be in [1, D = %d]", o.K, d)
+	}
+	if o.Model == ModelLDA {
+		if err := checkAlpha0(o.Alpha0); err != nil {
+			return err
+		}
+	}
+	if o.Method == "" {
+		o.Method = MethodNonPrivate
+	}
+	return nil
+}
+
+// Fit estimates the model's components and weights by the method of
+// moments: second moment, whitening, whitened third moment, robust tensor
+// power method and un-whitening (seed 000 sec. 2, seed 004). Methods other
+// than "nonprivate" are delegated to the private variants. src seeds the
+// power-method restarts and randomized whitening (and, for private
+// methods, the noise when it is not perturb's secure source). A nil src
+// means perturb.SecureSource().
+func Fit(in *Input, opts FitOptions, src rand.Source) (*Result, error) {
+	if err := opts.validate(in); err != nil {
+		return nil, err
+	}
+	if opts.Method != MethodNonPrivate {
+		return fitPrivate(in, &opts, src)
+	}
+	if src == nil {
+		src = perturb.SecureSource()
+	}
+	W, err := FitWhitening(in, &opts, src)
+	if err != nil {
+		return nil, err
+	}
+	T, err := WhitenedM3(in, &opts, W)
+	if err != nil {
+		return nil, err
+	}
+	res, err := Decompose(T, W, &opts, src)
+	if err != nil {
+		return nil, err
+	}
+	res.Path = "whitened"
+	res.Report = perturb.NonPrivate()
+	if in.Corpus != nil {
+		res.Vocab = in.Corpus.Vocab
+	}
+	return res, nil
+}
+
+// SecondMoment returns the dense D x D M2 of the model (for "stm" with
+// opts.Estimator). It refuses vocabularies whose D x D matrix would exceed
+// MaxDenseBytes.
+func SecondMoment(in *Input, opts *FitOptions) (*mat.SymDense, error) {
+	d := in.dim()
+	if float64(d)*float64(d)*8 > float64(MaxDenseBytes) {
+		return nil, fmt.Errorf("otd: a dense %d x %d second moment exceeds the memory cap (otd.MaxDenseBytes)", d, d)
+	}
+	switch opts.Model {
+	case ModelSTM:
+		return STMSecondMoment(in.Corpus, opts.Estimator)
+	case ModelLDA:
+		_, M2, err := LDASecondMoment(in.Corpus, opts.Alpha0)
+		return M2, err
+	case ModelMoG:
+		return MoGSecondMoment(in.Rows, opts.Sigma2)
+	}
+	return nil, fmt.Errorf("otd: unknown model %q", opts.Model)
+}
+
+// FitWhitening returns the D x K whitening matrix of the model's M2: dense
+// eigendecomposition for D <= DenseWhitenMax (and always for "mog"),
+// randomized subspace iteration on the implicit corpus M2 otherwise.
+func FitWhitening(in *Input, opts *FitOptions, src rand.Source) (*mat.Dense, error) {
+	if opts.Model != ModelMoG && in.dim() > DenseWhitenMax {
+		c := in.Corpus
+		alpha0 := 0.0
+		if opts.Model == ModelLDA {
+			alpha0 = opts.Alpha0
+			if err := checkCorpus(c, 3); err != nil {
+				return nil, err
+			}
+		} else {
+			cc, err := prepare(c, opts.Estimator, 1)
+			if err != nil {
+				return nil, err
+			}
+			c = cc
+		}
+		return whitenImplicit(c, alpha0, opts.K, src, opts.Progress)
+	}
+	if opts.Progress != nil {
+		opts.Progress("second moment", 0, 1)
+	}
+	M2, err := SecondMoment(in, opts)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Progress != nil {
+		opts.Progress("second moment", 1, 1)
+	}
+	return Whiten(M2, opts.K)
+}
+
+// WhitenedM3 returns the model's M3(W,W,W) from whitened data, never
+// forming the D x D x D tensor.
+func WhitenedM3(in *Input, opts *FitOptions, W *mat.Dense) (*SymTensor, error) {
+	switch opts.Model {
+	case ModelSTM:
+		cc, err := prepare(in.Corpus, opts.Estimator, 1)
+		if err != nil {
+			return nil, err
+		}
+		return whitenedM3(cc, W, 0, opts.Progress)
+	case ModelLDA:
+		if err := checkCorpus(in.Corpus, 3); err != nil {
+			return nil, err
+		}
+		return whitenedM3(in.Corpus, W, opts.Alpha0, opts.Progress)
+	case ModelMoG:
+		return MoGWhitenedM3(in.Rows, W, opts.Sigma2)
+	}
+	return nil, fmt.Errorf("otd: unknown model %q", opts.Model)
+}
+
+// Decompose runs the tensor power method on the whitened tensor T and
+// un-whitens with W for the model of opts (UnwhitenLDA for "lda", Unwhiten
+// otherwise), returning components sorted by decreasing weight. Report,
+// Path and Vocab are left for the caller.
+func Decompose(T *SymTensor, W *mat.Dense, opts *FitOptions, src rand.Source) (*Result, error) {
+	lambda, V, err := PowerIteration(T, opts.K, opts.TPM, src)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Progress != nil {
+		opts.Progress("power iteration", opts.K, opts.K)
+	}
+	var A *mat.Dense
+	var w []float64
+	if opts.Model == ModelLDA {
+		A, w = UnwhitenLDA(W, lambda, V, opts.Alpha0)
+	} else {
+		A, w = Unwhiten(W, lambda, V)
+	}
+	return assemble(opts, A, w, lambda), nil
+}
+
+// assemble sorts components by decreasing weight and fills a Result.
+func assemble(opts *FitOptions, A *mat.Dense, w, lambda []float64) *Result {
+	d, k := A.Dims()
+	ord := make([]int, k)
+	for i := range ord {
+		ord[i] = i
+	}
+	sort.SliceStable(ord, func(a, b int) bool { return w[ord[a]] > w[ord[b]] })
+	res := &Result{Model: opts.Model, Method: opts.Method, Weights: make([]float64, k), Lambda: make([]float64, k), A: mat.NewDense(d, k, nil)}
+	for c, o := range ord {
+		res.Weights[c] = w[o]
+		res.Lambda[c] = lambda[o]
+		for i := 0; i < d; i++ {
+			res.A.Set(i, c, A.At(i, o))
+		}
+	}
+	if opts.Model == ModelLDA {
+		res.Alpha = make([]float64, k)
+		for c := range res.Alpha {
+			res.Alpha[c] = opts.Alpha0 * res.Weights[c]
+		}
+	}
+	return res
+}
