@@ -36,7 +36,7 @@ func benchEpoch(b *testing.B, kind decomposition.Kind, dims []int, nnz, rank int
 	cpu0 := cpuSeconds()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		t.epoch(0.01)
+		t.epoch(0.01, 0.0001)
 	}
 	sec := b.Elapsed().Seconds() / float64(b.N)
 	// CPU seconds per epoch (all threads) are steadier than wall time on a

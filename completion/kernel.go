@@ -9,13 +9,13 @@ import "github.com/dprec/dprec/decomposition"
 //
 //	row_m  <- row_m  - lr (-2 e d xhat/d row_m + 2 lambda_o row_m)
 //	bias_m <- bias_m - lr (-2 e + 2 lambda_b bias_m)
-//	G      <- G      - lr (-2 e d xhat/d G + 2 lambda_g G)
+//	G      <- G      - lrG (-2 e d xhat/d G + 2 lambda_g G)
 //
 // with every gradient evaluated at the parameters before the update.
 
 // step holds the per-epoch constants of the update.
 type step struct {
-	lr, regO, regB, regG float64
+	lr, lrG, regO, regB, regG float64
 }
 
 // prefetchDist is how many entries ahead the CP kernels touch the factor
@@ -46,8 +46,11 @@ func cp3Block(m *decomposition.Model, L *layout, lo, hi int, st step) (float64, 
 	sse, sink := 0.0, 0.0
 	for e, c := range coords {
 		if e+prefetchDist < len(coords) {
+			// Touch the first and last element: an 80-byte row (rank 10)
+			// may straddle two cache lines.
 			n := coords[e+prefetchDist]
-			sink += A[int(n&m0)*R] + B[int((n>>sh1)&m1)*R]
+			ni, nj := int(n&m0)*R, int((n>>sh1)&m1)*R
+			sink += A[ni] + A[ni+R-1] + B[nj] + B[nj+R-1]
 		}
 		i := int(c & m0)
 		j := int((c >> sh1) & m1)
@@ -187,7 +190,7 @@ func (w *worker) genericBlock(L *layout, lo, hi int, st step) float64 {
 		if G := m.Core; G != nil {
 			gc := g.Core[:len(G)]
 			for t, v := range G {
-				G[t] = v - st.lr*(gc[t]+2*st.regG*v)
+				G[t] = v - st.lrG*(gc[t]+2*st.regG*v)
 			}
 		}
 	}

@@ -41,11 +41,19 @@ func benchPrivateEpoch(b *testing.B, kind decomposition.Kind, mode string) {
 	}
 }
 
-func BenchmarkPrivateEpoch_CP_None(b *testing.B)        { benchPrivateEpoch(b, decomposition.CP, "none") }
-func BenchmarkPrivateEpoch_CP_Input(b *testing.B)       { benchPrivateEpoch(b, decomposition.CP, "input") }
-func BenchmarkPrivateEpoch_CP_GradC(b *testing.B)       { benchPrivateEpoch(b, decomposition.CP, "gradC") }
-func BenchmarkPrivateEpoch_CP_GradAll(b *testing.B)     { benchPrivateEpoch(b, decomposition.CP, "gradAll") }
-func BenchmarkPrivateEpoch_CP_Output(b *testing.B)      { benchPrivateEpoch(b, decomposition.CP, "output") }
-func BenchmarkPrivateEpoch_Tucker_None(b *testing.B)    { benchPrivateEpoch(b, decomposition.Tucker, "none") }
-func BenchmarkPrivateEpoch_Tucker_GradC(b *testing.B)   { benchPrivateEpoch(b, decomposition.Tucker, "gradC") }
-func BenchmarkPrivateEpoch_Tucker_GradAll(b *testing.B) { benchPrivateEpoch(b, decomposition.Tucker, "gradAll") }
+func BenchmarkPrivateEpoch_CP_None(b *testing.B)  { benchPrivateEpoch(b, decomposition.CP, "none") }
+func BenchmarkPrivateEpoch_CP_Input(b *testing.B) { benchPrivateEpoch(b, decomposition.CP, "input") }
+func BenchmarkPrivateEpoch_CP_GradC(b *testing.B) { benchPrivateEpoch(b, decomposition.CP, "gradC") }
+func BenchmarkPrivateEpoch_CP_GradAll(b *testing.B) {
+	benchPrivateEpoch(b, decomposition.CP, "gradAll")
+}
+func BenchmarkPrivateEpoch_CP_Output(b *testing.B) { benchPrivateEpoch(b, decomposition.CP, "output") }
+func BenchmarkPrivateEpoch_Tucker_None(b *testing.B) {
+	benchPrivateEpoch(b, decomposition.Tucker, "none")
+}
+func BenchmarkPrivateEpoch_Tucker_GradC(b *testing.B) {
+	benchPrivateEpoch(b, decomposition.Tucker, "gradC")
+}
+func BenchmarkPrivateEpoch_Tucker_GradAll(b *testing.B) {
+	benchPrivateEpoch(b, decomposition.Tucker, "gradAll")
+}

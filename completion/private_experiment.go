@@ -38,6 +38,10 @@ type PrivacyExpDataset struct {
 	// Settings of training (Privacy is set per run; Patience is forced to
 	// -1 so every run trains the same number of epochs).
 	Settings Settings
+	// PrivateSettings, when non-nil, replace Settings for the private
+	// modes (noisy training usually wants a smaller step and a larger
+	// penalty than non-private training).
+	PrivateSettings *Settings
 }
 
 // PrivacyExpRow is one training run.
@@ -136,6 +140,9 @@ func privacyExpRun(ds PrivacyExpDataset, mode string, eps, delta, clip float64, 
 	}
 	m.ClampLo, m.ClampHi = ds.RatingMin, ds.RatingMax
 	s := ds.Settings
+	if mode != ExpNone && ds.PrivateSettings != nil {
+		s = *ds.PrivateSettings
+	}
 	s.Privacy = p
 	s.Patience = -1
 	t0 := time.Now()

@@ -353,6 +353,7 @@ func (p *GradientPerturbation) PerturbOutput(m *decomposition.Model, train *data
 		return nil
 	}
 	all := paramNames(m.Order(), m.Kind == decomposition.Tucker, m.HasBias)
+	publicClamp(&p.o, m, p.report)
 	if p.o.Protect == ProtectAll {
 		if m.HasBias && p.meanSet {
 			m.Mean = p.muT

@@ -147,6 +147,7 @@ func (p *InputPerturbation) GradientTransform(int) GradientTransform { return ni
 // PerturbOutput records the covered parameters (everything).
 func (p *InputPerturbation) PerturbOutput(m *decomposition.Model, train *data.Store) error {
 	if p.report != nil {
+		publicClamp(&p.o, m, p.report)
 		p.report.Covered = paramNames(m.Order(), m.Kind == decomposition.Tucker, m.HasBias)
 		p.report.Notes = append(p.report.Notes,
 			"input perturbation (seed 001 Algorithm 1): every released parameter is post-processing of the noisy ratings",

@@ -37,6 +37,7 @@ import (
 	"slices"
 
 	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
 	"github.com/dprec/dprec/perturb"
 )
 
@@ -282,6 +283,16 @@ func baseReport(o *PrivateOptions, mode string, acc *perturb.Accountant, eps, de
 		Composition: method,
 		Releases:    acc.Releases(),
 		Randomness:  perturb.RandomnessLabel(o.Seeded),
+	}
+}
+
+// publicClamp sets the model's prediction clamp to the public rating range
+// (a caller may have set it from the data's min and max, which would be a
+// non-private release) and notes it in the report.
+func publicClamp(o *PrivateOptions, m *decomposition.Model, rep *perturb.Report) {
+	m.ClampLo, m.ClampHi = o.RatingMin, o.RatingMax
+	if rep != nil {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("predictions clamped to the public range [%g, %g]", o.RatingMin, o.RatingMax))
 	}
 }
 

@@ -167,6 +167,7 @@ func (p *OutputPerturbation) PerturbOutput(m *decomposition.Model, train *data.S
 		noise.AddTo(m.Row(pm, i), r)
 	}
 	p.done = true
+	publicClamp(&p.o, m, p.report)
 	rel := noise.Release(fmt.Sprintf("rows of the refitted mode-%d factor", pm+1))
 	rel.Derivation = fmt.Sprintf("ridge refit, lambda = %g, other rows clipped to %g: Delta_O = (r_max - r_min) max|z|/lambda (completion/private_output.go)", p.o.Lambda, p.o.Clip)
 	p.report.Releases = []perturb.Release{rel}

@@ -566,3 +566,37 @@ func TestUserLevelGradient(t *testing.T) {
 		t.Errorf("user/entry sigma ratio %v, want about sqrt(3) = 1.73", ratio)
 	}
 }
+
+// TestSecureDefault: without a seed the noise comes from crypto/rand, the
+// report says so, and two runs with the same trainer seed differ (the noise
+// is not derived from any seed).
+func TestSecureDefault(t *testing.T) {
+	t.Parallel()
+	dims := []int{10, 8, 2}
+	st := privStore(dims, 80, 10)
+	run := func() (*decomposition.Model, *perturb.Report) {
+		o := baseOpts()
+		o.Seeded = false
+		p, err := NewInputPerturbation(&o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := privModel(t, decomposition.CP, dims, 2, true, 1, 0.1)
+		res, err := Train(st, nil, m, &Settings{Epochs: 2, Threads: 1, Privacy: p}, rand.NewPCG(1, 2), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m, res.Privacy
+	}
+	m1, rep := run()
+	m2, _ := run()
+	if rep.Randomness != perturb.LabelSecure {
+		t.Errorf("randomness %q, want %q", rep.Randomness, perturb.LabelSecure)
+	}
+	if modelsIdentical(m1, m2) {
+		t.Error("two unseeded private runs gave identical models: noise is not from the secure source")
+	}
+	if _, ok := (&PrivateOptions{}).source(1).(interface{ Uint64() uint64 }); !ok {
+		t.Error("source is not a rand.Source")
+	}
+}

@@ -10,15 +10,17 @@ import (
 // ml-latest-small (random 90/10 split, weekly time buckets, CP rank 10 with
 // biases; see the package doc for the resulting RMSE table). The step sizes
 // are for the exact gradient of eq. (4), which carries a factor 2 (so
-// DefaultLearningRate 0.01 is the "0.02" of Funk-SVD style code that drops it).
+// DefaultLearningRate 0.005 is the "0.01" of Funk-SVD style code that drops it).
 const (
 	DefaultEpochs       = 60
-	DefaultLearningRate = 0.01
+	DefaultLearningRate = 0.005
 	DefaultDecay        = 0.05
 	DefaultReg          = 0.05
 	DefaultRegCore      = 0.0001
 	DefaultInitScale    = 0.1
 	DefaultPatience     = 5
+	// DefaultCoreStepFactor scales LearningRate into CoreLearningRate.
+	DefaultCoreStepFactor = 0.01
 )
 
 // Settings configure Train. Following the gonum optimize.Settings shape, the
@@ -42,6 +44,12 @@ type Settings struct {
 	// update to the rows an entry touches. Zero means DefaultReg; a negative
 	// value means no penalty.
 	Reg float64
+	// CoreLearningRate is the initial step size of the Tucker core (it
+	// follows the same decay). The core is touched by every entry, so it
+	// takes |Omega| steps per epoch where a factor row takes only its own
+	// entries' steps; a smaller step keeps it from racing ahead of the
+	// factors. Zero means LearningRate * DefaultCoreStepFactor.
+	CoreLearningRate float64
 	// RegCore is lambda_g of eq. (4), the Tucker core penalty, applied per
 	// update. Zero means DefaultRegCore; negative means none.
 	RegCore float64
@@ -80,6 +88,9 @@ func (s *Settings) resolved() Settings {
 	}
 	if r.LearningRate == 0 {
 		r.LearningRate = DefaultLearningRate
+	}
+	if r.CoreLearningRate == 0 {
+		r.CoreLearningRate = r.LearningRate * DefaultCoreStepFactor
 	}
 	r.Decay = orDefault(r.Decay, DefaultDecay)
 	r.Reg = orDefault(r.Reg, DefaultReg)
@@ -130,6 +141,8 @@ func (r *Settings) validate() error {
 		return bad("LearningRate", r.LearningRate, "must be positive and finite")
 	case r.LearningRate > 1:
 		return bad("LearningRate", r.LearningRate, "must be at most 1 (larger steps diverge)")
+	case !finite(r.CoreLearningRate) || r.CoreLearningRate <= 0 || r.CoreLearningRate > 1:
+		return bad("CoreLearningRate", r.CoreLearningRate, "must be in (0, 1]")
 	case !finite(r.Decay):
 		return bad("Decay", r.Decay, "must be finite")
 	case !finite(r.Reg):

@@ -113,7 +113,7 @@ func Train(train, valid *data.Store, m *decomposition.Model, s *Settings, src ra
 	for ep := 0; ep < cfg.Epochs; ep++ {
 		lr := cfg.LearningRate / (1 + cfg.Decay*float64(ep))
 		t0 := time.Now()
-		sse := t.epoch(lr)
+		sse := t.epoch(lr, cfg.CoreLearningRate/(1+cfg.Decay*float64(ep)))
 		rec := EpochRecord{Epoch: ep + 1, LearningRate: lr, Seconds: time.Since(t0).Seconds()}
 		rec.TrainRMSE = math.Sqrt(sse / float64(len(vals)))
 		rec.TrainLoss = sse + regNorms(m, &cfg)
@@ -172,9 +172,18 @@ func initModel(m *decomposition.Model, vals []float64, cfg *Settings, rng *rand.
 	if cfg.WarmStart {
 		return
 	}
-	for _, f := range m.Factors {
+	for mo, f := range m.Factors {
+		base := 0.0
+		if mo == 2 {
+			// The time factor of an order-3 model starts near one, so
+			// the initial model is matrix factorisation modulated by time
+			// (with the near-identity Tucker core) and the user/item rows get gradients of the same scale as in
+			// order 2 (starting all three near zero makes the product, and
+			// so every gradient, vanish as InitScale^2).
+			base = 1
+		}
 		for t := range f {
-			f[t] = cfg.InitScale * rng.NormFloat64()
+			f[t] = base + cfg.InitScale*rng.NormFloat64()
 		}
 	}
 	if m.Core != nil {
@@ -243,8 +252,8 @@ func newTrainer(m *decomposition.Model, train *data.Store, vals []float64, cfg *
 // biases; the Tucker core is the one shared parameter, and each worker
 // updates a private copy that is merged at the end of the stratum by adding
 // every worker's change (G <- G + sum_w (G_w - G)).
-func (t *trainer) epoch(lr float64) float64 {
-	st := step{lr: lr, regO: t.cfg.Reg, regB: t.cfg.RegBias, regG: t.cfg.RegCore}
+func (t *trainer) epoch(lr, lrG float64) float64 {
+	st := step{lr: lr, lrG: lrG, regO: t.cfg.Reg, regB: t.cfg.RegBias, regG: t.cfg.RegCore}
 	// All random draws are made here, in a fixed order, so the schedule
 	// does not depend on goroutine timing.
 	order := t.rng.Perm(len(t.strata))

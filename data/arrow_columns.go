@@ -1,6 +1,7 @@
 package data
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -428,16 +429,9 @@ func (x *arrowInterner) stringID(s string) int32 {
 	return x.d.InternString(strings.Clone(s))
 }
 
-// arrowValueID interns element i of a (an integer or string array whose
-// element is valid), for the dictionary path.
-func (x *arrowInterner) arrayID(a arrow.Array, i int) (int32, error) {
-	switch a := a.(type) {
-	case *array.String:
-		return x.stringID(a.Value(i)), nil
-	case *array.LargeString:
-		return x.stringID(a.Value(i)), nil
-	}
-	var v int64
+// arrowArrayInt reads element i of an integer array as an ID; reason is
+// non-empty when it is not a valid ID.
+func arrowArrayInt(a arrow.Array, i int) (v int64, reason string) {
 	switch a := a.(type) {
 	case *array.Int64:
 		v = a.Value(i)
@@ -449,7 +443,7 @@ func (x *arrowInterner) arrayID(a arrow.Array, i int) (int32, error) {
 		v = int64(a.Value(i))
 	case *array.Uint64:
 		if a.Value(i) > math.MaxInt64 {
-			return 0, fmt.Errorf("ID %d overflows int64", a.Value(i))
+			return 0, fmt.Sprintf("ID %d overflows int64", a.Value(i))
 		}
 		v = int64(a.Value(i))
 	case *array.Uint32:
@@ -459,10 +453,26 @@ func (x *arrowInterner) arrayID(a arrow.Array, i int) (int32, error) {
 	case *array.Uint8:
 		v = int64(a.Value(i))
 	default:
-		return 0, fmt.Errorf("unsupported ID type %s", a.DataType())
+		return 0, fmt.Sprintf("unsupported ID type %s", a.DataType())
 	}
 	if v < 0 {
-		return 0, fmt.Errorf("negative ID %d", v)
+		return 0, fmt.Sprintf("negative ID %d", v)
+	}
+	return v, ""
+}
+
+// arrayID interns element i of a (an integer or string array whose element
+// is valid), for the dictionary path.
+func (x *arrowInterner) arrayID(a arrow.Array, i int) (int32, error) {
+	switch a := a.(type) {
+	case *array.String:
+		return x.stringID(a.Value(i)), nil
+	case *array.LargeString:
+		return x.stringID(a.Value(i)), nil
+	}
+	v, reason := arrowArrayInt(a, i)
+	if reason != "" {
+		return 0, errors.New(reason)
 	}
 	return x.intID(v), nil
 }

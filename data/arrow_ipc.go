@@ -37,6 +37,12 @@ func readArrow(path string, f Format, opts *LoadOptions, rep *LoadReport) (s *St
 	nh, _ := fh.ReadAt(head, 0)
 	isFile := bytes.HasPrefix(head[:nh], arrowFileMagic)
 	switch {
+	case bytes.HasPrefix(head[:nh], []byte("PAR1")):
+		rep.Detected = append(rep.Detected, "PAR1 magic: reading as Parquet")
+		fh.Close()
+		return readParquet(path, opts, rep)
+	case bytes.HasPrefix(head[:nh], []byte("FEA1")):
+		return nil, fmt.Errorf("%s: a Feather version 1 file, which is not supported: rewrite it as Arrow IPC (Feather version 2)", path)
 	case f == FormatArrow && !isFile:
 		f = FormatArrowStream
 		rep.Detected = append(rep.Detected, "no ARROW1 magic: reading as an Arrow IPC stream")
@@ -48,7 +54,8 @@ func readArrow(path string, f Format, opts *LoadOptions, rep *LoadReport) (s *St
 	mem := &arrowCappedAllocator{Allocator: arrowAlloc, limit: arrowAllocLimit(st.Size())}
 
 	if f == FormatArrow {
-		if err := arrowVerifyFooter(fh, st.Size()); err != nil {
+		total, err := arrowVerifyFooter(fh, st.Size())
+		if err != nil {
 			return nil, fmt.Errorf("%s: not a valid Arrow IPC file: %w", path, err)
 		}
 		r, err := ipc.NewFileReader(fh, ipc.WithAllocator(mem))
@@ -56,7 +63,7 @@ func readArrow(path string, f Format, opts *LoadOptions, rep *LoadReport) (s *St
 			return nil, fmt.Errorf("%s: not a valid Arrow IPC file: %w", path, err)
 		}
 		defer r.Close()
-		l, err := arrowNewIPCLoader(path, r.Schema(), opts, rep)
+		l, err := arrowNewIPCLoader(path, r.Schema(), total, st.Size(), opts, rep)
 		if err != nil {
 			return nil, err
 		}
@@ -80,7 +87,8 @@ func readArrow(path string, f Format, opts *LoadOptions, rep *LoadReport) (s *St
 		return l.finish()
 	}
 
-	if err := arrowVerifyStream(fh, st.Size()); err != nil {
+	total, err := arrowVerifyStream(fh, st.Size())
+	if err != nil {
 		return nil, fmt.Errorf("%s: not a valid Arrow IPC stream: %w", path, err)
 	}
 	r, err := ipc.NewReader(bufio.NewReaderSize(fh, 1<<20), ipc.WithAllocator(mem))
@@ -88,7 +96,7 @@ func readArrow(path string, f Format, opts *LoadOptions, rep *LoadReport) (s *St
 		return nil, fmt.Errorf("%s: not a valid Arrow IPC stream: %w", path, err)
 	}
 	defer r.Release()
-	l, err := arrowNewIPCLoader(path, r.Schema(), opts, rep)
+	l, err := arrowNewIPCLoader(path, r.Schema(), total, st.Size(), opts, rep)
 	if err != nil {
 		return nil, err
 	}
@@ -115,12 +123,12 @@ func readArrow(path string, f Format, opts *LoadOptions, rep *LoadReport) (s *St
 	return l.finish()
 }
 
-func arrowNewIPCLoader(path string, sc *arrow.Schema, opts *LoadOptions, rep *LoadReport) (*arrowLoader, error) {
+func arrowNewIPCLoader(path string, sc *arrow.Schema, total, fileSize int64, opts *LoadOptions, rep *LoadReport) (*arrowLoader, error) {
 	cols, err := arrowResolveColumns(path, sc, opts.Columns)
 	if err != nil {
 		return nil, err
 	}
-	return newArrowLoader(path, sc, cols, -1, opts, rep), nil
+	return newArrowLoader(path, sc, cols, total, fileSize, opts, rep), nil
 }
 
 // arrowEmitRecord wraps an owned record into a batch and emits it; it

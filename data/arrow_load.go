@@ -111,7 +111,7 @@ func (l *arrowLoader) putBatch(b *arrowBatch) {
 	}
 }
 
-func newArrowLoader(path string, sc *arrow.Schema, cols [4]int, total int64, opts *LoadOptions, rep *LoadReport) *arrowLoader {
+func newArrowLoader(path string, sc *arrow.Schema, cols [4]int, total, fileSize int64, opts *LoadOptions, rep *LoadReport) *arrowLoader {
 	l := &arrowLoader{path: path, opts: opts, rep: rep, total: total, free: make(chan *arrowBatch, 8)}
 	for role, i := range cols {
 		if i >= 0 {
@@ -130,7 +130,11 @@ func newArrowLoader(path string, sc *arrow.Schema, cols [4]int, total int64, opt
 	l.users.d, l.items.d = dict(arrowUser), dict(arrowItem)
 	l.b = NewBuilder(l.users.d, l.items.d, l.hasTime, opts.Builder)
 	rep.UserColumn, rep.ItemColumn, rep.RatingColumn, rep.TimeColumn = l.names[0], l.names[1], l.names[2], l.names[3]
-	if total > 0 {
+	// Reserve the whole store up front (no append slack) when the row count
+	// is plausible: at most 64 rows per byte of file, so a corrupt count
+	// cannot reserve gigabytes (compressed data may still exceed it and
+	// then grows by appending).
+	if total > 0 && total <= 64*fileSize {
 		l.b.Grow(int(total))
 	}
 	return l
@@ -256,10 +260,7 @@ func arrowCheckDictIDs(d *array.Dictionary, role int, bad arrowBadFunc) error {
 				reason[j] = "empty ID"
 			}
 		default:
-			x := arrowInterner{d: NewIntDict("")}
-			if _, err := x.arrayID(vals, j); err != nil {
-				reason[j] = err.Error()
-			}
+			_, reason[j] = arrowArrayInt(vals, j)
 		}
 		if vals.IsNull(j) {
 			reason[j] = "null value"

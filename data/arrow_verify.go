@@ -185,44 +185,45 @@ func (b arrowFB) schema(q int) bool {
 }
 
 // arrowVerifyFooter checks an IPC file's footer: its length, its schema and
-// that every block lies inside the file.
-func arrowVerifyFooter(r io.ReaderAt, size int64) error {
+// that every block lies inside the file. It returns the number of rows, read
+// from the record batch messages' metadata.
+func arrowVerifyFooter(r io.ReaderAt, size int64) (rows int64, err error) {
 	const magicLen = 6
 	if size < 2*8+4 {
-		return fmt.Errorf("%w: file too small", errArrowCorrupt)
+		return 0, fmt.Errorf("%w: file too small", errArrowCorrupt)
 	}
 	tail := make([]byte, 4+magicLen)
 	if _, err := r.ReadAt(tail, size-int64(len(tail))); err != nil {
-		return err
+		return 0, err
 	}
 	if string(tail[4:]) != string(arrowFileMagic) {
-		return fmt.Errorf("%w: no ARROW1 magic at the end (truncated file?)", errArrowCorrupt)
+		return 0, fmt.Errorf("%w: no ARROW1 magic at the end (truncated file?)", errArrowCorrupt)
 	}
 	fl := int64(binary.LittleEndian.Uint32(tail))
 	if fl <= 0 || fl+int64(len(tail))+8 > size {
-		return fmt.Errorf("%w: footer length %d does not fit the file", errArrowCorrupt, fl)
+		return 0, fmt.Errorf("%w: footer length %d does not fit the file", errArrowCorrupt, fl)
 	}
 	buf := make([]byte, fl)
 	if _, err := r.ReadAt(buf, size-int64(len(tail))-fl); err != nil {
-		return err
+		return 0, err
 	}
 	b := arrowFB(buf)
 	root, ok := b.deref(0)
 	if !ok {
-		return fmt.Errorf("%w: footer", errArrowCorrupt)
+		return 0, fmt.Errorf("%w: footer", errArrowCorrupt)
 	}
 	f, ok := b.table(root)
 	if !ok {
-		return fmt.Errorf("%w: footer", errArrowCorrupt)
+		return 0, fmt.Errorf("%w: footer", errArrowCorrupt)
 	}
 	// Footer: version 4, schema 6, dictionaries 8, recordBatches 10.
 	s := f(6)
 	if s < 0 {
-		return fmt.Errorf("%w: footer has no schema", errArrowCorrupt)
+		return 0, fmt.Errorf("%w: footer has no schema", errArrowCorrupt)
 	}
 	sq, ok := b.deref(s)
 	if !ok || !b.schema(sq) {
-		return fmt.Errorf("%w: schema", errArrowCorrupt)
+		return 0, fmt.Errorf("%w: schema", errArrowCorrupt)
 	}
 	for _, slot := range []int{8, 10} {
 		p := f(slot)
@@ -233,7 +234,7 @@ func arrowVerifyFooter(r io.ReaderAt, size int64) error {
 		// bodyLength int64: 24 bytes.
 		n, first, ok := b.vector(p, 24)
 		if !ok {
-			return fmt.Errorf("%w: footer block list", errArrowCorrupt)
+			return 0, fmt.Errorf("%w: footer block list", errArrowCorrupt)
 		}
 		for i := 0; i < n; i++ {
 			e := buf[first+24*i:]
@@ -241,81 +242,148 @@ func arrowVerifyFooter(r io.ReaderAt, size int64) error {
 			meta := int64(int32(binary.LittleEndian.Uint32(e[8:])))
 			body := int64(binary.LittleEndian.Uint64(e[16:]))
 			if off < 0 || meta < 0 || body < 0 || off > size || meta > size || body > size || off+meta+body > size {
-				return fmt.Errorf("%w: block %d lies outside the file", errArrowCorrupt, i)
+				return 0, fmt.Errorf("%w: block %d lies outside the file", errArrowCorrupt, i)
+			}
+			if slot == 10 {
+				mb := make([]byte, meta)
+				if _, err := r.ReadAt(mb, off); err != nil {
+					return 0, err
+				}
+				n, ok := arrowMessageRows(mb)
+				if !ok {
+					return 0, fmt.Errorf("%w: record batch %d", errArrowCorrupt, i)
+				}
+				rows += n
 			}
 		}
 	}
-	return nil
+	return rows, nil
+}
+
+// arrowMessageRows returns the row count of an encapsulated record batch
+// message (continuation marker and length prefix included).
+func arrowMessageRows(mb []byte) (int64, bool) {
+	if len(mb) < 8 {
+		return 0, false
+	}
+	if binary.LittleEndian.Uint32(mb) == 0xFFFFFFFF {
+		mb = mb[8:]
+	} else {
+		mb = mb[4:]
+	}
+	b := arrowFB(mb)
+	root, ok := b.deref(0)
+	if !ok {
+		return 0, false
+	}
+	f, ok := b.table(root)
+	if !ok {
+		return 0, false
+	}
+	return b.batchRows(f)
+}
+
+// batchRows returns the length of a Message whose header is a RecordBatch
+// (header_type 6 == 3, header 8; RecordBatch length at slot 4).
+func (b arrowFB) batchRows(f func(int) int) (int64, bool) {
+	ht := f(6)
+	if ht < 0 || ht >= len(b) || b[ht] != 3 {
+		return 0, false
+	}
+	hp := f(8)
+	if hp < 0 {
+		return 0, false
+	}
+	q, ok := b.deref(hp)
+	if !ok {
+		return 0, false
+	}
+	rf, ok := b.table(q)
+	if !ok {
+		return 0, false
+	}
+	lp := rf(4)
+	if lp < 0 {
+		return 0, true
+	}
+	if lp+8 > len(b) {
+		return 0, false
+	}
+	n := int64(binary.LittleEndian.Uint64(b[lp:]))
+	return n, n >= 0
 }
 
 // arrowVerifyStream walks an IPC stream's message framing: every message
 // length must fit the file and schema messages must be well formed.
-func arrowVerifyStream(r io.ReaderAt, size int64) error {
+func arrowVerifyStream(r io.ReaderAt, size int64) (rows int64, err error) {
 	var pos int64
 	hdr := make([]byte, 8)
 	for i := 0; ; i++ {
 		if pos == size {
-			return nil // a stream may end without an end-of-stream marker
+			return rows, nil // a stream may end without an end-of-stream marker
 		}
 		if pos+4 > size {
-			return fmt.Errorf("%w: message %d: truncated length", errArrowCorrupt, i)
+			return 0, fmt.Errorf("%w: message %d: truncated length", errArrowCorrupt, i)
 		}
 		if _, err := r.ReadAt(hdr[:4], pos); err != nil {
-			return err
+			return 0, err
 		}
 		prefix := int64(4)
 		l := binary.LittleEndian.Uint32(hdr)
 		if l == 0xFFFFFFFF {
 			if pos+8 > size {
-				return fmt.Errorf("%w: message %d: truncated length", errArrowCorrupt, i)
+				return 0, fmt.Errorf("%w: message %d: truncated length", errArrowCorrupt, i)
 			}
 			if _, err := r.ReadAt(hdr[:4], pos+4); err != nil {
-				return err
+				return 0, err
 			}
 			prefix = 8
 			l = binary.LittleEndian.Uint32(hdr)
 		}
 		if l == 0 {
-			return nil // end-of-stream marker
+			return rows, nil // end-of-stream marker
 		}
 		ml := int64(int32(l))
 		if ml < 0 || pos+prefix+ml > size {
-			return fmt.Errorf("%w: message %d: metadata length %d runs past the end of the file", errArrowCorrupt, i, ml)
+			return 0, fmt.Errorf("%w: message %d: metadata length %d runs past the end of the file", errArrowCorrupt, i, ml)
 		}
 		buf := make([]byte, ml)
 		if _, err := r.ReadAt(buf, pos+prefix); err != nil {
-			return err
+			return 0, err
 		}
 		b := arrowFB(buf)
 		root, ok := b.deref(0)
 		if !ok {
-			return fmt.Errorf("%w: message %d", errArrowCorrupt, i)
+			return 0, fmt.Errorf("%w: message %d", errArrowCorrupt, i)
 		}
 		f, ok := b.table(root)
 		if !ok {
-			return fmt.Errorf("%w: message %d", errArrowCorrupt, i)
+			return 0, fmt.Errorf("%w: message %d", errArrowCorrupt, i)
 		}
 		// Message: version 4, header_type 6, header 8, bodyLength 10.
 		var body int64
 		if p := f(10); p >= 0 {
 			if p+8 > len(buf) {
-				return fmt.Errorf("%w: message %d", errArrowCorrupt, i)
+				return 0, fmt.Errorf("%w: message %d", errArrowCorrupt, i)
 			}
 			body = int64(binary.LittleEndian.Uint64(buf[p:]))
 		}
 		if ht := f(6); ht >= 0 && ht < len(buf) && buf[ht] == 1 { // Schema
 			hp := f(8)
 			if hp < 0 {
-				return fmt.Errorf("%w: message %d: schema missing", errArrowCorrupt, i)
+				return 0, fmt.Errorf("%w: message %d: schema missing", errArrowCorrupt, i)
 			}
 			sq, ok := b.deref(hp)
 			if !ok || !b.schema(sq) {
-				return fmt.Errorf("%w: message %d: schema", errArrowCorrupt, i)
+				return 0, fmt.Errorf("%w: message %d: schema", errArrowCorrupt, i)
 			}
+		}
+		if n, ok := b.batchRows(f); ok {
+			rows += n
 		}
 		next := pos + prefix + ml + body
 		if body < 0 || body > size || next > size {
-			return fmt.Errorf("%w: message %d: body length %d runs past the end of the file", errArrowCorrupt, i, body)
+			return 0, fmt.Errorf("%w: message %d: body length %d runs past the end of the file", errArrowCorrupt, i, body)
 		}
 		pos = next
 	}

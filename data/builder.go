@@ -124,21 +124,26 @@ func (b *Builder) Finish() (*Store, DuplicateStats, error) {
 	s.Val = b.r
 	if timeMode {
 		unit := b.opts.TimeUnit
-		minB, maxB := int64(math.MaxInt64), int64(math.MinInt64)
-		abs := make([]int64, n)
-		for e, t := range b.t {
-			a := unit.AbsBucket(t)
-			abs[e] = a
-			minB = min(minB, a)
-			maxB = max(maxB, a)
+		// AbsBucket is non-decreasing in t, so the extreme buckets are
+		// those of the extreme times: one cheap pass, no bucket array.
+		minT, maxT := b.t[0], b.t[0]
+		for _, t := range b.t {
+			minT = min(minT, t)
+			maxT = max(maxT, t)
 		}
+		minB, maxB := unit.AbsBucket(minT), unit.AbsBucket(maxT)
 		span := maxB - minB + 1
 		if span > math.MaxInt32 || span <= 0 {
 			return nil, ds, fmt.Errorf("data: time stamps span %d %s buckets, too many for one mode", span, unit)
 		}
 		k := make([]int32, n)
-		for e, a := range abs {
-			k[e] = int32(a - minB)
+		for e, t := range b.t {
+			d := unit.AbsBucket(t) - minB
+			if uint64(d) >= uint64(span) {
+				// Only reachable when bucket arithmetic overflows int64.
+				return nil, ds, fmt.Errorf("data: time stamp %d (row %d) is out of the supported range", t, e+1)
+			}
+			k[e] = int32(d)
 		}
 		s.Dims = append(s.Dims, int(span))
 		s.Idx = append(s.Idx, k)

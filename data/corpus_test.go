@@ -3,6 +3,7 @@ package data
 import (
 	"errors"
 	"math"
+	"os"
 	"strings"
 	"testing"
 )
@@ -126,5 +127,47 @@ func TestCorpusFromCounts(t *testing.T) {
 	}
 	if _, err := CorpusFromCounts([]string{"a"}, [][]int32{{-1}}, 1); err == nil {
 		t.Fatal("negative count accepted")
+	}
+}
+
+func TestReadUCIEdgeCases(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := dir + "/" + name
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// A huge untrusted header must not allocate D or W sized memory.
+	huge := write("huge.txt", "2000000000\n2000000000\n1\n5 7 3\n")
+	c, err := ReadUCIBagOfWords(huge, "", CorpusOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NumDocs() != 1 || c.V() != 7 || c.Stats.SkippedEmpty != 2000000000-1 {
+		t.Fatalf("docs %d V %d stats %+v", c.NumDocs(), c.V(), c.Stats)
+	}
+	// Repeated (doc, word) pairs are summed; document 2 has no entry.
+	rep := write("rep.txt", "3\n2\n3\n1 1 1\n1 1 2\n3 2 4\n")
+	c, err = ReadUCIBagOfWords(rep, "", CorpusOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, cs := c.Doc(0); len(cs) != 1 || cs[0] != 3 || c.Stats.SkippedEmpty != 1 {
+		t.Fatalf("%+v", c)
+	}
+	for _, tc := range []struct{ body, want string }{
+		{"1\n1\n1\n1 1 0\n", "count 0 must be a positive"},
+		{"1\n1\n1\n2 1 1\n", "document id 2 outside"},
+		{"1\n1\n1\n1 x 1\n", "field 2 \"x\" is not an integer"},
+		{"1\n1\n", "missing header"},
+		{"1\n1\n1\n1 1\n", "want \"docID wordID count\""},
+	} {
+		_, err := ReadUCIBagOfWords(write("bad.txt", tc.body), "", CorpusOptions{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: got %v, want %q", tc.body, err, tc.want)
+		}
 	}
 }

@@ -36,7 +36,8 @@ func openMaybeGzip(path string) (io.Reader, func() error, error) {
 // followed by NNZ lines "docID wordID count" (1-based ids, positive
 // counts; repeated (doc, word) pairs are summed); blank lines are ignored.
 // vocabPath, if not empty, is vocab.txt with W lines, line w naming word
-// id w; without it words are named by their ids. Documents with no entry
+// id w; without it words are named by their ids ("1", "2", ...) and the
+// vocabulary ends at the largest id used. Documents with no entry
 // are counted as empty and skipped; documents shorter than opts.MinDocLen
 // are counted and skipped. Errors name the file and line: a malformed line,
 // an id outside [1, D] or [1, W] (unknown word), a non-positive count, a
@@ -125,7 +126,15 @@ func ReadUCIBagOfWords(docwordPath, vocabPath string, opts CorpusOptions) (*Corp
 			return nil, fmt.Errorf("%s: %d words, but %s declares W = %d", vocabPath, len(vocab), docwordPath, nw)
 		}
 	} else {
-		vocab = make([]string, nw)
+		// Without vocab.txt, words are named by their 1-based ids up to the
+		// largest id used (the header's W is untrusted and may be huge).
+		var maxW int32 = -1
+		for _, e := range ents {
+			if e.w > maxW {
+				maxW = e.w
+			}
+		}
+		vocab = make([]string, maxW+1)
 		for i := range vocab {
 			vocab[i] = strconv.Itoa(i + 1)
 		}
@@ -138,8 +147,10 @@ func ReadUCIBagOfWords(docwordPath, vocabPath string, opts CorpusOptions) (*Corp
 	})
 	b := NewCorpusBuilder(vocab, opts.MinDocLen)
 	var ws, cs []int32
-	p := 0
-	for d := int32(0); d < int32(nd); d++ {
+	present := 0
+	for p := 0; p < len(ents); {
+		d := ents[p].d
+		present++
 		ws, cs = ws[:0], cs[:0]
 		for ; p < len(ents) && ents[p].d == d; p++ {
 			e := ents[p]
@@ -155,6 +166,8 @@ func ReadUCIBagOfWords(docwordPath, vocabPath string, opts CorpusOptions) (*Corp
 		}
 		b.AddDoc(ws, cs)
 	}
+	// Document ids in [1, D] without any entry are empty documents.
+	b.c.Stats.SkippedEmpty += int(nd) - present
 	c, err := b.Finish()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", docwordPath, err)

@@ -40,38 +40,58 @@ func cellKeys(s *Store) (keys []uint64, width int, ok bool) {
 // clobbered.
 func radixSortCells(keys []uint64, width int) ([]uint64, []int32) {
 	n := len(keys)
-	pos := make([]int32, n)
-	for e := range pos {
-		pos[e] = int32(e)
-	}
 	if n < 2 || width == 0 {
+		pos := make([]int32, n)
+		for e := range pos {
+			pos[e] = int32(e)
+		}
 		return keys, pos
 	}
+	passes := (width + radixDigit - 1) / radixDigit
+	// The digit histograms do not depend on the order of the keys, so one
+	// read pass counts them all.
+	count := make([][1 << radixDigit]int, passes)
+	for _, k := range keys {
+		for p := range count {
+			count[p][(k>>uint(p*radixDigit))&(1<<radixDigit-1)]++
+		}
+	}
+	var pos []int32 // nil: still the identity
 	k2 := make([]uint64, n)
 	p2 := make([]int32, n)
-	var count [1 << radixDigit]int
-	for shift := 0; shift < width; shift += radixDigit {
-		clear(count[:])
-		for _, k := range keys {
-			count[(k>>uint(shift))&(1<<radixDigit-1)]++
-		}
-		if count[(keys[0]>>uint(shift))&(1<<radixDigit-1)] == n {
+	for p := range count {
+		shift := uint(p * radixDigit)
+		c := &count[p]
+		if c[(keys[0]>>shift)&(1<<radixDigit-1)] == n {
 			continue // every key has this digit: the pass would not move anything
 		}
 		sum := 0
-		for d, c := range count {
-			count[d] = sum
-			sum += c
+		for d, x := range c {
+			c[d] = sum
+			sum += x
 		}
 		for e, k := range keys {
-			d := (k >> uint(shift)) & (1<<radixDigit - 1)
-			j := count[d]
-			count[d]++
+			d := (k >> shift) & (1<<radixDigit - 1)
+			j := c[d]
+			c[d]++
 			k2[j] = k
-			p2[j] = pos[e]
+			if pos == nil {
+				p2[j] = int32(e)
+			} else {
+				p2[j] = pos[e]
+			}
 		}
 		keys, k2 = k2, keys
+		if pos == nil {
+			pos = make([]int32, n)
+		}
 		pos, p2 = p2, pos
+	}
+	if pos == nil {
+		pos = make([]int32, n)
+		for e := range pos {
+			pos[e] = int32(e)
+		}
 	}
 	return keys, pos
 }

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -16,12 +17,14 @@ import (
 )
 
 // parquetReadBatch is the number of rows per record batch read from a
-// Parquet row group (128Ki rows, about 3 MiB for four 8-byte columns).
-const parquetReadBatch = 1 << 17
+// Parquet row group (128Ki rows, about 4 MiB for four 8-byte columns).
+// It is a variable only so that tests can shrink it.
+var parquetReadBatch int64 = 1 << 17
 
 // parquetRowGroup is the number of rows per written row group (1Mi rows:
 // the usual Parquet sweet spot between metadata overhead and memory).
-const parquetRowGroup = 1 << 20
+// It is a variable only so that tests can shrink it.
+var parquetRowGroup int64 = 1 << 20
 
 // readParquet loads a Parquet file, reading only the needed columns, one
 // row group after another, in record batches.
@@ -38,6 +41,12 @@ func readParquet(path string, opts *LoadOptions, rep *LoadReport) (s *Store, err
 	}
 	if st.Size() == 0 {
 		return nil, fmt.Errorf("%s: empty file (not Parquet)", path)
+	}
+	head := make([]byte, 6)
+	if nh, _ := fh.ReadAt(head, 0); bytes.HasPrefix(head[:nh], arrowFileMagic) || (nh >= 4 && string(head[:4]) == "\xff\xff\xff\xff") {
+		rep.Detected = append(rep.Detected, "Arrow IPC content: reading as Arrow")
+		fh.Close()
+		return readArrow(path, FormatArrow, opts, rep)
 	}
 	rep.Format = FormatParquet
 	mem := &arrowCappedAllocator{Allocator: arrowAlloc, limit: arrowAllocLimit(st.Size())}
@@ -69,7 +78,7 @@ func readParquet(path string, opts *LoadOptions, rep *LoadReport) (s *Store, err
 		leaves = append(leaves, f.ColIndex)
 	}
 	total := pf.NumRows()
-	l := newArrowLoader(path, sc, cols, total, opts, rep)
+	l := newArrowLoader(path, sc, cols, total, st.Size(), opts, rep)
 	ctx := context.Background()
 	err = l.pipeline(opts.Threads, func(emit func(*arrowBatch) bool) error {
 		var fileRow int64

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -74,6 +75,7 @@ func benchmarkLoadCSV(b, parent *testing.B, rows int) {
 	}
 	in := v.(textBenchFile)
 	b.SetBytes(in.size)
+	cpu0 := textCPUSeconds()
 	b.ResetTimer()
 	for range b.N {
 		s, _, err := Load(in.path, LoadOptions{})
@@ -84,9 +86,23 @@ func benchmarkLoadCSV(b, parent *testing.B, rows int) {
 			b.Fatal("empty store")
 		}
 	}
+	b.StopTimer()
+	cpu := (textCPUSeconds() - cpu0) / float64(b.N)
+	// CPU seconds (user+system, all threads) per load: the wall-clock
+	// figures depend on how busy the shared machine is, this one hardly.
+	b.ReportMetric(cpu, "cpu-s/op")
 	sec := b.Elapsed().Seconds() / float64(b.N)
 	b.ReportMetric(float64(in.size)/1e6/sec, "MB/s")
 	b.ReportMetric(float64(rows)/sec, "rows/s")
+}
+
+// textCPUSeconds returns the user+system CPU time of the process.
+func textCPUSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
 func BenchmarkLoadCSV(parent *testing.B) {

@@ -16,7 +16,8 @@ import (
 // textChunkSize is the size of the blocks read and parsed in parallel:
 // large enough that per-chunk overhead (allocation, scheduling) is noise,
 // small enough that a few in-flight chunks per thread cost little memory.
-const textChunkSize = 2 << 20
+// It is a variable only so that tests can exercise many chunk boundaries.
+var textChunkSize = 2 << 20
 
 // textMaxReasons bounds the skip reasons kept in a LoadReport.
 const textMaxReasons = 5

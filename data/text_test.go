@@ -39,7 +39,7 @@ func TestReadDelimitedFormats(t *testing.T) {
 		{name: "ml-latest ratings.csv", file: "ratings.csv", content: "userId,movieId,rating,timestamp\n1,1,4.0,964982703\n\n1,3,3.5,964981247\n",
 			delim: ",", header: true, users: []string{"1"}, items: []string{"1", "3"}, vals: []float64{4, 3.5}, times: []int64{964982703, 964981247}},
 		{name: "generic header reordered with string IDs", file: "x.txt", content: "\xef\xbb\xbfts;stars;uid;mid\n2020-01-02;4.5;alice;m1\n2020-01-03T00:00:00Z;2;bob;\"m;2\"\n",
-			opts: LoadOptions{Columns: Columns{User: "uid", Item: "mid", Rating: "stars", Time: "ts"}},
+			opts:  LoadOptions{Columns: Columns{User: "uid", Item: "mid", Rating: "stars", Time: "ts"}},
 			delim: ";", header: true, users: []string{"alice", "bob"}, items: []string{"m1", "m;2"}, vals: []float64{4.5, 2}, times: []int64{1577923200, 1578009600}},
 		{name: "headerless role order", file: "r.csv", content: "4,7,1.5\n5,8,2.5\n",
 			opts:  LoadOptions{Columns: Columns{Order: []string{"rating", "user", "item"}}},

@@ -301,10 +301,10 @@ func TestFingerprint(t *testing.T) {
 	}
 }
 
-// TestResealedFlips flips every byte of the record batches (not the schema
-// messages) and re-seals the file, as a deliberately edited file would be:
-// the decoder behind the seal must still fail cleanly (payload checksum or
-// format error), never panic or load a different model.
+// TestResealedFlips flips every byte of the file and re-seals it, as a
+// deliberately edited file would be: the footer validation, the capped
+// Arrow decoder and the payload checksum must still fail cleanly, never
+// panic, over-allocate or load a different model.
 func TestResealedFlips(t *testing.T) {
 	t.Parallel()
 	f := testFile(t, decomposition.Tucker, []int{3, 2, 2}, []int{2, 1, 2}, true, 10)
@@ -313,22 +313,21 @@ func TestResealedFlips(t *testing.T) {
 	if len(spots) != 2 {
 		t.Fatalf("%d seal copies, want 2", len(spots))
 	}
-	lo := spots[0] + 64
-	// The footer (schema copy and block index) starts footerLen bytes
-	// before the trailing int32 length and "ARROW1".
-	footerLen := int(binary.LittleEndian.Uint32(b[len(b)-10:]))
-	hi := len(b) - 10 - footerLen
-	// Skip to the first record batch: the schema message ends at the first
-	// 8-aligned continuation marker after the first seal.
-	cont := []byte{0xff, 0xff, 0xff, 0xff}
-	lo += bytes.Index(b[lo:], cont)
+	// Every byte of the footer (what the Arrow reader parses first) and
+	// every fifth byte elsewhere (keeps the race-detector run short).
+	footer := len(b) - 10 - int(binary.LittleEndian.Uint32(b[len(b)-10:]))
 	c := make([]byte, len(b))
-	rejected := 0
-	for i := lo; i < hi; i++ {
+	rejected, tried := 0, 0
+	for i := 0; i < len(b); i++ {
+		if i < footer && i%5 != 0 {
+			continue
+		}
 		copy(c, b)
 		c[i] ^= 0xA5
-		if err := seal(c); err != nil {
-			t.Fatal(err)
+		tried++
+		if seal(c) != nil {
+			rejected++ // the flip destroyed the seal marker itself
+			continue
 		}
 		g, err := decode(c)
 		if err != nil {
@@ -339,5 +338,5 @@ func TestResealedFlips(t *testing.T) {
 			t.Fatalf("byte %d flipped and resealed: loaded a different model (%s)", i, d)
 		}
 	}
-	t.Logf("%d of %d resealed flips rejected, the rest harmless", rejected, hi-lo)
+	t.Logf("%d of %d resealed flips rejected, the rest harmless", rejected, tried)
 }

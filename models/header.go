@@ -66,19 +66,30 @@ type Header struct {
 	Privacy *perturb.Report `json:"privacy"`
 }
 
-// DataInfo identifies and summarises the training set of a model.
+// DataInfo identifies and summarises the training set of a model. For a
+// private model only NNZ and Dims are kept (see Public): the hash and the
+// statistics are functions of the private values.
 type DataInfo struct {
 	// SHA256 is the hex SHA-256 of the store's dims, nnz, indices (int32
 	// little endian, mode by mode) and values (float64 bits little endian).
-	SHA256 string `json:"sha256"`
+	SHA256 string `json:"sha256,omitempty"`
 	NNZ    int    `json:"nnz"`
 	Dims   []int  `json:"dims"`
 	// Mean, Min and Max of the training values. Mean is the last-resort
 	// prediction of a model without biases.
-	Mean float64 `json:"mean"`
-	Min  float64 `json:"min"`
-	Max  float64 `json:"max"`
+	Mean float64 `json:"mean,omitempty"`
+	Min  float64 `json:"min,omitempty"`
+	Max  float64 `json:"max,omitempty"`
 }
+
+// Public returns the part of d that does not depend on the rating values
+// (the number of ratings and the mode sizes), for private models.
+func (d *DataInfo) Public() *DataInfo {
+	return &DataInfo{NNZ: d.NNZ, Dims: append([]int(nil), d.Dims...)}
+}
+
+// HasStats reports whether the hash and value statistics are present.
+func (d *DataInfo) HasStats() bool { return d != nil && d.SHA256 != "" }
 
 // Fingerprint computes the DataInfo of a training store.
 func Fingerprint(s *data.Store) *DataInfo {

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"sync"
@@ -45,19 +44,12 @@ func ReadHeader(path string) (*Header, error) {
 	if err := checkSeal(b); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	h, fr, _, err := readMeta(bytes.NewReader(b), int64(len(b)))
+	h, fr, _, err := readMeta(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	fr.Close()
 	return h, nil
-}
-
-// ReadAtSeeker is what Read needs from its input.
-type ReadAtSeeker interface {
-	io.Reader
-	io.ReaderAt
-	io.Seeker
 }
 
 // budget is an Arrow allocator that refuses (by panicking, recovered by
@@ -106,8 +98,13 @@ func guard(err *error) {
 }
 
 // readMeta opens the Arrow file and parses and checks the header.
-func readMeta(r ReadAtSeeker, size int64) (h *Header, fr *ipc.FileReader, sum []byte, err error) {
+func readMeta(b []byte) (h *Header, fr *ipc.FileReader, sum []byte, err error) {
 	defer guard(&err)
+	if err := checkFooter(b); err != nil {
+		return nil, nil, nil, err
+	}
+	size := int64(len(b))
+	r := bytes.NewReader(b)
 	// The whole file is read at most once by the record reader, plus
 	// builder slack; four times the size plus 1 MiB for small files bounds
 	// every legitimate allocation.
@@ -231,7 +228,7 @@ func Decode(b []byte) (f *File, err error) {
 	if err := checkSeal(b); err != nil {
 		return nil, err
 	}
-	h, fr, sum, err := readMeta(bytes.NewReader(b), int64(len(b)))
+	h, fr, sum, err := readMeta(b)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,8 @@
 package models
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/dprec/dprec/data"
@@ -58,7 +60,8 @@ type Predictor struct {
 	meanTime     []float64
 	meanTimeBias float64
 	// fallbackMean is the last-resort prediction: the global mean of a
-	// model with biases, else the training mean from the header.
+	// model with biases, else the training mean from the header, else (a
+	// private model without biases) the middle of the clamp range.
 	fallbackMean float64
 }
 
@@ -66,10 +69,14 @@ type Predictor struct {
 func NewPredictor(f *File) *Predictor {
 	m := f.Model
 	p := &Predictor{f: f, m: m, users: f.Dicts[0], items: f.Dicts[1], tb: f.Time}
-	if m.HasBias {
+	switch {
+	case m.HasBias:
 		p.fallbackMean = m.Mean
-	} else if f.Header.Data != nil {
+	case f.Header.Data.HasStats():
 		p.fallbackMean = f.Header.Data.Mean
+	case m.ClampLo < m.ClampHi:
+		// Statistics withheld (private model): the middle of the scale.
+		p.fallbackMean = (m.ClampLo + m.ClampHi) / 2
 	}
 	if m.Order() == 3 {
 		K, T := m.Dims[2], m.Ranks[2]
@@ -274,4 +281,21 @@ func (p *Predictor) rowQuery(r Row, t *int64) query {
 	}
 	k, fb := p.TimeBucket(t)
 	return p.newQuery(r.Factor, r.Bias, k, fb)
+}
+
+// ErrUnknownID is returned by PredictStrict for an unknown user or item.
+var ErrUnknownID = errors.New("unknown id")
+
+// PredictStrict is Predict that fails with ErrUnknownID instead of falling
+// back on an unknown user or item (time fallbacks are still allowed and
+// reported).
+func (p *Predictor) PredictStrict(user, item string, t *int64) (float64, Fallback, error) {
+	v, fb := p.Predict(user, item, t)
+	switch {
+	case fb&UnknownUser != 0:
+		return 0, fb, fmt.Errorf("models: user %q: %w", user, ErrUnknownID)
+	case fb&UnknownItem != 0:
+		return 0, fb, fmt.Errorf("models: item %q: %w", item, ErrUnknownID)
+	}
+	return v, fb, nil
 }

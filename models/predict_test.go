@@ -1,6 +1,7 @@
 package models
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"sort"
@@ -64,6 +65,15 @@ func TestPredictFallbacks(t *testing.T) {
 	got, fb = p.Predict("x", "y", k1)
 	if want := m.Mean + m.Bias[2][1]; fb != UnknownUser|UnknownItem || math.Abs(got-want) > 1e-12 || fb.String() != "unknown-user+unknown-item" {
 		t.Errorf("unknown both: %v %v, want %v", got, fb, want)
+	}
+	if _, _, err := p.PredictStrict("999", "i2", k1); !errors.Is(err, ErrUnknownID) {
+		t.Errorf("strict unknown user: %v", err)
+	}
+	if _, _, err := p.PredictStrict("103", "zz", k1); !errors.Is(err, ErrUnknownID) {
+		t.Errorf("strict unknown item: %v", err)
+	}
+	if v, _, err := p.PredictStrict("103", "i2", k1); err != nil || math.Abs(v-m.Predict([]int32{1, 2, 1})) > 1e-12 {
+		t.Errorf("strict known: %v %v", v, err)
 	}
 	// Far future: last bucket, flagged.
 	got, fb = p.Predict("103", "i2", ptr(dayTime(500)))

@@ -3,6 +3,7 @@ package models
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -307,6 +308,8 @@ func (p *Predictor) RecommendAll(n int, t *int64, threads int, excl *Exclusions,
 }
 
 // scanBlock streams the items once through the heaps of a block of users.
+// thr[i] caches the score a candidate must reach (>=, ties resolved by
+// admits) to enter heap i: -Inf until the heap is full, then its minimum.
 func (p *Predictor) scanBlock(qs []query, hs []topN, exs [][]int32) {
 	m := p.m
 	J := m.Dims[1]
@@ -315,6 +318,10 @@ func (p *Predictor) scanBlock(qs []query, hs []topN, exs [][]int32) {
 	var ib []float64
 	if m.HasBias {
 		ib = m.Bias[1]
+	}
+	thr := make([]float64, len(qs))
+	for i := range thr {
+		thr[i] = math.Inf(-1)
 	}
 	for j := 0; j < J; j++ {
 		b := F[j*Q : j*Q+Q : j*Q+Q]
@@ -329,9 +336,15 @@ func (p *Predictor) scanBlock(qs []query, hs []topN, exs [][]int32) {
 			for r, x := range b {
 				s += w[r] * x
 			}
+			if s < thr[i] {
+				continue
+			}
 			h := &hs[i]
 			if h.admits(s, int32(j)) && !excluded(exs[i], int32(j)) {
 				h.push(s, int32(j))
+				if len(h.score) == h.n {
+					thr[i] = h.score[0]
+				}
 			}
 		}
 	}

@@ -43,6 +43,16 @@
 //
 // Accuracy is measured by EComp, the metric of seed 000 sec. 4.
 //
+// # Private variants
+//
+// FitOptions.Method selects a private pipeline: "agn" and "avn" (seed 000
+// Algorithm 1), "dptpm" (seed 003 Algorithm 3 with seed 000's nu), and the
+// private spectral LDA configurations "lda-input", "lda-whitened",
+// "lda-decomposition" and "lda-output" (seed 004). Their neighbouring
+// relation, sensitivities (with derivations), mechanisms and composition
+// are documented in the comment block atop private.go, and every private
+// Result carries a perturb.Report stating them.
+//
 // # Determinism and concurrency
 //
 // All randomness (power-method restarts, randomized whitening, private

@@ -1,10 +1,13 @@
 package otd
 
 import (
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
+
+	"gonum.org/v1/gonum/mat"
 )
 
 func TestFitRecovers(t *testing.T) {
@@ -92,5 +95,80 @@ func TestImplicitWhitening(t *testing.T) {
 	t.Logf("D=%d implicit whitening: e_comp %.4f in %v", DenseWhitenMax+100, e, time.Since(start))
 	if e > 0.1 {
 		t.Errorf("e_comp %.4f", e)
+	}
+}
+
+func TestWhitenRankError(t *testing.T) {
+	t.Parallel()
+	// rank-1 M2 cannot be whitened to 2 dimensions.
+	M2 := mat.NewSymDense(3, []float64{1, 1, 0, 1, 1, 0, 0, 0, 0})
+	if _, err := Whiten(M2, 2); err == nil || !strings.Contains(err.Error(), "rank below 2") {
+		t.Fatalf("got %v", err)
+	}
+	W, err := Whiten(M2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g mat.Dense
+	g.Mul(W.T(), M2)
+	var h mat.Dense
+	h.Mul(&g, W)
+	if math.Abs(h.At(0, 0)-1) > 1e-12 {
+		t.Fatalf("W^T M2 W = %v", h.At(0, 0))
+	}
+}
+
+func TestFitDeterministic(t *testing.T) {
+	t.Parallel()
+	syn, _ := SyntheticLDA(DenseWhitenMax+10, 3, 1, 300, 30, 0.1, rand.NewPCG(3, 1))
+	a, err := Fit(&syn.Input, FitOptions{Model: "lda", K: 3, Alpha0: 1}, rand.NewPCG(8, 8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Fit(&syn.Input, FitOptions{Model: "lda", K: 3, Alpha0: 1}, rand.NewPCG(8, 8))
+	if !mat.Equal(a.A, b.A) || a.Weights[0] != b.Weights[0] {
+		t.Fatal("same seed, different fits")
+	}
+}
+
+// Randomized implicit whitening must whiten the dense M2 on its top-K
+// subspace: W^T M2 W = I and the same column space as dense Whiten.
+func TestWhitenImplicitMatchesDense(t *testing.T) {
+	t.Parallel()
+	syn, _ := SyntheticLDA(200, 4, 1, 2000, 40, 0.1, rand.NewPCG(5, 1))
+	c := syn.Input.Corpus
+	M2 := secondMoment(c, 1)
+	Wi, err := whitenImplicit(c, 1, 4, rand.NewPCG(1, 1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	Wd, err := Whiten(M2, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, g mat.Dense
+	a.Mul(Wi.T(), M2)
+	g.Mul(&a, Wi)
+	for i := 0; i < 4; i++ {
+		for j := 0; j < 4; j++ {
+			want := 0.0
+			if i == j {
+				want = 1
+			}
+			if math.Abs(g.At(i, j)-want) > 1e-6 {
+				t.Fatalf("W^T M2 W (%d,%d) = %v", i, j, g.At(i, j))
+			}
+		}
+	}
+	// Same whitened space: Wd^T M2 Wi is orthogonal (columns may differ
+	// by sign).
+	var b, o, oo mat.Dense
+	b.Mul(Wd.T(), M2)
+	o.Mul(&b, Wi)
+	oo.Mul(o.T(), &o)
+	for i := 0; i < 4; i++ {
+		if math.Abs(oo.At(i, i)-1) > 1e-6 {
+			t.Fatalf("whitened spaces differ: %v", mat.Formatted(&oo))
+		}
 	}
 }

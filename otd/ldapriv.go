@@ -95,17 +95,28 @@ func fitLDAPrivate(in *Input, opts *FitOptions, b PrivacyBudget, secure bool, r 
 		}
 		W, T, rels, path = o.W, o.T, o.Releases, "dense"
 	case MethodLDAWhitened:
-		_, M2, err := LDASecondMoment(c, opts.Alpha0)
-		if err != nil {
-			return nil, err
-		}
-		m2n, rel2, err := AnalyzeGaussM2(M2, sens.M2, e1, d1, b.Calibration, r)
-		if err != nil {
-			return nil, err
-		}
-		rel2.Derivation = sens.M2Ref
-		if W, err = WhitenSVD(m2n, opts.K); err != nil {
-			return nil, err
+		if c.V() > DenseWhitenMax {
+			// Large vocabulary: private sketch of the implicit M2, never
+			// forming D x D matrices (S7).
+			var wr []perturb.Release
+			if W, wr, err = privateWhitenSketch(c, opts.Alpha0, opts.K, sens.M2, e1, d1, b.Calibration, r); err != nil {
+				return nil, err
+			}
+			rels = wr
+		} else {
+			_, M2, err := LDASecondMoment(c, opts.Alpha0)
+			if err != nil {
+				return nil, err
+			}
+			m2n, rel2, err := AnalyzeGaussM2(M2, sens.M2, e1, d1, b.Calibration, r)
+			if err != nil {
+				return nil, err
+			}
+			rel2.Derivation = sens.M2Ref
+			if W, err = WhitenSVD(m2n, opts.K); err != nil {
+				return nil, err
+			}
+			rels = []perturb.Release{rel2}
 		}
 		Tw, err := LDAWhitenedM3(c, W, opts.Alpha0)
 		if err != nil {
@@ -123,7 +134,7 @@ func fitLDAPrivate(in *Input, opts *FitOptions, b PrivacyBudget, secure bool, r 
 		}
 		relT := g.Release("whitened tensor M3(W,W,W) (packed, C(K+2,3) entries)")
 		relT.Derivation = "otd/private.go (S6): Delta_3(l1) * r_W^3 with W from the noisy M2"
-		rels, path = []perturb.Release{rel2, relT}, "whitened"
+		rels, path = append(rels, relT), "whitened"
 	}
 	lam, V, err := PowerIteration(T, opts.K, opts.TPM, r)
 	if err != nil {

@@ -114,6 +114,16 @@
 // ||M3(W,W,W) - M3(W',W',W')|| <= ||M3|| ||W - W'||^3 is wrong (the
 // difference is first order in ||W - W'||), so it is not used.
 //
+// (S7) lda-whitened for D > DenseWhitenMax: W comes from a private sketch
+// instead of the D x D noisy M2 (privateWhitenSketch): Y = M2 Omega + G
+// with Omega a public random D x p matrix with orthonormal columns, then
+// Q = orth(Y) and B = Q^T M2 Q + H (upper triangle). Both releases have l2
+// sensitivity at most ||Delta M2||_F, because ||Delta Omega||_F <=
+// ||Delta||_F ||Omega||_2 = ||Delta||_F and ||Q^T Delta Q||_F <=
+// ||Q||_2^2 ||Delta||_F (Q is released, hence public, before B); the l1
+// bound (2 + 4a)/N of (S5) bounds ||Delta M2||_F. The first stage's
+// (eps1, delta1) is split equally between Y and B (basic composition).
+//
 // Configurations 3 (noise on the power method's output) and 4 (noise on
 // the final topics) of seed 004 rest on perturbation bounds with
 // unspecified constants (O(.) in Theorems 6-7) and on data-dependent
@@ -143,8 +153,11 @@ const mogNormSlack = (1 + 1e-9) * (1 + 1e-9) * (1 + 1e-9)
 // means perturb.SecureSource(), and perturb's secure source is recognised
 // by its type (perturb exports no predicate for it).
 func isSecure(src rand.Source) bool {
-	return src == nil || fmt.Sprintf("%T", src) == fmt.Sprintf("%T", perturb.SecureSource())
+	return src == nil || fmt.Sprintf("%T", src) == secureSourceType
 }
+
+// secureSourceType is the dynamic type name of perturb.SecureSource().
+var secureSourceType = fmt.Sprintf("%T", perturb.SecureSource())
 
 // fitPrivate runs the private method opts.Method. Noise (and the power
 // method's restarts) come from src; pass a nil src (or

@@ -147,6 +147,10 @@ func TestFitPrivateMethods(t *testing.T) {
 	if res.Report.Randomness != perturb.LabelSecure {
 		t.Errorf("nil source: randomness %q", res.Report.Randomness)
 	}
+	res2, err := Fit(in, FitOptions{Model: ModelSTM, K: 3, Method: MethodAVN, Epsilon: 1, Delta: 1e-5}, perturb.SecureSource())
+	if err != nil || res2.Report.Randomness != perturb.LabelSecure {
+		t.Errorf("perturb.SecureSource(): err %v, randomness %q", err, res2.Report.Randomness)
+	}
 	if res.Report.Releases[0].Sensitivity != math.Sqrt2/20000 {
 		t.Errorf("M2 sensitivity %v, want sqrt(2)/N", res.Report.Releases[0].Sensitivity)
 	}

@@ -168,3 +168,28 @@ func TestSolvers(t *testing.T) {
 		t.Errorf("advanced with delta 0: %v", err)
 	}
 }
+
+// TestRDPConversionTighter: the CKS conversion is never above Mironov's
+// classic rho + log(1/delta)/(alpha-1), and both are valid upper bounds on
+// the exact Gaussian epsilon (GDP), checked over a grid.
+func TestRDPConversionTighter(t *testing.T) {
+	t.Parallel()
+	for _, sigma := range []float64{0.7, 1, 3, 10} {
+		for _, d := range []float64{1e-3, 1e-6, 1e-9} {
+			exact := GaussianEpsilonForMu(1/sigma, d)
+			best, classic := math.Inf(1), math.Inf(1)
+			for _, al := range rdpOrders {
+				rho := al / (2 * sigma * sigma)
+				c := rho + math.Log(1/d)/(al-1)
+				k := rdpToDP(al, rho, d)
+				if k > c+1e-12 {
+					t.Errorf("sigma %v delta %v alpha %v: CKS %v above classic %v", sigma, d, al, k, c)
+				}
+				best, classic = math.Min(best, k), math.Min(classic, c)
+			}
+			if best < exact-1e-9 {
+				t.Errorf("sigma %v delta %v: RDP epsilon %v below the exact %v (invalid conversion)", sigma, d, best, exact)
+			}
+		}
+	}
+}

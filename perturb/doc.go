@@ -106,8 +106,9 @@
 //     multiple of g; exact in float64 since g is a power of two) and adds
 //     k g with k drawn from the discrete Laplace (two-sided geometric)
 //     P(k) ~ e^(-lambda |k|). The geometric is sampled as floor(E/lambda),
-//     E = -log U, with U drawn at full relative precision (uniformOpen) so
-//     the far tail has no gaps. Snapping moves each coordinate by at most
+//     E = -log U, with U drawn at full relative precision at every
+//     magnitude (signAndUniform, uniformOpen), so the far tail has no
+//     gaps. Snapping moves each coordinate by at most
 //     g/2, so snapped neighbours differ by at most Delta_1 + n g in l1
 //     (n = len(x)), and lambda is set to g epsilon/(Delta_1 + n g): the
 //     discrete mechanism on the lattice gZ^n is then exactly epsilon-DP by

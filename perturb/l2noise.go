@@ -108,11 +108,15 @@ func L2Radius(dim int, scale float64, r *rand.Rand) float64 {
 	return distuv.Gamma{Alpha: float64(dim), Beta: 1 / scale, Src: r}.Rand()
 }
 
-// AddTo adds one noise vector to x in place (len(x) must be Dim()): x is
+// AddTo adds one noise vector to x in place (len(x) must be Dim(), else it
+// panics: a shape error of the caller): x is
 // snapped to the grid, the noise is drawn with its radius scale enlarged to
 // (Delta + sqrt(d) g)/epsilon to cover the snapping, and the sum is a
 // multiple of g.
 func (m *L2Noise) AddTo(x []float64, r *rand.Rand) {
+	if len(x) != m.dim {
+		panic(fmt.Sprintf("perturb: L2Noise.AddTo: len(x) = %d, want dimension %d", len(x), m.dim))
+	}
 	n := make([]float64, m.dim)
 	m.sample(n, m.scaleEff, r)
 	for i := range x {

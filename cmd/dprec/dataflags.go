@@ -162,8 +162,8 @@ func dataLoadWith(c *cli.Context, path string, opts data.LoadOptions) (*data.Sto
 
 // dataPrintReport prints the notes of a load report on stderr.
 func dataPrintReport(rep *data.LoadReport) {
-	for _, d := range rep.Detected {
-		fmt.Fprintf(os.Stderr, "%s: %s\n", rep.Path, d)
+	if len(rep.Detected) > 0 {
+		fmt.Fprintf(os.Stderr, "%s: %s\n", rep.Path, strings.Join(rep.Detected, "; "))
 	}
 	if rep.Skipped > 0 {
 		fmt.Fprintf(os.Stderr, "%s: skipped %d malformed rows of %d", rep.Path, rep.Skipped, rep.Rows)
@@ -180,4 +180,59 @@ func dataPrintReport(rep *data.LoadReport) {
 		fmt.Fprintf(os.Stderr, "%s: %d cells observed more than once; %d duplicate rows merged\n",
 			rep.Path, rep.Duplicates.Cells, rep.Duplicates.Dropped)
 	}
+}
+
+// dataArgs returns the positional arguments of c after applying any flags
+// that follow them: urfave/cli stops parsing flags at the first positional
+// argument, but "dprec data split FILE --method time" should work. Flags of
+// the command and global flags are recognised; "--" ends flag parsing.
+func dataArgs(c *cli.Context) ([]string, error) {
+	args := c.Args().Slice()
+	var pos []string
+	flags := append(append([]cli.Flag(nil), c.Command.Flags...), c.App.Flags...)
+	lookup := func(name string) cli.Flag {
+		for _, f := range flags {
+			for _, n := range f.Names() {
+				if n == name {
+					return f
+				}
+			}
+		}
+		return nil
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			pos = append(pos, a)
+			continue
+		}
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		f := lookup(name)
+		if f == nil {
+			return nil, cli.Exit(fmt.Sprintf("flag provided but not defined: %s", a), exitUsage)
+		}
+		if _, isBool := f.(*cli.BoolFlag); isBool && !hasVal {
+			val = "true"
+		} else if !hasVal {
+			if i+1 >= len(args) {
+				return nil, cli.Exit(fmt.Sprintf("flag needs an argument: %s", a), exitUsage)
+			}
+			i++
+			val = args[i]
+		}
+		var err error
+		for _, cc := range c.Lineage() {
+			if err = cc.Set(name, val); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			return nil, cli.Exit(fmt.Sprintf("invalid value %q for flag %s: %v", val, a, err), exitUsage)
+		}
+	}
+	return pos, nil
 }

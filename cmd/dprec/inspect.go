@@ -92,8 +92,10 @@ func inspectText(w io.Writer, h *models.Header) {
 	if h.ClampLo < h.ClampHi {
 		fmt.Fprintf(w, "clamp       [%g, %g]\n", h.ClampLo, h.ClampHi)
 	}
-	if d := h.Data; d != nil {
+	if d := h.Data; d.HasStats() {
 		fmt.Fprintf(w, "data        %d ratings, dims %v, mean %.4g, range [%g, %g], sha256 %s\n", d.NNZ, d.Dims, d.Mean, d.Min, d.Max, d.SHA256)
+	} else if d != nil {
+		fmt.Fprintf(w, "data        %d ratings, dims %v (hash and statistics withheld: private model)\n", d.NNZ, d.Dims)
 	}
 	if len(h.Settings) > 0 {
 		fmt.Fprintf(w, "settings    %s\n", h.Settings)

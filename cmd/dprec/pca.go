@@ -56,8 +56,39 @@ and prints each method's captured energy q_CE = tr(V^T A V) on the pooled data
 
 // pcaLoadSites reads the --data files into sites.
 func pcaLoadSites(c *cli.Context) ([]*mat.Dense, error) {
+	mats, err := pcaReadFiles(c)
+	if err != nil {
+		return nil, err
+	}
 	files := c.StringSlice("data")
 	S := c.Int("sites")
+	_, d := mats[0].Dims()
+	switch {
+	case S == 0:
+		S = len(mats)
+	case len(mats) == 1 && S > 1:
+		x := mats[0]
+		n, _ := x.Dims()
+		if n < S {
+			return nil, fmt.Errorf("%s: %d rows cannot be split into %d sites", files[0], n, S)
+		}
+		mats = mats[:0]
+		for s := 0; s < S; s++ {
+			mats = append(mats, mat.DenseCopyOf(x.Slice(s*n/S, (s+1)*n/S, 0, d)))
+		}
+	case S != len(mats):
+		return nil, cli.Exit(fmt.Sprintf("--sites %d but %d --data files", S, len(mats)), exitUsage)
+	}
+	if len(mats) < 2 {
+		return nil, cli.Exit("capePCA needs at least 2 sites: give several --data files or --sites S", exitUsage)
+	}
+	return mats, nil
+}
+
+// pcaReadFiles reads every --data file as rows, applying --row-scale and
+// the norm rule (error, or --clip).
+func pcaReadFiles(c *cli.Context) ([]*mat.Dense, error) {
+	files := c.StringSlice("data")
 	scale := c.Float64("row-scale")
 	if !(scale > 0) || math.IsInf(scale, 0) {
 		return nil, cli.Exit(fmt.Sprintf("--row-scale %v: must be positive and finite", scale), exitUsage)
@@ -90,25 +121,6 @@ func pcaLoadSites(c *cli.Context) ([]*mat.Dense, error) {
 			}
 		}
 		mats = append(mats, x)
-	}
-	switch {
-	case S == 0:
-		S = len(mats)
-	case len(mats) == 1 && S > 1:
-		x := mats[0]
-		n, _ := x.Dims()
-		if n < S {
-			return nil, fmt.Errorf("%s: %d rows cannot be split into %d sites", files[0], n, S)
-		}
-		mats = mats[:0]
-		for s := 0; s < S; s++ {
-			mats = append(mats, mat.DenseCopyOf(x.Slice(s*n/S, (s+1)*n/S, 0, d)))
-		}
-	case S != len(mats):
-		return nil, cli.Exit(fmt.Sprintf("--sites %d but %d --data files", S, len(mats)), exitUsage)
-	}
-	if len(mats) < 2 {
-		return nil, cli.Exit("capePCA needs at least 2 sites: give several --data files or --sites S", exitUsage)
 	}
 	return mats, nil
 }

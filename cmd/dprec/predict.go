@@ -219,6 +219,32 @@ func predictMany(c *cli.Context, p *models.Predictor, path string, w io.Writer) 
 	return cw.Error()
 }
 
+// predictReadPairs calls fn with the first field (the item) of every data
+// row of a fold-in ratings CSV.
+func predictReadPairs(path string, fn func(item string)) error {
+	fh, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	cr := csv.NewReader(fh)
+	cr.FieldsPerRecord = -1
+	cr.TrimLeadingSpace = true
+	for line := 1; ; line++ {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if (line == 1 && predictIsHeader(rec[0])) || len(rec) < 2 {
+			continue
+		}
+		fn(strings.TrimSpace(rec[0]))
+	}
+}
+
 // predictIsHeader recognises a header row by its first field's name.
 func predictIsHeader(s string) bool {
 	switch strings.ToLower(strings.TrimSpace(s)) {

@@ -57,7 +57,7 @@ Non-UTF-8 text files, unknown word ids and malformed lines are errors naming the
 			&cli.Float64Flag{Name: "delta", Category: pr, Usage: "total privacy budget delta (private methods)"},
 			&cli.IntFlag{Name: "top-words", Value: 10, Category: out, Usage: "words shown per topic"},
 			&cli.BoolFlag{Name: "json", Category: out, Usage: "print the result as JSON on stdout"},
-			&cli.StringFlag{Name: "out", Category: out, Usage: "also write the full result (all components) to FILE.json"},
+			&cli.StringFlag{Name: "out", Category: out, Usage: "also write the full result (every component entry, weights, privacy report) to FILE.json or FILE.arrow (Arrow IPC, long form)"},
 			&cli.BoolFlag{Name: "force", Category: out, Usage: "overwrite --out"},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed all randomness: reproducible, and private noise is NOT private"},
 		},
@@ -214,8 +214,9 @@ func spectralRun(c *cli.Context) error {
 		return cli.Exit(err.Error(), exitUsage)
 	}
 	outPath := c.String("out")
-	if outPath != "" && !strings.HasSuffix(strings.ToLower(outPath), ".json") {
-		return cli.Exit(fmt.Sprintf("--out %s: only .json result files are supported", outPath), exitUsage)
+	lowOut := strings.ToLower(outPath)
+	if outPath != "" && !strings.HasSuffix(lowOut, ".json") && !strings.HasSuffix(lowOut, ".arrow") {
+		return cli.Exit(fmt.Sprintf("--out %s: the result file must end in .json or .arrow", outPath), exitUsage)
 	}
 	if outPath != "" && !c.Bool("force") {
 		if _, err := os.Stat(outPath); err == nil {
@@ -263,7 +264,7 @@ func spectralRun(c *cli.Context) error {
 		o.VocabSize = len(res.Vocab)
 	}
 	full := o
-	d, k := res.A.Dims()
+	_, k := res.A.Dims()
 	for t := 0; t < k; t++ {
 		col := mat.Col(nil, t, res.A)
 		tp := spectralTopic{Index: t + 1, Weight: res.Weights[t]}
@@ -286,9 +287,11 @@ func spectralRun(c *cli.Context) error {
 	if model != otd.ModelMoG {
 		full.Vocab = res.Vocab
 	}
-	_ = d
 	if outPath != "" {
 		if err := data.WriteFileAtomic(outPath, c.Bool("force"), func(w io.Writer) error {
+			if strings.HasSuffix(lowOut, ".arrow") {
+				return spectralWriteArrow(w, full)
+			}
 			enc := json.NewEncoder(w)
 			enc.SetIndent("", " ")
 			return enc.Encode(spectralJSONSafe(full))

@@ -55,6 +55,9 @@ func trainPrivacy(c *cli.Context, train *data.Store) (completion.Privacy, error)
 		}
 		return completion.NoPrivacy{}, nil
 	}
+	if c.Float64("validation") > 0 {
+		return nil, fmt.Errorf("--privacy %s needs --validation 0: held-out ratings would steer early stopping and be reported in the model file without noise", mode)
+	}
 	if !c.IsSet("epsilon") {
 		return nil, fmt.Errorf("--privacy %s needs --epsilon (the total budget)", mode)
 	}

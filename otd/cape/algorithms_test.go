@@ -23,7 +23,7 @@ func equalSites(rows []*mat.Dense, eps, delta float64) []SiteInput {
 // q_CE(capePCA) > q_CE(conv) > q_CE(local) in a noise-dominated setting,
 // and that capePCA with a huge epsilon matches the non-private subspace.
 func TestCapePCAOrdering(t *testing.T) {
-	const S, N, D, K = 4, 150, 20, 4
+	const S, N, D, K = 8, 100, 20, 4
 	rows, err := SyntheticPCA(S, N, D, rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		t.Fatal(err)

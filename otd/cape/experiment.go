@@ -42,6 +42,13 @@ type ExperimentConfig struct {
 	Seed uint64
 	// Progress, when set, is called after every point.
 	Progress func(done, total int)
+	// Real, when set, adds a capePCA-versus-epsilon table on these rows
+	// (every row of norm <= 1; e.g. MovieLens users x item columns),
+	// randomly split into 5 equal sites per repetition. RealName labels it.
+	Real     *mat.Dense
+	RealName string
+	// RealOnly skips the synthetic tables of PCAExperiment.
+	RealOnly bool
 }
 
 func (c ExperimentConfig) reps() int {
@@ -219,10 +226,46 @@ func PCAExperiment(cfg ExperimentConfig) ([]Table, error) {
 		{Name: "pca_vs_ns", Title: fmt.Sprintf("capePCA q_CE vs N_s (%s, epsilon=%g, delta=%g)", sub, eps0, del0), XLabel: "N_s", YLabel: "q_CE", LogX: true},
 		{Name: "pca_vs_delta", Title: fmt.Sprintf("capePCA q_CE vs delta (%s, N_s=%d, epsilon=%g)", sub, N, eps0), XLabel: "delta", YLabel: "q_CE", LogX: true},
 	}
+	if cfg.RealOnly {
+		tables = nil
+	}
 	for i, pts := range [][]point{pv, pn, pd} {
+		if cfg.RealOnly {
+			break
+		}
 		if err := runTable(&tables[i], names, pts, reps, dataFn, methods, tick); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.Real != nil {
+		n, d := cfg.Real.Dims()
+		kr := 10
+		if kr > d {
+			kr = d
+		}
+		K = kr
+		realFn := func(p point, rep int) ([]SiteInput, error) {
+			perm := rand.New(perturb.StreamSource(cfg.Seed, uint64(3_000_000+rep))).Perm(n)
+			sites := make([]SiteInput, S)
+			per := n / S
+			for s := range sites {
+				x := mat.NewDense(per, d, nil)
+				for i := 0; i < per; i++ {
+					x.SetRow(i, cfg.Real.RawRowView(perm[s*per+i]))
+				}
+				sites[s] = SiteInput{Data: &SiteData{Rows: x}}
+			}
+			return sites, nil
+		}
+		var pr []point
+		for _, e := range epsGrid {
+			pr = append(pr, point{x: e, S: S, N: n / S, eps: e, del: del0})
+		}
+		t := Table{Name: "pca_real_vs_epsilon", Title: fmt.Sprintf("capePCA q_CE vs epsilon (%s: D=%d, K=%d, S=%d, N_s=%d, delta=%g)", cfg.RealName, d, K, S, n/S, del0), XLabel: "epsilon", YLabel: "q_CE", LogX: true}
+		if err := runTable(&t, names, pr, reps, realFn, methods, func() {}); err != nil {
+			return nil, err
+		}
+		tables = append(tables, t)
 	}
 	return tables, nil
 }

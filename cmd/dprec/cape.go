@@ -1,0 +1,331 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/otd"
+	"github.com/dprec/dprec/otd/cape"
+	"github.com/dprec/dprec/perturb"
+	"github.com/urfave/cli/v2"
+	"gonum.org/v1/gonum/mat"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:  "cape",
+		Usage: "run the CAPE roles (seed 002) as separate processes over authenticated HTTP",
+		Description: `Start "dprec cape keys" once to create one keyring per role (pairwise
+AES-256-GCM keys: every request and response is sealed, so roles authenticate
+each other and a site can only fetch its own noise). Then start the aggregator
+("aggregate"), the trusted noise generator ("noise") and one "site" process per
+data holder, in any order; each waits for the others up to --deadline.
+With the same --seed the result equals the in-process run (dprec pca).`,
+		Subcommands: []*cli.Command{capeKeysCmd(), capeAggregateCmd(), capeNoiseCmd(), capeSiteCmd()},
+	})
+}
+
+func capeCommonFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "keys", Required: true, Usage: "this role's keyring file (from dprec cape keys)"},
+		&cli.DurationFlag{Name: "deadline", Value: 10 * time.Minute, Usage: "give up when the protocol has not finished after this long"},
+		&cli.Uint64Flag{Name: "seed", Usage: "seed this role's randomness (reproducible, NOT private; use the same seed for every role)"},
+	}
+}
+
+func capeKeysCmd() *cli.Command {
+	return &cli.Command{
+		Name:  "keys",
+		Usage: "create keyrings for an aggregator, a noise generator and S sites",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "sites", Required: true, Usage: "number of sites S"},
+			&cli.StringFlag{Name: "dir", Required: true, Usage: "directory for aggregator.json, noise.json, site-1.json, ..."},
+			&cli.BoolFlag{Name: "force", Usage: "overwrite existing keyrings"},
+		},
+		Action: func(c *cli.Context) error {
+			rings, err := cape.NewKeyrings(c.Int("sites"))
+			if err != nil {
+				return cli.Exit(err.Error(), exitUsage)
+			}
+			if err := os.MkdirAll(c.String("dir"), 0o700); err != nil {
+				return err
+			}
+			for role, k := range rings {
+				p := filepath.Join(c.String("dir"), strings.ReplaceAll(role, "/", "-")+".json")
+				b, _ := json.MarshalIndent(k, "", "  ")
+				if err := data.WriteFileAtomic(p, c.Bool("force"), func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
+					return err
+				}
+				if err := os.Chmod(p, 0o600); err != nil {
+					return err
+				}
+			}
+			if !quiet(c) {
+				fmt.Fprintf(os.Stderr, "wrote %d keyrings to %s (give each process only its own file)\n", len(rings), c.String("dir"))
+			}
+			return nil
+		},
+	}
+}
+
+// capeListen opens the listener and announces its address on stderr.
+func capeListen(c *cli.Context, role string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", c.String("listen"))
+	if err != nil {
+		return nil, fmt.Errorf("%s: listen on %s: %w", role, c.String("listen"), err)
+	}
+	fmt.Fprintf(os.Stderr, "%s listening on http://%s\n", role, ln.Addr())
+	return ln, nil
+}
+
+func capeOptions(c *cli.Context) cape.RunOptions {
+	seed, ok := seedOf(c)
+	return cape.RunOptions{Seeded: ok, Seed: seed}
+}
+
+func capeLoadKeys(c *cli.Context, role string) (*cape.Keyring, error) {
+	k, err := cape.LoadKeyring(c.String("keys"))
+	if err != nil {
+		return nil, err
+	}
+	if k.Role != role {
+		return nil, cli.Exit(fmt.Sprintf("--keys %s is the keyring of %s, not of %s", c.String("keys"), k.Role, role), exitUsage)
+	}
+	return k, nil
+}
+
+func capeAggregateCmd() *cli.Command {
+	return &cli.Command{
+		Name:  "aggregate",
+		Usage: "run the untrusted aggregator: plans the rounds, sends f_s, combines the releases",
+		Flags: append(capeCommonFlags(),
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7400", Usage: "address to serve on"},
+			&cli.IntFlag{Name: "sites", Required: true, Usage: "number of sites S"},
+			&cli.StringFlag{Name: "job", Value: "pca", Usage: "mean, pca or agn"},
+			&cli.IntFlag{Name: "dim", Required: true, Usage: "feature dimension D of the sites' rows"},
+			&cli.IntFlag{Name: "k", Usage: "components K (pca, agn)"},
+			&cli.Float64Flag{Name: "sigma2", Usage: "agn: the mixture's noise variance sigma^2 (in the units of the scaled rows)"},
+			&cli.Float64Flag{Name: "split", Usage: "agn: fraction of each site's budget for M2 (default 0.5)"},
+			&cli.StringFlag{Name: "calibration", Value: "analytic", Usage: "Gaussian calibration: analytic, classic or tight"},
+			&cli.BoolFlag{Name: "equal-weights", Usage: "mu_s = 1/S instead of N_s/N"},
+			&cli.DurationFlag{Name: "timeout", Value: time.Minute, Usage: "wait at most this long for each site's message; a late site counts as dropped"},
+			&cli.StringFlag{Name: "out", Usage: "write V_K (pca) or the components (agn, D rows x K columns) as CSV"},
+			&cli.BoolFlag{Name: "force", Usage: "overwrite --out"},
+			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
+		),
+		Action: capeAggregateRun,
+	}
+}
+
+type capeAggResult struct {
+	Job         cape.Job           `json:"job"`
+	Stages      []cape.StageResult `json:"stages"`
+	Estimate    []float64          `json:"estimate,omitempty"`
+	Eigenvalues []float64          `json:"eigenvalues,omitempty"`
+	Weights     []float64          `json:"weights,omitempty"`
+	Privacy     *perturb.Report    `json:"privacy"`
+}
+
+func capeAggregateRun(c *cli.Context) error {
+	keys, err := capeLoadKeys(c, cape.RoleAggregator)
+	if err != nil {
+		return err
+	}
+	cal, err := perturb.ParseCalibration(c.String("calibration"))
+	if err != nil {
+		return cli.Exit(err.Error(), exitUsage)
+	}
+	job := cape.Job{Kind: c.String("job"), D: c.Int("dim"), K: c.Int("k"), Sigma2: c.Float64("sigma2"),
+		Split: c.Float64("split"), Calibration: cal, EqualWeights: c.Bool("equal-weights")}
+	if job.Kind == cape.JobAGN {
+		job.Model = cape.ModelMOG
+	}
+	if err := job.Validate(); err != nil {
+		return cli.Exit(err.Error(), exitUsage)
+	}
+	ln, err := capeListen(c, cape.RoleAggregator)
+	if err != nil {
+		return err
+	}
+	tr, err := cape.NewHTTPTransport(cape.HTTPConfig{Role: cape.RoleAggregator, Keys: keys, Listener: ln})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.Duration("deadline"))
+	defer cancel()
+	opts := capeOptions(c)
+	agg := &cape.Aggregator{T: tr, Src: opts.Source(cape.StreamAggregator), Job: job, Sites: c.Int("sites"), Timeout: c.Duration("timeout")}
+	out, runErr := agg.Run(ctx)
+	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
+	left := tr.Drain(dctx)
+	dcancel()
+	if runErr != nil {
+		if out != nil && len(out.Stages) == 0 {
+			missing := []string{}
+			for s, sp := range out.Specs {
+				if sp.N == 0 {
+					missing = append(missing, cape.SiteRole(s+1))
+				}
+			}
+			if len(missing) > 0 {
+				return fmt.Errorf("%w (no hello from %s within --timeout %s: are those site processes running with the right --aggregator address?)", runErr, strings.Join(missing, ", "), c.Duration("timeout"))
+			}
+		}
+		return runErr
+	}
+	if len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "note: messages to %v were never fetched\n", left)
+	}
+	run := &cape.Run{Outcome: out, Randomness: perturb.RandomnessLabel(opts.Seeded)}
+	res := capeAggResult{Job: job, Stages: out.Stages, Privacy: run.Report()}
+	var matrix *mat.Dense
+	switch job.Kind {
+	case cape.JobMean:
+		res.Estimate = out.Stages[0].Estimate
+	case cape.JobPCA:
+		pr, err := cape.PCAFromOutcome(out)
+		if err != nil {
+			return err
+		}
+		res.Eigenvalues, matrix = pr.Values, pr.V
+	case cape.JobAGN:
+		var src rand.Source = perturb.SecureSource()
+		if opts.Seeded {
+			src = perturb.StreamSource(opts.Seed, 3)
+		}
+		ar, err := cape.AGNFromOutcome(out, otd.TPMOptions{}, src)
+		if err != nil {
+			return err
+		}
+		res.Weights, matrix = ar.Weights, ar.A
+	}
+	if p := c.String("out"); p != "" && matrix != nil {
+		if err := data.WriteFileAtomic(p, c.Bool("force"), func(w io.Writer) error { return pcaWriteCSV(w, matrix) }); err != nil {
+			return err
+		}
+	}
+	if c.Bool("json") {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	w := os.Stdout
+	fmt.Fprintf(w, "CAPE %s: %d stage(s)\n", job.Kind, len(out.Stages))
+	for _, st := range out.Stages {
+		fmt.Fprintf(w, "stage %d: sites %v, noise variance %.4g (target %.4g, conventional %.4g)\n", st.Stage, st.Sites, st.Variance, st.TargetVariance, st.ConvVariance)
+		if len(st.Dropped) > 0 {
+			fmt.Fprintf(w, "DROP-OUT: sites %v left after the noise was distributed\n", st.Dropped)
+		}
+	}
+	if res.Estimate != nil {
+		fmt.Fprintf(w, "estimate: %v\n", res.Estimate)
+	}
+	if res.Eigenvalues != nil {
+		fmt.Fprintf(w, "eigenvalues: %v\n", res.Eigenvalues)
+	}
+	if res.Weights != nil {
+		fmt.Fprintf(w, "component weights: %v\n", res.Weights)
+	}
+	capePrintReport(w, res.Privacy)
+	return nil
+}
+
+func capeNoiseCmd() *cli.Command {
+	return &cli.Command{
+		Name:  "noise",
+		Usage: "run the trusted noise generator: serves each site its correlated noise e_s",
+		Flags: append(capeCommonFlags(),
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7401", Usage: "address to serve on"},
+			&cli.StringFlag{Name: "aggregator", Value: "http://127.0.0.1:7400", Usage: "aggregator URL"},
+		),
+		Action: func(c *cli.Context) error {
+			keys, err := capeLoadKeys(c, cape.RoleNoise)
+			if err != nil {
+				return err
+			}
+			ln, err := capeListen(c, cape.RoleNoise)
+			if err != nil {
+				return err
+			}
+			tr, err := cape.NewHTTPTransport(cape.HTTPConfig{Role: cape.RoleNoise, Keys: keys, Listener: ln,
+				Peers: map[string]string{cape.RoleAggregator: c.String("aggregator")}})
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), c.Duration("deadline"))
+			defer cancel()
+			opts := capeOptions(c)
+			runErr := (&cape.NoiseGenerator{T: tr, Src: opts.Source(cape.StreamNoise)}).Run(ctx)
+			// Keep serving until every site fetched its noise (drop-outs
+			// may never do so: bounded wait).
+			dctx, dcancel := context.WithTimeout(ctx, time.Minute)
+			left := tr.Drain(dctx)
+			dcancel()
+			if runErr != nil {
+				return runErr
+			}
+			if len(left) > 0 {
+				fmt.Fprintf(os.Stderr, "noise generator: %v never fetched their noise (dropped out?)\n", left)
+			}
+			return nil
+		},
+	}
+}
+
+func capeSiteCmd() *cli.Command {
+	return &cli.Command{
+		Name:  "site",
+		Usage: "run one site: loads its own rows, adds e_s + f_s + g_s to its statistic and releases it",
+		Flags: append(capeCommonFlags(),
+			&cli.IntFlag{Name: "id", Required: true, Usage: "this site's number s (1..S)"},
+			&cli.StringFlag{Name: "aggregator", Value: "http://127.0.0.1:7400", Usage: "aggregator URL"},
+			&cli.StringFlag{Name: "noise", Value: "http://127.0.0.1:7401", Usage: "noise generator URL"},
+			&cli.StringSliceFlag{Name: "data", Required: true, Usage: "CSV of this site's numeric rows (norm <= 1 after --row-scale)"},
+			&cli.Float64Flag{Name: "row-scale", Value: 1, Usage: "public constant every row is divided by"},
+			&cli.BoolFlag{Name: "clip", Usage: "clip rows of norm > 1 to norm 1"},
+			&cli.Float64Flag{Name: "epsilon", Required: true, Usage: "this site's epsilon"},
+			&cli.Float64Flag{Name: "delta", Value: 1e-5, Usage: "this site's delta"},
+			&cli.IntFlag{Name: "drop-in-stage", Usage: "simulate a drop-out in this stage (1-based) after receiving the noise"},
+		),
+		Action: func(c *cli.Context) error {
+			role := cape.SiteRole(c.Int("id"))
+			keys, err := capeLoadKeys(c, role)
+			if err != nil {
+				return err
+			}
+			if len(c.StringSlice("data")) != 1 {
+				return cli.Exit("a site takes exactly one --data file", exitUsage)
+			}
+			mats, err := pcaReadFiles(c)
+			if err != nil {
+				return err
+			}
+			tr, err := cape.NewHTTPTransport(cape.HTTPConfig{Role: role, Keys: keys,
+				Peers: map[string]string{cape.RoleAggregator: c.String("aggregator"), cape.RoleNoise: c.String("noise")}})
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), c.Duration("deadline"))
+			defer cancel()
+			opts := capeOptions(c)
+			site := &cape.Site{ID: c.Int("id"), T: tr, Src: opts.Source(cape.StreamSite(c.Int("id"))), Data: &cape.SiteData{Rows: mats[0]},
+				Epsilon: c.Float64("epsilon"), Delta: c.Float64("delta"), DropStage: c.Int("drop-in-stage")}
+			if err := site.Run(ctx); err != nil {
+				return err
+			}
+			if !quiet(c) {
+				fmt.Fprintf(os.Stderr, "%s: done\n", role)
+			}
+			return nil
+		},
+	}
+}

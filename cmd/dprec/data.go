@@ -1,0 +1,337 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dprec/dprec/data"
+	"github.com/urfave/cli/v2"
+)
+
+func init() {
+	dataCmd.Subcommands = append(dataCmd.Subcommands, datastatsCmd(), datasplitCmd(), dataconvertCmd())
+}
+
+// datasplitDefaultSeed seeds splits when no --seed is given, so that a
+// split is reproducible by default.
+const datasplitDefaultSeed = 1
+
+func datastatsCmd() *cli.Command {
+	return &cli.Command{
+		Name:      "stats",
+		Usage:     "print statistics of a rating log (sizes, density, observations per user/item/time, rating histogram)",
+		UsageText: "dprec data stats [FILE] [--json] [input flags]",
+		Description: "Without FILE the embedded synthetic default log is used (the one \"dprec data synth\" writes with\n" +
+			"default flags). Text on stdout, or JSON with --json.",
+		Flags: append([]cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print JSON instead of text"},
+		}, dataLoadFlags()...),
+		Action: datastatsRun,
+	}
+}
+
+func datastatsRun(c *cli.Context) error {
+	args, err := dataArgs(c)
+	if err != nil {
+		return err
+	}
+	if len(args) > 1 {
+		return cli.Exit("data stats takes at most one FILE", exitUsage)
+	}
+	var (
+		s   *data.Store
+		rep *data.LoadReport
+	)
+	source := ""
+	if len(args) == 1 {
+		source = args[0]
+	}
+	if source == "" {
+		source = "embedded synthetic default"
+		if !quiet(c) {
+			fmt.Fprintln(os.Stderr, "no FILE given: using the embedded synthetic default log (see dprec data synth)")
+		}
+		s, _, err = data.DefaultSynth()
+	} else {
+		s, rep, err = dataLoad(c, source)
+	}
+	if err != nil {
+		return err
+	}
+	st := data.ComputeStats(s)
+	if c.Bool("json") {
+		enc := json.NewEncoder(c.App.Writer)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Source string           `json:"source"`
+			Load   *data.LoadReport `json:"load,omitempty"`
+			Stats  *data.Stats      `json:"stats"`
+		}{source, rep, st})
+	}
+	fmt.Fprintf(c.App.Writer, "source        %s\n", source)
+	return st.WriteText(c.App.Writer)
+}
+
+func datasplitCmd() *cli.Command {
+	return &cli.Command{
+		Name:      "split",
+		Usage:     "split a rating log into train and test parts (random, per user, by time, or k folds)",
+		UsageText: "dprec data split FILE --method random|user|time|kfold [--fraction F | --per-user-k K | --cutoff T | --k K] [--out-dir DIR | --train F --test F] [--force]",
+		Description: "Methods:\n" +
+			"  random  hold out a fraction (--fraction) of all observations, uniformly at random\n" +
+			"  user    hold out --per-user-k observations (or --fraction) of every user; users with fewer than\n" +
+			"          twice that many observations stay entirely in train\n" +
+			"  time    hold out the latest --fraction of each user's observations, or with --cutoff every\n" +
+			"          observation at or after that time (Unix seconds or YYYY-MM-DD[THH:MM:SSZ])\n" +
+			"  kfold   --k folds; writes k train/test pairs\n" +
+			"Parts are written in the input's format (or --out-format) with raw time stamps, as\n" +
+			"DIR/NAME.train.EXT and DIR/NAME.test.EXT (kfold: NAME.foldI.train.EXT ...). Random methods use\n" +
+			"--seed; without it the seed is " + strconv.Itoa(datasplitDefaultSeed) + " (printed), so a split is always reproducible.",
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "method", Value: "random", Usage: "random, user, time or kfold"},
+			&cli.Float64Flag{Name: "fraction", Value: 0.2, Usage: "test fraction (random, user, time)"},
+			&cli.IntFlag{Name: "per-user-k", Usage: "user method: hold out this many observations per user (instead of --fraction)"},
+			&cli.StringFlag{Name: "cutoff", Usage: "time method: test on everything at or after this time (Unix seconds or a date)"},
+			&cli.IntFlag{Name: "k", Value: 5, Usage: "kfold: number of folds"},
+			&cli.StringFlag{Name: "out-dir", Value: ".", Usage: "directory of the output files"},
+			&cli.StringFlag{Name: "train", Usage: "training output file (not with kfold)"},
+			&cli.StringFlag{Name: "test", Usage: "test output file (not with kfold)"},
+			&cli.StringFlag{Name: "out-format", Usage: "output format: csv, tsv, dat, arrow, arrows or parquet (default: the input's)"},
+			&cli.Uint64Flag{Name: "seed", Usage: "seed of the random split", DefaultText: strconv.Itoa(datasplitDefaultSeed)},
+			&cli.BoolFlag{Name: "force", Aliases: []string{"f"}, Usage: "overwrite existing files"},
+			&cli.BoolFlag{Name: "json", Usage: "print the summary as JSON"},
+		}, dataLoadFlags()...),
+		Action: datasplitRun,
+	}
+}
+
+// datasplitPart is one written part, for the summary.
+type datasplitPart struct {
+	Fold         int    `json:"fold,omitempty"`
+	Part         string `json:"part"`
+	Path         string `json:"path"`
+	Observations int    `json:"observations"`
+}
+
+// dataParseTime parses a cut-off: Unix seconds or an ISO-8601 date.
+func dataParseTime(s string) (int64, error) {
+	if v, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return v, nil
+	}
+	for _, layout := range []string{time.RFC3339, "2006-01-02T15:04:05", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.Unix(), nil
+		}
+	}
+	return 0, fmt.Errorf("time %q: want Unix seconds or YYYY-MM-DD[THH:MM:SSZ]", s)
+}
+
+// dataOutFormat returns the output format: --out-format, else the input's
+// detected format.
+func dataOutFormat(c *cli.Context, rep *data.LoadReport) (data.Format, error) {
+	f, err := data.ParseFormat(c.String("out-format"))
+	if err != nil || f != data.FormatAuto {
+		return f, err
+	}
+	if rep != nil && rep.Format != data.FormatAuto {
+		return rep.Format, nil
+	}
+	return data.FormatCSV, nil
+}
+
+func datasplitRun(c *cli.Context) error {
+	args, err := dataArgs(c)
+	if err != nil {
+		return err
+	}
+	if len(args) != 1 {
+		return cli.Exit("data split needs exactly one FILE", exitUsage)
+	}
+	in := args[0]
+	method := c.String("method")
+	switch method {
+	case "random", "user", "time", "kfold":
+	default:
+		return cli.Exit(fmt.Sprintf("--method %q: want random, user, time or kfold", method), exitUsage)
+	}
+	if (c.IsSet("train") || c.IsSet("test")) && (method == "kfold" || !c.IsSet("train") || !c.IsSet("test")) {
+		return cli.Exit("--train and --test go together, and not with --method kfold (use --out-dir)", exitUsage)
+	}
+	var cutoff int64
+	if c.IsSet("cutoff") {
+		if method != "time" {
+			return cli.Exit("--cutoff needs --method time", exitUsage)
+		}
+		if cutoff, err = dataParseTime(c.String("cutoff")); err != nil {
+			return cli.Exit("--cutoff: "+err.Error(), exitUsage)
+		}
+	}
+	opts, err := dataLoadOptions(c)
+	if err != nil {
+		return err
+	}
+	opts.Builder.KeepTimestamps = true
+	s, rep, err := dataLoadWith(c, in, opts)
+	if err != nil {
+		return err
+	}
+	f, err := dataOutFormat(c, rep)
+	if err != nil {
+		return err
+	}
+	seed, given := seedOf(c)
+	if !given {
+		seed = datasplitDefaultSeed
+	}
+	if method != "time" && !quiet(c) {
+		note := ""
+		if !given {
+			note = " (default; pass --seed for another split)"
+		}
+		fmt.Fprintf(os.Stderr, "split seed %d%s\n", seed, note)
+	}
+	src := rand.NewPCG(seed, seed)
+	var splits []data.Split
+	switch method {
+	case "random":
+		var sp data.Split
+		sp, err = data.RandomSplit(s, c.Float64("fraction"), src)
+		splits = []data.Split{sp}
+	case "user":
+		var sp data.Split
+		sp, err = data.PerUserSplit(s, c.Int("per-user-k"), c.Float64("fraction"), src)
+		splits = []data.Split{sp}
+	case "time":
+		var sp data.Split
+		if c.IsSet("cutoff") {
+			sp, err = data.CutoffSplit(s, cutoff)
+		} else {
+			sp, err = data.TimeSplit(s, c.Float64("fraction"))
+		}
+		splits = []data.Split{sp}
+	case "kfold":
+		splits, err = data.KFold(s, c.Int("k"), src)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", in, err)
+	}
+	// Output paths, all checked before anything is written.
+	base := filepath.Base(in)
+	base = strings.TrimSuffix(base, ".gz")
+	base = strings.TrimSuffix(base, filepath.Ext(base))
+	var parts []datasplitPart
+	var stores []*data.Store
+	for i, sp := range splits {
+		train, test := sp.Stores(s)
+		for _, p := range []struct {
+			name string
+			st   *data.Store
+		}{{"train", train}, {"test", test}} {
+			path := c.String(p.name)
+			fold := 0
+			if path == "" {
+				name := base + "." + p.name + "." + string(f)
+				if method == "kfold" {
+					fold = i + 1
+					name = fmt.Sprintf("%s.fold%d.%s.%s", base, fold, p.name, f)
+				}
+				path = filepath.Join(c.String("out-dir"), name)
+			}
+			parts = append(parts, datasplitPart{Fold: fold, Part: p.name, Path: path, Observations: p.st.NNZ()})
+			stores = append(stores, p.st)
+		}
+	}
+	force := c.Bool("force")
+	if !force {
+		for _, p := range parts {
+			if _, err := os.Lstat(p.Path); err == nil {
+				return fmt.Errorf("%s: %w", p.Path, data.ErrExists)
+			}
+		}
+	}
+	for i, p := range parts {
+		pf := f
+		if c.String("out-format") == "" && c.IsSet(p.Part) && data.DetectFormat(p.Path) != data.FormatAuto {
+			pf = data.DetectFormat(p.Path) // --train/--test name their format
+		}
+		if err := data.Save(p.Path, stores[i], data.WriteOptions{Format: pf, Force: force}); err != nil {
+			return err
+		}
+	}
+	if c.Bool("json") {
+		enc := json.NewEncoder(c.App.Writer)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Input  string          `json:"input"`
+			Method string          `json:"method"`
+			Seed   uint64          `json:"seed"`
+			Parts  []datasplitPart `json:"parts"`
+		}{in, method, seed, parts})
+	}
+	for _, p := range parts {
+		fmt.Fprintf(c.App.Writer, "%-5s %9d observations  %s\n", p.Part, p.Observations, p.Path)
+	}
+	return nil
+}
+
+func dataconvertCmd() *cli.Command {
+	return &cli.Command{
+		Name:      "convert",
+		Usage:     "convert a rating log between CSV, TSV, dat, Arrow IPC and Parquet",
+		UsageText: "dprec data convert IN OUT [--out-format F] [--force] [input flags]",
+		Description: "The output format comes from --out-format or OUT's name (.csv, .tsv, .dat, .arrow, .arrows,\n" +
+			".parquet; .gz compresses text). Raw time stamps are kept, so entries, IDs and times survive\n" +
+			"exactly. Repeated (user, item, time bucket) cells are merged by --duplicates (the count is\n" +
+			"printed); use --duplicates error to refuse any merge. OUT \"-\" writes CSV to standard output.",
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "out-format", Usage: "output format (default: from OUT's name, CSV when unknown)"},
+			&cli.BoolFlag{Name: "force", Aliases: []string{"f"}, Usage: "overwrite OUT"},
+		}, dataLoadFlags()...),
+		Action: dataconvertRun,
+	}
+}
+
+func dataconvertRun(c *cli.Context) error {
+	args, err := dataArgs(c)
+	if err != nil {
+		return err
+	}
+	if len(args) != 2 {
+		return cli.Exit("data convert needs IN and OUT", exitUsage)
+	}
+	in, out := args[0], args[1]
+	f, err := data.ParseFormat(c.String("out-format"))
+	if err != nil {
+		return err
+	}
+	if out != "-" && !c.Bool("force") {
+		if _, err := os.Lstat(out); err == nil {
+			return fmt.Errorf("%s: %w", out, data.ErrExists)
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	opts, err := dataLoadOptions(c)
+	if err != nil {
+		return err
+	}
+	opts.Builder.KeepTimestamps = true
+	s, _, err := dataLoadWith(c, in, opts)
+	if err != nil {
+		return err
+	}
+	if err := data.Save(out, s, data.WriteOptions{Format: f, Force: c.Bool("force")}); err != nil {
+		return err
+	}
+	if !quiet(c) && out != "-" {
+		fmt.Fprintf(os.Stderr, "wrote %d observations to %s\n", s.NNZ(), out)
+	}
+	return nil
+}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dprec/dprec/data"
+	"github.com/urfave/cli/v2"
+)
+
+func init() {
+	dataCmd.Subcommands = append(dataCmd.Subcommands, datasynthCmd())
+}
+
+func datasynthCmd() *cli.Command {
+	d := data.DefaultSynthOptions()
+	return &cli.Command{
+		Name:      "synth",
+		Usage:     "write a synthetic MovieLens-like rating log drawn from a known low-rank model, with its ground truth",
+		UsageText: "dprec data synth --out FILE [--truth FILE] [model and size flags]",
+		Description: "Draws distinct (user, item, time) cells by popularity, gives them the value of a CP or Tucker model\n" +
+			"plus biases, adds Gaussian noise and rounds to the rating scale. The log is written in the format of\n" +
+			"--out's name (csv, tsv, dat, arrow, arrows, parquet; .gz for compressed text) with raw Unix time\n" +
+			"stamps; the model (factors, core, biases) is written as JSON beside it. With the default flags and\n" +
+			"no --seed the output is the embedded default data set every command uses when --data is absent.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Required: true, Usage: "output rating log (\"-\" for standard output, CSV)"},
+			&cli.StringFlag{Name: "truth", Usage: "ground-truth JSON file", DefaultText: "OUT.truth.json"},
+			&cli.StringFlag{Name: "format", Usage: "output format (default: from the file name, CSV when unknown)"},
+			&cli.IntFlag{Name: "users", Value: d.Users, Usage: "number of users to draw from"},
+			&cli.IntFlag{Name: "items", Value: d.Items, Usage: "number of items to draw from"},
+			&cli.IntFlag{Name: "times", Value: d.Times, Usage: "number of time buckets (0: no time column, a user x item log)"},
+			&cli.IntFlag{Name: "ratings", Value: d.Ratings, Usage: "number of distinct observed cells"},
+			&cli.StringFlag{Name: "kind", Value: d.Kind, Usage: "model: cp or tucker"},
+			&cli.IntFlag{Name: "rank", Value: d.Rank, Usage: "CP rank"},
+			&cli.StringFlag{Name: "ranks", Value: "5,5,3", Usage: "Tucker ranks P,Q,T"},
+			&cli.BoolFlag{Name: "bias", Value: d.Bias, Usage: "add user, item and time biases (--bias=false to drop)"},
+			&cli.Float64Flag{Name: "mean", Value: d.Mean, Usage: "global mean rating"},
+			&cli.Float64Flag{Name: "noise", Value: d.Noise, Usage: "standard deviation of the Gaussian noise"},
+			&cli.StringFlag{Name: "scale", Value: d.Scale, Usage: "rating scale: 0.5-5 (half stars), 1-5 (whole stars) or continuous"},
+			&cli.Float64Flag{Name: "skew", Value: d.Skew, Usage: "Zipf exponent of user and item popularity (0: uniform)"},
+			&cli.StringFlag{Name: "time-unit", Value: string(d.TimeUnit), Usage: "width of a time bucket: hour, day, week or month"},
+			&cli.StringFlag{Name: "start", Value: "2015-01-01", Usage: "start of the first time bucket: YYYY-MM-DD (UTC) or Unix seconds"},
+			&cli.Uint64Flag{Name: "seed", Usage: "random seed (same seed, same log)", DefaultText: strconv.Itoa(data.DefaultSynthSeed)},
+			&cli.BoolFlag{Name: "force", Aliases: []string{"f"}, Usage: "overwrite existing files"},
+		},
+		Action: datasynthRun,
+	}
+}
+
+func datasynthOptions(c *cli.Context) (data.SynthOptions, error) {
+	o := data.SynthOptions{
+		Users: c.Int("users"), Items: c.Int("items"), Times: c.Int("times"), Ratings: c.Int("ratings"),
+		Kind: c.String("kind"), Rank: c.Int("rank"), Bias: c.Bool("bias"), Mean: c.Float64("mean"),
+		Noise: c.Float64("noise"), Scale: c.String("scale"), Skew: c.Float64("skew"),
+	}
+	if o.Scale == "continuous" || o.Scale == "none" {
+		o.Scale = ""
+	}
+	if o.Mean == 0 {
+		return o, fmt.Errorf("--mean 0 is not supported (zero means the default 3.5)")
+	}
+	parts := strings.Split(c.String("ranks"), ",")
+	if len(parts) < 2 || len(parts) > 3 {
+		return o, fmt.Errorf("--ranks %q: want P,Q,T", c.String("ranks"))
+	}
+	for m, p := range parts {
+		v, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || v < 1 {
+			return o, fmt.Errorf("--ranks %q: %q is not a positive integer", c.String("ranks"), p)
+		}
+		o.Ranks[m] = v
+	}
+	tu, err := data.ParseTimeUnit(c.String("time-unit"))
+	if err != nil {
+		return o, err
+	}
+	o.TimeUnit = tu
+	start := c.String("start")
+	if v, err := strconv.ParseInt(start, 10, 64); err == nil {
+		o.Start = v
+	} else if tm, err := time.Parse("2006-01-02", start); err == nil {
+		o.Start = tm.Unix()
+	} else {
+		return o, fmt.Errorf("--start %q: want YYYY-MM-DD or Unix seconds", start)
+	}
+	if o.Start == 0 {
+		return o, fmt.Errorf("--start 0 is not supported (zero means the default 2015-01-01)")
+	}
+	return o, nil
+}
+
+func datasynthRun(c *cli.Context) error {
+	o, err := datasynthOptions(c)
+	if err != nil {
+		return cli.Exit("data synth: "+err.Error(), exitUsage)
+	}
+	format, err := data.ParseFormat(c.String("format"))
+	if err != nil {
+		return cli.Exit("data synth: "+err.Error(), exitUsage)
+	}
+	seed, ok := seedOf(c)
+	if !ok {
+		seed = data.DefaultSynthSeed
+	}
+	t0 := time.Now()
+	s, truth, err := data.Synth(o, rand.NewPCG(seed, seed))
+	if err != nil {
+		return err
+	}
+	out := c.String("out")
+	force := c.Bool("force")
+	if err := data.Save(out, s, data.WriteOptions{Format: format, Force: force}); err != nil {
+		return err
+	}
+	truthPath := c.String("truth")
+	if truthPath == "" && out != "-" {
+		truthPath = out + ".truth.json"
+	}
+	if truthPath != "" {
+		err := data.WriteFileAtomic(truthPath, force, func(w io.Writer) error { return data.WriteSynthTruth(w, truth) })
+		if err != nil {
+			return err
+		}
+	}
+	if !quiet(c) {
+		shape := fmt.Sprintf("%d users x %d items", s.Dims[0], s.Dims[1])
+		if s.Order() == 3 {
+			shape += fmt.Sprintf(" x %d %s buckets", s.Dims[2], s.Time.Unit)
+		}
+		model := fmt.Sprintf("CP rank %d", o.Rank)
+		if o.Kind == "tucker" {
+			model = fmt.Sprintf("Tucker ranks %v", truth.Ranks)
+		}
+		note := ""
+		if truthPath != "" {
+			note = "; truth in " + truthPath
+		}
+		fmt.Fprintf(os.Stderr, "dprec: wrote %d ratings (%s; %s, noise %g, scale %s, seed %d) to %s in %.2fs%s\n",
+			s.NNZ(), shape, model, o.Noise, datasynthScaleName(o.Scale), seed, out, time.Since(t0).Seconds(), note)
+	}
+	return nil
+}
+
+func datasynthScaleName(s string) string {
+	if s == "" {
+		return "continuous"
+	}
+	return s
+}

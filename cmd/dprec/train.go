@@ -1,0 +1,368 @@
+package main
+
+import (
+	crand "crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dprec/dprec/completion"
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/models"
+	"github.com/dprec/dprec/perturb"
+	"github.com/urfave/cli/v2"
+)
+
+func init() {
+	const cat = "Model"
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "data", Usage: "training rating log (default: the embedded synthetic log)"},
+		&cli.StringFlag{Name: "model", Category: cat, Value: "cp", Usage: "model kind: cp or tucker"},
+		&cli.IntFlag{Name: "rank", Category: cat, Value: 10, Usage: "rank R (CP; Tucker uses R in every mode unless --ranks)"},
+		&cli.StringFlag{Name: "ranks", Category: cat, Usage: "Tucker ranks P,Q[,T] (one per mode)"},
+		&cli.BoolFlag{Name: "bias", Category: cat, Value: true, Usage: "global mean and per-user/item/time biases"},
+		&cli.BoolFlag{Name: "no-bias", Category: cat, Usage: "no bias terms (same as --bias=false)"},
+		&cli.StringFlag{Name: "clamp", Category: cat, Value: "data", Usage: `prediction range "lo,hi", "data" (the training ratings' min and max; for private models the public --rating-min/--rating-max) or "none"`},
+		&cli.IntFlag{Name: "epochs", Category: "Training", Value: completion.DefaultEpochs, Usage: "maximum number of epochs"},
+		&cli.Float64Flag{Name: "lr", Category: "Training", Value: completion.DefaultLearningRate, Usage: "initial learning rate"},
+		&cli.Float64Flag{Name: "decay", Category: "Training", Value: completion.DefaultDecay, Usage: "learning-rate decay: lr_t = lr / (1 + decay t); negative for a constant rate"},
+		&cli.Float64Flag{Name: "reg", Category: "Training", Value: completion.DefaultReg, Usage: "factor penalty lambda_o of eq. (4); negative for none"},
+		&cli.Float64Flag{Name: "reg-core", Category: "Training", Value: completion.DefaultRegCore, Usage: "Tucker core penalty lambda_g of eq. (4); negative for none"},
+		&cli.Float64Flag{Name: "reg-bias", Category: "Training", Usage: "bias penalty (default: --reg)"},
+		&cli.Float64Flag{Name: "init-scale", Category: "Training", Value: completion.DefaultInitScale, Usage: "standard deviation of the initial factors"},
+		&cli.Float64Flag{Name: "validation", Category: "Training", Value: 0.1, Usage: "fraction of the ratings held out for validation RMSE and early stopping (0: none)"},
+		&cli.IntFlag{Name: "patience", Category: "Training", Value: completion.DefaultPatience, Usage: "stop after this many epochs without validation improvement (negative: never)"},
+		&cli.Uint64Flag{Name: "seed", Category: "Training", Usage: "seed the split, initialisation and shuffling (and any privacy noise: then NOT private)"},
+		&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Category: "Output", Value: "model.arrow", Usage: "model file to write"},
+		&cli.BoolFlag{Name: "force", Category: "Output", Usage: "overwrite --out"},
+		&cli.BoolFlag{Name: "json", Category: "Output", Usage: "print the summary as JSON"},
+	}
+	flags = append(flags, dataLoadFlags()...)
+	flags = append(flags, trainPrivacyFlags()...)
+	register(&cli.Command{
+		Name:  "train",
+		Usage: "train a CP or Tucker completion model by SGD and save it",
+		Description: `Without --data, trains on the embedded synthetic rating log. A fraction
+(--validation) of the ratings is held out at random to report validation
+RMSE and stop early. --threads sets both parsing and training workers;
+--threads N --seed S gives bit-identical models run to run.`,
+		Flags:  flags,
+		Action: trainRun,
+	})
+}
+
+// trainSummary is what train prints at the end.
+type trainSummary struct {
+	Out          string                   `json:"out"`
+	Data         string                   `json:"data"`
+	Kind         decomposition.Kind       `json:"kind"`
+	Dims         []int                    `json:"dims"`
+	Ranks        []int                    `json:"ranks"`
+	TrainRatings int                      `json:"train_ratings"`
+	ValidRatings int                      `json:"validation_ratings"`
+	Epochs       int                      `json:"epochs"`
+	BestEpoch    int                      `json:"best_epoch"`
+	EarlyStopped bool                     `json:"early_stopped"`
+	TrainRMSE    float64                  `json:"train_rmse"`
+	ValidRMSE    *float64                 `json:"validation_rmse,omitempty"`
+	Seconds      float64                  `json:"seconds"`
+	History      []completion.EpochRecord `json:"history"`
+	Privacy      *perturb.Report          `json:"privacy"`
+	Warnings     []string                 `json:"warnings,omitempty"`
+}
+
+func trainRun(c *cli.Context) error {
+	start := time.Now()
+	out := c.String("out")
+	if !c.Bool("force") {
+		// Fail before training rather than after.
+		if err := trainCheckOut(out); err != nil {
+			return err
+		}
+	}
+	kind := decomposition.Kind(strings.ToLower(c.String("model")))
+	if kind != decomposition.CP && kind != decomposition.Tucker {
+		return cli.Exit(fmt.Sprintf("--model %q: want cp or tucker", c.String("model")), exitUsage)
+	}
+	// Load.
+	var st *data.Store
+	src := "embedded synthetic log"
+	if path := c.String("data"); path != "" {
+		s, _, err := dataLoad(c, path)
+		if err != nil {
+			return err
+		}
+		st, src = s, path
+	} else {
+		s, _, err := data.DefaultSynth()
+		if err != nil {
+			return fmt.Errorf("embedded synthetic log: %w", err)
+		}
+		st = s
+	}
+	ranks, err := trainRanks(c, kind, st.Order())
+	if err != nil {
+		return cli.Exit(err.Error(), exitUsage)
+	}
+	seed, seeded := seedOf(c)
+	if !seeded {
+		var b [8]byte
+		if _, err := crand.Read(b[:]); err != nil {
+			return err
+		}
+		seed = binary.LittleEndian.Uint64(b[:])
+	}
+	rng := rand.NewPCG(seed, 0x9e3779b97f4a7c15) // second PCG word: any fixed constant
+	// Split.
+	frac := c.Float64("validation")
+	if !(frac >= 0 && frac < 1) {
+		return cli.Exit(fmt.Sprintf("--validation %g: want a fraction in [0, 1)", frac), exitUsage)
+	}
+	train, valid := trainSplit(st, frac, rng)
+	// Privacy, model, settings.
+	priv, err := trainPrivacy(c, train)
+	if err != nil {
+		return err
+	}
+	bias := c.Bool("bias") && !c.Bool("no-bias")
+	m, err := decomposition.NewModel(kind, train.Dims, ranks, bias)
+	if err != nil {
+		return err
+	}
+	info := models.Fingerprint(train)
+	if err := trainClamp(c, m, info); err != nil {
+		return err
+	}
+	s := &completion.Settings{
+		Epochs:       c.Int("epochs"),
+		Threads:      c.Int("threads"),
+		LearningRate: c.Float64("lr"),
+		Decay:        c.Float64("decay"),
+		Reg:          c.Float64("reg"),
+		RegCore:      c.Float64("reg-core"),
+		RegBias:      c.Float64("reg-bias"),
+		InitScale:    c.Float64("init-scale"),
+		Patience:     c.Int("patience"),
+		Privacy:      priv,
+	}
+	if s.Epochs <= 0 {
+		return cli.Exit(fmt.Sprintf("--epochs %d: must be positive", s.Epochs), exitUsage)
+	}
+	bar := newBar(c, int64(s.Epochs), "training")
+	res, err := completion.Train(train, valid, m, s, rng, func(r completion.EpochRecord) {
+		desc := fmt.Sprintf("epoch %d loss %.5g train RMSE %.4f", r.Epoch, r.TrainLoss, r.TrainRMSE)
+		if valid != nil {
+			desc += fmt.Sprintf(" valid RMSE %.4f", r.ValidRMSE)
+		}
+		bar.Describe(desc)
+		bar.Add(1)
+	})
+	bar.Finish()
+	if err != nil {
+		var div *completion.ErrDiverged
+		if errors.As(err, &div) {
+			return fmt.Errorf("%w (no model saved; try a smaller --lr or a larger --reg)", err)
+		}
+		return err
+	}
+	// Save.
+	settingsJSON, err := trainSettingsJSON(res.Settings)
+	if err != nil {
+		return err
+	}
+	hist, err := json.Marshal(res.History)
+	if err != nil {
+		return err
+	}
+	dicts := train.Dicts
+	if len(dicts) < m.Order() {
+		dicts = append(append([]*data.Dict(nil), dicts...), make([]*data.Dict, m.Order()-len(dicts))...)
+	}
+	if res.Privacy != nil && res.Privacy.Private() {
+		// The hash and statistics are functions of the private ratings.
+		info = info.Public()
+	}
+	f := &models.File{
+		Header: models.Header{
+			Settings: settingsJSON,
+			History:  hist,
+			Data:     info,
+			Created:  time.Now().UTC().Truncate(time.Second),
+			Software: trainVersion(),
+		},
+		Model:   m,
+		Dicts:   dicts[:m.Order()],
+		Time:    train.Time,
+		Privacy: res.Privacy,
+	}
+	if err := models.Save(out, f, c.Bool("force")); err != nil {
+		return err
+	}
+	// Summary.
+	sum := trainSummary{Out: out, Data: src, Kind: kind, Dims: m.Dims, Ranks: m.Ranks,
+		TrainRatings: train.NNZ(), Epochs: len(res.History), BestEpoch: res.BestEpoch,
+		EarlyStopped: res.EarlyStopped, Seconds: time.Since(start).Seconds(), History: res.History,
+		Privacy: res.Privacy, Warnings: inspectPrivacyWarnings(res.Privacy)}
+	if valid != nil {
+		sum.ValidRatings = valid.NNZ()
+	}
+	if n := len(res.History); n > 0 && res.BestEpoch > 0 {
+		best := res.History[res.BestEpoch-1]
+		sum.TrainRMSE = best.TrainRMSE
+		if valid != nil {
+			v := best.ValidRMSE
+			sum.ValidRMSE = &v
+		}
+	}
+	if seeded && res.Privacy != nil && res.Privacy.Private() && !strings.Contains(res.Privacy.Randomness, "seeded") {
+		sum.Warnings = append(sum.Warnings, "--seed was given: the run is reproducible and NOT private")
+	}
+	return trainPrint(c, &sum)
+}
+
+func trainPrint(c *cli.Context, s *trainSummary) error {
+	w := c.App.Writer
+	if c.Bool("json") {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s)
+	}
+	fmt.Fprintf(w, "trained %s model, ranks %v, on %s: dims %v, %d training ratings", s.Kind, s.Ranks, s.Data, s.Dims, s.TrainRatings)
+	if s.ValidRatings > 0 {
+		fmt.Fprintf(w, ", %d held out", s.ValidRatings)
+	}
+	fmt.Fprintln(w)
+	stop := ""
+	if s.EarlyStopped {
+		stop = " (early stop)"
+	}
+	fmt.Fprintf(w, "epochs          %d%s, best epoch %d, %.3gs\n", s.Epochs, stop, s.BestEpoch, s.Seconds)
+	fmt.Fprintf(w, "train RMSE      %.4f\n", s.TrainRMSE)
+	if s.ValidRMSE != nil {
+		fmt.Fprintf(w, "validation RMSE %.4f\n", *s.ValidRMSE)
+	}
+	inspectPrivacyText(w, s.Privacy)
+	for _, x := range s.Warnings {
+		fmt.Fprintln(w, "WARNING:", x)
+	}
+	fmt.Fprintf(w, "saved           %s\n", s.Out)
+	return nil
+}
+
+// trainCheckOut refuses an existing output file before training starts.
+func trainCheckOut(out string) error {
+	if _, err := os.Lstat(out); err == nil {
+		return fmt.Errorf("%s: %w", out, data.ErrExists)
+	}
+	return nil
+}
+
+// trainRanks resolves --rank / --ranks for a model of the given order.
+func trainRanks(c *cli.Context, kind decomposition.Kind, order int) ([]int, error) {
+	if s := c.String("ranks"); s != "" {
+		if kind == decomposition.CP {
+			return nil, errors.New("--ranks is for Tucker models; CP takes --rank")
+		}
+		parts := strings.Split(s, ",")
+		if len(parts) != order {
+			return nil, fmt.Errorf("--ranks %q: want %d ranks for an order-%d log", s, order, order)
+		}
+		out := make([]int, order)
+		for i, p := range parts {
+			v, err := strconv.Atoi(strings.TrimSpace(p))
+			if err != nil || v <= 0 {
+				return nil, fmt.Errorf("--ranks %q: %q is not a positive integer", s, p)
+			}
+			out[i] = v
+		}
+		return out, nil
+	}
+	r := c.Int("rank")
+	if r <= 0 {
+		return nil, fmt.Errorf("--rank %d: must be positive", r)
+	}
+	out := make([]int, order)
+	for i := range out {
+		out[i] = r
+	}
+	return out, nil
+}
+
+// trainClamp sets the model's prediction range from --clamp.
+func trainClamp(c *cli.Context, m *decomposition.Model, info *models.DataInfo) error {
+	switch s := strings.TrimSpace(c.String("clamp")); s {
+	case "none":
+	case "", "data":
+		if c.String("privacy") != "none" && c.String("privacy") != "" {
+			// The data's range is not private: use the declared public
+			// rating scale of the privacy flags.
+			lo, hi := c.Float64("rating-min"), c.Float64("rating-max")
+			if !(lo < hi) {
+				return cli.Exit(`a private model needs a public rating scale: give --clamp lo,hi or --clamp none`, exitUsage)
+			}
+			m.ClampLo, m.ClampHi = lo, hi
+			return nil
+		}
+		if info.Min < info.Max {
+			m.ClampLo, m.ClampHi = info.Min, info.Max
+		}
+	default:
+		lo, hi, ok := strings.Cut(s, ",")
+		a, err1 := strconv.ParseFloat(strings.TrimSpace(lo), 64)
+		b, err2 := strconv.ParseFloat(strings.TrimSpace(hi), 64)
+		if !ok || err1 != nil || err2 != nil || !(a < b) || math.IsInf(a, 0) || math.IsInf(b, 0) {
+			return cli.Exit(fmt.Sprintf(`--clamp %q: want "lo,hi" with lo < hi, "data" or "none"`, s), exitUsage)
+		}
+		m.ClampLo, m.ClampHi = a, b
+	}
+	return nil
+}
+
+// trainSplit holds out a random fraction of the ratings for validation.
+// Both parts keep the full dictionaries and dimensions.
+func trainSplit(st *data.Store, frac float64, src rand.Source) (train, valid *data.Store) {
+	n := st.NNZ()
+	nv := int(math.Round(frac * float64(n)))
+	if frac <= 0 || nv == 0 || nv >= n {
+		return st, nil
+	}
+	perm := rand.New(src).Perm(n)
+	v, t := perm[:nv], perm[nv:]
+	slices.Sort(v)
+	slices.Sort(t)
+	return st.Subset(t), st.Subset(v)
+}
+
+// trainSettingsJSON encodes the resolved settings for the model header,
+// without the privacy plug-in (described by the privacy report instead).
+func trainSettingsJSON(s completion.Settings) ([]byte, error) {
+	s.Privacy = nil
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	delete(m, "Privacy")
+	return json.Marshal(m)
+}
+
+// trainVersion is the program version recorded in model files.
+func trainVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return "dprec " + bi.Main.Version
+	}
+	return "dprec (devel)"
+}

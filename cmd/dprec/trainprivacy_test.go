@@ -1,0 +1,98 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/dprec/dprec/completion"
+	"github.com/dprec/dprec/data"
+	"github.com/urfave/cli/v2"
+)
+
+// trainPrivacyStore is a 4-user log in which user 0 has 6 ratings.
+func trainPrivacyStore() *data.Store {
+	s := &data.Store{Dims: []int{4, 8}, Idx: [][]int32{{}, {}}}
+	add := func(u, i int32, v float64) {
+		s.Idx[0] = append(s.Idx[0], u)
+		s.Idx[1] = append(s.Idx[1], i)
+		s.Val = append(s.Val, v)
+	}
+	for i := int32(0); i < 6; i++ {
+		add(0, i, 4)
+	}
+	for u := int32(1); u < 4; u++ {
+		add(u, u, 3)
+		add(u, u+1, 2)
+	}
+	return s
+}
+
+// trainPrivacyParse runs trainPrivacy on args with the train command's
+// privacy flags (plus --validation and --seed, which train.go defines).
+func trainPrivacyParse(t *testing.T, st *data.Store, args ...string) (completion.Privacy, error) {
+	t.Helper()
+	var p completion.Privacy
+	var perr error
+	flags := append(trainPrivacyFlags(),
+		&cli.Float64Flag{Name: "validation"}, &cli.Uint64Flag{Name: "seed"}, &cli.BoolFlag{Name: "quiet"})
+	app := &cli.App{Name: "t", Flags: flags, Action: func(c *cli.Context) error {
+		p, perr = trainPrivacy(c, st)
+		return nil
+	}}
+	if err := app.Run(append([]string{"t", "--quiet"}, args...)); err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return p, perr
+}
+
+func TestTrainPrivacyFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		wantErr string
+		check   func(completion.Privacy) bool
+	}{
+		{nil, "", func(p completion.Privacy) bool { _, ok := p.(completion.NoPrivacy); return ok }},
+		{[]string{"--epsilon", "1"}, "needs --privacy", nil},
+		{[]string{"--privacy", "input"}, "needs --epsilon", nil},
+		{[]string{"--privacy", "input", "--epsilon", "1", "--validation", "0.1"}, "--validation 0", nil},
+		{[]string{"--privacy", "input", "--epsilon", "1"}, "", func(p completion.Privacy) bool { _, ok := p.(*completion.InputPerturbation); return ok }},
+		{[]string{"--privacy", "input", "--epsilon", "1", "--mechanism", "gaussian"}, "delta", nil},
+		{[]string{"--privacy", "gradient", "--epsilon", "1", "--delta", "1e-5", "--protect", "all", "--calibration", "tight"}, "", func(p completion.Privacy) bool { _, ok := p.(*completion.GradientPerturbation); return ok }},
+		{[]string{"--privacy", "gradient", "--epsilon", "1", "--protect", "most"}, "protect", nil},
+		{[]string{"--privacy", "output", "--epsilon", "1"}, "", func(p completion.Privacy) bool { _, ok := p.(*completion.OutputPerturbation); return ok }},
+		{[]string{"--privacy", "output", "--epsilon", "1", "--privacy-unit", "user", "--max-ratings-per-user", "2"}, "entry", nil},
+		{[]string{"--privacy", "input", "--epsilon", "1", "--privacy-unit", "user"}, "max-ratings-per-user", nil},
+		{[]string{"--privacy", "input", "--epsilon", "1", "--max-ratings-per-user", "2"}, "privacy-unit user", nil},
+		{[]string{"--privacy", "input", "--epsilon", "nan"}, "epsilon", nil},
+		{[]string{"--privacy", "input", "--epsilon", "1", "--rating-min", "5", "--rating-max", "1"}, "range", nil},
+		{[]string{"--privacy", "input", "--epsilon", "1", "--calibration", "optimal"}, "calibration", nil},
+		{[]string{"--privacy", "input", "--epsilon", "1", "--accounting", "moments"}, "accounting", nil},
+		{[]string{"--privacy", "everything", "--epsilon", "1"}, "want none", nil},
+	} {
+		p, err := trainPrivacyParse(t, trainPrivacyStore(), tc.args...)
+		switch {
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%v: err = %v, want one containing %q", tc.args, err, tc.wantErr)
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%v: %v", tc.args, err)
+		case tc.check != nil && err == nil && !tc.check(p):
+			t.Errorf("%v: plug-in %T", tc.args, p)
+		}
+	}
+}
+
+// TestTrainPrivacyUserBound: the user unit bounds the store in place before
+// training, so no user exceeds k ratings.
+func TestTrainPrivacyUserBound(t *testing.T) {
+	st := trainPrivacyStore()
+	if _, err := trainPrivacyParse(t, st, "--privacy", "input", "--epsilon", "1", "--privacy-unit", "user", "--max-ratings-per-user", "2", "--seed", "3"); err != nil {
+		t.Fatal(err)
+	}
+	cnt := map[int32]int{}
+	for _, u := range st.Idx[0] {
+		cnt[u]++
+	}
+	if cnt[0] != 2 || cnt[1] != 2 || st.NNZ() != 8 {
+		t.Errorf("after bounding: counts %v, %d ratings (want user 0 cut to 2 of 6, 8 in all)", cnt, st.NNZ())
+	}
+}

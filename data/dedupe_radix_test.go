@@ -1,0 +1,75 @@
+package data
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestRadixSortCells compares the radix sort with a stable comparison sort
+// on keys with many repeats and several digit widths.
+func TestRadixSortCells(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, width := range []int{0, 3, 11, 12, 40, 64} {
+		for _, n := range []int{0, 1, 2, 1000} {
+			keys := make([]uint64, n)
+			for e := range keys {
+				if width > 0 {
+					keys[e] = rng.Uint64() >> uint(64-width)
+					if e > 0 && rng.IntN(3) == 0 {
+						keys[e] = keys[rng.IntN(e)]
+					}
+				}
+			}
+			want := make([]int32, n)
+			for e := range want {
+				want[e] = int32(e)
+			}
+			orig := slices.Clone(keys)
+			slices.SortStableFunc(want, func(a, b int32) int {
+				switch {
+				case orig[a] < orig[b]:
+					return -1
+				case orig[a] > orig[b]:
+					return 1
+				}
+				return 0
+			})
+			sorted, pos := radixSortCells(keys, width)
+			if !slices.Equal(pos, want) {
+				t.Fatalf("width %d n %d: positions differ", width, n)
+			}
+			for j, e := range pos {
+				if sorted[j] != orig[e] {
+					t.Fatalf("width %d n %d: sorted key %d wrong", width, n, j)
+				}
+			}
+		}
+	}
+}
+
+// TestDedupePolicies checks last/mean on a store with repeated cells.
+func TestDedupePolicies(t *testing.T) {
+	for _, tc := range []struct {
+		policy DuplicatePolicy
+		want   []float64
+	}{{DupLast, []float64{3, 5}}, {DupMean, []float64{2, 5}}} {
+		b := NewBuilder(NewIntDict("u"), NewIntDict("i"), true, BuilderOptions{Duplicates: tc.policy, KeepTimestamps: true})
+		b.Add(0, 0, 1, 10)
+		b.Add(1, 0, 5, 10)
+		b.Add(0, 0, 3, 20) // same day as the first row
+		b.Users.InternInt(7)
+		b.Users.InternInt(8)
+		b.Items.InternInt(9)
+		s, ds, err := b.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(s.Val, tc.want) || ds.Cells != 1 || ds.Dropped != 1 {
+			t.Errorf("%s: values %v stats %+v, want %v", tc.policy, s.Val, ds, tc.want)
+		}
+		if tc.policy == DupLast && s.Timestamps[0] != 20 {
+			t.Errorf("last: time stamp %d, want 20", s.Timestamps[0])
+		}
+	}
+}

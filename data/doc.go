@@ -1,0 +1,107 @@
+// Package data holds the observed entries of a rating tensor and the files
+// they come from: a sparse coordinate Store, loading and writing rating logs
+// (delimited text, Arrow IPC, Parquet), statistics, train/test splits, a
+// synthetic generator with known ground truth, and bag-of-words corpora for
+// the spectral models.
+//
+// # Store
+//
+// A Store keeps the observed cells of a user x item (x time) tensor as a
+// struct of arrays: one []int32 of dense indices per mode and one []float64
+// of values. Order 3 (user x item x time bucket, the tensor of the
+// tensor-completion paper) costs 3*4+8 = 20 bytes per observation; the
+// loaders trim their reservations so the measured figure (slice
+// capacities, TestStoreBytesPerObservation) stays at most 24 bytes.
+// Dictionaries (Dict) map external IDs to dense indices in order of first
+// appearance and cost extra (about 8 bytes plus a map entry per distinct
+// ID); raw time stamps, kept on request, cost 8 bytes per observation.
+// Store.Each visits the entries in any caller-given order without copying.
+//
+// # Delimited text grammar
+//
+// A file is a sequence of lines ending in LF or CRLF; blank lines are
+// ignored, and a UTF-8 byte-order mark at the start is dropped. Gzip input
+// is recognised by its magic bytes whatever the file name.
+//
+//	file   = [header] row {row}
+//	row    = field {delim field}
+//	field  = plain | '"' {char | '""'} '"'
+//	delim  = "," | TAB | "::" | ";" | "|" | blanks
+//
+// Supported layouts: MovieLens 100K u.data (tab, no header: user item
+// rating time), MovieLens 1M/10M ratings.dat ("::", no header), MovieLens
+// 20M/25M/latest ratings.csv (header userId,movieId,rating,timestamp), and
+// any CSV/TSV with a header or with the columns given by position.
+//
+//   - Delimiter: LoadOptions.Delimiter, else the first of "::", tab, comma,
+//     semicolon, pipe, space (the one the file name suggests tried first)
+//     that splits the first 50 non-blank lines into the same number (at
+//     least 3) of fields. With the space delimiter, runs of blanks separate
+//     fields. Unquoted fields have surrounding spaces trimmed.
+//   - Quoting (RFC 4180 style): a field that starts with '"' runs to the next
+//     lone '"'; '""' stands for a quote, and the delimiter may appear inside.
+//     A quoted field cannot span lines.
+//   - Header: LoadOptions.Header, else detected: the first non-blank line is
+//     a header exactly when none of its fields is a number (a data row always
+//     holds a numeric rating).
+//   - Columns: with a header, Columns names them (exact, then
+//     case-insensitive match) or the defaults userId/user_id/user,
+//     movieId/itemId/item_id/item/movie, rating/value/score and
+//     timestamp/time/ts are tried; the time column is optional. Columns.Order
+//     gives roles by position instead (any header line is then skipped).
+//     Without a header the columns are user, item, rating and, if present,
+//     time. Fields beyond the needed ones are ignored.
+//   - IDs: an ID column holds integers when every value is an integer
+//     literal (optional sign, decimal digits); "007" and "7" are then the same
+//     ID. A negative or int64-overflowing integer is an error (ErrBadID). A
+//     column with any other value (a letter, a dot, ...) holds strings, for
+//     all its rows: the decision is made on the whole file (the loader
+//     restarts when a late row turns a column to strings), never on a sample.
+//   - Ratings: decimal floating point (strconv syntax); empty, NaN, Inf,
+//     out-of-range or non-numeric values are errors (ErrBadRating).
+//   - Time: integer Unix seconds, decimal Unix seconds (floored to the
+//     second), or an ISO-8601 / RFC 3339 date: 2006-01-02,
+//     2006-01-02T15:04:05, 2006-01-02 15:04:05 (all UTC) or
+//     2006-01-02T15:04:05Z07:00 with an optional fraction (ErrBadTime
+//     otherwise).
+//
+// Every malformed row fails the load with a *ParseError naming the file,
+// line, column and reason (wrapping ErrFieldCount, ErrBadID, ErrBadRating,
+// ErrBadTime or ErrQuote); with LoadOptions.SkipInvalid such rows are
+// skipped and counted in LoadReport.Skipped, with the first reasons in
+// SkipReasons. An empty file, a header-only file (ErrNoData), a missing
+// column (ErrNoColumn, listing the available names) and a file with fewer
+// than three columns (ErrFieldCount) each have their own message.
+//
+// Writing (Save) produces CSV or TSV with a header (userId, movieId,
+// rating, timestamp unless WriteOptions.Columns names them) or ".dat"
+// without one; ratings are written in the shortest form that parses back to
+// the same float64, time as the raw Unix seconds when the store keeps them
+// (else the start of the time bucket). CSV -> Store -> CSV round-trips
+// exactly: entries, dictionaries (order and type, except that string IDs
+// that are all integer literals load back as integers) and time stamps.
+//
+// # Time buckets and duplicates
+//
+// Raw Unix seconds are bucketed by a TimeUnit (hour, day, week, month, or
+// none for an order-2 store); the TimeBucketing records the unit and the
+// first bucket, so a later time stamp maps to the same bucket (clamped to
+// the trained range, and reported). Cells observed several times (same
+// user, item and bucket) follow the DuplicatePolicy: keep the last (the
+// default, counted in LoadReport.Duplicates), average, or fail.
+//
+// # Splits and statistics
+//
+// ComputeStats summarises a store. RandomSplit, PerUserSplit, TimeSplit,
+// CutoffSplit and KFold partition its positions; the random ones are
+// deterministic given their rand.Source.
+//
+// # Concurrency
+//
+// Delimited text is read in 2 MiB chunks cut at line ends; LoadOptions.Threads
+// goroutines (default GOMAXPROCS) parse chunks in parallel into compact
+// arrays, and one goroutine feeds them to the Builder in file order, so
+// dictionaries and the store are identical for every thread count. Stores,
+// Dicts and TimeBucketings are read-only once built and then safe for
+// concurrent readers; a Builder is not safe for concurrent use.
+package data

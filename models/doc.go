@@ -1,0 +1,116 @@
+// Package models stores trained completion models in one self-describing,
+// versioned file and serves predictions, top-N recommendations and
+// evaluations from them.
+//
+// # File format (version 1)
+//
+// A model file is an Arrow IPC file (the "Feather v2" random-access format,
+// magic "ARROW1"), so pyarrow, DuckDB, Polars or any Arrow reader opens it
+// without dprec:
+//
+//	pyarrow.ipc.open_file("model.arrow").read_all().to_pandas()
+//	SELECT * FROM 'model.arrow' WHERE part = 'item'        -- DuckDB (arrow extension)
+//
+// Every record batch has the same schema, one row per factor row or core
+// entry ("long" layout), in this column order:
+//
+//	part    utf8     "user", "item", "time" or "core"
+//	mode    int32    0, 1, 2 for factor rows; -1 for core entries
+//	index   int64    dense row index in its mode; for the core, the
+//	                 row-major (last mode fastest) flat index
+//	id      utf8     external id (integers in base 10); for time rows the
+//	                 bucket start as RFC 3339 UTC; null for the core
+//	id_int  int64    integer external id, or the bucket start in Unix
+//	                 seconds for time rows; null for string ids and the core
+//	bias    float64  the row's bias (null when the model has no biases)
+//	f0 .. f{Rmax-1}  float64 factor row (a_i, b_j or c_k), Rmax the largest
+//	                 rank; entries beyond the mode's rank are null
+//	core_p, core_q, core_t  int32  Tucker core multi-index (null otherwise;
+//	                 core_t null for order-2 models)
+//	value   float64  Tucker core entry G[p,q,t] (null for factor rows)
+//
+// Factor rows come mode by mode in index order, in batches of at most 65,536
+// rows, then the core. The schema metadata holds:
+//
+//	dprec.format   "dprec-model"  (magic: anything else is not a model)
+//	dprec.version  "1"            (other versions are rejected)
+//	dprec.header   JSON Header: kind, modes, dims, ranks, id types and
+//	               column names, biases, global mean, clamp range, time
+//	               bucketing, training settings and per-epoch history, data
+//	               fingerprint (SHA-256 of the training indices and values),
+//	               created time, program version, and the privacy report
+//	               ("privacy": {"mode": "none", ...} for non-private models)
+//	dprec.sha256   payload checksum: SHA-256 of the header JSON followed by
+//	               every id, bias, factor value and core value in canonical
+//	               order (mode by mode, row by row; little-endian IEEE-754
+//	               bits), recomputed and compared on load
+//	dprec.seal     "dprec-file-sha256:" + SHA-256 of the whole file with the
+//	               64 digest bytes of each seal copy zeroed
+//
+// # Loading guarantees
+//
+// Load reads the file once (its size bounds the memory) and checks, in
+// order: the seal, before any Arrow decoding (a truncated file or any
+// flipped byte is rejected with ErrFormat or ErrChecksum without touching
+// the decoder); the flatbuffer footer (every offset inside the footer,
+// every vector count fitting the bytes that remain, only the column types
+// model files use), so no count in a crafted file can size an allocation;
+// the format name and version (ErrVersion); the header's shapes against the
+// file size, before the model is allocated; then it decodes the record
+// batches with an allocator capped at four times the file size plus 1 MiB,
+// checks every row (range, duplicates, missing rows, nulls, time bucket
+// starts) and finally the payload checksum. Panics inside the Arrow decoder
+// are recovered into ErrFormat. Nothing in a model file is executed. Tests
+// truncate a model at every byte offset, flip every byte, and flip bytes of
+// a re-sealed file (as a deliberate edit would), including every footer
+// byte; the seal is an integrity check, not an authentication.
+//
+// Save writes through data.WriteFileAtomic (temporary file, fsync, rename)
+// and refuses to replace a file unless forced, and refuses models with
+// non-finite values.
+//
+// # Predictions and fallbacks
+//
+// Predictor maps external ids through the dictionaries and Unix times
+// through the time bucketing (seed 001, eq. 2-3 with biases):
+//
+//	x̂(u,i,t) = mu + b_u + b_i + b_t + G ×1 a_u ×2 b_i ×3 c_t
+//
+// clamped to the model's rating range. An unknown user or item contributes
+// neither its factor row nor its bias (a model without biases falls back to
+// the training mean); a time outside the trained range uses the nearest
+// bucket; no time averages the time rows and biases over the trained
+// buckets. The Fallback bit set says which of these happened; the value is
+// never a silent 0 and never indexes out of range.
+//
+// Recommend and RecommendAll contract the model with the user (and time)
+// into one vector w of the item rank, so an item's score is
+// base + b_i + <w, b_i>, and stream the items through a size-N min-heap:
+// O(N) memory per user. RecommendAll scores blocks of 64 users per pass
+// over the item matrix, in parallel, and emits users in index order; it
+// never holds the users x items matrix.
+//
+// # Evaluation
+//
+// Evaluate maps the test log to the model by external id. RMSE and MAE are
+// over all test ratings (fallbacks included, counted per fallback kind).
+// Ranking metrics: a test item is relevant to its user when its test
+// rating >= Threshold. For every test user known to the model with at
+// least one relevant test item, all items of the model are ranked by score
+// at the time of the user's latest test rating, minus the items the user
+// rated in the training log when one is given; with top-k list L and
+// relevant set Rel (distinct items, including items the model does not
+// know, which can never be hit):
+//
+//	precision@k = |L ∩ Rel| / k
+//	recall@k    = |L ∩ Rel| / |Rel|
+//	NDCG@k      = sum_{r=1..k, L_r in Rel} 1/log2(r+1)  /  sum_{r=1..min(k,|Rel|)} 1/log2(r+1)
+//
+// each averaged over those users.
+//
+// # Concurrency
+//
+// A loaded File and its Predictor are read-only: any number of goroutines
+// may call Predict, Recommend, RecommendAll and Evaluate concurrently
+// (tested under the race detector). Save and Load share no state.
+package models
