@@ -29,7 +29,7 @@ func benchEpoch(b *testing.B, kind decomposition.Kind, dims []int, nnz, rank int
 	cfg := (&Settings{Threads: runtime.GOMAXPROCS(0), LearningRate: 0.01, Reg: 0.005}).resolved()
 	rng := rand.New(rand.NewPCG(3, 4))
 	initModel(m, st.Val, &cfg, rng)
-	t, err := newTrainer(m, st, st.Val, &cfg, rng)
+	t, err := newTrainer(m, st, append([]float64(nil), st.Val...), &cfg, rng)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -68,9 +68,11 @@
 //
 // Beyond the store and the model, training holds 16 bytes per observation:
 // the observations bucketed by block, each as one uint64 of packed
-// coordinates (order 3 needs bits(I-1)+bits(J-1)+bits(K-1) <= 64, else
+// coordinates (order 3 needs bits(I-1)+bits(J-1)+bits(K-1) <= 63, else
 // *ShapeError) and one float64 value (the private copy the input
-// perturbation may change). Mode-sized arrays (block maps), one model-sized
+// perturbation may change, permuted in place into block order by following
+// the cycles of the bucketing permutation, so no second copy exists at any
+// time). Mode-sized arrays (block maps), one model-sized
 // snapshot (the last good / best epoch's parameters) and per-worker
 // scratch come on top.
 //
@@ -78,7 +80,9 @@
 //
 // Train calls Settings.Privacy (nil: NoPrivacy) at fixed points: Plan with
 // the training store and the resolved settings, before anything else;
-// PerturbInput on the private copy of the values, before the mean and
+// PerturbInput on the private copy of the values (in store order, aligned
+// with the store's indices; the trainer then takes the slice over and
+// permutes it, so a plug-in must not keep it), before the mean and
 // initialisation; GradientTransform(w) once per worker, whose Transform
 // receives every per-entry data gradient (EntryGrad) before the
 // regulariser is added and the step applied (a nil transform selects the

@@ -10,7 +10,7 @@ import (
 
 // layout is the training working space: the observations bucketed by
 // stratification block, each stored as one packed uint64 of coordinates
-// (mode m's index in bits [shift[m], shift[m]+width[m])) and one float64
+// (mode m's index in bits [shift[m], shift[m]+width[m]), at most 63 bits) and one float64
 // value (the trainer's private, possibly perturbed copy). That is 16 bytes
 // per observation and is all the per-observation memory training uses; the
 // hot loop then reads its entries sequentially.
@@ -28,7 +28,8 @@ type layout struct {
 }
 
 // newLayout buckets the observations of st (values vals) into p^order
-// blocks. Each mode's indices are assigned to blocks by a random relabelling
+// blocks. It takes ownership of vals, which it permutes in place into
+// block order (so the working space stays at 16 bytes per observation). Each mode's indices are assigned to blocks by a random relabelling
 // (so blocks are balanced whatever the index order), and each block starts
 // in a random order.
 func newLayout(st *data.Store, vals []float64, p int, rng *rand.Rand) (*layout, error) {
@@ -44,8 +45,8 @@ func newLayout(st *data.Store, vals []float64, p int, rng *rand.Rand) (*layout, 
 		L.mask[m] = 1<<w - 1
 		total += w
 	}
-	if total > 64 {
-		return nil, &ShapeError{Reason: fmt.Sprintf("mode sizes %v need %d bits per packed coordinate (limit 64)", st.Dims, total)}
+	if total > 63 {
+		return nil, &ShapeError{Reason: fmt.Sprintf("mode sizes %v need %d bits per packed coordinate (limit 63)", st.Dims, total)}
 	}
 	// blockOf[m][i] is the block of index i in mode m.
 	blockOf := make([][]int32, L.order)
@@ -75,20 +76,44 @@ func newLayout(st *data.Store, vals []float64, p int, rng *rand.Rand) (*layout, 
 	for b := 0; b < nb; b++ {
 		L.start[b+1] += L.start[b]
 	}
+	// Move every observation e to its position pos(e) in block order
+	// (stable within a block) without a second copy: coords first holds
+	// pos(e) at index e; following the cycles of that permutation, each
+	// slot receives its packed coordinates (marked by the top bit until the
+	// pass ends) and vals is permuted in place.
 	next := append([]int(nil), L.start[:nb]...)
 	L.coords = make([]uint64, n)
-	L.vals = make([]float64, n)
 	for e := 0; e < n; e++ {
 		b := blockID(e)
-		pos := next[b]
+		L.coords[e] = uint64(next[b])
 		next[b]++
+	}
+	const done = 1 << 63
+	pack := func(e int) uint64 {
 		c := uint64(0)
 		for m := range L.order {
 			c |= uint64(st.Idx[m][e]) << L.shift[m]
 		}
-		L.coords[pos] = c
-		L.vals[pos] = vals[e]
+		return c | done
 	}
+	for e0 := 0; e0 < n; e0++ {
+		if L.coords[e0]&done != 0 {
+			continue
+		}
+		// Carry observation e0 along its cycle e0 -> pos(e0) -> ... -> e0,
+		// reading each slot's pos before overwriting it.
+		v, c, dst := vals[e0], pack(e0), int(L.coords[e0])
+		for dst != e0 {
+			ndst, nv, nc := int(L.coords[dst]), vals[dst], pack(dst)
+			L.coords[dst], vals[dst] = c, v
+			dst, v, c = ndst, nv, nc
+		}
+		L.coords[e0], vals[e0] = c, v
+	}
+	for i := range L.coords {
+		L.coords[i] &^= done
+	}
+	L.vals = vals
 	for b := 0; b < nb; b++ {
 		L.shuffle(b, rng)
 	}

@@ -38,10 +38,11 @@ type PrivacyExpDataset struct {
 	// Settings of training (Privacy is set per run; Patience is forced to
 	// -1 so every run trains the same number of epochs).
 	Settings Settings
-	// PrivateSettings, when non-nil, replace Settings for the private
-	// modes (noisy training usually wants a smaller step and a larger
-	// penalty than non-private training).
-	PrivateSettings *Settings
+	// PrivateSettings, when non-nil, gives the settings of the private
+	// modes at a privacy budget epsilon (noisy training wants a smaller
+	// step and a larger penalty the smaller epsilon is; a schedule that
+	// depends only on epsilon and public constants costs no privacy).
+	PrivateSettings func(epsilon float64) Settings
 }
 
 // PrivacyExpRow is one training run.
@@ -141,7 +142,7 @@ func privacyExpRun(ds PrivacyExpDataset, mode string, eps, delta, clip float64, 
 	m.ClampLo, m.ClampHi = ds.RatingMin, ds.RatingMax
 	s := ds.Settings
 	if mode != ExpNone && ds.PrivateSettings != nil {
-		s = *ds.PrivateSettings
+		s = ds.PrivateSettings(eps)
 	}
 	s.Privacy = p
 	s.Patience = -1

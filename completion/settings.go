@@ -15,7 +15,7 @@ const (
 	DefaultEpochs       = 60
 	DefaultLearningRate = 0.005
 	DefaultDecay        = 0.05
-	DefaultReg          = 0.05
+	DefaultReg          = 0.1
 	DefaultRegCore      = 0.0001
 	DefaultInitScale    = 0.1
 	DefaultPatience     = 5

@@ -101,7 +101,7 @@ func Train(train, valid *data.Store, m *decomposition.Model, s *Settings, src ra
 	}
 	rng := rand.New(src)
 	initModel(m, vals, &cfg, rng)
-
+	// The trainer's layout takes over vals (permuting it into block order).
 	t, err := newTrainer(m, train, vals, &cfg, rng)
 	if err != nil {
 		return nil, err
@@ -115,7 +115,7 @@ func Train(train, valid *data.Store, m *decomposition.Model, s *Settings, src ra
 		t0 := time.Now()
 		sse := t.epoch(lr, cfg.CoreLearningRate/(1+cfg.Decay*float64(ep)))
 		rec := EpochRecord{Epoch: ep + 1, LearningRate: lr, Seconds: time.Since(t0).Seconds()}
-		rec.TrainRMSE = math.Sqrt(sse / float64(len(vals)))
+		rec.TrainRMSE = math.Sqrt(sse / float64(train.NNZ()))
 		rec.TrainLoss = sse + regNorms(m, &cfg)
 		if !finite(rec.TrainLoss) || !modelFinite(m) {
 			good.restore(m)

@@ -446,3 +446,66 @@ func TestStrata(t *testing.T) {
 		}
 	}
 }
+
+// TestLayout: the in-place bucketing keeps every observation exactly once,
+// with its own value, inside the block its indices belong to.
+func TestLayout(t *testing.T) {
+	for _, dims := range [][]int{{37, 23}, {37, 23, 11}} {
+		st, _ := lowRankStore(dims, 2, 700, 1, 0, 5)
+		for e := range st.Val {
+			st.Val[e] = float64(e) // identifies the observation
+		}
+		for _, p := range []int{1, 2, 3} {
+			vals := append([]float64(nil), st.Val...)
+			L, err := newLayout(st, vals, p, rand.New(rand.NewPCG(1, 1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := make([]bool, st.NNZ())
+			blockOfMode := make([][]map[int32]bool, len(dims)) // mode -> block -> indices
+			for m := range dims {
+				blockOfMode[m] = make([]map[int32]bool, p)
+				for b := range blockOfMode[m] {
+					blockOfMode[m][b] = map[int32]bool{}
+				}
+			}
+			for b := 0; b+1 < len(L.start); b++ {
+				for pos := L.start[b]; pos < L.start[b+1]; pos++ {
+					e := int(L.vals[pos])
+					if seen[e] {
+						t.Fatalf("observation %d twice", e)
+					}
+					seen[e] = true
+					bb := b
+					for m := len(dims) - 1; m >= 0; m-- {
+						i := int32((L.coords[pos] >> L.shift[m]) & L.mask[m])
+						if i != st.Idx[m][e] {
+							t.Fatalf("p %d: observation %d mode %d index %d, want %d", p, e, m, i, st.Idx[m][e])
+						}
+						blockOfMode[m][bb%p][i] = true
+						bb /= p
+					}
+				}
+			}
+			for e, ok := range seen {
+				if !ok {
+					t.Fatalf("observation %d lost", e)
+				}
+			}
+			// Each index lies in exactly one block of its mode.
+			for m := range dims {
+				for i := 0; i < dims[m]; i++ {
+					n := 0
+					for b := 0; b < p; b++ {
+						if blockOfMode[m][b][int32(i)] {
+							n++
+						}
+					}
+					if n > 1 {
+						t.Fatalf("p %d: index %d of mode %d in %d blocks", p, i, m, n)
+					}
+				}
+			}
+		}
+	}
+}

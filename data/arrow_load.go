@@ -389,8 +389,15 @@ func (l *arrowLoader) internColumn(x *arrowInterner, a arrow.Array, raw []int64,
 	return nil
 }
 
+// arrowBeforeFinish, when set (by benchmarks), is called when all rows are
+// read, just before Builder.Finish, to time the two phases apart.
+var arrowBeforeFinish func()
+
 // finish builds the store.
 func (l *arrowLoader) finish() (*Store, error) {
+	if arrowBeforeFinish != nil {
+		arrowBeforeFinish()
+	}
 	s, ds, err := l.b.Finish()
 	l.rep.Duplicates = ds
 	if err != nil {

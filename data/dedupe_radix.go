@@ -1,6 +1,10 @@
 package data
 
-import "math/bits"
+import (
+	"math/bits"
+	"runtime"
+	"sync"
+)
 
 // radixDigit is the digit width of the cell sort: 2^11 counters (16 KiB)
 // stay in L1 cache, and 64-bit keys need at most 6 passes.
@@ -37,61 +41,85 @@ func cellKeys(s *Store) (keys []uint64, width int, ok bool) {
 // radixSortCells sorts positions 0..n-1 by keys (stably, so equal keys keep
 // ascending positions) with a least-significant-digit radix sort over the
 // low width bits. It returns the sorted keys and positions; keys is
-// clobbered.
+// clobbered. Large inputs are counted and scattered by GOMAXPROCS workers,
+// each owning a contiguous segment: the per-worker digit offsets keep the
+// sort stable, so the result does not depend on the number of workers.
 func radixSortCells(keys []uint64, width int) ([]uint64, []int32) {
 	n := len(keys)
+	pos := make([]int32, n)
+	for e := range pos {
+		pos[e] = int32(e)
+	}
 	if n < 2 || width == 0 {
-		pos := make([]int32, n)
-		for e := range pos {
-			pos[e] = int32(e)
-		}
 		return keys, pos
 	}
-	passes := (width + radixDigit - 1) / radixDigit
-	// The digit histograms do not depend on the order of the keys, so one
-	// read pass counts them all.
-	count := make([][1 << radixDigit]int, passes)
-	for _, k := range keys {
-		for p := range count {
-			count[p][(k>>uint(p*radixDigit))&(1<<radixDigit-1)]++
-		}
+	workers := 1
+	if n >= radixParallelMin {
+		workers = min(runtime.GOMAXPROCS(0), 8)
 	}
-	var pos []int32 // nil: still the identity
+	seg := func(w int) (int, int) { return w * n / workers, (w + 1) * n / workers }
+	count := make([][1 << radixDigit]int, workers)
 	k2 := make([]uint64, n)
 	p2 := make([]int32, n)
-	for p := range count {
-		shift := uint(p * radixDigit)
-		c := &count[p]
-		if c[(keys[0]>>shift)&(1<<radixDigit-1)] == n {
+	parallel := func(fn func(w int)) {
+		if workers == 1 {
+			fn(0)
+			return
+		}
+		var wg sync.WaitGroup
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				fn(w)
+			}()
+		}
+		wg.Wait()
+	}
+	for shift := uint(0); shift < uint(width); shift += radixDigit {
+		parallel(func(w int) {
+			c := &count[w]
+			clear(c[:])
+			lo, hi := seg(w)
+			for _, k := range keys[lo:hi] {
+				c[(k>>shift)&(1<<radixDigit-1)]++
+			}
+		})
+		d0 := (keys[0] >> shift) & (1<<radixDigit - 1)
+		total := 0
+		for w := range count {
+			total += count[w][d0]
+		}
+		if total == n {
 			continue // every key has this digit: the pass would not move anything
 		}
+		// Offsets: digit-major, then worker order, for stability.
 		sum := 0
-		for d, x := range c {
-			c[d] = sum
-			sum += x
-		}
-		for e, k := range keys {
-			d := (k >> shift) & (1<<radixDigit - 1)
-			j := c[d]
-			c[d]++
-			k2[j] = k
-			if pos == nil {
-				p2[j] = int32(e)
-			} else {
-				p2[j] = pos[e]
+		for d := 0; d < 1<<radixDigit; d++ {
+			for w := range count {
+				c := count[w][d]
+				count[w][d] = sum
+				sum += c
 			}
 		}
+		parallel(func(w int) {
+			c := &count[w]
+			lo, hi := seg(w)
+			for e := lo; e < hi; e++ {
+				k := keys[e]
+				d := (k >> shift) & (1<<radixDigit - 1)
+				j := c[d]
+				c[d]++
+				k2[j] = k
+				p2[j] = pos[e]
+			}
+		})
 		keys, k2 = k2, keys
-		if pos == nil {
-			pos = make([]int32, n)
-		}
 		pos, p2 = p2, pos
-	}
-	if pos == nil {
-		pos = make([]int32, n)
-		for e := range pos {
-			pos[e] = int32(e)
-		}
 	}
 	return keys, pos
 }
+
+// radixParallelMin is the input size from which the sort uses several
+// workers (below it, goroutine start-up costs more than it saves).
+const radixParallelMin = 1 << 16

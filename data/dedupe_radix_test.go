@@ -11,7 +11,7 @@ import (
 func TestRadixSortCells(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, width := range []int{0, 3, 11, 12, 40, 64} {
-		for _, n := range []int{0, 1, 2, 1000} {
+		for _, n := range []int{0, 1, 2, 1000, radixParallelMin + 7} {
 			keys := make([]uint64, n)
 			for e := range keys {
 				if width > 0 {

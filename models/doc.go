@@ -87,8 +87,9 @@
 // into one vector w of the item rank, so an item's score is
 // base + b_i + <w, b_i>, and stream the items through a size-N min-heap:
 // O(N) memory per user. RecommendAll scores blocks of 64 users per pass
-// over the item matrix, in parallel, and emits users in index order; it
-// never holds the users x items matrix.
+// over the item matrix (four users per load of an item row), blocks in
+// parallel, and emits users in index order; it never holds the users x
+// items matrix.
 //
 // # Evaluation
 //

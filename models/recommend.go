@@ -323,29 +323,53 @@ func (p *Predictor) scanBlock(qs []query, hs []topN, exs [][]int32) {
 	for i := range thr {
 		thr[i] = math.Inf(-1)
 	}
+	nq := len(qs)
 	for j := 0; j < J; j++ {
 		b := F[j*Q : j*Q+Q : j*Q+Q]
 		var bj float64
 		if ib != nil {
 			bj = ib[j]
 		}
-		for i := range qs {
-			q := &qs[i]
-			s := q.base + bj
-			w := q.w[:len(b)]
+		// Four users per pass share the loads of the item row.
+		i := 0
+		for ; i+3 < nq; i += 4 {
+			w0 := qs[i].w[:len(b)]
+			w1 := qs[i+1].w[:len(b)]
+			w2 := qs[i+2].w[:len(b)]
+			w3 := qs[i+3].w[:len(b)]
+			s0, s1, s2, s3 := qs[i].base+bj, qs[i+1].base+bj, qs[i+2].base+bj, qs[i+3].base+bj
+			for r, x := range b {
+				s0 += w0[r] * x
+				s1 += w1[r] * x
+				s2 += w2[r] * x
+				s3 += w3[r] * x
+			}
+			for d, s := range [4]float64{s0, s1, s2, s3} {
+				if s >= thr[i+d] {
+					p.offer(&hs[i+d], &thr[i+d], exs[i+d], s, int32(j))
+				}
+			}
+		}
+		for ; i < nq; i++ {
+			w := qs[i].w[:len(b)]
+			s := qs[i].base + bj
 			for r, x := range b {
 				s += w[r] * x
 			}
-			if s < thr[i] {
-				continue
+			if s >= thr[i] {
+				p.offer(&hs[i], &thr[i], exs[i], s, int32(j))
 			}
-			h := &hs[i]
-			if h.admits(s, int32(j)) && !excluded(exs[i], int32(j)) {
-				h.push(s, int32(j))
-				if len(h.score) == h.n {
-					thr[i] = h.score[0]
-				}
-			}
+		}
+	}
+}
+
+// offer pushes (s, j) into h unless it ranks below h's minimum or j is
+// excluded, and updates the cached threshold.
+func (p *Predictor) offer(h *topN, thr *float64, ex []int32, s float64, j int32) {
+	if h.admits(s, j) && !excluded(ex, j) {
+		h.push(s, j)
+		if len(h.score) == h.n {
+			*thr = h.score[0]
 		}
 	}
 }

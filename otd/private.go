@@ -203,10 +203,15 @@ func fitPrivate(in *Input, opts *FitOptions, src rand.Source) (*Result, error) {
 		}
 		return fitLDAPrivate(in, opts, b, secure, r)
 	case MethodLDADecomposition, MethodLDAOutput:
-		return nil, fmt.Errorf("otd: method %q (seed 004 configuration %s) is not available: its sensitivity in seed 004 is only an O(.) bound with unspecified constants that depends on sigma_k(M2) and the eigengap of the whitened tensor, which would need a private local-sensitivity release (Lemma 33); use lda-input or lda-whitened",
-			opts.Method, map[string]string{MethodLDADecomposition: "3", MethodLDAOutput: "4"}[opts.Method])
+		if opts.Model != ModelLDA {
+			return nil, fmt.Errorf("otd: method %q needs model lda", opts.Method)
+		}
+		if opts.Method == MethodLDADecomposition {
+			return fitLDADecomposition(in, opts, b, secure, r) // ldapriv_decomp.go (S8)
+		}
+		return fitLDAOutput(in, opts, b, secure, r) // ldapriv_output.go (S9)
 	}
-	return nil, fmt.Errorf("otd: unknown method %q (want nonprivate, agn, avn, dptpm, lda-input, lda-whitened)", opts.Method)
+	return nil, fmt.Errorf("otd: unknown method %q (want nonprivate, agn, avn, dptpm, lda-input, lda-whitened, lda-decomposition, lda-output)", opts.Method)
 }
 
 // budgetFromOptions maps FitOptions' budget to a PrivacyBudget.

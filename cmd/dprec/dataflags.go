@@ -23,7 +23,7 @@ func dataLoadFlags() []cli.Flag {
 		&cli.StringFlag{Name: "time-unit", Category: cat, Value: "day", Usage: "time bucket of the time mode: hour, day, week, month or none (2-way user x item store)"},
 		&cli.StringFlag{Name: "duplicates", Category: cat, Value: "last", Usage: "repeated (user, item, time bucket) cells: last, mean or error"},
 		&cli.BoolFlag{Name: "skip-invalid", Category: cat, Usage: "skip malformed rows (counted, first reasons shown) instead of failing"},
-		&cli.IntFlag{Name: "threads", Category: cat, Usage: "parsing threads (default: number of CPUs)"},
+		&cli.IntFlag{Name: "threads", Category: cat, Usage: "parsing threads", DefaultText: "number of CPUs"},
 	}
 }
 

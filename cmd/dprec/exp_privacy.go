@@ -36,8 +36,8 @@ func init() {
 			&cli.Float64Flag{Name: "lr", Usage: "learning rate (default: the trainer's)"},
 			&cli.Float64Flag{Name: "reg", Usage: "lambda_o (default: the trainer's)"},
 			&cli.Float64Flag{Name: "init-scale", Usage: "standard deviation of the initial factors (default: the trainer's; the synthetic set-ups default to 0.5, since rank-3 CP without biases stalls at the zero saddle from 0.1)"},
-			&cli.Float64Flag{Name: "private-lr-scale", Value: 1, Usage: "the private modes train with the dataset's learning rate times this factor"},
-			&cli.Float64Flag{Name: "private-reg", Usage: "lambda_o of the private modes (default: --reg)"},
+			&cli.Float64Flag{Name: "private-lr-scale", Value: 1, Usage: "s: at privacy budget epsilon the private modes train with the dataset's learning rate times min(1, s epsilon)"},
+			&cli.Float64Flag{Name: "private-reg", Usage: "r: at privacy budget epsilon the private modes use lambda_o = max(--reg, r/epsilon^2) (the ridge optimum grows like the noise variance); default --reg"},
 			&cli.Float64Flag{Name: "clip", Usage: "gradient clipping norm m (default: completion.DefaultClip)"},
 			&cli.IntFlag{Name: "rank", Value: 10, Usage: "rank of the rating-log model (CP with biases); the synthetic set-ups use rank 3"},
 			&cli.IntFlag{Name: "threads", Value: 2, Usage: "training threads"},
@@ -82,14 +82,7 @@ func expPrivacyRun(c *cli.Context) error {
 		return cli.Exit("--seeds must be >= 1", exitUsage)
 	}
 	settings := completion.Settings{Epochs: c.Int("epochs"), Threads: c.Int("threads"), LearningRate: c.Float64("lr"), Reg: c.Float64("reg"), InitScale: c.Float64("init-scale")}
-	var private *completion.Settings
-	if c.IsSet("private-lr-scale") || c.IsSet("private-reg") {
-		ps := settings
-		if c.IsSet("private-reg") {
-			ps.Reg = c.Float64("private-reg")
-		}
-		private = &ps
-	}
+	usePrivate := c.IsSet("private-lr-scale") || c.IsSet("private-reg")
 	dir := c.String("out")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -107,15 +100,25 @@ func expPrivacyRun(c *cli.Context) error {
 			if ds == nil {
 				break // ratings without --ratings
 			}
-			if private != nil {
-				ps := *private
-				lr := ds.Settings.LearningRate
+			if usePrivate {
+				base := ds.Settings
+				lr := base.LearningRate
 				if lr == 0 {
 					lr = completion.DefaultLearningRate
 				}
-				ps.LearningRate = lr * c.Float64("private-lr-scale")
-				ps.InitScale = ds.Settings.InitScale
-				ds.PrivateSettings = &ps
+				reg := base.Reg
+				if reg == 0 {
+					reg = completion.DefaultReg
+				}
+				scale, preg := c.Float64("private-lr-scale"), c.Float64("private-reg")
+				ds.PrivateSettings = func(eps float64) completion.Settings {
+					ps := base
+					ps.LearningRate = lr * math.Min(1, scale*eps)
+					if preg > 0 {
+						ps.Reg = math.Max(reg, preg/(eps*eps))
+					}
+					return ps
+				}
 			}
 			if name == "ratings" {
 				baselines[name] += completion.BiasBaselineRMSE(ds.Train, ds.Test, 5, ds.RatingMin, ds.RatingMax) / float64(nSeeds)

@@ -209,6 +209,13 @@ func spectralRun(c *cli.Context) error {
 	if c.Int("top-words") < 1 {
 		return cli.Exit("--top-words must be positive", exitUsage)
 	}
+	if method != "nonprivate" && c.Bool("rescale") {
+		// The largest row norm is a function of the private data: dividing
+		// by it would leak, and the sensitivities assume ||t|| <= 1 for a
+		// public bound. Private runs need data already scaled by a public
+		// constant.
+		return cli.Exit("--rescale divides by the largest row norm, which depends on the private data; private methods need rows already scaled by a public bound (||t|| <= 1)", exitUsage)
+	}
 	est, err := otd.ParseEstimator(c.String("estimator"))
 	if err != nil {
 		return cli.Exit(err.Error(), exitUsage)
@@ -248,6 +255,7 @@ func spectralRun(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	spectralNoteDataDependentInputs(c, res.Report, method)
 	o := spectralOutput{Model: model, Method: method, K: opts.K, Path: res.Path, Corpus: stats, Privacy: res.Report, Seconds: time.Since(start).Seconds()}
 	if model == otd.ModelLDA {
 		o.Alpha0 = opts.Alpha0
@@ -368,4 +376,19 @@ func spectralPrint(w io.Writer, o *spectralOutput) {
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}
+}
+
+// spectralNoteDataDependentInputs records in a private report what the
+// guarantee does not cover about how the input was prepared: a vocabulary
+// chosen from a text directory by tokenisation and --min-count/--max-vocab
+// is itself a function of the private documents, and the number of usable
+// documents N (after skipping short ones) is treated as public.
+func spectralNoteDataDependentInputs(c *cli.Context, r *perturb.Report, method string) {
+	if method == "nonprivate" || r == nil {
+		return
+	}
+	if st, err := os.Stat(c.String("corpus")); err == nil && st.IsDir() {
+		r.NotCovered = append(r.NotCovered, "vocabulary (chosen from the private documents by tokenisation, --min-count and --max-vocab; pass a public vocabulary through a UCI docword/vocab pair to avoid this)")
+	}
+	r.Notes = append(r.Notes, "N, the number of usable documents or rows after skipping short or empty ones, is treated as public, as in the seeds")
 }

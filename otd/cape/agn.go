@@ -144,6 +144,7 @@ func noisyStatistic(job *Job, stage int, in SiteInput, r *rand.Rand) ([]float64,
 	if err != nil {
 		return nil, err
 	}
+	snapTo(v, sig*sig)
 	for i := range v {
 		v[i] += g.Sample(r)
 	}

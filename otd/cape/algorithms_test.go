@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/otd"
 	"github.com/dprec/dprec/perturb"
 	"gonum.org/v1/gonum/mat"
@@ -141,5 +142,55 @@ func TestRowNormRejected(t *testing.T) {
 	_, _, err := CapePCA(context.Background(), 1, sites, "", RunOptions{Seeded: true})
 	if err == nil {
 		t.Fatal("row of norm 2 accepted")
+	}
+}
+
+// TestCapeAGNSingleTopic runs capeAGN on single-topic corpora held by
+// three sites: with a large epsilon it matches the non-private pooled
+// recovery, and with a small one it is worse (noise matters).
+func TestCapeAGNSingleTopic(t *testing.T) {
+	const S, N, D, K = 3, 1500, 8, 3
+	syn, err := otd.SyntheticSTM(D, K, S*N, 5, 1, nil, rand.NewPCG(8, 9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := syn.Input.Corpus
+	sites := make([]SiteInput, S)
+	for s := range sites {
+		docs := make([][]int32, N)
+		for n := range docs {
+			docs[n] = make([]int32, D)
+			w, c := all.Doc(s*N + n)
+			for i, word := range w {
+				docs[n][word] += c[i]
+			}
+		}
+		c, err := data.CorpusFromCounts(all.Vocab, docs, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sites[s] = SiteInput{Data: &SiteData{Corpus: c}, Epsilon: 400, Delta: 1e-3}
+	}
+	job := Job{Kind: JobAGN, D: D, K: K, Model: ModelSTM}
+	np, err := NonPrivateAGN(job, sites, otd.TPMOptions{}, rand.NewPCG(1, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _, err := CapeAGN(context.Background(), job, sites, RunOptions{Seeded: true, Seed: 2}, otd.TPMOptions{}, rand.NewPCG(1, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	en, ec := otd.EComp(syn.A, np.A), otd.EComp(syn.A, res.A)
+	for s := range sites {
+		sites[s].Epsilon = 0.05
+	}
+	lo, _, err := CapeAGN(context.Background(), job, sites, RunOptions{Seeded: true, Seed: 2}, otd.TPMOptions{}, rand.NewPCG(1, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	el := otd.EComp(syn.A, lo.A)
+	t.Logf("e_comp: non-private %.4f, cape eps=400 %.4f, cape eps=0.05 %.4f", en, ec, el)
+	if ec > en+0.02 || el < ec {
+		t.Errorf("e_comp: non-private %.4f, cape eps=400 %.4f, cape eps=0.05 %.4f", en, ec, el)
 	}
 }

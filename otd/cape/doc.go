@@ -149,11 +149,16 @@
 // (RunOptions.Seeded, perturb.StreamSource per role): then results are
 // reproducible and NOT private.
 //
-// Floating point: noise values are multiples of perturb's power-of-two
-// grid; the statistics are not snapped before noise is added (the sum of
-// three grid-valued noises on different grids is not itself on one grid),
-// so the package relies on the Gaussian's continuity rather than on
-// snapping for Mironov-style attacks; this is a documented limitation.
+// Floating point (Mironov 2012): every noise value is a multiple of a
+// power-of-two grid step (perturb's discrete Gaussian sampler), and each
+// site snaps its statistic to the grid of perturb.Granularity(tau_s) (a
+// power of two at least as coarse as the grids of g_s, f_s and e_s, since
+// their variances are at most tau_s^2 for g and f; e is finer or equal)
+// before adding noise, so the low-order bits of a release do not carry the
+// statistic's low-order bits. Snapping moves neighbouring statistics apart
+// by at most sqrt(L) grid steps more (L values), so tau_s is scaled by
+// (Delta + sqrt(L) g)/Delta (Job.Tau2), as perturb.Gaussian.AddTo does:
+// Delta/tau_s, hence the guarantee, is exactly the calibrated one.
 //
 // # Concurrency
 //

@@ -143,7 +143,9 @@ func open(a cipher.AEAD, box, aad []byte) ([]byte, error) {
 	return a.Open(nil, box[:n], box[n:], aad)
 }
 
-func reqAAD(path, from, to string) []byte { return []byte("cape/v1 req|" + path + "|" + from + "|" + to) }
+func reqAAD(path, from, to string) []byte {
+	return []byte("cape/v1 req|" + path + "|" + from + "|" + to)
+}
 func respAAD(path, from, to string, reqNonce []byte) []byte {
 	return append([]byte("cape/v1 resp|"+path+"|"+from+"|"+to+"|"), reqNonce...)
 }

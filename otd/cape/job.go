@@ -170,6 +170,13 @@ func (j *Job) Tau2(stage int, sp SiteSpec) (float64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("cape: stage %d: %w", stage, err)
 	}
+	// Sites snap their statistic to a power-of-two grid no coarser than
+	// perturb.Granularity(sig) before adding noise (doc.go, "Floating
+	// point"); snapping moves neighbouring statistics apart by at most
+	// sqrt(L) grid steps more, so sigma is scaled to keep Delta/sigma, as
+	// perturb.Gaussian.AddTo does.
+	l := math.Sqrt(float64(j.Length(stage)))
+	sig *= (sens + l*perturb.Granularity(sig)) / sens
 	return sig * sig, nil
 }
 

@@ -117,8 +117,9 @@ func siteSigma(job *Job, stage int, in SiteInput) (float64, error) {
 	return math.Sqrt(t), nil
 }
 
-// noisySecondMoment returns A_s + G with G symmetric, upper triangle
-// i.i.d. N(0, sigma^2) (perturb.SymmetricGaussianMatrix).
+// noisySecondMoment returns A_s (snapped to the noise grid) + G with G
+// symmetric, upper triangle i.i.d. N(0, sigma^2)
+// (perturb.SymmetricGaussianMatrix).
 func noisySecondMoment(job *Job, in SiteInput, r *rand.Rand) (*mat.SymDense, error) {
 	stat, err := job.Statistic(0, in.Data)
 	if err != nil {
@@ -128,6 +129,7 @@ func noisySecondMoment(job *Job, in SiteInput, r *rand.Rand) (*mat.SymDense, err
 	if err != nil {
 		return nil, err
 	}
+	snapTo(stat, sig*sig)
 	a := unpackSym(job.D, stat)
 	a.AddSym(a, perturb.SymmetricGaussianMatrix(job.D, sig, r))
 	return a, nil

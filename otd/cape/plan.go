@@ -206,6 +206,20 @@ func (p *Plan) Gain() float64 { return p.ConvEqualVar() / p.TauC2 }
 // (doc.go, "What the guarantee covers"). It is below tau_s^2: for equal
 // sites it is tau_s^2 (S+1)/(2S).
 func (p *Plan) JointVar(s int) float64 {
+	u, v := p.JointWeights(s)
+	if u == nil {
+		return 0
+	}
+	return v
+}
+
+// JointWeights returns the weights u = Sigma^-1 e_s / [Sigma^-1]_ss of the
+// aggregator's best unbiased linear estimate of site s's statistic from all
+// releases, sum_t u_t (a^_t - f_t - a_t) + a_s with u_s = 1 (worst case: the
+// other sites' statistics a_t known), and its noise variance JointVar(s).
+// It returns nil if Sigma is not positive definite. The Lemma 1 tests
+// measure this variance on protocol runs.
+func (p *Plan) JointWeights(s int) ([]float64, float64) {
 	n := p.S()
 	fs := float64(n)
 	sig := mat.NewSymDense(n, nil)
@@ -225,13 +239,18 @@ func (p *Plan) JointVar(s int) float64 {
 	}
 	var ch mat.Cholesky
 	if !ch.Factorize(sig) {
-		return 0
+		return nil, 0
 	}
 	var inv mat.SymDense
 	if err := ch.InverseTo(&inv); err != nil {
-		return 0
+		return nil, 0
 	}
-	return 1 / inv.At(s, s)
+	pss := inv.At(s, s)
+	u := make([]float64, n)
+	for t := range u {
+		u[t] = inv.At(t, s) / pss
+	}
+	return u, 1 / pss
 }
 
 // CollusionVar returns the noise variance protecting site s's statistic in

@@ -131,6 +131,7 @@ func testLemma1(t *testing.T, cfg []siteCfg) {
 	var resid moments
 	agg := make([]moments, len(cfg))
 	coll := make([]moments, len(cfg))
+	joint := make([]moments, len(cfg))
 	var plan *Plan
 	var maxZero float64
 	runTrials(t, cfg, d, trials, func(_ int, run *Run, v *views, sites []SiteInput) {
@@ -143,8 +144,12 @@ func testLemma1(t *testing.T, cfg []siteCfg) {
 		for k, x := range st.Estimate {
 			resid.add(x - truth[k])
 		}
+		means := make([][]float64, len(st.Sites))
+		for j, t2 := range st.Sites {
+			means[j] = rowMean(sites[t2-1].Data.Rows)
+		}
 		for i, s := range st.Sites {
-			a := rowMean(sites[s-1].Data.Rows)
+			a := means[i]
 			for k := range a {
 				// Aggregator: knows f_s.
 				agg[i].add(v.rl[s][k] - v.f[s][k] - a[k])
@@ -157,6 +162,17 @@ func testLemma1(t *testing.T, cfg []siteCfg) {
 				}
 				es := -others / plan.Mu[i]
 				coll[i].add(v.rl[s][k] - es - a[k])
+			}
+		}
+		// The aggregator's best use of every release (doc.go caveat 1).
+		for i := range st.Sites {
+			u, _ := plan.JointWeights(i)
+			for k := 0; k < d; k++ {
+				var x float64
+				for j, t2 := range st.Sites {
+					x += u[j] * (v.rl[t2][k] - v.f[t2][k] - means[j][k])
+				}
+				joint[i].add(x)
 			}
 		}
 		for k := 0; k < d; k++ {
@@ -176,6 +192,7 @@ func testLemma1(t *testing.T, cfg []siteCfg) {
 		// a_s + f_s + g_s: both must be at least tau_s^2.
 		checkVar(t, "aggregator view", agg[i], plan.EVar(i)+plan.TauG2[i])
 		checkVar(t, "colluders view", coll[i], plan.TauF2[i]+plan.TauG2[i])
+		checkVar(t, "aggregator joint view", joint[i], plan.JointVar(i))
 		if w := plan.EVar(i) + plan.TauG2[i]; w < plan.Tau2[i]*(1-1e-12) {
 			t.Errorf("site %d: aggregator-view variance %g < tau_s^2 %g", i+1, w, plan.Tau2[i])
 		}

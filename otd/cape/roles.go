@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 
 	"github.com/dprec/dprec/otd"
+	"github.com/dprec/dprec/perturb"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -186,6 +188,7 @@ func (s *Site) Run(ctx context.Context) (err error) {
 		if err != nil {
 			return err
 		}
+		snapTo(stat, rp.Plan.Tau2[idx])
 		out := make([]float64, L)
 		for i := range out {
 			out[i] = stat[i] + em.Values[i] + fm.Values[i] + g[i]
@@ -419,7 +422,7 @@ func (a *Aggregator) stage(ctx context.Context, stage int, present []int, out *O
 		msum += mu[i]
 	}
 	if len(res.Dropped) == S {
-		return nil, fmt.Errorf("every site dropped out (%v)", res.Dropped)
+		return nil, fmt.Errorf("every site dropped out (%v) after the plan was sent: check that the noise generator is running and reachable by the sites (their own errors say more)", res.Dropped)
 	}
 	if len(res.Dropped) > 0 {
 		for k := range est {
@@ -434,3 +437,13 @@ func (a *Aggregator) stage(ctx context.Context, stage int, present []int, out *O
 }
 
 func packedLen3(k int) int { return k * (k + 1) * (k + 2) / 6 }
+
+// snapTo rounds the statistic to the power-of-two grid of
+// perturb.Granularity(sqrt(tau2)) (doc.go, "Floating point"): afterwards
+// its low-order bits carry no information below the noise grid.
+func snapTo(v []float64, tau2 float64) {
+	g := perturb.Granularity(math.Sqrt(tau2))
+	for i, x := range v {
+		v[i] = perturb.Snap(x, g)
+	}
+}
