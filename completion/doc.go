@@ -93,10 +93,25 @@
 //
 // # Speed
 //
-// The CP kernels are plain loops over contiguous slices with the next
-// entries' rows loaded ahead; see BenchmarkEpochML100kShaped and
+// The CP kernels are plain loops over contiguous slices, loading the next
+// group of entries' factor rows ahead so their cache misses overlap; see BenchmarkEpochML100kShaped and
 // BenchmarkEpoch10M and CompletionSpeed, compared with SPLATT's SGD epoch in
 // the README.
+//
+// # Accuracy (defaults)
+//
+// ml-latest-small, random 90/10 train/test split (seed 42; 5% of the
+// training part held out for early stopping), user x movie x week, biases
+// on, predictions clamped to [0.5, 5], default Settings, 2 threads, seed
+// (1, 1) -- test RMSE:
+//
+//	rank      5       10      20
+//	CP        0.8561  0.8573  0.8565
+//	Tucker    0.8568  0.8569  0.8635   (ranks R x R x R)
+//
+// Reproduce with DPREC_ML_TABLE=1 go test -run TestMovieLensTable -v
+// ./completion/ (TestMovieLensTarget checks CP rank 10 <= 0.86 on every
+// test run when the log is present).
 //
 // # Experiments
 //

@@ -18,11 +18,13 @@ type step struct {
 	lr, lrG, regO, regB, regG float64
 }
 
-// prefetchDist is how many entries ahead the CP kernels touch the factor
-// rows of a coming entry, so that its cache misses overlap the arithmetic
-// of the current ones (Go has no prefetch instruction; a plain load that
-// feeds a sink does the same). 8 entries of ~100 instructions each keeps a
-// few misses in flight on current x86 cores.
+// prefetchDist is the group size of the CP kernels' software prefetch:
+// at the start of every group of prefetchDist entries they load the factor
+// rows of the next group, so those cache misses are in flight together and
+// overlap (Go has no prefetch instruction; plain loads feeding a sink do
+// the same). One load per row stalls the out-of-order window only once per
+// group instead of once per entry; 8 entries (32 loads) fit the window of
+// current x86 cores.
 const prefetchDist = 8
 
 // cp3Block is the fast path for an order-3 CP model without a gradient
@@ -45,12 +47,14 @@ func cp3Block(m *decomposition.Model, L *layout, lo, hi int, st step) (float64, 
 	}
 	sse, sink := 0.0, 0.0
 	for e, c := range coords {
-		if e+prefetchDist < len(coords) {
-			// Touch the first and last element: an 80-byte row (rank 10)
-			// may straddle two cache lines.
-			n := coords[e+prefetchDist]
-			ni, nj := int(n&m0)*R, int((n>>sh1)&m1)*R
-			sink += A[ni] + A[ni+R-1] + B[nj] + B[nj+R-1]
+		if e%prefetchDist == 0 {
+			// Touch the rows of the next group of entries, all at once so
+			// their cache misses are in flight together; the first and last
+			// element, as an 80-byte row (rank 10) may straddle two lines.
+			for _, n := range coords[min(e+prefetchDist, len(coords)):min(e+2*prefetchDist, len(coords))] {
+				ni, nj := int(n&m0)*R, int((n>>sh1)&m1)*R
+				sink += A[ni] + A[ni+R-1] + B[nj] + B[nj+R-1]
+			}
 		}
 		i := int(c & m0)
 		j := int((c >> sh1) & m1)
@@ -105,9 +109,11 @@ func cp2Block(m *decomposition.Model, L *layout, lo, hi int, st step) (float64, 
 	}
 	sse, sink := 0.0, 0.0
 	for e, c := range coords {
-		if e+prefetchDist < len(coords) {
-			n := coords[e+prefetchDist]
-			sink += A[int(n&m0)*R] + B[int((n>>sh1)&m1)*R]
+		if e%prefetchDist == 0 {
+			for _, n := range coords[min(e+prefetchDist, len(coords)):min(e+2*prefetchDist, len(coords))] {
+				ni, nj := int(n&m0)*R, int((n>>sh1)&m1)*R
+				sink += A[ni] + A[ni+R-1] + B[nj] + B[nj+R-1]
+			}
 		}
 		i := int(c & m0)
 		j := int((c >> sh1) & m1)

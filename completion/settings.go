@@ -8,7 +8,7 @@ import (
 
 // Default hyper-parameters for rating logs (1-5 star scales), tuned on
 // ml-latest-small (random 90/10 split, weekly time buckets, CP rank 10 with
-// biases; see the package doc for the resulting RMSE table). The step sizes
+// biases; the package doc has the resulting RMSE table). The step sizes
 // are for the exact gradient of eq. (4), which carries a factor 2 (so
 // DefaultLearningRate 0.005 is the "0.01" of Funk-SVD style code that drops it).
 const (

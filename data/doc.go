@@ -96,6 +96,66 @@
 // CutoffSplit and KFold partition its positions; the random ones are
 // deterministic given their rand.Source.
 //
+// # Arrow IPC and Parquet
+//
+// Arrow IPC files (.arrow, .feather v2, .ipc), IPC streams (.arrows) and
+// Parquet (.parquet, .pq) are read with apache/arrow/go/v15. The content
+// overrides the name (ARROW1 means file, 0xFFFFFFFF stream, PAR1 Parquet;
+// noted in LoadReport.Detected; Feather v1 is refused). Columns come from
+// Columns (exact name, then case-insensitive) or the default names. IDs may
+// be any signed or unsigned integer column (negative IDs and uint64 above
+// MaxInt64 are errors), or utf8, large_utf8 or dictionary-encoded strings
+// (empty strings are errors). Ratings may be any integer or float column
+// (NaN and ±Inf are errors). Time may be integer Unix seconds, a timestamp
+// of any unit (floored to seconds), date32 or date64; without a time column
+// the store has order 2. Nulls are errors. Messages read `FILE: row R (batch
+// B | row group G, offset K), column "C": bad rating: rating is NaN`, where
+// R counts from 1 and B, G and K from 0. Only the needed columns are read,
+// in record batches (128Ki rows per batch for Parquet, row group by row
+// group). One goroutine reads and validates; a second interns IDs (a slice
+// cache for small non-negative integer IDs before the map) and feeds the
+// Builder in file order, so results are deterministic. Corrupt or truncated
+// files give errors: IPC framing is checked before the library reads the
+// file, allocations are capped at 64 times the file size plus 64 MiB, and
+// library panics are recovered. Writing produces int64 IDs (or utf8 for
+// string dictionaries), float64 rating and int64 timestamp (the raw
+// Timestamps, else each bucket's start; none for order 2), named userId,
+// movieId, rating, timestamp unless WriteOptions.Columns says otherwise, in
+// 64Ki-row batches. Parquet uses snappy compression, 1Mi-row row groups and
+// stores the Arrow schema.
+//
+// # Synthetic logs
+//
+// Synth draws distinct cells by Zipf popularity, with values from a CP or
+// Tucker model (low-rank variance 0.5; bias sd 0.4 for users, 0.4 for items,
+// 0.1 for time) plus N(0, Noise²), rounded to the scale. Clean ratings then
+// have sd ≈ 0.91, and observed ratings ≈ 1.04 around mean 3.5. Rows are
+// sorted by user, item, time; IDs are 1..n in first-appearance order;
+// timestamps are uniform inside their buckets, so Save then Load reproduces
+// the store exactly. DefaultSynth, the embedded default every command uses
+// when no data file is given, is 1000 users × 1700 items × 200 days, 100,000
+// ratings, CP rank 5 with biases, noise 0.5, half stars, skew 0.5, seed
+// DefaultSynthSeed.
+//
+// # Corpora
+//
+// Corpus is a bag-of-words collection in CSR form (DocPtr; per document
+// strictly increasing word ids in Words with positive Counts; Vocab).
+// ReadUCIBagOfWords reads UCI docword.txt[.gz] (header lines D, W, NNZ, then
+// 1-based "docID wordID count"; repeated pairs summed) with an optional
+// vocab.txt; malformed lines, out-of-range document ids, unknown word ids,
+// non-positive counts and an NNZ mismatch are errors naming the file and
+// line. ReadTextDir reads one document per regular file; files must be UTF-8
+// (an error names the file and byte offset); the tokenizer keeps lower-cased
+// runs of two or more letters, drops built-in English stop words, prunes the
+// vocabulary by MinCount and MaxVocab and sorts it alphabetically. ReadRows
+// reads a CSV of numeric rows for mixture models (optional header); a row of
+// norm above 1 is an error unless Rescale divides all rows by the largest
+// norm (the factor is returned; a data-dependent factor, so private runs
+// refuse it). Documents with no remaining word and documents shorter than
+// MinDocLen (3 for the spectral models) are skipped and counted in Stats. A
+// Corpus is read-only and safe for concurrent reads.
+//
 // # Concurrency
 //
 // Delimited text is read in 2 MiB chunks cut at line ends; LoadOptions.Threads

@@ -69,6 +69,7 @@ type textChunk struct {
 
 	rows        int     // data rows (non-blank lines) seen
 	uid, iid    []int64 // integer IDs
+	du, di      []int32 // dense user and item indices (set by the consumer)
 	uEnd, iEnd  []int32 // string IDs: end offsets into uStrs, iStrs
 	uStrs       []byte
 	iStrs       []byte
@@ -295,7 +296,8 @@ func (r *textReader) consume(order <-chan *textChunk, free chan<- *textChunk, to
 	}
 	b := NewBuilder(dicts[0], dicts[1], lay.col[textTime] >= 0, opts.Builder)
 	var fatal *ParseError
-	room := 0
+	var kept []textRows
+	nrows := 0
 	for c := range order {
 		<-c.done
 		for m, why := range c.needWhy {
@@ -328,38 +330,27 @@ func (r *textReader) consume(order <-chan *textChunk, free chan<- *textChunk, to
 				}
 			}
 		}
-		if need := b.Len() + len(c.val); need > room {
-			// Reserve for the whole file, estimated from this chunk's bytes
-			// per row (2% slack), or double; Finish's store is trimmed below.
-			grow := max(b.Len(), len(c.val))
-			if total > 0 && c.srcPos > 0 && c.srcPos < total && rep.Rows > 0 {
-				est := int(float64(b.Len()+len(c.val)) * float64(total) / float64(c.srcPos) * 1.02)
-				grow = max(grow, est-b.Len())
-			}
-			b.Grow(grow)
-			room = b.Len() + grow
-		}
-		var u, it int32
 		var ustart, istart int32
-		for k, v := range c.val {
+		for k := range c.val {
 			if r.str[0] {
-				u = interners[0].bytesID(c.uStrs[ustart:c.uEnd[k]])
+				c.du[k] = interners[0].bytesID(c.uStrs[ustart:c.uEnd[k]])
 				ustart = c.uEnd[k]
 			} else {
-				u = interners[0].intID(c.uid[k])
+				c.du[k] = interners[0].intID(c.uid[k])
 			}
 			if r.str[1] {
-				it = interners[1].bytesID(c.iStrs[istart:c.iEnd[k]])
+				c.di[k] = interners[1].bytesID(c.iStrs[istart:c.iEnd[k]])
 				istart = c.iEnd[k]
 			} else {
-				it = interners[1].intID(c.iid[k])
+				c.di[k] = interners[1].intID(c.iid[k])
 			}
-			var t int64
-			if c.ts != nil {
-				t = c.ts[k]
-			}
-			b.Add(u, it, v, t)
 		}
+		// The chunk's rows are kept as they are and concatenated once at
+		// the end (in parallel, at the exact size): cheaper than growing
+		// one big array in this serial loop.
+		kept = append(kept, textRows{c.du, c.di, c.val, c.ts})
+		nrows += len(c.val)
+		c.du, c.di, c.val, c.ts = nil, nil, nil, nil
 		if opts.Progress != nil {
 			opts.Progress(c.srcPos, total)
 		}
@@ -373,6 +364,7 @@ func (r *textReader) consume(order <-chan *textChunk, free chan<- *textChunk, to
 	}
 	interners[0].finish()
 	interners[1].finish()
+	b.textAdopt(kept, nrows)
 	s, ds, err := b.Finish()
 	rep.Duplicates = ds
 	switch {
@@ -391,6 +383,42 @@ func (r *textReader) consume(order <-chan *textChunk, free chan<- *textChunk, to
 	}
 	textTrim(s)
 	return s, nil
+}
+
+// textRows are the parsed rows of one chunk, in dense form.
+type textRows struct {
+	u, i []int32
+	val  []float64
+	ts   []int64
+}
+
+// textConcat concatenates the parts into one slice of exactly n elements.
+func textConcat[T any](n int, parts []textRows, get func(textRows) []T) []T {
+	out := make([]T, 0, n)
+	for _, p := range parts {
+		out = append(out, get(p)...)
+	}
+	return out
+}
+
+// textAdopt hands the builder all rows at once: the four columns are
+// concatenated by parallel goroutines. The builder must be empty.
+func (b *Builder) textAdopt(parts []textRows, n int) {
+	var wg sync.WaitGroup
+	run := func(fn func()) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn()
+		}()
+	}
+	run(func() { b.u = textConcat(n, parts, func(r textRows) []int32 { return r.u }) })
+	run(func() { b.i = textConcat(n, parts, func(r textRows) []int32 { return r.i }) })
+	run(func() { b.r = textConcat(n, parts, func(r textRows) []float64 { return r.val }) })
+	if b.hasTime {
+		run(func() { b.t = textConcat(n, parts, func(r textRows) []int64 { return r.ts }) })
+	}
+	wg.Wait()
 }
 
 // textTrim copies the store's slices to their exact length when the
@@ -427,6 +455,12 @@ func (r *textReader) parse(c *textChunk) {
 	scratch := make([]byte, 0, 256)
 	est := len(c.buf)/20 + 16 // MovieLens rows are 20-30 bytes
 	c.val = textReuse(c.val, est)
+	defer func() {
+		// Room for the consumer's dense indices, allocated here, in
+		// parallel, rather than in the serial consumer.
+		c.du = make([]int32, len(c.val))
+		c.di = make([]int32, len(c.val))
+	}()
 	if r.str[0] {
 		c.uEnd = textReuse(c.uEnd, est)
 	} else {

@@ -50,8 +50,18 @@
 // private spectral LDA configurations "lda-input", "lda-whitened",
 // "lda-decomposition" and "lda-output" (seed 004). Their neighbouring
 // relation, sensitivities (with derivations), mechanisms and composition
-// are documented in the comment block atop private.go, and every private
-// Result carries a perturb.Report stating them.
+// are documented in the comment blocks atop private.go (S1-S7),
+// ldapriv_decomp.go (S8, configuration 3 via the local-sensitivity release
+// of seed 004 Lemma 33) and ldapriv_output.go (S9, configuration 4 as
+// simplex-projected output perturbation, a provable variant of the paper's
+// configuration), and every private Result carries a perturb.Report
+// stating them.
+//
+// Several printed sensitivities are corrected there, each with a test that
+// finds neighbouring data exceeding the printed value: the Gaussian-mixture
+// Delta_2 is sqrt(2)/N, not 1/N (seed 002 app. C states a spectral-norm
+// bound, which the Gaussian mechanism cannot use), and the LDA Delta_3 of
+// seed 004 misses two of the three placements of the changed word.
 //
 // # Determinism and concurrency
 //

@@ -60,7 +60,10 @@
 // so LS(x) = max_x' ||Z - Z'||_F <= sqrt(K) (2 ||T||_F e(gamma) + delta_T),
 // which increases in ||T||_F and decreases in gamma.
 //
-// (S8.4) Private bound (Lemma 33). Stage 2's (eps2, delta2) is split as:
+// (S8.4) Private bound (Lemma 33). The budget is split between stage 1
+// (M2, (eps1, delta1)) and stage 2 ((eps2, delta2)) by FitOptions.Split
+// (equal by default), as for lda-whitened. Stage 2's (eps2, delta2) is
+// split as:
 // gamma~ = gamma + Laplace(2 delta_M / eps_g) and F~ = ||T||_F +
 // Laplace(delta_T / eps_F), eps_g = eps_F = eps2/6 (pure DP); with b the
 // effective Laplace scale of perturb.Laplace (including its grid

@@ -60,7 +60,7 @@ func randDense(r *rand.Rand, m, n int) *mat.Dense {
 
 // TestDecompSensitivityEmpirical checks (S8.2)-(S8.3) on neighbouring
 // corpora (one document replaced; random and extreme documents "a a a" <->
-// "f f f"), for a fixed public W and theta: ||Delta M||_F <= delta_M,
+// "f f f", and the word of largest whitened row norm repeated), for a fixed public W and theta: ||Delta M||_F <= delta_M,
 // |Delta gap| <= 2 delta_M, |Delta ||T||_F| <= delta_T, and ||Z - Z'||_F
 // never exceeds the local-sensitivity bound evaluated at either corpus.
 // The corpus is large enough (N = 4000) that the Davis-Kahan branch of
@@ -86,6 +86,16 @@ func TestDecompSensitivityEmpirical(t *testing.T) {
 		t.Fatal(err)
 	}
 	theta := dptpmRandomUnit(r, k)
+	var maxRow, minRow int
+	for a := 0; a < d; a++ {
+		na := floats.Norm(W.RawRowView(a), 2)
+		if na > floats.Norm(W.RawRowView(maxRow), 2) {
+			maxRow = a
+		}
+		if na < floats.Norm(W.RawRowView(minRow), 2) {
+			minRow = a
+		}
+	}
 	sens, _ := LDASensitivities(n, alpha0)
 	deltaT, deltaM := decompDeltas(W, theta, sens.M3)
 	eval := func(docs [][]int) (*decompOutput, *mat.SymDense) {
@@ -116,6 +126,10 @@ func TestDecompSensitivityEmpirical(t *testing.T) {
 			a[n-1], b[n-1] = []int{0, 0, 0}, []int{5, 5, 5}
 		case 1:
 			a[n-1], b[n-1] = []int{0, 1, 2, 3, 4, 5}, []int{3, 3, 3}
+		case 2:
+			// The word with the largest whitened row norm r_W, repeated: the
+			// document with the largest whitened influence.
+			a[n-1], b[n-1] = []int{maxRow, maxRow, maxRow}, []int{minRow, minRow, minRow}
 		}
 		oa, Ma := eval(a)
 		ob, Mb := eval(b)

@@ -25,10 +25,16 @@
 //
 //	||P(A) - P(A')||_F <= sqrt(2K),    ||P(w) - P(w')||_2 <= sqrt(2),
 //
-// data-independent global sensitivities. The topics and the weights are
-// released with the Gaussian mechanism at (eps1, delta1) and (eps2,
-// delta2) of the budget split (equal by default; FitOptions.Split gives
-// [topics, weights]); basic composition gives (eps, delta). If the
+// data-independent global sensitivities; in l1, ||p - q||_1 <= 2 gives
+// 2K and 2. The topics and the weights are released at (eps1, delta1)
+// and (eps2, delta2) of the budget split (equal by default;
+// FitOptions.Split gives [topics, weights]), each with whichever of the
+// Gaussian mechanism (l2 sensitivity) and the Laplace mechanism (l1
+// sensitivity, pure DP; its delta share is then unused and the report's
+// total delta is smaller) has the smaller per-entry variance, a choice
+// that depends only on K, eps and delta. The l1 sensitivity does not grow
+// with D, so Laplace wins for small K and at large epsilon. Basic
+// composition gives the total. If the
 // non-private pipeline fails numerically on the data (e.g. M2 of rank <
 // K), f(x) is the public uniform output (topics 1/D, weights 1/K), so the
 // existence of an output reveals nothing; input-validation errors
@@ -39,8 +45,9 @@
 // UnwhitenLDA's map (0 where a weight is 0).
 //
 // (S9.2) Cost. The sensitivity does not fall with N, so the noise per
-// entry is sqrt(2K) tau(eps1, delta1): the released topics are useful only
-// at very large epsilon (or tiny D K). This is the price of a guarantee
+// entry is min(sqrt(2K) tau(eps1, delta1), 2 sqrt(2) K/eps1) in standard
+// deviation: the released topics are useful only at very large epsilon
+// (or tiny D K). This is the price of a guarantee
 // that holds without any condition on the data; a Lemma 33 variant with a
 // data-dependent bound that falls as 1/N is not provided.
 
@@ -122,6 +129,28 @@ func projectOutput(A *mat.Dense, w []float64) {
 	projectSimplex(w)
 }
 
+// outputNoise adds to x the noise of (S9.1): the Laplace mechanism (l1
+// sensitivity s1, pure eps-DP) when its per-entry variance 2 (s1/eps)^2 is
+// below the Gaussian mechanism's sigma^2 (l2 sensitivity s2, (eps,
+// delta)), the Gaussian mechanism otherwise. The choice depends only on
+// public quantities (K, eps, delta).
+func outputNoise(x []float64, s2, s1, eps, delta float64, cal perturb.Calibration, r *rand.Rand) (perturb.Release, error) {
+	g, err := perturb.NewGaussian(s2, eps, delta, cal)
+	if err != nil {
+		return perturb.Release{}, err
+	}
+	l, err := perturb.NewLaplace(s1, eps)
+	if err != nil {
+		return perturb.Release{}, err
+	}
+	if 2*l.Scale()*l.Scale() < g.Sigma()*g.Sigma() {
+		l.AddTo(x, r)
+		return l.Release(""), nil
+	}
+	g.AddTo(x, r)
+	return g.Release(""), nil
+}
+
 // fitLDAOutput runs seed 004 configuration 4 in the projected variant of
 // (S9): non-private fit, projection onto the simplex, Gaussian noise on
 // the topics and on the weights with data-independent sensitivities.
@@ -148,20 +177,18 @@ func fitLDAOutput(in *Input, opts *FitOptions, b PrivacyBudget, secure bool, r *
 	}
 	projectOutput(A, w)
 	sA, sW := outputSensitivities(k)
-	gA, err := perturb.NewGaussian(sA, e1, d1, b.Calibration)
+	relA, err := outputNoise(A.RawMatrix().Data, sA, 2*float64(k), e1, d1, b.Calibration, r) // Fit's A is a new contiguous Dense
 	if err != nil {
 		return nil, fmt.Errorf("otd: noise on the topics: %w", err)
 	}
-	gW, err := perturb.NewGaussian(sW, e2, d2, b.Calibration)
+	relA.What = "final topics (D x K, each column projected onto the simplex)"
+	relA.Derivation = "otd/ldapriv_output.go (S9.1): diameter of K simplex columns, sqrt(2K) in l2, 2K in l1 (data-independent)"
+	relW, err := outputNoise(w, sW, 2, e2, d2, b.Calibration, r)
 	if err != nil {
 		return nil, fmt.Errorf("otd: noise on the weights: %w", err)
 	}
-	gA.AddTo(A.RawMatrix().Data, r) // Fit's A is a new contiguous Dense
-	gW.AddTo(w, r)
-	relA := gA.Release("final topics (D x K, each column projected onto the simplex)")
-	relA.Derivation = "otd/ldapriv_output.go (S9.1): sqrt(2K), diameter of K simplex columns (data-independent)"
-	relW := gW.Release("topic weights (projected onto the simplex)")
-	relW.Derivation = "otd/ldapriv_output.go (S9.1): sqrt(2), diameter of the simplex (data-independent)"
+	relW.What = "topic weights (projected onto the simplex)"
+	relW.Derivation = "otd/ldapriv_output.go (S9.1): diameter of the simplex, sqrt(2) in l2, 2 in l1 (data-independent)"
 	projectOutput(A, w)
 	lam := make([]float64, k)
 	for i, wi := range w {
@@ -176,7 +203,7 @@ func fitLDAOutput(in *Input, opts *FitOptions, b PrivacyBudget, secure bool, r *
 	res.Report = privateReport(opts, b, []perturb.Release{relA, relW},
 		"basic (seed 004 Proposition 23): (eps1+eps2, delta1+delta2) over the topics and weights releases", secure, n)
 	res.Report.Notes = append(res.Report.Notes,
-		"lda-output: seed 004's data-dependent Delta_mu (Theorem 7) is not certified; topics and weights are projected onto the simplex and noised with the data-independent sensitivities sqrt(2K) and sqrt(2) (otd/ldapriv_output.go (S9)); useful only at large epsilon",
+		"lda-output: seed 004's data-dependent Delta_mu (Theorem 7) is not certified; topics and weights are projected onto the simplex and noised with the data-independent sensitivities sqrt(2K), sqrt(2) (l2) or 2K, 2 (l1) (otd/ldapriv_output.go (S9)); useful only at large epsilon",
 		"the eigenvalues are derived from the released weights (post-processing)")
 	return res, nil
 }

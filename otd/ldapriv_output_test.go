@@ -115,17 +115,18 @@ func TestOutputSensitivityEmpirical(t *testing.T) {
 // ldaPrivTestCorpus is a small LDA corpus shared by the end-to-end tests.
 func ldaPrivTestCorpus(t *testing.T) *Synthetic {
 	t.Helper()
-	syn, err := SyntheticLDA(30, 3, 1, 3000, 40, 0.3, rand.NewPCG(45, 46))
+	syn, err := SyntheticLDA(10, 3, 1, 20000, 30, 0.3, rand.NewPCG(45, 46))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return syn
 }
 
-// TestFitLDAConfigs34 runs lda-decomposition and lda-output end to end:
-// at a very large epsilon their e_comp approaches the non-private one
-// (tolerances are about 3x the gap measured at these sizes), at epsilon 1
-// they still return finite, valid output, and the privacy report states
+// TestFitLDAConfigs34 runs lda-decomposition and lda-output end to end on
+// a corpus (D = 10, K = 3, N = 20,000) where their noise is moderate: at
+// epsilon = 500 their e_comp is within 0.15 of the non-private one
+// (measured: 0.06 and 0.07 against 0.003; at epsilon 1: 0.18 and 0.79) and
+// below half their epsilon-1 error; and the privacy report states
 // relation, unit, mechanisms, sensitivities and the composed budget.
 func TestFitLDAConfigs34(t *testing.T) {
 	t.Parallel()
@@ -135,63 +136,77 @@ func TestFitLDAConfigs34(t *testing.T) {
 		t.Fatal(err)
 	}
 	e0 := EComp(syn.A, base.A)
-	cases := []struct {
-		method string
-		eps    float64
-		tol    float64 // allowed e_comp above non-private (NaN: only validity)
-		rels   []string
-	}{
-		{MethodLDADecomposition, 500, 0.03, []string{perturb.MechGaussian, perturb.MechLaplace, perturb.MechLaplace, perturb.MechGaussian}},
-		{MethodLDAOutput, 500, 0.01, []string{perturb.MechGaussian, perturb.MechGaussian}},
-		{MethodLDADecomposition, 1, math.NaN(), nil},
-		{MethodLDAOutput, 1, math.NaN(), nil},
-	}
-	for _, tc := range cases {
-		const delta = 1e-5
-		res, err := Fit(&syn.Input, FitOptions{Model: ModelLDA, K: 3, Alpha0: 1, Method: tc.method, Epsilon: tc.eps, Delta: delta}, rand.NewPCG(2, 3))
-		if err != nil {
-			t.Fatalf("%s eps %g: %v", tc.method, tc.eps, err)
-		}
-		e := EComp(syn.A, res.A)
-		t.Logf("%s eps %g: e_comp %.4f (non-private %.4f)", tc.method, tc.eps, e, e0)
-		if math.IsNaN(e) || len(res.Weights) != 3 {
-			t.Fatalf("%s: invalid output", tc.method)
-		}
-		if !math.IsNaN(tc.tol) && e > e0+tc.tol {
-			t.Errorf("%s eps %g: e_comp %.4f, want <= non-private %.4f + %.2f", tc.method, tc.eps, e, e0, tc.tol)
-		}
-		rep := res.Report
-		if rep == nil || rep.Mode != tc.method || rep.Unit != "document" || !strings.Contains(rep.Relation, "differing in one document") {
-			t.Fatalf("%s: report %+v", tc.method, rep)
-		}
-		if math.Abs(rep.Epsilon-tc.eps) > 1e-9*tc.eps || math.Abs(rep.Delta-delta) > 1e-15 {
-			t.Errorf("%s: report budget (%g, %g), want (%g, %g)", tc.method, rep.Epsilon, rep.Delta, tc.eps, delta)
-		}
-		if !strings.Contains(rep.Randomness, "NOT private") || len(rep.Covered) == 0 || rep.Composition == "" {
-			t.Errorf("%s: randomness %q covered %v composition %q", tc.method, rep.Randomness, rep.Covered, rep.Composition)
-		}
-		if tc.rels != nil {
-			if len(rep.Releases) != len(tc.rels) {
-				t.Fatalf("%s: %d releases, want %d", tc.method, len(rep.Releases), len(tc.rels))
+	const delta = 1e-5
+	for _, method := range []string{MethodLDADecomposition, MethodLDAOutput} {
+		var errs []float64
+		for _, eps := range []float64{500, 1} {
+			res, err := Fit(&syn.Input, FitOptions{Model: ModelLDA, K: 3, Alpha0: 1, Method: method, Epsilon: eps, Delta: delta}, rand.NewPCG(2, 3))
+			if err != nil {
+				t.Fatalf("%s eps %g: %v", method, eps, err)
 			}
-			for i, rel := range rep.Releases {
-				if rel.Mechanism != tc.rels[i] || !(rel.Sensitivity > 0) || rel.Derivation == "" {
-					t.Errorf("%s release %d: %+v", tc.method, i, rel)
+			e := EComp(syn.A, res.A)
+			errs = append(errs, e)
+			t.Logf("%s eps %g: e_comp %.4f (non-private %.4f)", method, eps, e, e0)
+			if math.IsNaN(e) || len(res.Weights) != 3 || len(res.Lambda) != 3 {
+				t.Fatalf("%s: invalid output", method)
+			}
+			rep := res.Report
+			if rep == nil || rep.Mode != method || rep.Unit != "document" || !strings.Contains(rep.Relation, "differing in one document") {
+				t.Fatalf("%s: report %+v", method, rep)
+			}
+			var se, sd float64
+			for _, rel := range rep.Releases {
+				se += rel.Epsilon
+				sd += rel.Delta
+				if !(rel.Sensitivity > 0) || rel.Derivation == "" || rel.What == "" || !(rel.Scale > 0) {
+					t.Errorf("%s: release %+v", method, rel)
+				}
+			}
+			if math.Abs(rep.Epsilon-eps) > 1e-9*eps || math.Abs(se-eps) > 1e-9*eps {
+				t.Errorf("%s: report epsilon %g (releases %g), want %g", method, rep.Epsilon, se, eps)
+			}
+			if !strings.Contains(rep.Randomness, "NOT private") || len(rep.Covered) == 0 || rep.Composition == "" {
+				t.Errorf("%s: randomness %q covered %v composition %q", method, rep.Randomness, rep.Covered, rep.Composition)
+			}
+			switch method {
+			case MethodLDADecomposition:
+				// M2, gap (Laplace), norm (Laplace), Z (Gaussian); delta3 is
+				// in the total but in no release.
+				want := []string{perturb.MechGaussian, perturb.MechLaplace, perturb.MechLaplace, perturb.MechGaussian}
+				if len(rep.Releases) != len(want) {
+					t.Fatalf("%s: %d releases", method, len(rep.Releases))
+				}
+				for i, rel := range rep.Releases {
+					if rel.Mechanism != want[i] {
+						t.Errorf("%s release %d: mechanism %s, want %s", method, i, rel.Mechanism, want[i])
+					}
+				}
+				if math.Abs(rep.Delta-delta) > 1e-15 || math.Abs(sd+delta/4-delta) > 1e-15 {
+					t.Errorf("%s: delta %g (releases %g), want %g with delta3 = %g outside the releases", method, rep.Delta, sd, delta, delta/4)
+				}
+			case MethodLDAOutput:
+				sA, sW := outputSensitivities(3)
+				for i, rel := range rep.Releases {
+					s2, s1 := []float64{sA, sW}[i], []float64{6, 2}[i]
+					ok := (rel.Mechanism == perturb.MechGaussian && rel.Sensitivity == s2) || (rel.Mechanism == perturb.MechLaplace && rel.Sensitivity == s1 && rel.Delta == 0)
+					if !ok {
+						t.Errorf("%s release %d: %+v", method, i, rel)
+					}
+				}
+				if rep.Delta > delta || math.Abs(rep.Delta-sd) > 1e-18 {
+					t.Errorf("%s: delta %g (releases %g), want at most %g", method, rep.Delta, sd, delta)
 				}
 			}
 		}
-		if tc.method == MethodLDAOutput && tc.rels != nil {
-			sA, sW := outputSensitivities(3)
-			if rep.Releases[0].Sensitivity != sA || rep.Releases[1].Sensitivity != sW {
-				t.Errorf("lda-output sensitivities %v, %v", rep.Releases[0].Sensitivity, rep.Releases[1].Sensitivity)
-			}
+		if errs[0] > e0+0.15 || errs[0] > errs[1]/2 {
+			t.Errorf("%s: e_comp %.4f at eps 500, %.4f at eps 1, non-private %.4f: want <= non-private + 0.15 and < half the eps-1 error", method, errs[0], errs[1], e0)
 		}
 	}
 	// Wrong model and a secure source.
 	if _, err := Fit(&syn.Input, FitOptions{Model: ModelSTM, K: 3, Method: MethodLDAOutput, Epsilon: 1, Delta: 1e-5}, nil); err == nil {
 		t.Error("lda-output with model stm: want an error")
 	}
-	res, err := Fit(&syn.Input, FitOptions{Model: ModelLDA, K: 3, Alpha0: 1, Method: MethodLDAOutput, Epsilon: 1, Delta: 1e-5}, nil)
+	res, err := Fit(&syn.Input, FitOptions{Model: ModelLDA, K: 3, Alpha0: 1, Method: MethodLDADecomposition, Epsilon: 1, Delta: 1e-5}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +218,7 @@ func TestFitLDAConfigs34(t *testing.T) {
 // TestLDAPrivateConfigsTable prints e_comp of the non-private pipeline and
 // the four private LDA configurations on a synthetic LDA corpus (D = 100,
 // K = 5, alpha0 = 1, N = 20,000 documents of 75 words, topics
-// Dirichlet(0.3)), for epsilon in {1, 5, 10} (delta = 1e-5, equal split),
+// Dirichlet(0.3)), for epsilon in {1, 5, 10, 100, 500} (delta = 1e-5, equal split),
 // averaged over 3 noise seeds. It takes a few minutes, so it runs only
 // with OTD_LDA_TABLE=1:
 //
@@ -220,12 +235,13 @@ func TestLDAPrivateConfigsTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Printf("nonprivate e_comp %.4f\n", EComp(syn.A, base.A))
-	fmt.Printf("%-18s %10s %10s %10s\n", "method", "eps=1", "eps=5", "eps=10")
+	u, _ := uniformOutput(100, 5)
+	fmt.Printf("nonprivate e_comp %.4f; uniform topics (the trivial private output) %.4f\n", EComp(syn.A, base.A), EComp(syn.A, u))
+	fmt.Printf("%-18s %10s %10s %10s %10s %10s\n", "method", "eps=1", "eps=5", "eps=10", "eps=100", "eps=500")
 	const runs = 3
 	for _, m := range []string{MethodLDAInput, MethodLDAWhitened, MethodLDADecomposition, MethodLDAOutput} {
 		line := fmt.Sprintf("%-18s", m)
-		for _, eps := range []float64{1, 5, 10} {
+		for _, eps := range []float64{1, 5, 10, 100, 500} {
 			var s float64
 			for run := 0; run < runs; run++ {
 				res, err := Fit(&syn.Input, FitOptions{Model: ModelLDA, K: 5, Alpha0: 1, Method: m, Epsilon: eps, Delta: 1e-5}, rand.NewPCG(uint64(run)+10, 7))

@@ -171,8 +171,8 @@ func TestFitPrivateErrors(t *testing.T) {
 		{"first-three", FitOptions{Model: ModelSTM, K: 2, Method: MethodAGN, Epsilon: 1, Delta: 1e-5, Estimator: FirstThree}, "all-triples"},
 		{"unknown", FitOptions{Model: ModelSTM, K: 2, Method: "agm", Epsilon: 1, Delta: 1e-5}, "unknown method"},
 		{"lda on stm", FitOptions{Model: ModelSTM, K: 2, Method: MethodLDAInput, Epsilon: 1, Delta: 1e-5}, "model lda"},
-		{"config 3", FitOptions{Model: ModelLDA, Alpha0: 1, K: 2, Method: MethodLDADecomposition, Epsilon: 1, Delta: 1e-5}, "not available"},
-		{"config 4", FitOptions{Model: ModelLDA, Alpha0: 1, K: 2, Method: MethodLDAOutput, Epsilon: 1, Delta: 1e-5}, "not available"},
+		{"config 3 on stm", FitOptions{Model: ModelSTM, K: 2, Method: MethodLDADecomposition, Epsilon: 1, Delta: 1e-5}, "model lda"},
+		{"config 4 on stm", FitOptions{Model: ModelSTM, K: 2, Method: MethodLDAOutput, Epsilon: 1, Delta: 1e-5}, "model lda"},
 		{"agn on lda", FitOptions{Model: ModelLDA, Alpha0: 1, K: 2, Method: MethodAGN, Epsilon: 1, Delta: 1e-5}, "lda-input"},
 	} {
 		_, err := Fit(in, tc.opts, rand.NewPCG(1, 1))
