@@ -27,7 +27,7 @@ func init() { register(spectralCmd()) }
 
 func spectralCmd() *cli.Command {
 	const in, mo, pr, out = "Input", "Model", "Privacy", "Output"
-	return &cli.Command{
+	cmd := &cli.Command{
 		Name:  "spectral",
 		Usage: "fit a single-topic, LDA or Gaussian-mixture model by tensor decomposition (optionally private)",
 		Description: `Reads a corpus (a directory of plain-text files, or UCI bag-of-words docword.txt with
@@ -63,6 +63,8 @@ Non-UTF-8 text files, unknown word ids and malformed lines are errors naming the
 		},
 		Action: spectralRun,
 	}
+	cmd.Flags = append(cmd.Flags, spectralSitesFlag)
+	return cmd
 }
 
 // spectralInput loads the corpus or rows for the model.
@@ -251,7 +253,12 @@ func spectralRun(c *cli.Context) error {
 	} else if method != "nonprivate" {
 		src = nil // private methods: perturb's secure source
 	}
-	res, err := otd.Fit(in, opts, src)
+	var res *otd.Result
+	if S := c.Int("sites"); S > 1 {
+		res, err = spectralSites(c, in, opts, S)
+	} else {
+		res, err = otd.Fit(in, opts, src)
+	}
 	if err != nil {
 		return err
 	}
