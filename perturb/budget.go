@@ -183,3 +183,12 @@ func bisectEps(total float64, f func(float64) float64) float64 {
 	}
 	return lo
 }
+
+// Fits reports whether the releases compose within the budget exactly, with
+// no tolerance. Solvers use it as their predicate, so that what they plan
+// never exceeds the budget even by rounding; Admit's tolerance only absorbs
+// the inversion error when a plan calibrated in closed form is checked.
+func (b Budget) Fits(a *Accountant, method string) bool {
+	eps, delta, _, err := b.Admit(a, method)
+	return err == nil && eps <= b.Epsilon && delta <= b.Delta
+}

@@ -118,12 +118,12 @@
 //     sampled by the exact rejection sampler of Canonne, Kamath and Steinke
 //     (NeurIPS 2020, Algorithm 3), with sigma scaled by (Delta_2 + sqrt(n)
 //     g)/Delta_2 to cover snapping. CKS (Theorem 4) show the discrete
-//     Gaussian has the same Renyi divergences as the continuous one,
-//     alpha mu^2/2, so RDP and zCDP accounting are exact; the single-release
-//     (epsilon, delta) of the analytic calibration is that of the
-//     continuous Gaussian, from which the discrete one differs at sigma/g >=
-//     2^39 by amounts far below float64 resolution (CKS Section 2.3
-//     quantify the difference; it vanishes exponentially in sigma/g).
+//     Gaussian satisfies the same Renyi bound, alpha mu^2/2, so RDP and
+//     zCDP accounting are exact for it. The single-release (epsilon, delta)
+//     of the analytic calibration is computed for the continuous Gaussian;
+//     at sigma/g >= 2^39 the discrete law differs from the continuous one
+//     by far less than float64 resolution, and an auditor who wants a
+//     bound proved for the discrete law can use the RDP total instead.
 //   - The acceptance test of the discrete Gaussian and the logarithm of the
 //     geometric are computed in float64; their rounding perturbs
 //     probabilities by relative 2^-52 but creates no input-dependent
@@ -136,6 +136,10 @@
 //     (the pointwise density ratio integrates over grid cells); the float
 //     computation of the noise before rounding is a heuristic mitigation
 //     (like Mironov's snapping, without his formal clamp), stated so here.
+//     In particular the direction uses math/rand/v2's NormFloat64, whose
+//     ziggurat draws 32 random bits per value; the continuous Gamma radius
+//     (53-bit) multiplies it, so outputs have no simple lattice structure,
+//     but no proof covers this sampler.
 //   - Sample methods return noise only (on the grid); adding it to an
 //     unsnapped value forfeits the mitigation, so releases should use
 //     AddTo. SymmetricGaussianMatrix and GaussianPacked return grid noise;

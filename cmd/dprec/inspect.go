@@ -115,7 +115,11 @@ func inspectText(w io.Writer, h *models.Header) {
 				best = e
 			}
 		}
-		fmt.Fprintf(w, "training    %d epochs in %.3gs; last train RMSE %.4f", len(hist), secs, hist[len(hist)-1].TrainRMSE)
+		if last := hist[len(hist)-1]; last.TrainRMSE == 0 && h.Privacy.Private() {
+			fmt.Fprintf(w, "training    %d epochs in %.3gs; losses withheld (computed from the private ratings)", len(hist), secs)
+		} else {
+			fmt.Fprintf(w, "training    %d epochs in %.3gs; last train RMSE %.4f", len(hist), secs, last.TrainRMSE)
+		}
 		if best.ValidRMSE > 0 {
 			fmt.Fprintf(w, "; best validation RMSE %.4f (epoch %d)", best.ValidRMSE, best.Epoch)
 		}

@@ -180,7 +180,7 @@ func trainRun(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	hist, err := json.Marshal(res.History)
+	hist, err := json.Marshal(trainReleasedHistory(res.History, res.Privacy))
 	if err != nil {
 		return err
 	}
@@ -365,4 +365,22 @@ func trainVersion() string {
 		return "dprec " + bi.Main.Version
 	}
 	return "dprec (devel)"
+}
+
+// trainReleasedHistory returns the training history as it may be written
+// into the model file. Losses and RMSEs are functions of the training
+// ratings: for a private model they are released only when computed from
+// already-perturbed values (input perturbation, where they are
+// post-processing); for the other private modes only the epoch numbers,
+// step sizes and timings are kept. The full history is still printed to
+// the data owner running the command.
+func trainReleasedHistory(h []completion.EpochRecord, r *perturb.Report) []completion.EpochRecord {
+	if r == nil || !r.Private() || r.Mode == "input" {
+		return h
+	}
+	out := make([]completion.EpochRecord, len(h))
+	for i, e := range h {
+		out[i] = completion.EpochRecord{Epoch: e.Epoch, LearningRate: e.LearningRate, Seconds: e.Seconds}
+	}
+	return out
 }

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dprec/dprec/completion"
+	"github.com/dprec/dprec/models"
+)
+
+// TestTrainPrivateModelFile trains private models end to end and checks
+// what the saved file releases: the privacy report, no data-derived
+// fingerprint or statistics, no training losses computed from raw ratings
+// (gradient and output modes), and the coverage warning printed by inspect
+// and predict when not every parameter is covered.
+func TestTrainPrivateModelFile(t *testing.T) {
+	dir := t.TempDir()
+	train, _ := trainTestLog(t, dir)
+	cases := []struct {
+		name        string
+		args        []string
+		mode        string
+		covered     bool
+		keepsLosses bool
+	}{
+		{"gradient-all", []string{"--privacy", "gradient", "--protect", "all", "--epsilon", "2", "--delta", "1e-5"}, "gradient", true, false},
+		{"gradient-C", []string{"--privacy", "gradient", "--protect", "C", "--epsilon", "2"}, "gradient", false, false},
+		{"output", []string{"--privacy", "output", "--epsilon", "2"}, "output", false, false},
+		{"input", []string{"--privacy", "input", "--epsilon", "2"}, "input", true, true},
+	}
+	for _, tc := range cases {
+		out := filepath.Join(dir, tc.name+".arrow")
+		args := append([]string{"--quiet", "train", "--data", train, "--validation", "0", "--epochs", "3", "--out", out}, tc.args...)
+		if _, stderr, err := trainTestRun(t, args...); err != nil {
+			t.Fatalf("%s: %v\n%s", tc.name, err, stderr)
+		}
+		f, err := models.Load(out)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if f.Privacy == nil || f.Privacy.Mode != tc.mode || f.Privacy.Epsilon <= 0 || f.Privacy.Epsilon > 2+1e-9 {
+			t.Errorf("%s: privacy report %+v", tc.name, f.Privacy)
+		}
+		if got := f.Privacy.FullyCovered(); got != tc.covered {
+			t.Errorf("%s: fully covered %v, want %v (not covered: %v)", tc.name, got, tc.covered, f.Privacy.NotCovered)
+		}
+		if f.Header.Data.HasStats() {
+			t.Errorf("%s: private model file carries the data fingerprint %+v", tc.name, f.Header.Data)
+		}
+		var hist []completion.EpochRecord
+		if err := json.Unmarshal(f.Header.History, &hist); err != nil || len(hist) == 0 {
+			t.Fatalf("%s: history %s: %v", tc.name, f.Header.History, err)
+		}
+		for _, h := range hist {
+			if has := h.TrainLoss != 0 || h.TrainRMSE != 0; has != tc.keepsLosses {
+				t.Errorf("%s: history record %+v (losses kept: %v, want %v)", tc.name, h, has, tc.keepsLosses)
+			}
+		}
+		stdout, stderr, err := trainTestRun(t, "inspect", out)
+		if err != nil {
+			t.Fatalf("%s: inspect: %v", tc.name, err)
+		}
+		warned := strings.Contains(strings.ToLower(stdout+stderr), "not covered")
+		if warned == tc.covered {
+			t.Errorf("%s: inspect coverage warning %v, want %v:\n%s%s", tc.name, warned, !tc.covered, stdout, stderr)
+		}
+	}
+}
