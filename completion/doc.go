@@ -38,8 +38,11 @@
 //
 // # Parallel schedule (race-free stratified SGD, as in DSGD)
 //
-// With p = Threads workers every mode's indices are assigned to p blocks by
-// a seeded random relabelling, which cuts the tensor into p^N blocks. A
+// With p = Threads workers every mode's indices are cut into p contiguous
+// blocks balanced by observation count (contiguous, so each worker's factor
+// rows and biases sit in their own stretch of memory: a random relabelling
+// interleaved them within cache lines and the false sharing made 2 threads
+// slower than 1), which cuts the tensor into p^N blocks. A
 // stratum is a set of p blocks that share no block in any mode: for order
 // 2, {(b, b+s mod p)}, s = 0..p-1; for order 3, {(b, b+s1, b+s2 mod p)},
 // s1, s2 = 0..p-1, so p^2 strata of p blocks each cover all p^3 blocks
