@@ -117,7 +117,15 @@ func (m *L2Noise) AddTo(x []float64, r *rand.Rand) {
 	if len(x) != m.dim {
 		panic(fmt.Sprintf("perturb: L2Noise.AddTo: len(x) = %d, want dimension %d", len(x), m.dim))
 	}
-	n := make([]float64, m.dim)
+	// A stack buffer for the usual small dimensions (factor ranks) keeps
+	// the per-entry gradient path free of allocations.
+	var buf [64]float64
+	var n []float64
+	if m.dim <= len(buf) {
+		n = buf[:m.dim]
+	} else {
+		n = make([]float64, m.dim)
+	}
 	m.sample(n, m.scaleEff, r)
 	for i := range x {
 		x[i] = Snap(x[i], m.g) + Snap(n[i], m.g)
