@@ -113,6 +113,7 @@ func capeAggregateCmd() *cli.Command {
 			&cli.StringFlag{Name: "job", Value: "pca", Usage: "mean, pca or agn"},
 			&cli.IntFlag{Name: "dim", Required: true, Usage: "feature dimension D of the sites' rows"},
 			&cli.IntFlag{Name: "k", Usage: "components K (pca, agn)"},
+			&cli.StringFlag{Name: "model", Value: cape.ModelMOG, Usage: "agn: mog (spherical Gaussian mixture; sites give --data rows) or stm (single-topic model; sites give --corpus, --dim is the vocabulary size)"},
 			&cli.Float64Flag{Name: "sigma2", Usage: "agn: the mixture's noise variance sigma^2 (in the units of the scaled rows)"},
 			&cli.Float64Flag{Name: "split", Usage: "agn: fraction of each site's budget for M2 (default 0.5)"},
 			&cli.StringFlag{Name: "calibration", Value: "analytic", Usage: "Gaussian calibration: analytic, classic or tight"},
@@ -147,7 +148,12 @@ func capeAggregateRun(c *cli.Context) error {
 	job := cape.Job{Kind: c.String("job"), D: c.Int("dim"), K: c.Int("k"), Sigma2: c.Float64("sigma2"),
 		Split: c.Float64("split"), Calibration: cal, EqualWeights: c.Bool("equal-weights")}
 	if job.Kind == cape.JobAGN {
-		job.Model = cape.ModelMOG
+		switch m := c.String("model"); m {
+		case cape.ModelMOG, cape.ModelSTM:
+			job.Model = m
+		default:
+			return cli.Exit(fmt.Sprintf("--model %q: want mog or stm", m), exitUsage)
+		}
 	}
 	if err := job.Validate(); err != nil {
 		return cli.Exit(err.Error(), exitUsage)
@@ -284,12 +290,14 @@ func capeNoiseCmd() *cli.Command {
 func capeSiteCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "site",
-		Usage: "run one site: loads its own rows, adds e_s + f_s + g_s to its statistic and releases it",
+		Usage: "run one site: loads its own rows or documents, adds e_s + f_s + g_s to its statistic and releases it",
 		Flags: append(capeCommonFlags(),
 			&cli.IntFlag{Name: "id", Required: true, Usage: "this site's number s (1..S)"},
 			&cli.StringFlag{Name: "aggregator", Value: "http://127.0.0.1:7400", Usage: "aggregator URL"},
 			&cli.StringFlag{Name: "noise", Value: "http://127.0.0.1:7401", Usage: "noise generator URL"},
-			&cli.StringSliceFlag{Name: "data", Required: true, Usage: "CSV of this site's numeric rows (norm <= 1 after --row-scale)"},
+			&cli.StringSliceFlag{Name: "data", Usage: "CSV of this site's numeric rows (norm <= 1 after --row-scale); pca, mean and agn --model mog"},
+			&cli.StringFlag{Name: "corpus", Usage: "this site's documents as a UCI docword file (agn --model stm); the vocabulary must be the consortium's shared one"},
+			&cli.StringFlag{Name: "vocab", Usage: "the shared vocabulary file of --corpus (UCI vocab.txt)"},
 			&cli.Float64Flag{Name: "row-scale", Value: 1, Usage: "public constant every row is divided by"},
 			&cli.BoolFlag{Name: "clip", Usage: "clip rows of norm > 1 to norm 1"},
 			&cli.Float64Flag{Name: "epsilon", Required: true, Usage: "this site's epsilon"},
@@ -302,12 +310,26 @@ func capeSiteCmd() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if len(c.StringSlice("data")) != 1 {
-				return cli.Exit("a site takes exactly one --data file", exitUsage)
-			}
-			mats, err := pcaReadFiles(c)
-			if err != nil {
-				return err
+			var sd *cape.SiteData
+			switch {
+			case c.String("corpus") != "" && len(c.StringSlice("data")) > 0:
+				return cli.Exit("give a site either --data (rows) or --corpus (documents), not both", exitUsage)
+			case c.String("corpus") != "":
+				// Documents shorter than 3 words carry no word triple and
+				// are skipped (counted), as in dprec spectral.
+				corpus, err := data.ReadUCIBagOfWords(c.String("corpus"), c.String("vocab"), data.CorpusOptions{MinDocLen: 3})
+				if err != nil {
+					return err
+				}
+				sd = &cape.SiteData{Corpus: corpus}
+			case len(c.StringSlice("data")) == 1:
+				mats, err := pcaReadFiles(c)
+				if err != nil {
+					return err
+				}
+				sd = &cape.SiteData{Rows: mats[0]}
+			default:
+				return cli.Exit("a site takes exactly one --data file (rows) or one --corpus file (documents)", exitUsage)
 			}
 			tr, err := cape.NewHTTPTransport(cape.HTTPConfig{Role: role, Keys: keys,
 				Peers: map[string]string{cape.RoleAggregator: c.String("aggregator"), cape.RoleNoise: c.String("noise")}})
@@ -317,7 +339,7 @@ func capeSiteCmd() *cli.Command {
 			ctx, cancel := context.WithTimeout(context.Background(), c.Duration("deadline"))
 			defer cancel()
 			opts := capeOptions(c)
-			site := &cape.Site{ID: c.Int("id"), T: tr, Src: opts.Source(cape.StreamSite(c.Int("id"))), Data: &cape.SiteData{Rows: mats[0]},
+			site := &cape.Site{ID: c.Int("id"), T: tr, Src: opts.Source(cape.StreamSite(c.Int("id"))), Data: sd,
 				Epsilon: c.Float64("epsilon"), Delta: c.Float64("delta"), DropStage: c.Int("drop-in-stage")}
 			if err := site.Run(ctx); err != nil {
 				return err
