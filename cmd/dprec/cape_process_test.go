@@ -25,6 +25,29 @@ func capeFreePort(t *testing.T) string {
 	return addr
 }
 
+// capeProcessEnv builds dprec into a temporary directory and returns that
+// directory and a runner for the binary with it as working directory, bound
+// to a 3-minute context; it also writes the keyrings of S sites to keys/.
+func capeProcessEnv(t *testing.T, sites int) (dir string, run func(args ...string) *exec.Cmd) {
+	t.Helper()
+	dir = t.TempDir()
+	bin := filepath.Join(dir, "dprec")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	run = func(args ...string) *exec.Cmd {
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Dir = dir
+		return cmd
+	}
+	if out, err := run("cape", "keys", "--sites", fmt.Sprint(sites), "--dir", "keys").CombinedOutput(); err != nil {
+		t.Fatalf("keys: %v\n%s", err, out)
+	}
+	return dir, run
+}
+
 // TestCapeProcessesMatchInProcess builds dprec, runs the aggregator, the
 // noise generator and two sites as separate processes on loopback, and
 // checks the result equals the in-process dprec pca run with the same
@@ -33,13 +56,7 @@ func TestCapeProcessesMatchInProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and starts processes; skipped under -short")
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "dprec")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	dir, run := capeProcessEnv(t, 2)
 	for s := 1; s <= 2; s++ {
 		var b strings.Builder
 		b.WriteString("x,y,z\n")
@@ -49,14 +66,6 @@ func TestCapeProcessesMatchInProcess(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("s%d.csv", s)), []byte(b.String()), 0o600); err != nil {
 			t.Fatal(err)
 		}
-	}
-	run := func(args ...string) *exec.Cmd {
-		cmd := exec.CommandContext(ctx, bin, args...)
-		cmd.Dir = dir
-		return cmd
-	}
-	if out, err := run("cape", "keys", "--sites", "2", "--dir", "keys").CombinedOutput(); err != nil {
-		t.Fatalf("keys: %v\n%s", err, out)
 	}
 	agg, noise := capeFreePort(t), capeFreePort(t)
 	start := func(sites []int, timeout string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer, []*exec.Cmd) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestCapeProcessesSTM runs capeAGN for the single-topic model with the
@@ -23,13 +21,7 @@ func TestCapeProcessesSTM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and starts processes; skipped under -short")
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "dprec")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	dir, run := capeProcessEnv(t, 2)
 	// Topic 0 puts its mass on words 1-3, topic 1 on words 4-6 (1-based).
 	vocab := "alpha\nbeta\ngamma\ndelta\nepsilon\nzeta\n"
 	if err := os.WriteFile(filepath.Join(dir, "vocab.txt"), []byte(vocab), 0o600); err != nil {
@@ -57,14 +49,6 @@ func TestCapeProcessesSTM(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("docword%d.txt", s)), []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
-	}
-	run := func(args ...string) *exec.Cmd {
-		cmd := exec.CommandContext(ctx, bin, args...)
-		cmd.Dir = dir
-		return cmd
-	}
-	if out, err := run("cape", "keys", "--sites", "2", "--dir", "keys").CombinedOutput(); err != nil {
-		t.Fatalf("keys: %v\n%s", err, out)
 	}
 	agg, noise := capeFreePort(t), capeFreePort(t)
 	var aout, aerr bytes.Buffer
