@@ -70,6 +70,119 @@ type Settings struct {
 	Patience int
 	// Privacy is the privacy plug-in; nil means NoPrivacy.
 	Privacy Privacy
+
+	// Solver selects the optimiser. The zero value (SolverDefault) means
+	// ALS for non-private training and SGD when a privacy plug-in is set
+	// (the private modes act on SGD's plug points).
+	Solver Solver
+	// RegTime is the ALS penalty on the deviation of each time row from
+	// all-ones, c_k = 1 + d_k, charged lambda_t n_k |d_k|^2 for a bucket with
+	// n_k observations; all-ones time rows make a CP or Tucker model plain
+	// matrix factorisation, so a large RegTime falls back to it when time
+	// carries no signal. Zero means DefaultALSRegTime; negative means none.
+	RegTime float64
+	// TimeBiases switches the sparse time-dependent biases of order-3 ALS
+	// models: a bias per (user, time bucket) seen in training and a bias
+	// per (item, period), with ItemPeriods periods over the time range. The
+	// zero value means on for order-3 stores under ALS.
+	TimeBiases Toggle
+	// ItemPeriods is the number of item-bias periods (0: DefaultItemPeriods).
+	ItemPeriods int
+	// RegPair is the penalty of each pair bias: b = sum(residual)/(n + RegPair).
+	// Zero means DefaultALSRegPair; negative means none.
+	RegPair float64
+}
+
+// Solver is the optimiser Train uses.
+type Solver uint8
+
+// Solvers.
+const (
+	// SolverDefault is ALS without privacy, SGD with a privacy plug-in.
+	SolverDefault Solver = iota
+	// SolverSGD is stratified parallel SGD (the private modes' solver).
+	SolverSGD
+	// SolverALS is alternating least squares: exact ridge solves of every
+	// row of one mode at a time, biases solved jointly with their rows.
+	SolverALS
+)
+
+// String returns the solver's name as the CLI spells it.
+func (s Solver) String() string {
+	switch s {
+	case SolverDefault:
+		return "default"
+	case SolverSGD:
+		return "sgd"
+	case SolverALS:
+		return "als"
+	}
+	return fmt.Sprintf("Solver(%d)", uint8(s))
+}
+
+// MarshalText encodes the solver by name (model headers, JSON).
+func (s Solver) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText decodes a solver name.
+func (s *Solver) UnmarshalText(b []byte) error {
+	v, err := ParseSolver(string(b))
+	if err != nil {
+		return err
+	}
+	*s = v
+	return nil
+}
+
+// ParseSolver maps "sgd", "als" or "default"/"" to a Solver.
+func ParseSolver(name string) (Solver, error) {
+	switch name {
+	case "", "default":
+		return SolverDefault, nil
+	case "sgd":
+		return SolverSGD, nil
+	case "als":
+		return SolverALS, nil
+	}
+	return 0, fmt.Errorf("unknown solver %q (want sgd or als)", name)
+}
+
+// Toggle is a three-way switch whose zero value means "the default".
+type Toggle uint8
+
+// Toggle values.
+const (
+	ToggleDefault Toggle = iota
+	ToggleOn
+	ToggleOff
+)
+
+// String returns "default", "on" or "off".
+func (t Toggle) String() string {
+	switch t {
+	case ToggleOn:
+		return "on"
+	case ToggleOff:
+		return "off"
+	}
+	return "default"
+}
+
+// MarshalText encodes the toggle by name.
+func (t Toggle) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+
+// UnmarshalText decodes "default", "on" or "off".
+func (t *Toggle) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "", "default":
+		*t = ToggleDefault
+	case "on", "true":
+		*t = ToggleOn
+	case "off", "false":
+		*t = ToggleOff
+	default:
+		return fmt.Errorf("unknown toggle %q (want on or off)", b)
+	}
+	return nil
 }
 
 // resolved returns a copy with every default filled in: zero fields take
@@ -79,6 +192,17 @@ func (s *Settings) resolved() Settings {
 	var r Settings
 	if s != nil {
 		r = *s
+	}
+	if r.Solver == SolverDefault {
+		r.Solver = SolverALS
+		if r.Privacy != nil {
+			if _, none := r.Privacy.(NoPrivacy); !none {
+				r.Solver = SolverSGD
+			}
+		}
+	}
+	if r.Solver == SolverALS {
+		r.resolveALS()
 	}
 	if r.Epochs == 0 {
 		r.Epochs = DefaultEpochs
@@ -166,4 +290,44 @@ type SettingsError struct {
 
 func (e *SettingsError) Error() string {
 	return fmt.Sprintf("completion: setting %s is %g, %s", e.Field, e.Value, e.Rule)
+}
+
+// ALS defaults, chosen on a validation split carved from the training part
+// of ml-latest-small and checked on synthetic logs (package doc, "ALS").
+// Reg, RegCore and RegTime are per observation (a row seen n times is
+// charged n times the penalty, as in ALS-WR); RegBias and RegPair are
+// counts of pseudo-observations at zero.
+const (
+	DefaultALSSweeps   = 60
+	DefaultALSReg      = 0.15
+	DefaultALSRegBias  = 15
+	DefaultALSRegTime  = 10
+	DefaultALSRegCore  = 1
+	DefaultALSRegPair  = 15
+	DefaultItemPeriods = 30
+	DefaultALSPatience = 3
+)
+
+// resolveALS fills the ALS defaults (before the shared ones).
+func (r *Settings) resolveALS() {
+	if r.Epochs == 0 {
+		r.Epochs = DefaultALSSweeps
+	}
+	if r.Reg == 0 {
+		r.Reg = DefaultALSReg
+	}
+	if r.RegBias == 0 {
+		r.RegBias = DefaultALSRegBias
+	}
+	if r.RegCore == 0 {
+		r.RegCore = DefaultALSRegCore
+	}
+	r.RegTime = orDefault(r.RegTime, DefaultALSRegTime)
+	r.RegPair = orDefault(r.RegPair, DefaultALSRegPair)
+	if r.ItemPeriods == 0 {
+		r.ItemPeriods = DefaultItemPeriods
+	}
+	if r.Patience == 0 {
+		r.Patience = DefaultALSPatience
+	}
 }
