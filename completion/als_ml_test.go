@@ -1,8 +1,8 @@
 package completion
 
 import (
-	"math/rand/v2"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"

@@ -410,8 +410,8 @@ func modelFinite(m *decomposition.Model) bool {
 // params is a copy of a model's trainable parameters.
 type params struct {
 	factors, bias, pairs [][]float64
-	core          []float64
-	mean          float64
+	core                 []float64
+	mean                 float64
 }
 
 func snapshot(m *decomposition.Model) *params {

@@ -13,7 +13,8 @@ import (
 // payloadSum is the SHA-256 of the stored header JSON followed by the
 // payload in canonical order: for each mode, for each row in index order,
 // the id (int64, or uint32 length + UTF-8 bytes, or the bucket start time),
-// the bias (when present) and the factor row; then the core. Numbers are
+// the bias (when present) and the factor row; then the core; then each
+// pair bias's (key, value) in key order. Numbers are
 // little endian; floats are their IEEE-754 bits.
 func payloadSum(hdr []byte, m *decomposition.Model, dicts []*data.Dict, tb *data.TimeBucketing) [32]byte {
 	h := sha256.New()
@@ -48,6 +49,12 @@ func payloadSum(hdr []byte, m *decomposition.Model, dicts []*data.Dict, tb *data
 	}
 	for _, v := range m.Core {
 		w.f64(v)
+	}
+	for _, p := range m.Pairs {
+		for i, k := range p.Keys {
+			w.u64(k)
+			w.f64(p.Vals[i])
+		}
 	}
 	w.flush()
 	var out [32]byte
