@@ -40,6 +40,10 @@ func TestALSTune(t *testing.T) {
 	train, valid, test := movieLensSplit(t, unit)
 	s := &Settings{Threads: 2, Solver: SolverALS, Reg: fl("reg"), RegBias: fl("regbias"), RegTime: fl("regtime"),
 		RegPair: fl("regpair"), RegCore: fl("regcore"), ItemPeriods: int(fl("periods")), Epochs: int(fl("sweeps"))}
+	if kv["solver"] == "gibbs" {
+		s.Solver = SolverGibbs
+		s.BurnIn = int(fl("burnin"))
+	}
 	if kv["timebias"] == "off" {
 		s.TimeBiases = ToggleOff
 	}
@@ -50,6 +54,7 @@ func TestALSTune(t *testing.T) {
 		fmt.Fprintf(&b, " %.4f", h.ValidRMSE)
 	}
 	t.Logf("%s: valid per sweep%s", spec, b.String())
+	t.Logf("%s: saved model valid RMSE %.4f, ranks %v", spec, RMSE(res.Model, valid, 2), res.Model.Ranks)
 	t.Logf("%s: best sweep %d valid %.4f (%.2fs/sweep)", spec, res.BestEpoch, res.History[res.BestEpoch-1].ValidRMSE, res.History[0].Seconds)
 	if kv["refit"] == "1" {
 		all := data.Concat(train, valid)

@@ -48,18 +48,23 @@ func trainMovieLens(t testing.TB, kind decomposition.Kind, ranks []int, s *Setti
 	return RMSE(m, test, 2), res
 }
 
-// TestMovieLensTarget is the accuracy target of issue 3: CP rank 10 with
-// biases and the default settings reaches test RMSE <= 0.86 on
-// ml-latest-small (user x movie x week).
+// TestMovieLensTarget is the accuracy target of issue 9: the default model
+// (CP rank 10 with biases, user x movie x day, default solver and
+// settings), trained on the 90% training part of ml-latest-small, reaches
+// test RMSE <= 0.830 (Surprise's KNNBaseline: 0.834). The settings were
+// chosen on the validation part only (TestALSTune); this is the one test
+// figure. Skipped in -short mode and under the race detector (.ci/run runs
+// it without).
 func TestMovieLensTarget(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode")
+	if testing.Short() || raceEnabled {
+		t.Skip("short mode or race detector")
 	}
-	train, valid, test := movieLensSplit(t, data.TimeWeek)
-	got, res := trainMovieLens(t, decomposition.CP, []int{10}, &Settings{Threads: 2}, train, valid, test)
-	t.Logf("CP rank 10: test RMSE %.4f after %d epochs (best %d)", got, len(res.History), res.BestEpoch)
-	if got > 0.86 {
-		t.Errorf("test RMSE %.4f above the 0.86 target", got)
+	train, valid, test := movieLensSplit(t, data.TimeDay)
+	all := data.Concat(train, valid)
+	got, res := trainMovieLens(t, decomposition.CP, []int{10}, &Settings{Threads: 2}, all, nil, test)
+	t.Logf("defaults (%v): test RMSE %.4f after %d sweeps", res.Settings.Solver, got, len(res.History))
+	if got > 0.830 {
+		t.Errorf("test RMSE %.4f above the 0.830 target", got)
 	}
 }
 

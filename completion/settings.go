@@ -2,6 +2,7 @@ package completion
 
 import (
 	"fmt"
+	"github.com/dprec/dprec/decomposition"
 	"math"
 	"runtime"
 )
@@ -88,6 +89,9 @@ type Settings struct {
 	TimeBiases Toggle
 	// ItemPeriods is the number of item-bias periods (0: DefaultItemPeriods).
 	ItemPeriods int
+	// BurnIn is the number of Gibbs sweeps discarded before samples are
+	// averaged (zero: a quarter of Epochs).
+	BurnIn int
 	// RegPair is the penalty of each pair bias: b = sum(residual)/(n + RegPair).
 	// Zero means DefaultALSRegPair; negative means none.
 	RegPair float64
@@ -105,6 +109,9 @@ const (
 	// SolverALS is alternating least squares: exact ridge solves of every
 	// row of one mode at a time, biases solved jointly with their rows.
 	SolverALS
+	// SolverGibbs samples a Bayesian CP model (Gaussian-Wishart priors on
+	// the rows, as in Bayesian PMF/BPTF) and averages the samples.
+	SolverGibbs
 )
 
 // String returns the solver's name as the CLI spells it.
@@ -116,6 +123,8 @@ func (s Solver) String() string {
 		return "sgd"
 	case SolverALS:
 		return "als"
+	case SolverGibbs:
+		return "gibbs"
 	}
 	return fmt.Sprintf("Solver(%d)", uint8(s))
 }
@@ -142,8 +151,10 @@ func ParseSolver(name string) (Solver, error) {
 		return SolverSGD, nil
 	case "als":
 		return SolverALS, nil
+	case "gibbs":
+		return SolverGibbs, nil
 	}
-	return 0, fmt.Errorf("unknown solver %q (want sgd or als)", name)
+	return 0, fmt.Errorf("unknown solver %q (want als, gibbs or sgd)", name)
 }
 
 // Toggle is a three-way switch whose zero value means "the default".
@@ -185,24 +196,43 @@ func (t *Toggle) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// resolved returns a copy with every default filled in: zero fields take
-// their defaults and negative "off" values become 0 (penalties, decay) or
-// stay negative (Patience).
-func (s *Settings) resolved() Settings {
+// resolved returns a copy with every default filled in for a CP model.
+func (s *Settings) resolved() Settings { return s.resolvedFor(decomposition.CP) }
+
+// resolvedFor returns a copy with every default filled in for a model of
+// the given kind: zero fields take their defaults and negative "off" values
+// become 0 (penalties, decay) or stay negative (Patience). The default
+// solver is the Gibbs sampler for CP and ALS for Tucker without privacy
+// (chosen on validation data, package doc "Defaults"), SGD with a privacy
+// plug-in.
+func (s *Settings) resolvedFor(kind decomposition.Kind) Settings {
 	var r Settings
 	if s != nil {
 		r = *s
+	} else {
+		s = &r
 	}
 	if r.Solver == SolverDefault {
-		r.Solver = SolverALS
+		r.Solver = SolverGibbs
+		if kind == decomposition.Tucker {
+			r.Solver = SolverALS
+		}
 		if r.Privacy != nil {
 			if _, none := r.Privacy.(NoPrivacy); !none {
 				r.Solver = SolverSGD
 			}
 		}
 	}
-	if r.Solver == SolverALS {
+	if r.Solver == SolverALS || r.Solver == SolverGibbs {
 		r.resolveALS()
+	}
+	if r.Solver == SolverGibbs {
+		if r.Epochs == DefaultALSSweeps && s.Epochs == 0 {
+			r.Epochs = DefaultGibbsSweeps
+		}
+		if r.BurnIn == 0 {
+			r.BurnIn = r.Epochs / 4
+		}
 	}
 	if r.Epochs == 0 {
 		r.Epochs = DefaultEpochs
@@ -237,8 +267,11 @@ func (s *Settings) resolved() Settings {
 }
 
 // Resolved returns the settings with every default filled in, as Train uses
-// them (penalties given as negative "off" become 0).
+// them for a CP model (penalties given as negative "off" become 0).
 func (s *Settings) Resolved() Settings { return s.resolved() }
+
+// ResolvedFor is Resolved for a model of the given kind.
+func (s *Settings) ResolvedFor(kind decomposition.Kind) Settings { return s.resolvedFor(kind) }
 
 func orDefault(v, def float64) float64 {
 	switch {
@@ -277,6 +310,10 @@ func (r *Settings) validate() error {
 		return bad("RegBias", r.RegBias, "must be finite")
 	case !finite(r.InitScale) || r.InitScale < 0:
 		return bad("InitScale", r.InitScale, "must be positive and finite")
+	case r.Solver > SolverGibbs:
+		return bad("Solver", float64(r.Solver), "unknown solver")
+	case r.Solver == SolverGibbs && (r.BurnIn < 0 || r.BurnIn >= r.Epochs):
+		return bad("BurnIn", float64(r.BurnIn), "must be at least 0 and below the number of sweeps")
 	}
 	return nil
 }
@@ -306,6 +343,8 @@ const (
 	DefaultALSRegPair  = 15
 	DefaultItemPeriods = 30
 	DefaultALSPatience = 3
+	// DefaultGibbsSweeps is the number of sweeps of the Gibbs sampler.
+	DefaultGibbsSweeps = 200
 )
 
 // resolveALS fills the ALS defaults (before the shared ones).

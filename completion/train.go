@@ -58,7 +58,10 @@ type Result struct {
 //
 // On error the model holds the last finite parameters (never NaN).
 func Train(train, valid *data.Store, m *decomposition.Model, s *Settings, src rand.Source, progress func(EpochRecord)) (*Result, error) {
-	cfg := s.resolved()
+	if m == nil {
+		return nil, &ShapeError{Reason: "nil model"}
+	}
+	cfg := s.resolvedFor(m.Kind)
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -102,6 +105,12 @@ func Train(train, valid *data.Store, m *decomposition.Model, s *Settings, src ra
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("completion: training value %d is %g (not finite)", e, v)
 		}
+	}
+	if cfg.Solver == SolverGibbs {
+		if _, none := cfg.Privacy.(NoPrivacy); !none {
+			return nil, &SettingsError{Field: "Solver", Value: float64(cfg.Solver), Rule: "the Gibbs sampler has no privacy plug points: use SolverSGD with a privacy mode"}
+		}
+		return trainGibbs(train, valid, m, &cfg, vals, src, progress)
 	}
 	if cfg.Solver == SolverALS {
 		if _, none := cfg.Privacy.(NoPrivacy); !none {

@@ -407,7 +407,7 @@ func TestEarlyStopping(t *testing.T) {
 		train.Val[i] += rng.NormFloat64()
 	}
 	m := newModel(t, decomposition.CP, dims, []int{8}, true)
-	res, err := Train(train, valid, m, &Settings{Epochs: 300, Patience: 3, Reg: -1, LearningRate: 0.05, Decay: -1}, rand.NewPCG(2, 2), nil)
+	res, err := Train(train, valid, m, &Settings{Solver: SolverSGD, Epochs: 300, Patience: 3, Reg: -1, LearningRate: 0.05, Decay: -1}, rand.NewPCG(2, 2), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
