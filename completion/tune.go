@@ -15,7 +15,7 @@ import (
 
 // Param is one hyperparameter of a tuning grid and the values to try.
 // Names: rank, solver, epochs, lr, decay, reg, reg-bias, reg-core,
-// reg-time, reg-pair, item-periods, burn-in, time-biases.
+// reg-time, reg-pair, init-scale, item-periods, burn-in, time-biases.
 type Param struct {
 	Name   string
 	Values []string
@@ -95,8 +95,10 @@ func (p Param) apply(v string, s *Settings, rank *int) error {
 		s.RegTime, err = num()
 	case "reg-pair":
 		s.RegPair, err = num()
+	case "init-scale":
+		s.InitScale, err = num()
 	default:
-		return fmt.Errorf("grid: unknown parameter %q (want rank, solver, epochs, lr, decay, reg, reg-bias, reg-core, reg-time, reg-pair, item-periods, burn-in or time-biases)", p.Name)
+		return fmt.Errorf("grid: unknown parameter %q (want rank, solver, epochs, lr, decay, reg, reg-bias, reg-core, reg-time, reg-pair, init-scale, item-periods, burn-in or time-biases)", p.Name)
 	}
 	if err != nil {
 		return fmt.Errorf("grid %s: %w", p.Name, err)
