@@ -61,11 +61,8 @@ func capeKeysCmd() *cli.Command {
 			}
 			for role, k := range rings {
 				p := filepath.Join(c.String("dir"), strings.ReplaceAll(role, "/", "-")+".json")
-				b, _ := json.MarshalIndent(k, "", "  ")
-				if err := data.WriteFileAtomic(p, c.Bool("force"), func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
-					return err
-				}
-				if err := os.Chmod(p, 0o600); err != nil {
+				// Mode 0600 from creation (never renamed in wider).
+				if err := cape.SaveKeyring(p, k, c.Bool("force")); err != nil {
 					return err
 				}
 			}

@@ -90,8 +90,12 @@ func NewKeyrings(sites int) (map[string]*Keyring, error) {
 	return out, nil
 }
 
-// LoadKeyring reads a keyring file written by SaveKeyring.
+// LoadKeyring reads a keyring file written by SaveKeyring. It refuses a
+// file that group or others may access (mode wider than 0600).
 func LoadKeyring(path string) (*Keyring, error) {
+	if err := checkKeyringMode(path); err != nil {
+		return nil, err
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
