@@ -116,6 +116,8 @@ func capeAggregateCmd() *cli.Command {
 			&cli.StringFlag{Name: "calibration", Value: "analytic", Usage: "Gaussian calibration: analytic, classic or tight"},
 			&cli.BoolFlag{Name: "equal-weights", Usage: "mu_s = 1/S instead of N_s/N"},
 			&cli.DurationFlag{Name: "timeout", Value: time.Minute, Usage: "wait at most this long for each site's message; a late site counts as dropped"},
+			&cli.IntFlag{Name: "max-rows", Value: cape.DefaultMaxRows, Usage: "public upper bound on a site's declared record count N_s (it sets the site's weight); a site declaring more is excluded"},
+			&cli.IntFlag{Name: "min-sites", Value: 2, Usage: "run only if at least this many sites remain after excluding misbehaving ones"},
 			&cli.StringFlag{Name: "out", Usage: "write V_K (pca) or the components (agn, D rows x K columns) as CSV"},
 			&cli.BoolFlag{Name: "force", Usage: "overwrite --out"},
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
@@ -127,6 +129,7 @@ func capeAggregateCmd() *cli.Command {
 type capeAggResult struct {
 	Job         cape.Job           `json:"job"`
 	Stages      []cape.StageResult `json:"stages"`
+	Excluded    []cape.Exclusion   `json:"excluded,omitempty"`
 	Estimate    []float64          `json:"estimate,omitempty"`
 	Eigenvalues []float64          `json:"eigenvalues,omitempty"`
 	Weights     []float64          `json:"weights,omitempty"`
@@ -166,7 +169,14 @@ func capeAggregateRun(c *cli.Context) error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.Duration("deadline"))
 	defer cancel()
 	opts := capeOptions(c)
-	agg := &cape.Aggregator{T: tr, Src: opts.Source(cape.StreamAggregator), Job: job, Sites: c.Int("sites"), Timeout: c.Duration("timeout")}
+	if c.Int("max-rows") < 1 {
+		return cli.Exit(fmt.Sprintf("--max-rows %d must be positive", c.Int("max-rows")), exitUsage)
+	}
+	if m := c.Int("min-sites"); m < 2 || m > c.Int("sites") {
+		return cli.Exit(fmt.Sprintf("--min-sites %d must be in [2, --sites %d]", m, c.Int("sites")), exitUsage)
+	}
+	agg := &cape.Aggregator{T: tr, Src: opts.Source(cape.StreamAggregator), Job: job, Sites: c.Int("sites"), Timeout: c.Duration("timeout"),
+		MaxRows: c.Int("max-rows"), MinSites: c.Int("min-sites")}
 	out, runErr := agg.Run(ctx)
 	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
 	left := tr.Drain(dctx)
@@ -174,9 +184,9 @@ func capeAggregateRun(c *cli.Context) error {
 	if runErr != nil {
 		if out != nil && len(out.Stages) == 0 {
 			missing := []string{}
-			for s, sp := range out.Specs {
-				if sp.N == 0 {
-					missing = append(missing, cape.SiteRole(s+1))
+			for _, e := range out.Excluded {
+				if strings.HasPrefix(e.Reason, "no hello") {
+					missing = append(missing, cape.SiteRole(e.Site))
 				}
 			}
 			if len(missing) > 0 {
@@ -185,11 +195,14 @@ func capeAggregateRun(c *cli.Context) error {
 		}
 		return runErr
 	}
+	for _, e := range out.Excluded {
+		fmt.Fprintf(os.Stderr, "aggregator: excluded %s in stage %d: %s\n", cape.SiteRole(e.Site), e.Stage, e.Reason)
+	}
 	if len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "note: messages to %v were never fetched\n", left)
 	}
 	run := &cape.Run{Outcome: out, Randomness: perturb.RandomnessLabel(opts.Seeded)}
-	res := capeAggResult{Job: job, Stages: out.Stages, Privacy: run.Report()}
+	res := capeAggResult{Job: job, Stages: out.Stages, Excluded: out.Excluded, Privacy: run.Report()}
 	var matrix *mat.Dense
 	switch job.Kind {
 	case cape.JobMean:
@@ -226,8 +239,11 @@ func capeAggregateRun(c *cli.Context) error {
 	for _, st := range out.Stages {
 		fmt.Fprintf(w, "stage %d: sites %v, noise variance %.4g (target %.4g, conventional %.4g)\n", st.Stage, st.Sites, st.Variance, st.TargetVariance, st.ConvVariance)
 		if len(st.Dropped) > 0 {
-			fmt.Fprintf(w, "DROP-OUT: sites %v left after the noise was distributed\n", st.Dropped)
+			fmt.Fprintf(w, "DROP-OUT: sites %v left or were dropped after the noise was distributed\n", st.Dropped)
 		}
+	}
+	for _, e := range out.Excluded {
+		fmt.Fprintf(w, "EXCLUDED: site %d (stage %d): %s\n", e.Site, e.Stage, e.Reason)
 	}
 	if res.Estimate != nil {
 		fmt.Fprintf(w, "estimate: %v\n", res.Estimate)
