@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dprec/dprec/data"
@@ -71,6 +72,28 @@ func capeKeysCmd() *cli.Command {
 			}
 			return nil
 		},
+	}
+}
+
+// capeMaxRejectLines caps the refused requests a server logs (a flood of
+// forged requests must not flood stderr); the count goes on.
+const capeMaxRejectLines = 100
+
+// capeRejectLogger returns an HTTPConfig.OnReject that logs each refused
+// request on stderr with the role it claimed and the reason.
+func capeRejectLogger(server string) func(role, reason string) {
+	var mu sync.Mutex
+	n := 0
+	return func(role, reason string) {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		switch {
+		case n <= capeMaxRejectLines:
+			fmt.Fprintf(os.Stderr, "%s: rejected request claiming role %q: %s\n", server, role, reason)
+		case n == capeMaxRejectLines+1:
+			fmt.Fprintf(os.Stderr, "%s: more than %d requests rejected; no longer logging them\n", server, capeMaxRejectLines)
+		}
 	}
 }
 
@@ -162,7 +185,10 @@ func capeAggregateRun(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	tr, err := cape.NewHTTPTransport(cape.HTTPConfig{Role: cape.RoleAggregator, Keys: keys, Listener: ln})
+	// Bodies are bounded by the job's largest message; each site holds at
+	// most a couple of connections, the noise generator too.
+	tr, err := cape.NewHTTPTransport(cape.HTTPConfig{Role: cape.RoleAggregator, Keys: keys, Listener: ln,
+		MaxValues: job.MaxValues(), MaxConns: 2*c.Int("sites") + 8, OnReject: capeRejectLogger(cape.RoleAggregator)})
 	if err != nil {
 		return err
 	}
@@ -181,6 +207,9 @@ func capeAggregateRun(c *cli.Context) error {
 	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
 	left := tr.Drain(dctx)
 	dcancel()
+	if n := tr.Rejections(); n > 0 {
+		fmt.Fprintf(os.Stderr, "aggregator: %d request(s) rejected in this run (see above)\n", n)
+	}
 	if runErr != nil {
 		if out != nil && len(out.Stages) == 0 {
 			missing := []string{}
@@ -275,8 +304,10 @@ func capeNoiseCmd() *cli.Command {
 			if err != nil {
 				return err
 			}
-			tr, err := cape.NewHTTPTransport(cape.HTTPConfig{Role: cape.RoleNoise, Keys: keys, Listener: ln,
-				Peers: map[string]string{cape.RoleAggregator: c.String("aggregator")}})
+			// Nobody sends values to the noise generator (sites only fetch
+			// their e_s): the smallest body limit.
+			tr, err := cape.NewHTTPTransport(cape.HTTPConfig{Role: cape.RoleNoise, Keys: keys, Listener: ln, MaxValues: 1,
+				Peers: map[string]string{cape.RoleAggregator: c.String("aggregator")}, OnReject: capeRejectLogger(cape.RoleNoise)})
 			if err != nil {
 				return err
 			}

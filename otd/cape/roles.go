@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/dprec/dprec/otd"
@@ -24,6 +25,10 @@ type RoundPlan struct {
 	Plan  *Plan      `json:"plan"`
 	// Last is set on the plan of the final stage.
 	Last bool `json:"last"`
+	// Excluded lists the sites left out so far and why; the stage-0 plan
+	// also goes to the sites excluded at their hello, so they stop with
+	// the reason instead of waiting.
+	Excluded []Exclusion `json:"excluded,omitempty"`
 }
 
 func (rp *RoundPlan) index(site int) int {
@@ -139,6 +144,11 @@ func (s *Site) Run(ctx context.Context) (err error) {
 		}
 		idx := rp.index(s.ID)
 		if idx < 0 {
+			for _, e := range rp.Excluded {
+				if e.Site == s.ID {
+					return fmt.Errorf("excluded by the aggregator in stage %d: %s", e.Stage, e.Reason)
+				}
+			}
 			return fmt.Errorf("not in the plan of stage %d", stage)
 		}
 		if err := rp.Job.Validate(); err != nil {
@@ -445,9 +455,19 @@ func (a *Aggregator) stage(ctx context.Context, stage int, present []int, out *O
 	if err != nil {
 		return nil, err
 	}
-	rp := RoundPlan{Job: job, Stage: stage, Sites: present, Specs: specs, Plan: plan, Last: last}
+	rp := RoundPlan{Job: job, Stage: stage, Sites: present, Specs: specs, Plan: plan, Last: last, Excluded: out.Excluded}
 	if err := sendJSON(ctx, a.T, RoleNoise, KindPlan, stage, rp); err != nil {
 		return nil, err
+	}
+	if stage == 0 {
+		for _, e := range out.Excluded {
+			if strings.HasPrefix(e.Reason, "hello ") || strings.HasPrefix(e.Reason, "unparsable hello") {
+				// The site is running (it said hello): tell it why it is out.
+				if err := sendJSON(ctx, a.T, SiteRole(e.Site), KindPlan, stage, rp); err != nil && !errors.Is(err, ErrDropped) {
+					return nil, err
+				}
+			}
+		}
 	}
 	L := job.Length(stage)
 	fs := make([][]float64, S)
