@@ -157,6 +157,9 @@ type capeAggResult struct {
 	Eigenvalues []float64          `json:"eigenvalues,omitempty"`
 	Weights     []float64          `json:"weights,omitempty"`
 	Privacy     *perturb.Report    `json:"privacy"`
+	// Guarantees: per site, epsilon against the aggregator's joint view
+	// and against a coalition of the other sites (otd/cape doc.go).
+	Guarantees []cape.SiteGuarantee `json:"guarantees"`
 }
 
 func capeAggregateRun(c *cli.Context) error {
@@ -231,7 +234,7 @@ func capeAggregateRun(c *cli.Context) error {
 		fmt.Fprintf(os.Stderr, "note: messages to %v were never fetched\n", left)
 	}
 	run := &cape.Run{Outcome: out, Randomness: perturb.RandomnessLabel(opts.Seeded)}
-	res := capeAggResult{Job: job, Stages: out.Stages, Excluded: out.Excluded, Privacy: run.Report()}
+	res := capeAggResult{Job: job, Stages: out.Stages, Excluded: out.Excluded, Privacy: run.Report(), Guarantees: run.Guarantees()}
 	var matrix *mat.Dense
 	switch job.Kind {
 	case cape.JobMean:
