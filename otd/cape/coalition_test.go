@@ -119,3 +119,37 @@ func TestZeroSumNoiseOnGrid(t *testing.T) {
 		t.Errorf("%d of %d noise values off the grid %g", off, len(mu)*L, g)
 	}
 }
+
+// TestCoalitionBoundAnyDeclarations: whatever the other sites declare
+// (weights and variances), the coalition variance of site s is at least
+// tau_s^2/S, so the coalition GDP parameter is at most sqrt(S) times the
+// per-release one (doc.go, "What the guarantee covers" (2)).
+func TestCoalitionBoundAnyDeclarations(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 13))
+	for trial := 0; trial < 500; trial++ {
+		S := 2 + r.IntN(9)
+		tau2, mu := make([]float64, S), make([]float64, S)
+		var sum float64
+		for i := range tau2 {
+			tau2[i] = math.Exp(10 * (r.Float64() - 0.5))
+			mu[i] = math.Exp(8 * (r.Float64() - 0.5))
+			sum += mu[i]
+		}
+		for i := range mu {
+			mu[i] /= sum
+		}
+		p, err := NewPlan(tau2, mu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < S; i++ {
+			others := make([]bool, S)
+			for j := range others {
+				others[j] = j != i
+			}
+			if v := p.CollusionVar(i, others); v < tau2[i]/float64(S)*(1-1e-12) {
+				t.Fatalf("S=%d site %d: coalition variance %g below tau_s^2/S = %g", S, i, v, tau2[i]/float64(S))
+			}
+		}
+	}
+}
