@@ -27,9 +27,14 @@ func init() {
 		Usage: "run the CAPE roles (seed 002) as separate processes over authenticated HTTP",
 		Description: `Start "dprec cape keys" once to create one keyring per role (pairwise
 AES-256-GCM keys: every request and response is sealed, so roles authenticate
-each other and a site can only fetch its own noise). Then start the aggregator
-("aggregate"), the trusted noise generator ("noise") and one "site" process per
-data holder, in any order; each waits for the others up to --deadline.
+each other and a site can only fetch its own noise; keyrings are written 0600).
+Then start the aggregator ("aggregate"), the trusted noise generator ("noise")
+and one "site" process per data holder, in any order; each waits for the others
+up to --deadline. Every message is bound to the run by the aggregator's session
+ID and a sequence number: messages replayed from another run or within the run
+are refused and logged. A site whose hello or release is invalid (row count
+above --max-rows, bad epsilon or delta, malformed values) is excluded and
+reported; the run goes on while --min-sites remain. Threat model: otd/cape.
 With the same --seed the result equals the in-process run (dprec pca).`,
 		Subcommands: []*cli.Command{capeKeysCmd(), capeAggregateCmd(), capeNoiseCmd(), capeSiteCmd()},
 	})
