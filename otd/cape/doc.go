@@ -102,8 +102,10 @@
 // # Drop-out
 //
 // A site that leaves after its noise was distributed (its transport closes,
-// or it misses the aggregator's per-stage timeout) is detected by the
-// aggregator, listed in StageResult.Dropped and left out of later stages.
+// or it misses the aggregator's per-stage timeout) or sends a malformed
+// release (wrong length, NaN or Inf; also listed in Outcome.Excluded) is
+// detected by the aggregator, listed in StageResult.Dropped and left out of
+// later stages.
 // The remaining releases keep their individual (epsilon_s, delta_s)
 // guarantee (post-processing of each a^_s), but their e_s no longer
 // cancel: with r of S sites present the e part adds sigma_z^2 r (S - r)/S
