@@ -393,6 +393,7 @@ type HTTPTransport struct {
 	seq     atomic.Uint64
 	windows map[string]*seqWin
 	seen    map[string]bool // "peer|kind|stage" accepted this run
+	sending int             // fetched messages whose response is being written
 	rejects atomic.Int64
 }
 
@@ -798,6 +799,7 @@ func (t *HTTPTransport) handle(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
+		defer t.doneSending()
 		if out, err = json.Marshal(m); err != nil {
 			http.Error(w, "encode", http.StatusInternalServerError)
 			return
@@ -805,7 +807,11 @@ func (t *HTTPTransport) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := seal(a, out, respAAD(h, nonce))
 	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.Itoa(len(resp)))
 	_, _ = w.Write(resp)
+	// Push the complete response to the connection before doneSending
+	// lets Drain close the server.
+	_ = http.NewResponseController(w).Flush()
 }
 
 func knownKind(k string) bool {
@@ -814,6 +820,14 @@ func knownKind(k string) bool {
 		return true
 	}
 	return false
+}
+
+// doneSending marks the response carrying a fetched message as written.
+func (t *HTTPTransport) doneSending() {
+	t.mu.Lock()
+	t.sending--
+	t.notify()
+	t.mu.Unlock()
 }
 
 // takeOutbox waits up to PollWait for a message to peer and removes it.
@@ -825,6 +839,7 @@ func (t *HTTPTransport) takeOutbox(ctx context.Context, peer, kind string, stage
 		for i, m := range t.outbox {
 			if m.To == peer && m.Kind == kind && m.Stage == stage {
 				t.outbox = append(t.outbox[:i], t.outbox[i+1:]...)
+				t.sending++ // until its response is written (doneSending)
 				t.notify()
 				t.mu.Unlock()
 				return m
@@ -842,8 +857,8 @@ func (t *HTTPTransport) takeOutbox(ctx context.Context, peer, kind string, stage
 	}
 }
 
-// Drain waits until every outbox message was fetched (or ctx ends) and
-// then shuts the server down. It returns the roles whose messages were
+// Drain waits until every outbox message was fetched and its response
+// written (or ctx ends) and then closes the server. It returns the roles whose messages were
 // never fetched.
 func (t *HTTPTransport) Drain(ctx context.Context) []string {
 	var left []string
@@ -851,7 +866,7 @@ func (t *HTTPTransport) Drain(ctx context.Context) []string {
 		t.mu.Lock()
 		n := len(t.outbox)
 		wake := t.wake
-		if n == 0 || ctx.Err() != nil {
+		if (n == 0 && t.sending == 0) || ctx.Err() != nil {
 			for _, m := range t.outbox {
 				left = append(left, m.To)
 			}
@@ -865,14 +880,11 @@ func (t *HTTPTransport) Drain(ctx context.Context) []string {
 		}
 	}
 	if t.srv != nil {
-		// Active requests get a moment to finish their responses; then
-		// connections the clients opened speculatively but never used
-		// (which Shutdown would wait for) are closed.
-		sctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-		defer cancel()
-		if err := t.srv.Shutdown(sctx); err != nil {
-			_ = t.srv.Close()
-		}
+		// Every fetched message's response has been written (or ctx
+		// ended): close at once, including idle connections and the
+		// connections clients opened speculatively but never used, which
+		// Shutdown would wait for.
+		_ = t.srv.Close()
 	}
 	return left
 }
