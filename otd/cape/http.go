@@ -393,7 +393,7 @@ type HTTPTransport struct {
 	seq     atomic.Uint64
 	windows map[string]*seqWin
 	seen    map[string]bool // "peer|kind|stage" accepted this run
-	sending int             // fetched messages whose response is being written
+	sending int             // accepted sends and fetched messages whose response is being written
 	rejects atomic.Int64
 }
 
@@ -790,8 +790,10 @@ func (t *HTTPTransport) handle(w http.ResponseWriter, r *http.Request) {
 		}
 		t.seen[key] = true
 		t.inbox = append(t.inbox, m)
+		t.sending++ // the sender waits for this answer: Drain must not close first
 		t.notify()
 		t.mu.Unlock()
+		defer t.doneSending()
 		out = []byte("{}")
 	case httpPathRecv:
 		m := t.takeOutbox(r.Context(), peer, env.Kind, env.Stage)
@@ -822,7 +824,8 @@ func knownKind(k string) bool {
 	return false
 }
 
-// doneSending marks the response carrying a fetched message as written.
+// doneSending marks the response to an accepted send or to a fetch of a
+// message as written.
 func (t *HTTPTransport) doneSending() {
 	t.mu.Lock()
 	t.sending--
