@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dprec/dprec/data"
@@ -26,9 +27,14 @@ func init() {
 		Usage: "run the CAPE roles (seed 002) as separate processes over authenticated HTTP",
 		Description: `Start "dprec cape keys" once to create one keyring per role (pairwise
 AES-256-GCM keys: every request and response is sealed, so roles authenticate
-each other and a site can only fetch its own noise). Then start the aggregator
-("aggregate"), the trusted noise generator ("noise") and one "site" process per
-data holder, in any order; each waits for the others up to --deadline.
+each other and a site can only fetch its own noise; keyrings are written 0600).
+Then start the aggregator ("aggregate"), the trusted noise generator ("noise")
+and one "site" process per data holder, in any order; each waits for the others
+up to --deadline. Every message is bound to the run by the aggregator's session
+ID and a sequence number: messages replayed from another run or within the run
+are refused and logged. A site whose hello or release is invalid (row count
+above --max-rows, bad epsilon or delta, malformed values) is excluded and
+reported; the run goes on while --min-sites remain. Threat model: otd/cape.
 With the same --seed the result equals the in-process run (dprec pca).`,
 		Subcommands: []*cli.Command{capeKeysCmd(), capeAggregateCmd(), capeNoiseCmd(), capeSiteCmd()},
 	})
@@ -61,11 +67,8 @@ func capeKeysCmd() *cli.Command {
 			}
 			for role, k := range rings {
 				p := filepath.Join(c.String("dir"), strings.ReplaceAll(role, "/", "-")+".json")
-				b, _ := json.MarshalIndent(k, "", "  ")
-				if err := data.WriteFileAtomic(p, c.Bool("force"), func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
-					return err
-				}
-				if err := os.Chmod(p, 0o600); err != nil {
+				// Mode 0600 from creation (never renamed in wider).
+				if err := cape.SaveKeyring(p, k, c.Bool("force")); err != nil {
 					return err
 				}
 			}
@@ -74,6 +77,28 @@ func capeKeysCmd() *cli.Command {
 			}
 			return nil
 		},
+	}
+}
+
+// capeMaxRejectLines caps the refused requests a server logs (a flood of
+// forged requests must not flood stderr); the count goes on.
+const capeMaxRejectLines = 100
+
+// capeRejectLogger returns an HTTPConfig.OnReject that logs each refused
+// request on stderr with the role it claimed and the reason.
+func capeRejectLogger(server string) func(role, reason string) {
+	var mu sync.Mutex
+	n := 0
+	return func(role, reason string) {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		switch {
+		case n <= capeMaxRejectLines:
+			fmt.Fprintf(os.Stderr, "%s: rejected request claiming role %q: %s\n", server, role, reason)
+		case n == capeMaxRejectLines+1:
+			fmt.Fprintf(os.Stderr, "%s: more than %d requests rejected; no longer logging them\n", server, capeMaxRejectLines)
+		}
 	}
 }
 
@@ -119,6 +144,8 @@ func capeAggregateCmd() *cli.Command {
 			&cli.StringFlag{Name: "calibration", Value: "analytic", Usage: "Gaussian calibration: analytic, classic or tight"},
 			&cli.BoolFlag{Name: "equal-weights", Usage: "mu_s = 1/S instead of N_s/N"},
 			&cli.DurationFlag{Name: "timeout", Value: time.Minute, Usage: "wait at most this long for each site's message; a late site counts as dropped"},
+			&cli.IntFlag{Name: "max-rows", Value: cape.DefaultMaxRows, Usage: "public upper bound on a site's declared record count N_s (it sets the site's weight); a site declaring more is excluded"},
+			&cli.IntFlag{Name: "min-sites", Value: 2, Usage: "run only if at least this many sites remain after excluding misbehaving ones"},
 			&cli.StringFlag{Name: "out", Usage: "write V_K (pca) or the components (agn, D rows x K columns) as CSV"},
 			&cli.BoolFlag{Name: "force", Usage: "overwrite --out"},
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
@@ -130,10 +157,14 @@ func capeAggregateCmd() *cli.Command {
 type capeAggResult struct {
 	Job         cape.Job           `json:"job"`
 	Stages      []cape.StageResult `json:"stages"`
+	Excluded    []cape.Exclusion   `json:"excluded,omitempty"`
 	Estimate    []float64          `json:"estimate,omitempty"`
 	Eigenvalues []float64          `json:"eigenvalues,omitempty"`
 	Weights     []float64          `json:"weights,omitempty"`
 	Privacy     *perturb.Report    `json:"privacy"`
+	// Guarantees: per site, epsilon against the aggregator's joint view
+	// and against a coalition of the other sites (otd/cape doc.go).
+	Guarantees []cape.SiteGuarantee `json:"guarantees"`
 }
 
 func capeAggregateRun(c *cli.Context) error {
@@ -162,24 +193,37 @@ func capeAggregateRun(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	tr, err := cape.NewHTTPTransport(cape.HTTPConfig{Role: cape.RoleAggregator, Keys: keys, Listener: ln})
+	// Bodies are bounded by the job's largest message; each site holds at
+	// most a couple of connections, the noise generator too.
+	tr, err := cape.NewHTTPTransport(cape.HTTPConfig{Role: cape.RoleAggregator, Keys: keys, Listener: ln,
+		MaxValues: job.MaxValues(), MaxConns: 2*c.Int("sites") + 8, OnReject: capeRejectLogger(cape.RoleAggregator)})
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.Duration("deadline"))
 	defer cancel()
 	opts := capeOptions(c)
-	agg := &cape.Aggregator{T: tr, Src: opts.Source(cape.StreamAggregator), Job: job, Sites: c.Int("sites"), Timeout: c.Duration("timeout")}
+	if c.Int("max-rows") < 1 {
+		return cli.Exit(fmt.Sprintf("--max-rows %d must be positive", c.Int("max-rows")), exitUsage)
+	}
+	if m := c.Int("min-sites"); m < 2 || m > c.Int("sites") {
+		return cli.Exit(fmt.Sprintf("--min-sites %d must be in [2, --sites %d]", m, c.Int("sites")), exitUsage)
+	}
+	agg := &cape.Aggregator{T: tr, Src: opts.Source(cape.StreamAggregator), Job: job, Sites: c.Int("sites"), Timeout: c.Duration("timeout"),
+		MaxRows: c.Int("max-rows"), MinSites: c.Int("min-sites")}
 	out, runErr := agg.Run(ctx)
 	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
 	left := tr.Drain(dctx)
 	dcancel()
+	if n := tr.Rejections(); n > 0 {
+		fmt.Fprintf(os.Stderr, "aggregator: %d request(s) rejected in this run (see above)\n", n)
+	}
 	if runErr != nil {
 		if out != nil && len(out.Stages) == 0 {
 			missing := []string{}
-			for s, sp := range out.Specs {
-				if sp.N == 0 {
-					missing = append(missing, cape.SiteRole(s+1))
+			for _, e := range out.Excluded {
+				if strings.HasPrefix(e.Reason, "no hello") {
+					missing = append(missing, cape.SiteRole(e.Site))
 				}
 			}
 			if len(missing) > 0 {
@@ -188,11 +232,14 @@ func capeAggregateRun(c *cli.Context) error {
 		}
 		return runErr
 	}
+	for _, e := range out.Excluded {
+		fmt.Fprintf(os.Stderr, "aggregator: excluded %s in stage %d: %s\n", cape.SiteRole(e.Site), e.Stage, e.Reason)
+	}
 	if len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "note: messages to %v were never fetched\n", left)
 	}
 	run := &cape.Run{Outcome: out, Randomness: perturb.RandomnessLabel(opts.Seeded)}
-	res := capeAggResult{Job: job, Stages: out.Stages, Privacy: run.Report()}
+	res := capeAggResult{Job: job, Stages: out.Stages, Excluded: out.Excluded, Privacy: run.Report(), Guarantees: run.Guarantees()}
 	var matrix *mat.Dense
 	switch job.Kind {
 	case cape.JobMean:
@@ -229,8 +276,11 @@ func capeAggregateRun(c *cli.Context) error {
 	for _, st := range out.Stages {
 		fmt.Fprintf(w, "stage %d: sites %v, noise variance %.4g (target %.4g, conventional %.4g)\n", st.Stage, st.Sites, st.Variance, st.TargetVariance, st.ConvVariance)
 		if len(st.Dropped) > 0 {
-			fmt.Fprintf(w, "DROP-OUT: sites %v left after the noise was distributed\n", st.Dropped)
+			fmt.Fprintf(w, "DROP-OUT: sites %v left or were dropped after the noise was distributed\n", st.Dropped)
 		}
+	}
+	for _, e := range out.Excluded {
+		fmt.Fprintf(w, "EXCLUDED: site %d (stage %d): %s\n", e.Site, e.Stage, e.Reason)
 	}
 	if res.Estimate != nil {
 		fmt.Fprintf(w, "estimate: %v\n", res.Estimate)
@@ -262,8 +312,10 @@ func capeNoiseCmd() *cli.Command {
 			if err != nil {
 				return err
 			}
-			tr, err := cape.NewHTTPTransport(cape.HTTPConfig{Role: cape.RoleNoise, Keys: keys, Listener: ln,
-				Peers: map[string]string{cape.RoleAggregator: c.String("aggregator")}})
+			// Nobody sends values to the noise generator (sites only fetch
+			// their e_s): the smallest body limit.
+			tr, err := cape.NewHTTPTransport(cape.HTTPConfig{Role: cape.RoleNoise, Keys: keys, Listener: ln, MaxValues: 1,
+				Peers: map[string]string{cape.RoleAggregator: c.String("aggregator")}, OnReject: capeRejectLogger(cape.RoleNoise)})
 			if err != nil {
 				return err
 			}

@@ -21,6 +21,13 @@
 //
 // Each site recomputes its own tau_s from the public job and refuses a plan
 // that under-calibrates it, and checks the plan's feasibility (Plan.Check).
+// The aggregator checks each hello against public bounds (Job.CheckSpec:
+// 1 <= N_s <= Aggregator.MaxRows, epsilon_s > 0 finite, delta_s in (0, 1),
+// finite tau_s) and excludes a site that fails them, sends an unparsable
+// hello or a malformed release (wrong length, NaN or Inf), reporting it in
+// Outcome.Excluded; the run continues while Aggregator.MinSites remain.
+// Between processes every message is bound to one run (see "Threat
+// model").
 //
 // # Variances (Section III-A, derived)
 //
@@ -82,10 +89,11 @@
 // partial sum is an integer multiple of g below 2^53 g (MaxSites), float64
 // sums of the w_s are exactly zero in any order. For equal weights e_s =
 // S w_s is again exact, and sum_s e_s == 0 bit for bit. For unequal weights
-// the division by mu_s rounds (relative 2^-53 per value), so |sum mu_s e_s|
-// is at most a few ulps of max |w_s|; the tests measured 0 on their
-// instances and bound it by S ulps of sigma_z. The floor/ceiling split
-// perturbs each w_s by less than g, about sigma 2^-40.
+// w_s / mu_s is not a multiple of g in general; it is snapped to the grid g
+// (perturb.Snap), so every e_s is a grid multiple, and |sum mu_s e_s| is
+// at most g/2 sum mu_s = g/2 (plus the rounding of the products), about
+// sigma_z 2^-41, negligible against tau_c (the tests bound it by g). The
+// floor/ceiling split perturbs each w_s by less than g, about sigma 2^-40.
 //
 // In the aggregate the cancellation happens after each site has rounded
 // a_s + e_s + f_s + g_s to float64, so the aggregate carries an extra
@@ -94,8 +102,10 @@
 // # Drop-out
 //
 // A site that leaves after its noise was distributed (its transport closes,
-// or it misses the aggregator's per-stage timeout) is detected by the
-// aggregator, listed in StageResult.Dropped and left out of later stages.
+// or it misses the aggregator's per-stage timeout) or sends a malformed
+// release (wrong length, NaN or Inf; also listed in Outcome.Excluded) is
+// detected by the aggregator, listed in StageResult.Dropped and left out of
+// later stages.
 // The remaining releases keep their individual (epsilon_s, delta_s)
 // guarantee (post-processing of each a^_s), but their e_s no longer
 // cancel: with r of S sites present the e part adds sigma_z^2 r (S - r)/S
@@ -121,44 +131,120 @@
 //     M3; derivations in package otd).
 //
 // Mechanism: Gaussian on every released entry (perturb's grid sampler). Each
-// site's release a^_s is (epsilon_s, delta_s)-DP against the aggregator
-// (noise e_s + g_s, variance >= tau_s^2, f_s known) and against any
-// coalition of other sites (they can compute e_s from the zero sum; noise
-// f_s + g_s, variance tau_s^2) as long as the aggregator and the sites do
-// not collude with each other. capeAGN's two releases (M2 at (epsilon_1,
-// delta_1) = Split (epsilon, delta) and M3 at the rest) compose by basic
-// composition to (epsilon, delta) per site (Theorem 2). Released: the
-// aggregate, capePCA's V_K, capeAGN's W, the K x K x K tensor and the
-// recovered components; all are post-processing of the sites' releases.
+// site's release a^_s, taken alone, is (epsilon_s, delta_s)-DP against a
+// party that knows f_s but not e_s (noise e_s + g_s, variance >= tau_s^2:
+// the aggregator looking at that one release) or e_s but not f_s (noise
+// f_s + g_s, variance tau_s^2: the seed's "colluding sites", who could
+// compute e_s from the zero sum if they saw a^_s; in this implementation
+// sites never see other sites' releases). capeAGN's two releases (M2 at
+// (epsilon_1, delta_1) = Split (epsilon, delta) and M3 at the rest)
+// compose by basic composition to (epsilon, delta) per site (Theorem 2).
+// Released: the aggregate, capePCA's V_K, capeAGN's W, the K x K x K
+// tensor and the recovered components; all are post-processing of the
+// sites' releases, and the aggregate alone has noise variance tau_c^2 >=
+// mu_s^2 tau_s^2, so it is (epsilon_s, delta_s)-DP for site s against
+// anyone who knows none of the g_t.
 //
 // # What the guarantee covers (and does not)
 //
-// The per-release statement above is the seed's. Two caveats are computed
-// rather than hidden. (1) The aggregator sees all releases, whose e_t are
+// The per-release statement above is the seed's. Two further readings are
+// computed for every site and reported beside it (Run.Guarantees, Report's
+// notes; each Gaussian release of sensitivity Delta and noise variance v
+// is sqrt(Delta^2/v)-GDP, releases over the stages compose to the root of
+// the sum of squares, converted to epsilon at delta_s by
+// perturb.GaussianEpsilonForMu):
+//
+// (1) The aggregator's joint view. It sees all releases, whose e_t are
 // correlated; combining them reveals site s's statistic with variance
-// Plan.JointVar(s) < tau_s^2 (tau_s^2 (S+1)/(2S) for equal sites), so
-// against an aggregator that uses every release the guarantee is that of a
-// Gaussian mechanism with that variance (Report gives its epsilon). (2) The
-// aggregate's noise is sum mu_t g_t: sites that pool their own g_t can
-// subtract them, leaving Plan.CollusionVar(s, known) of protection. CAPE
-// therefore assumes honest-but-curious parties that do not pool their
-// private noise; the released aggregate is (epsilon, delta)-DP against
-// everyone else (tau_c^2 >= mu_s^2 tau_s^2).
+// Plan.JointVar(s) < tau_s^2 (tau_s^2 (S+1)/(2S) for equal sites). The
+// report's headline epsilon is, per site, the weaker of this and the
+// per-release reading (5 equal sites at (1, 1e-5): 1.325).
+//
+// (2) The coalition epsilon. The other S-1 sites see the released result
+// (post-processing of the aggregate sum_t mu_t (a_t + g_t)) and know their
+// own a_t and g_t; pooling them leaves mu_s (a_s + g_s): variance
+// Plan.CollusionVar(s, all others known) = tau_g,s^2 per stage (measured
+// on protocol runs by the Lemma 1 tests). No coalition of parties other
+// than site s can do better: everyone but s together knows e_s and f_s and
+// sees a^_s, which leaves exactly a_s + g_s, and g_s never leaves site s.
+// With tau_g,s^2 = tau_s^2 tau_c^2 / Q (Variances, step 2) the GDP
+// parameter is sqrt(Q / tau_c^2) Delta_s / tau_s, and since tau_c^2 = max_t
+// mu_t^2 tau_t^2 >= Q / S it is at most sqrt(S) times the per-release one,
+// whatever the other sites declare. For S equal sites it is exactly sqrt(S)
+// times: 5 sites at (1, 1e-5) give 2.44; sites of 100, 1000 and 10000 rows
+// at (1, 1e-5) give sqrt(3) times, 1.84 (TestCoalitionEpsilon).
+//
+// The headline therefore assumes the threat model below: the trusted noise
+// generator shares e_s with no one, the aggregator colludes with no site,
+// and sites do not pool their g_t; without these assumptions the coalition
+// epsilon is the guarantee.
 //
 // Randomness comes from perturb.SecureSource unless a seed is given
 // (RunOptions.Seeded, perturb.StreamSource per role): then results are
 // reproducible and NOT private.
 //
 // Floating point (Mironov 2012): every noise value is a multiple of a
-// power-of-two grid step (perturb's discrete Gaussian sampler), and each
-// site snaps its statistic to the grid of perturb.Granularity(tau_s) (a
-// power of two at least as coarse as the grids of g_s, f_s and e_s, since
-// their variances are at most tau_s^2 for g and f; e is finer or equal)
-// before adding noise, so the low-order bits of a release do not carry the
-// statistic's low-order bits. Snapping moves neighbouring statistics apart
-// by at most sqrt(L) grid steps more (L values), so tau_s is scaled by
-// (Delta + sqrt(L) g)/Delta (Job.Tau2), as perturb.Gaussian.AddTo does:
-// Delta/tau_s, hence the guarantee, is exactly the calibrated one.
+// power-of-two grid step: g_s and f_s come from perturb's discrete Gaussian
+// sampler on the grid of perturb.Granularity of their own sigma, and e_s is
+// S w_s (equal weights) or w_s / mu_s snapped to the generator's grid
+// (unequal weights; see Zero-sum noise). Each site snaps its statistic to
+// the grid of perturb.Granularity(tau_s) before adding noise; that step is
+// at least as coarse as the grids of g_s and f_s (their variances are at
+// most tau_s^2), and all these steps are powers of two, so every term of
+// a^_s is a multiple of the finest of them and so is their exact sum. The
+// float64 sum equals the exact sum while every partial sum stays below
+// 2^53 times that finest step (about 2^13 tau_g,s); beyond it, the release
+// is rounded to the float64 spacing of its magnitude, itself a power of
+// two, as any float64 output is. Nothing stronger is claimed. Snapping
+// moves neighbouring statistics apart by at most sqrt(L) grid steps more
+// (L values), so tau_s is scaled by (Delta + sqrt(L) g)/Delta (Job.Tau2),
+// as perturb.Gaussian.AddTo does: Delta/tau_s, hence the guarantee, is
+// exactly the calibrated one.
+//
+// # Threat model
+//
+// Who is trusted for what:
+//
+//   - A site is trusted by nobody for privacy, and for the correctness of
+//     its own contribution only: no check can tell a false statistic from
+//     a true one, so a lying site can bias the result (its weight mu_s =
+//     N_s/N is capped by the public bound MaxRows on the self-declared
+//     N_s). It cannot weaken another site's privacy: each site draws g_s
+//     itself, recomputes its own tau_s and refuses an under-calibrated or
+//     infeasible plan, and the coalition bound above holds whatever the
+//     others declare. Malformed hellos and releases are excluded and
+//     reported, not fatal.
+//   - The aggregator is untrusted for privacy (it sees every release: the
+//     joint-view epsilon is the headline) and trusted for the correctness
+//     and availability of the result, which it computes; it chooses each
+//     run's session ID.
+//   - The noise generator is trusted to keep e_s secret and to draw it as
+//     specified; if it shares e_s with the aggregator, only g_s protects
+//     a_s (the coalition epsilon).
+//   - Whoever runs "dprec cape keys" knows every pairwise key (a trusted
+//     dealer); each party must receive only its own keyring (written 0600
+//     from creation, refused by LoadKeyring when readable by others). A
+//     stolen keyring lets its thief act as that role.
+//   - The network is hostile: it may read, record, replay, reorder, drop,
+//     delay and inject. Bodies are sealed with AES-256-GCM under the pair's
+//     key (confidential, authenticated, bound to path, sender, recipient,
+//     session, sequence number and time); the headers are authenticated by
+//     an HMAC before any body byte is read; each run has a fresh 128-bit
+//     session ID from the aggregator, so a message recorded in another run
+//     is refused; a sequence-number window refuses a request replayed
+//     within the run; a second message of the same (sender, kind, stage)
+//     is refused; responses are bound to their request's nonce. Every
+//     refusal is reported with the claimed role and the reason
+//     (HTTPConfig.OnReject). Dropping and delaying cannot be prevented:
+//     they become drop-outs (see Drop-out). Message sizes reveal the job's
+//     dimensions, which are public anyway.
+//   - Resource exhaustion: an unauthenticated request costs no body memory;
+//     an authenticated body is capped by the protocol's largest message
+//     (HTTPConfig.MaxValues, set from Job.MaxValues); servers have header,
+//     read, write and idle timeouts, serve at most MaxConns connections at
+//     once and queue at most MaxQueue undelivered messages per sender. An
+//     unauthenticated peer can still occupy connections (each for at most
+//     the header timeout) and so delay a run, but not exhaust memory.
 //
 // # Concurrency
 //

@@ -16,8 +16,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,18 +33,88 @@ import (
 // confidential on the wire, and a response is bound to its request's
 // nonce. The server only hands out messages addressed to the
 // authenticated requester: a site cannot fetch another site's e_s or f_s.
-// Requests carry a timestamp; the server refuses those more than
-// maxClockSkew away from its clock (replay window).
+//
+// Run binding and replay (doc.go, "Threat model"). The aggregator draws a
+// fresh 128-bit session ID from crypto/rand for each run; clients fetch it
+// first (POST /cape/v1/session, answered sealed and bound to the request's
+// nonce; the noise generator fetches it as a client of the aggregator and
+// uses it for its own server). Every request carries its role, the session
+// ID, a sequence number (per client, strictly increasing from a
+// time-based start) and a timestamp in headers, authenticated by an
+// HMAC-SHA256 over them and the body length (X-Cape-Auth, key derived from
+// the pair's key) and repeated in the body's authenticated data. A server
+// refuses, before reading the body, a request whose header MAC fails, whose
+// session is not the current run's (a message recorded in an earlier run),
+// whose sequence number it has seen (a replay within the run; a window of
+// 64 allows concurrent requests to arrive out of order), or whose timestamp
+// is more than maxClockSkew away. It accepts at most one message of each
+// (sender, kind, stage) per run and at most MaxQueue undelivered messages
+// per sender. Every refusal is reported through HTTPConfig.OnReject with
+// the claimed role and the reason.
+//
+// Resource limits: the body is read only after the header MAC verified, up
+// to a limit sized from the protocol's largest message (MaxValues values of
+// at most bytesPerValue bytes of JSON, plus smallBody; recv and session
+// requests: smallBody), with http.MaxBytesReader; the server has header,
+// read, write and idle timeouts and serves at most MaxConns connections at
+// once (further connections wait in the kernel's accept queue).
 
 const (
-	httpPathSend = "/cape/v1/send"
-	httpPathRecv = "/cape/v1/recv"
-	// maxClockSkew bounds the age of an accepted request (replay window).
+	httpPathSend    = "/cape/v1/send"
+	httpPathRecv    = "/cape/v1/recv"
+	httpPathSession = "/cape/v1/session"
+	// maxClockSkew bounds the age of an accepted request.
 	maxClockSkew = 5 * time.Minute
-	// maxBody caps a request or response body (a D = 200 tensor stage is
-	// about 1.4 M values, 30 MB of JSON): 256 MiB.
+	// maxBody caps a response body read by a client (a D = 200 tensor
+	// stage is about 1.4 M values, 30 MB of JSON): 256 MiB.
 	maxBody = 256 << 20
+	// smallBody caps a request without numeric payload (session, recv,
+	// hello): a sealed envelope of at most a few hundred bytes; 64 KiB.
+	smallBody = 64 << 10
+	// bytesPerValue bounds the JSON of one float64 with its separator
+	// ("-1.2345678901234567e-308," is 25 bytes).
+	bytesPerValue = 32
+	// maxMsgStage bounds the stage number of an accepted message (CAPE
+	// jobs have at most 2 stages).
+	maxMsgStage = 16
+	// seqWindow is the replay window of sequence numbers.
+	seqWindow = 64
+
+	hdrRole    = "X-Cape-Role"
+	hdrSession = "X-Cape-Session"
+	hdrSeq     = "X-Cape-Seq"
+	hdrTime    = "X-Cape-Time"
+	hdrAuth    = "X-Cape-Auth"
 )
+
+// Defaults of HTTPConfig's limits.
+const (
+	// DefaultMaxValues is the default largest number of float64 values in
+	// a message a server accepts (set HTTPConfig.MaxValues from the job:
+	// Job.MaxValues).
+	DefaultMaxValues = 1 << 16
+	// DefaultMaxConns is the default cap on concurrent connections.
+	DefaultMaxConns = 64
+	// DefaultMaxQueue is the default cap on undelivered messages per
+	// sender.
+	DefaultMaxQueue = 4
+)
+
+// MaxValues returns the largest number of float64 values any message of
+// the job carries (the largest stage statistic), which sizes the servers'
+// body limit (HTTPConfig.MaxValues).
+func (j *Job) MaxValues() int {
+	m := 0
+	for st := 0; st < j.Stages(); st++ {
+		if l := j.Length(st); l > m {
+			m = l
+		}
+	}
+	if j.Kind == JobAGN && j.D*j.K > m {
+		m = j.D * j.K // W
+	}
+	return m
+}
 
 // isServerRole reports whether role runs an HTTP server.
 func isServerRole(role string) bool { return role == RoleAggregator || role == RoleNoise }
@@ -90,8 +162,12 @@ func NewKeyrings(sites int) (map[string]*Keyring, error) {
 	return out, nil
 }
 
-// LoadKeyring reads a keyring file written by SaveKeyring.
+// LoadKeyring reads a keyring file written by SaveKeyring. It refuses a
+// file that group or others may access (mode wider than 0600).
 func LoadKeyring(path string) (*Keyring, error) {
+	if err := checkKeyringMode(path); err != nil {
+		return nil, err
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -143,22 +219,133 @@ func open(a cipher.AEAD, box, aad []byte) ([]byte, error) {
 	return a.Open(nil, box[:n], box[n:], aad)
 }
 
-func reqAAD(path, from, to string) []byte {
-	return []byte("cape/v1 req|" + path + "|" + from + "|" + to)
+// macKey returns the key of the header MAC for peer, derived from the
+// pair's key (separate from the AEAD key).
+func (k *Keyring) macKey(peer string) ([]byte, error) {
+	h, ok := k.Keys[peer]
+	if !ok {
+		return nil, fmt.Errorf("cape: %s has no key for %s", k.Role, peer)
+	}
+	key, err := hex.DecodeString(h)
+	if err != nil || len(key) != 32 {
+		return nil, fmt.Errorf("cape: bad key for %s", peer)
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("cape/v1 header mac"))
+	return m.Sum(nil), nil
 }
-func respAAD(path, from, to string, reqNonce []byte) []byte {
-	return append([]byte("cape/v1 resp|"+path+"|"+from+"|"+to+"|"), reqNonce...)
+
+// reqHeader holds the authenticated header fields of a request.
+type reqHeader struct {
+	path, from, to, session string
+	seq                     uint64
+	time                    int64 // unix milliseconds
+	length                  int64 // body bytes
+}
+
+func (h *reqHeader) fields() string {
+	return h.path + "|" + h.from + "|" + h.to + "|" + h.session + "|" + strconv.FormatUint(h.seq, 10) + "|" + strconv.FormatInt(h.time, 10)
+}
+
+func (h *reqHeader) mac(key []byte) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("cape/v1 hdr|" + h.fields() + "|" + strconv.FormatInt(h.length, 10)))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+func reqAAD(h *reqHeader) []byte {
+	return []byte("cape/v1 req|" + h.fields())
+}
+
+func respAAD(h *reqHeader, reqNonce []byte) []byte {
+	return append([]byte("cape/v1 resp|"+h.fields()+"|"), reqNonce...)
 }
 
 // envelope is the sealed plaintext of a request.
 type envelope struct {
-	Time  int64    `json:"time"` // unix milliseconds
 	Msg   *Message `json:"msg,omitempty"`
 	Kind  string   `json:"kind,omitempty"`
 	Stage int      `json:"stage,omitempty"`
 }
 
-// HTTPConfig configures an HTTPTransport.
+// sessionReply is the sealed plaintext of a session response.
+type sessionReply struct {
+	Session string `json:"session"`
+}
+
+// seqWin is a sliding replay window over sequence numbers: max is the
+// largest accepted, bit i of bits marks max-i as seen.
+type seqWin struct {
+	max, bits uint64
+}
+
+func (w *seqWin) accept(s uint64) bool {
+	switch {
+	case s == 0:
+		return false
+	case s > w.max:
+		if d := s - w.max; d >= 64 {
+			w.bits = 0
+		} else {
+			w.bits <<= d
+		}
+		w.bits |= 1
+		w.max = s
+		return true
+	}
+	d := w.max - s
+	if d >= seqWindow || w.bits&(1<<d) != 0 {
+		return false
+	}
+	w.bits |= 1 << d
+	return true
+}
+
+// limitListener accepts at most n connections at once; further ones wait
+// in the kernel's queue until an accepted one closes.
+type limitListener struct {
+	net.Listener
+	sem       chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func newLimitListener(l net.Listener, n int) *limitListener {
+	return &limitListener{Listener: l, sem: make(chan struct{}, n), done: make(chan struct{})}
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.sem <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.sem
+		return nil, err
+	}
+	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
+}
+
+func (l *limitListener) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+type limitConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
+
+// HTTPConfig configures an HTTPTransport. Zero values mean the defaults.
 type HTTPConfig struct {
 	Role string
 	Keys *Keyring
@@ -170,19 +357,44 @@ type HTTPConfig struct {
 	Listener net.Listener
 	// PollWait is how long a server holds a recv request open (default 5 s).
 	PollWait time.Duration
-	// Client is the HTTP client (default: 30 s timeout).
+	// Client is the HTTP client (default: PollWait + 25 s timeout).
 	Client *http.Client
+	// Session is the aggregator's run ID (default: 16 random bytes from
+	// crypto/rand, hex). Other roles learn it from the aggregator.
+	Session string
+	// MaxValues is the largest number of values in a message the server
+	// accepts (default DefaultMaxValues; the aggregator sets Job.MaxValues).
+	MaxValues int
+	// MaxConns caps the server's concurrent connections (default
+	// DefaultMaxConns); MaxQueue the undelivered messages per sender
+	// (default DefaultMaxQueue).
+	MaxConns, MaxQueue int
+	// Server timeouts: request headers (default 10 s), whole request
+	// (default the larger of 60 s and PollWait + 30 s), idle keep-alive
+	// connections (default 30 s). Responses must be written within
+	// PollWait + 30 s.
+	ReadHeaderTimeout, ReadTimeout, IdleTimeout time.Duration
+	// OnReject, if set, is called for every refused request with the role
+	// the request claimed and the reason (replay, forged, oversized, ...).
+	// It may be called from several goroutines at once.
+	OnReject func(role, reason string)
 }
 
 // HTTPTransport is a Transport over HTTP between processes.
 type HTTPTransport struct {
-	cfg    HTTPConfig
-	srv    *http.Server
-	mu     sync.Mutex
-	inbox  []*Message
-	outbox []*Message
-	wake   chan struct{}
-	errs   chan error
+	cfg     HTTPConfig
+	srv     *http.Server
+	mu      sync.Mutex
+	session string
+	inbox   []*Message
+	outbox  []*Message
+	wake    chan struct{}
+	errs    chan error
+	seq     atomic.Uint64
+	windows map[string]*seqWin
+	seen    map[string]bool // "peer|kind|stage" accepted this run
+	sending int             // accepted sends and fetched messages whose response is being written
+	rejects atomic.Int64
 }
 
 // NewHTTPTransport returns the transport of cfg.Role and, for server
@@ -197,7 +409,39 @@ func NewHTTPTransport(cfg HTTPConfig) (*HTTPTransport, error) {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: cfg.PollWait + 25*time.Second}
 	}
-	t := &HTTPTransport{cfg: cfg, wake: make(chan struct{}), errs: make(chan error, 1)}
+	if cfg.MaxValues <= 0 {
+		cfg.MaxValues = DefaultMaxValues
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	if cfg.MaxQueue <= 0 {
+		cfg.MaxQueue = DefaultMaxQueue
+	}
+	if cfg.ReadHeaderTimeout <= 0 {
+		cfg.ReadHeaderTimeout = 10 * time.Second
+	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = max(time.Minute, cfg.PollWait+30*time.Second)
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 30 * time.Second
+	}
+	t := &HTTPTransport{cfg: cfg, wake: make(chan struct{}), errs: make(chan error, 1),
+		windows: map[string]*seqWin{}, seen: map[string]bool{}}
+	// Sequence numbers start at the clock so that a restarted client does
+	// not reuse the numbers of its previous incarnation.
+	t.seq.Store(uint64(time.Now().UnixNano()))
+	if cfg.Role == RoleAggregator {
+		t.session = cfg.Session
+		if t.session == "" {
+			b := make([]byte, 16)
+			if _, err := rand.Read(b); err != nil {
+				return nil, err
+			}
+			t.session = hex.EncodeToString(b)
+		}
+	}
 	if isServerRole(cfg.Role) {
 		if cfg.Listener == nil {
 			return nil, fmt.Errorf("cape: %s needs a listener", cfg.Role)
@@ -205,15 +449,31 @@ func NewHTTPTransport(cfg HTTPConfig) (*HTTPTransport, error) {
 		mux := http.NewServeMux()
 		mux.HandleFunc(httpPathSend, t.handle)
 		mux.HandleFunc(httpPathRecv, t.handle)
-		t.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		if cfg.Role == RoleAggregator {
+			mux.HandleFunc(httpPathSession, t.handle)
+		}
+		t.srv = &http.Server{Handler: mux, ReadHeaderTimeout: cfg.ReadHeaderTimeout, ReadTimeout: cfg.ReadTimeout,
+			WriteTimeout: cfg.PollWait + 30*time.Second, IdleTimeout: cfg.IdleTimeout, MaxHeaderBytes: 16 << 10}
+		ln := newLimitListener(cfg.Listener, cfg.MaxConns)
 		go func() {
-			if err := t.srv.Serve(cfg.Listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := t.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				t.errs <- err
 			}
 		}()
 	}
 	return t, nil
 }
+
+// Session returns the run's session ID ("" until a non-aggregator role
+// has fetched it from the aggregator).
+func (t *HTTPTransport) Session() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.session
+}
+
+// Rejections returns the number of requests the server refused.
+func (t *HTTPTransport) Rejections() int64 { return t.rejects.Load() }
 
 func (t *HTTPTransport) notify() {
 	close(t.wake)
@@ -271,8 +531,21 @@ func (t *HTTPTransport) Recv(ctx context.Context, from, kind string, stage int) 
 	}
 }
 
+// ensureSession returns the run's session ID, fetching it from the
+// aggregator on first use.
+func (t *HTTPTransport) ensureSession(ctx context.Context) (string, error) {
+	if s := t.Session(); s != "" {
+		return s, nil
+	}
+	if _, err := t.post(ctx, RoleAggregator, httpPathSession, envelope{}); err != nil {
+		return "", err
+	}
+	return t.Session(), nil
+}
+
 // post sends a sealed request to a server role and returns the message
-// of the response (nil when a recv poll timed out empty).
+// of the response (nil when a recv poll timed out empty, and for send and
+// session requests).
 func (t *HTTPTransport) post(ctx context.Context, server, path string, env envelope) (*Message, error) {
 	base, ok := t.cfg.Peers[server]
 	if !ok {
@@ -282,30 +555,44 @@ func (t *HTTPTransport) post(ctx context.Context, server, path string, env envel
 	if err != nil {
 		return nil, err
 	}
-	env.Time = time.Now().UnixMilli()
+	mk, err := t.cfg.Keys.macKey(server)
+	if err != nil {
+		return nil, err
+	}
 	plain, err := json.Marshal(env)
 	if err != nil {
 		return nil, err
 	}
-	body := seal(a, plain, reqAAD(path, t.cfg.Role, server))
+	session := ""
+	if path != httpPathSession {
+		if session, err = t.ensureSession(ctx); err != nil {
+			return nil, err
+		}
+	}
 	for {
+		// A fresh sequence number, time and nonce for every attempt.
+		h := &reqHeader{path: path, from: t.cfg.Role, to: server, session: session, seq: t.seq.Add(1), time: time.Now().UnixMilli()}
+		body := seal(a, plain, reqAAD(h))
+		h.length = int64(len(body))
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(base, "/")+path, bytes.NewReader(body))
 		if err != nil {
 			return nil, err
 		}
-		req.Header.Set("X-Cape-Role", t.cfg.Role)
+		req.Header.Set(hdrRole, t.cfg.Role)
+		req.Header.Set(hdrSession, session)
+		req.Header.Set(hdrSeq, strconv.FormatUint(h.seq, 10))
+		req.Header.Set(hdrTime, strconv.FormatInt(h.time, 10))
+		req.Header.Set(hdrAuth, h.mac(mk))
 		resp, err := t.cfg.Client.Do(req)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("cape: %s: %s at %s did not answer: %w (%w)", t.cfg.Role, server, base, ErrDropped, ctx.Err())
 			}
 			// The server may not be up yet: retry until the context ends.
-			select {
-			case <-time.After(200 * time.Millisecond):
-				continue
-			case <-ctx.Done():
+			if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
 				return nil, fmt.Errorf("cape: %s cannot reach %s at %s (is it running?): %v: %w", t.cfg.Role, server, base, err, ErrDropped)
 			}
+			continue
 		}
 		rb, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 		resp.Body.Close()
@@ -316,16 +603,41 @@ func (t *HTTPTransport) post(ctx context.Context, server, path string, env envel
 		case http.StatusOK:
 		case http.StatusNoContent:
 			return nil, nil
+		case http.StatusServiceUnavailable:
+			// The noise generator has not learnt the session yet.
+			if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+				return nil, fmt.Errorf("cape: %s: %s at %s not ready: %s: %w", t.cfg.Role, server, base, strings.TrimSpace(string(rb)), ErrDropped)
+			}
+			continue
+		case http.StatusConflict:
+			if path == httpPathSend {
+				// Only this role can have sent that message in this run:
+				// an earlier attempt whose answer was lost was delivered.
+				return nil, nil
+			}
+			return nil, fmt.Errorf("cape: %s answered %s: %s", server, resp.Status, strings.TrimSpace(string(rb)))
 		case http.StatusUnauthorized:
 			return nil, fmt.Errorf("cape: %s refused %s's credentials: %s", server, t.cfg.Role, strings.TrimSpace(string(rb)))
 		default:
 			return nil, fmt.Errorf("cape: %s answered %s: %s", server, resp.Status, strings.TrimSpace(string(rb)))
 		}
-		plainResp, err := open(a, rb, respAAD(path, t.cfg.Role, server, body[:a.NonceSize()]))
+		plainResp, err := open(a, rb, respAAD(h, body[:a.NonceSize()]))
 		if err != nil {
 			return nil, fmt.Errorf("cape: response claiming to come from %s failed authentication", server)
 		}
-		if path == httpPathSend {
+		switch path {
+		case httpPathSend:
+			return nil, nil
+		case httpPathSession:
+			var sr sessionReply
+			if err := json.Unmarshal(plainResp, &sr); err != nil || sr.Session == "" {
+				return nil, fmt.Errorf("cape: bad session reply from %s", server)
+			}
+			t.mu.Lock()
+			if t.session == "" {
+				t.session = sr.Session
+			}
+			t.mu.Unlock()
 			return nil, nil
 		}
 		var m Message
@@ -339,51 +651,149 @@ func (t *HTTPTransport) post(ctx context.Context, server, path string, env envel
 	}
 }
 
-// handle serves both endpoints.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// bodyLimit returns the largest request body accepted on path.
+func (t *HTTPTransport) bodyLimit(path string) int64 {
+	if path == httpPathSend {
+		return smallBody + bytesPerValue*int64(t.cfg.MaxValues)
+	}
+	return smallBody
+}
+
+// refuse answers a refused request and reports it.
+func (t *HTTPTransport) refuse(w http.ResponseWriter, role string, code int, reason string) {
+	t.rejects.Add(1)
+	if t.cfg.OnReject != nil {
+		t.cfg.OnReject(role, reason)
+	}
+	http.Error(w, reason, code)
+}
+
+// handle serves the endpoints. Everything up to the body read depends only
+// on the headers, so an unauthenticated request costs no body memory.
 func (t *HTTPTransport) handle(w http.ResponseWriter, r *http.Request) {
+	peer := r.Header.Get(hdrRole)
+	if len(peer) > 64 {
+		peer = peer[:64] + "..."
+	}
+	path := r.URL.Path
 	if r.Method != http.MethodPost {
-		http.Error(w, "POST only", http.StatusMethodNotAllowed)
+		t.refuse(w, peer, http.StatusMethodNotAllowed, "POST only")
 		return
 	}
-	peer := r.Header.Get("X-Cape-Role")
 	a, err := t.cfg.Keys.aead(peer)
 	if err != nil {
-		http.Error(w, fmt.Sprintf("unknown role %q", peer), http.StatusUnauthorized)
+		t.refuse(w, peer, http.StatusUnauthorized, fmt.Sprintf("unknown role %q on %s", peer, path))
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
-	if err != nil {
-		http.Error(w, "bad body", http.StatusBadRequest)
+	mk, _ := t.cfg.Keys.macKey(peer)
+	if r.ContentLength < 0 {
+		t.refuse(w, peer, http.StatusLengthRequired, "request without Content-Length")
 		return
 	}
-	plain, err := open(a, body, reqAAD(r.URL.Path, peer, t.cfg.Role))
+	seq, err1 := strconv.ParseUint(r.Header.Get(hdrSeq), 10, 64)
+	tm, err2 := strconv.ParseInt(r.Header.Get(hdrTime), 10, 64)
+	h := &reqHeader{path: path, from: peer, to: t.cfg.Role, session: r.Header.Get(hdrSession), seq: seq, time: tm, length: r.ContentLength}
+	if err1 != nil || err2 != nil || !hmac.Equal([]byte(r.Header.Get(hdrAuth)), []byte(h.mac(mk))) {
+		t.refuse(w, peer, http.StatusUnauthorized, fmt.Sprintf("forged or unauthenticated request on %s: header MAC missing or wrong", path))
+		return
+	}
+	if d := time.Since(time.UnixMilli(tm)); d > maxClockSkew || d < -maxClockSkew {
+		t.refuse(w, peer, http.StatusUnauthorized, fmt.Sprintf("stale request on %s: timestamp %v away (clock skew or replay)", path, d.Round(time.Second)))
+		return
+	}
+	if path != httpPathSession {
+		cur := t.Session()
+		if cur == "" {
+			// The noise generator has not fetched the session yet.
+			http.Error(w, "session not established yet", http.StatusServiceUnavailable)
+			return
+		}
+		if h.session != cur {
+			t.refuse(w, peer, http.StatusUnauthorized, fmt.Sprintf("replay on %s: sealed for session %.12q, not this run's (a message recorded in another run)", path, h.session))
+			return
+		}
+		t.mu.Lock()
+		win := t.windows[peer]
+		if win == nil {
+			win = &seqWin{}
+			t.windows[peer] = win
+		}
+		ok := win.accept(seq)
+		t.mu.Unlock()
+		if !ok {
+			t.refuse(w, peer, http.StatusUnauthorized, fmt.Sprintf("replay on %s: sequence number %d already used or too old", path, seq))
+			return
+		}
+	}
+	limit := t.bodyLimit(path)
+	if r.ContentLength > limit {
+		t.refuse(w, peer, http.StatusRequestEntityTooLarge, fmt.Sprintf("body of %d bytes on %s exceeds the limit of %d", r.ContentLength, path, limit))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
-		http.Error(w, fmt.Sprintf("authentication failed for %s", peer), http.StatusUnauthorized)
+		t.refuse(w, peer, http.StatusBadRequest, fmt.Sprintf("body on %s not read: %v", path, err))
+		return
+	}
+	plain, err := open(a, body, reqAAD(h))
+	if err != nil {
+		t.refuse(w, peer, http.StatusUnauthorized, fmt.Sprintf("body on %s failed authentication (forged or tampered)", path))
 		return
 	}
 	var env envelope
 	if err := json.Unmarshal(plain, &env); err != nil {
-		http.Error(w, "bad envelope", http.StatusBadRequest)
-		return
-	}
-	if d := time.Since(time.UnixMilli(env.Time)); d > maxClockSkew || d < -maxClockSkew {
-		http.Error(w, "stale request (clock skew or replay)", http.StatusUnauthorized)
+		t.refuse(w, peer, http.StatusBadRequest, fmt.Sprintf("bad envelope on %s", path))
 		return
 	}
 	nonce := body[:a.NonceSize()]
 	var out []byte
-	switch r.URL.Path {
+	switch path {
+	case httpPathSession:
+		out, _ = json.Marshal(sessionReply{Session: t.Session()})
 	case httpPathSend:
 		m := env.Msg
 		if m == nil || m.To != t.cfg.Role {
-			http.Error(w, "message not addressed to this role", http.StatusBadRequest)
+			t.refuse(w, peer, http.StatusBadRequest, "message not addressed to this role")
+			return
+		}
+		if !knownKind(m.Kind) || m.Stage < 0 || m.Stage >= maxMsgStage {
+			t.refuse(w, peer, http.StatusBadRequest, fmt.Sprintf("message of unknown kind %.20q or stage %d", m.Kind, m.Stage))
 			return
 		}
 		m.From = peer // authenticated sender, never the claimed one
+		key := peer + "|" + m.Kind + "|" + strconv.Itoa(m.Stage)
 		t.mu.Lock()
+		if t.seen[key] {
+			t.mu.Unlock()
+			t.refuse(w, peer, http.StatusConflict, fmt.Sprintf("duplicate %s %d: one per run accepted (replay or reorder)", m.Kind, m.Stage))
+			return
+		}
+		n := 0
+		for _, q := range t.inbox {
+			if q.From == peer {
+				n++
+			}
+		}
+		if n >= t.cfg.MaxQueue {
+			t.mu.Unlock()
+			t.refuse(w, peer, http.StatusTooManyRequests, fmt.Sprintf("queue full: %d undelivered messages", n))
+			return
+		}
+		t.seen[key] = true
 		t.inbox = append(t.inbox, m)
+		t.sending++ // the sender waits for this answer: Drain must not close first
 		t.notify()
 		t.mu.Unlock()
+		defer t.doneSending()
 		out = []byte("{}")
 	case httpPathRecv:
 		m := t.takeOutbox(r.Context(), peer, env.Kind, env.Stage)
@@ -391,14 +801,36 @@ func (t *HTTPTransport) handle(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
+		defer t.doneSending()
 		if out, err = json.Marshal(m); err != nil {
 			http.Error(w, "encode", http.StatusInternalServerError)
 			return
 		}
 	}
-	resp := seal(a, out, respAAD(r.URL.Path, peer, t.cfg.Role, nonce))
+	resp := seal(a, out, respAAD(h, nonce))
 	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.Itoa(len(resp)))
 	_, _ = w.Write(resp)
+	// Push the complete response to the connection before doneSending
+	// lets Drain close the server.
+	_ = http.NewResponseController(w).Flush()
+}
+
+func knownKind(k string) bool {
+	switch k {
+	case KindHello, KindPlan, KindE, KindF, KindRelease, KindW, KindResult:
+		return true
+	}
+	return false
+}
+
+// doneSending marks the response to an accepted send or to a fetch of a
+// message as written.
+func (t *HTTPTransport) doneSending() {
+	t.mu.Lock()
+	t.sending--
+	t.notify()
+	t.mu.Unlock()
 }
 
 // takeOutbox waits up to PollWait for a message to peer and removes it.
@@ -410,6 +842,7 @@ func (t *HTTPTransport) takeOutbox(ctx context.Context, peer, kind string, stage
 		for i, m := range t.outbox {
 			if m.To == peer && m.Kind == kind && m.Stage == stage {
 				t.outbox = append(t.outbox[:i], t.outbox[i+1:]...)
+				t.sending++ // until its response is written (doneSending)
 				t.notify()
 				t.mu.Unlock()
 				return m
@@ -427,8 +860,8 @@ func (t *HTTPTransport) takeOutbox(ctx context.Context, peer, kind string, stage
 	}
 }
 
-// Drain waits until every outbox message was fetched (or ctx ends) and
-// then shuts the server down. It returns the roles whose messages were
+// Drain waits until every outbox message was fetched and its response
+// written (or ctx ends) and then closes the server. It returns the roles whose messages were
 // never fetched.
 func (t *HTTPTransport) Drain(ctx context.Context) []string {
 	var left []string
@@ -436,7 +869,7 @@ func (t *HTTPTransport) Drain(ctx context.Context) []string {
 		t.mu.Lock()
 		n := len(t.outbox)
 		wake := t.wake
-		if n == 0 || ctx.Err() != nil {
+		if (n == 0 && t.sending == 0) || ctx.Err() != nil {
 			for _, m := range t.outbox {
 				left = append(left, m.To)
 			}
@@ -450,9 +883,11 @@ func (t *HTTPTransport) Drain(ctx context.Context) []string {
 		}
 	}
 	if t.srv != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = t.srv.Shutdown(sctx)
+		// Every fetched message's response has been written (or ctx
+		// ended): close at once, including idle connections and the
+		// connections clients opened speculatively but never used, which
+		// Shutdown would wait for.
+		_ = t.srv.Close()
 	}
 	return left
 }

@@ -38,7 +38,8 @@ func newHTTPRig(t *testing.T, S int) *httpRig {
 
 func (rig *httpRig) transport(t *testing.T, role string) *HTTPTransport {
 	t.Helper()
-	tr, err := NewHTTPTransport(HTTPConfig{Role: role, Keys: rig.keys[role], Peers: rig.peers, Listener: rig.lns[role], PollWait: time.Second})
+	tr, err := NewHTTPTransport(HTTPConfig{Role: role, Keys: rig.keys[role], Peers: rig.peers, Listener: rig.lns[role], PollWait: time.Second,
+		OnReject: func(r, reason string) { t.Logf("%s rejected %s: %s", role, r, reason) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,9 +137,18 @@ func TestHTTPDropOut(t *testing.T) {
 // role is refused too.
 func TestHTTPAuthentication(t *testing.T) {
 	rig := newHTTPRig(t, 2)
+	aggT := rig.transport(t, RoleAggregator)
+	defer aggT.Drain(context.Background())
 	noiseT := rig.transport(t, RoleNoise)
-	defer noiseT.Drain(context.Background())
+	defer func() {
+		dctx, c := context.WithTimeout(context.Background(), time.Second)
+		defer c()
+		noiseT.Drain(dctx)
+	}()
 	ctx := context.Background()
+	if _, err := noiseT.ensureSession(ctx); err != nil {
+		t.Fatal(err)
+	}
 	_ = noiseT.Send(ctx, &Message{To: SiteRole(1), Kind: KindE, Values: []float64{42}})
 	// Site 2 claims to be site 1 but only holds site 2's keys.
 	forged := &Keyring{Role: SiteRole(1), Keys: rig.keys[SiteRole(2)].Keys}

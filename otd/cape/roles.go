@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/dprec/dprec/otd"
@@ -24,6 +25,10 @@ type RoundPlan struct {
 	Plan  *Plan      `json:"plan"`
 	// Last is set on the plan of the final stage.
 	Last bool `json:"last"`
+	// Excluded lists the sites left out so far and why; the stage-0 plan
+	// also goes to the sites excluded at their hello, so they stop with
+	// the reason instead of waiting.
+	Excluded []Exclusion `json:"excluded,omitempty"`
 }
 
 func (rp *RoundPlan) index(site int) int {
@@ -139,6 +144,11 @@ func (s *Site) Run(ctx context.Context) (err error) {
 		}
 		idx := rp.index(s.ID)
 		if idx < 0 {
+			for _, e := range rp.Excluded {
+				if e.Site == s.ID {
+					return fmt.Errorf("excluded by the aggregator in stage %d: %s", e.Stage, e.Reason)
+				}
+			}
 			return fmt.Errorf("not in the plan of stage %d", stage)
 		}
 		if err := rp.Job.Validate(); err != nil {
@@ -221,6 +231,61 @@ type Aggregator struct {
 	// Timeout bounds the wait for each site's message in a stage (0: the
 	// context's deadline only). A site that misses it counts as dropped.
 	Timeout time.Duration
+	// MaxRows is the public upper bound on a site's declared record count
+	// N_s (0: DefaultMaxRows). N_s is self-declared and sets the site's
+	// weight mu_s = N_s/N: the bound caps the weight a lying site can
+	// claim. A site declaring more is excluded (doc.go, "Threat model").
+	MaxRows int
+	// MinSites is the number of valid sites the run needs (0: 2, the
+	// least CAPE works with). Misbehaving sites are excluded and reported
+	// in Outcome.Excluded; the run goes on while at least MinSites remain.
+	MinSites int
+}
+
+// DefaultMaxRows is the default public bound on a site's declared N_s.
+const DefaultMaxRows = 1_000_000_000
+
+// maxTau2 bounds a site's tau_s^2: sums of up to MaxSites products of
+// weights and variances stay far from overflow, and no meaningful
+// calibration comes near it (it takes epsilon below about 1e-70).
+const maxTau2 = 1e150
+
+// Exclusion records a site left out of the run and why.
+type Exclusion struct {
+	Site int `json:"site"`
+	// Stage is the stage in which the site was excluded (its hello counts
+	// as stage 0).
+	Stage  int    `json:"stage"`
+	Reason string `json:"reason"`
+}
+
+// CheckSpec checks a site's hello against the job and the public bounds:
+// 1 <= N_s <= maxRows, epsilon_s positive and finite, delta_s in (0, 1),
+// and tau_s^2 positive, finite and below maxTau2 in every stage. It
+// returns an error naming the first violation.
+func (j *Job) CheckSpec(sp SiteSpec, maxRows int) error {
+	if maxRows <= 0 {
+		maxRows = DefaultMaxRows
+	}
+	if sp.N < 1 || sp.N > maxRows {
+		return fmt.Errorf("declares n = %d records, outside the public bounds [1, %d] (--max-rows)", sp.N, maxRows)
+	}
+	if !(sp.Epsilon > 0) || math.IsInf(sp.Epsilon, 0) {
+		return fmt.Errorf("declares epsilon = %v, must be positive and finite", sp.Epsilon)
+	}
+	if !(sp.Delta > 0 && sp.Delta < 1) {
+		return fmt.Errorf("declares delta = %v, must be in (0, 1)", sp.Delta)
+	}
+	for st := 0; st < j.Stages(); st++ {
+		t, err := j.Tau2(st, sp)
+		if err != nil {
+			return fmt.Errorf("declares (epsilon, delta) = (%v, %v) with no valid calibration: %w", sp.Epsilon, sp.Delta, err)
+		}
+		if !(t > 0) || !(t <= maxTau2) {
+			return fmt.Errorf("declares (epsilon, delta) = (%v, %v), which needs noise variance %v in stage %d (outside (0, %g])", sp.Epsilon, sp.Delta, t, st, maxTau2)
+		}
+	}
+	return nil
 }
 
 // StageResult is the aggregator's outcome of one stage.
@@ -250,6 +315,21 @@ type Outcome struct {
 	Stages []StageResult `json:"stages"`
 	// W is capeAGN's whitening matrix (D x K).
 	W *mat.Dense `json:"-"`
+	// Excluded lists the sites left out and why: no hello, an unparsable
+	// or out-of-bounds hello, or a malformed release. Specs of sites
+	// excluded at the hello are zero.
+	Excluded []Exclusion `json:"excluded,omitempty"`
+}
+
+// Participated reports whether site s (1-based) released in at least one
+// stage.
+func (o *Outcome) Participated(s int) bool {
+	for _, st := range o.Stages {
+		if contains(st.Sites, s) && !contains(st.Dropped, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // Run executes the aggregator's part and returns the stage results.
@@ -260,24 +340,38 @@ func (a *Aggregator) Run(ctx context.Context) (*Outcome, error) {
 	if a.Sites < 2 || a.Sites > MaxSites {
 		return nil, fmt.Errorf("aggregator: %d sites, want 2..%d", a.Sites, MaxSites)
 	}
+	minSites := a.MinSites
+	if minSites < 2 {
+		minSites = 2
+	}
 	r := rand.New(a.Src)
 	out := &Outcome{Job: a.Job, Specs: make([]SiteSpec, a.Sites)}
 	present := make([]int, 0, a.Sites)
 	for s := 1; s <= a.Sites; s++ {
-		var sp SiteSpec
-		if err := a.recvJSON(ctx, SiteRole(s), KindHello, 0, &sp); err != nil {
+		m, err := a.recv(ctx, SiteRole(s), KindHello, 0)
+		if err != nil {
 			if errors.Is(err, ErrDropped) {
+				out.Excluded = append(out.Excluded, Exclusion{Site: s, Reason: "no hello (not running, unreachable or too late)"})
 				continue
 			}
 			return nil, fmt.Errorf("aggregator: %w", err)
+		}
+		var sp SiteSpec
+		if err := json.Unmarshal(m.Body, &sp); err != nil {
+			out.Excluded = append(out.Excluded, Exclusion{Site: s, Reason: fmt.Sprintf("unparsable hello: %v", err)})
+			continue
+		}
+		if err := a.Job.CheckSpec(sp, a.MaxRows); err != nil {
+			out.Excluded = append(out.Excluded, Exclusion{Site: s, Reason: "hello " + err.Error()})
+			continue
 		}
 		out.Specs[s-1] = sp
 		present = append(present, s)
 	}
 	stages := a.Job.Stages()
 	for stage := 0; stage < stages; stage++ {
-		if len(present) < 2 {
-			return out, fmt.Errorf("aggregator: stage %d: only %d site(s) left, CAPE needs 2 (sites %v)", stage, len(present), present)
+		if len(present) < minSites {
+			return out, fmt.Errorf("aggregator: stage %d: only %d valid site(s) left (%v), the run needs %d%s", stage, len(present), present, minSites, exclusionText(out.Excluded))
 		}
 		res, err := a.stage(ctx, stage, present, out, r, stage == stages-1)
 		if err != nil {
@@ -361,9 +455,19 @@ func (a *Aggregator) stage(ctx context.Context, stage int, present []int, out *O
 	if err != nil {
 		return nil, err
 	}
-	rp := RoundPlan{Job: job, Stage: stage, Sites: present, Specs: specs, Plan: plan, Last: last}
+	rp := RoundPlan{Job: job, Stage: stage, Sites: present, Specs: specs, Plan: plan, Last: last, Excluded: out.Excluded}
 	if err := sendJSON(ctx, a.T, RoleNoise, KindPlan, stage, rp); err != nil {
 		return nil, err
+	}
+	if stage == 0 {
+		for _, e := range out.Excluded {
+			if strings.HasPrefix(e.Reason, "hello ") || strings.HasPrefix(e.Reason, "unparsable hello") {
+				// The site is running (it said hello): tell it why it is out.
+				if err := sendJSON(ctx, a.T, SiteRole(e.Site), KindPlan, stage, rp); err != nil && !errors.Is(err, ErrDropped) {
+					return nil, err
+				}
+			}
+		}
 	}
 	L := job.Length(stage)
 	fs := make([][]float64, S)
@@ -406,8 +510,12 @@ func (a *Aggregator) stage(ctx context.Context, stage int, present []int, out *O
 			}
 			return nil, err
 		}
-		if len(m.Values) != outLen {
-			return nil, fmt.Errorf("site %d released %d values, want %d", s, len(m.Values), outLen)
+		if reason := checkRelease(m.Values, outLen); reason != "" {
+			// A malformed release is dropped like a drop-out (its e_s no
+			// longer cancels) and reported.
+			res.Dropped = append(res.Dropped, s)
+			out.Excluded = append(out.Excluded, Exclusion{Site: s, Stage: stage, Reason: reason})
+			continue
 		}
 		f := fs[i]
 		if project {
@@ -434,6 +542,35 @@ func (a *Aggregator) stage(ctx context.Context, stage int, present []int, out *O
 	res.TargetVariance = plan.TauC2
 	res.ConvVariance = plan.ConvVar(mask)
 	return res, nil
+}
+
+// checkRelease returns why a release of want values is malformed, or "".
+func checkRelease(v []float64, want int) string {
+	if len(v) != want {
+		return fmt.Sprintf("released %d values, want %d", len(v), want)
+	}
+	for i, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Sprintf("released a non-finite value (%v at entry %d)", x, i+1)
+		}
+	}
+	return ""
+}
+
+// exclusionText lists exclusions for an error message.
+func exclusionText(ex []Exclusion) string {
+	if len(ex) == 0 {
+		return ""
+	}
+	var b []byte
+	b = append(b, "; excluded: "...)
+	for i, e := range ex {
+		if i > 0 {
+			b = append(b, "; "...)
+		}
+		b = append(b, fmt.Sprintf("site %d (%s)", e.Site, e.Reason)...)
+	}
+	return string(b)
 }
 
 func packedLen3(k int) int { return k * (k + 1) * (k + 2) / 6 }

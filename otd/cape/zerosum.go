@@ -27,8 +27,12 @@ const MaxSites = 100
 // integer arithmetic and therefore also in float64 in any summation order.
 // Then e_s = w_s / mu_s; when every mu_s = 1/S this is w_s * S, again an
 // exact grid multiple, and sum_s e_s == 0 holds bit for bit. For unequal
-// weights the division by mu_s rounds, and |sum_s mu_s e_s| is at most
-// about S * 2^-52 max_s |w_s| (documented residual; measured by the tests).
+// weights w_s / mu_s is in general not a grid multiple, so it is snapped
+// to the grid g (perturb.Snap): every e_s is then a multiple of g, like
+// every other noise value of the protocol, and sum_s mu_s e_s is no longer
+// exactly 0 but at most g/2 sum_s mu_s = g/2 in absolute value (plus
+// float64 rounding of the products), about sigma 2^-41 (measured by the
+// tests).
 //
 // Var(w_s) = (1 - 1/S) sigma2 + O(g^2), g ~ sigma 2^-40. It returns an
 // error when sigma2 is not positive and finite or S is out of [2, MaxSites].
@@ -73,7 +77,7 @@ func ZeroSumNoise(mu []float64, sigma2 float64, L int, r *rand.Rand) ([][]float6
 			if equal {
 				out[i][j] = w * float64(s)
 			} else {
-				out[i][j] = w / mu[i]
+				out[i][j] = perturb.Snap(w/mu[i], g)
 			}
 		}
 	}
