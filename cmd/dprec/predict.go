@@ -18,7 +18,7 @@ import (
 )
 
 func init() {
-	register(&cli.Command{
+	cmd := &cli.Command{
 		Name:  "predict",
 		Usage: "predict ratings from a saved model (one pair, a CSV of pairs, or a new user's fold-in)",
 		Description: `Unknown users, items and times never fail: the prediction falls back
@@ -34,10 +34,11 @@ instead. Times are Unix seconds, RFC 3339 or YYYY-MM-DD (UTC).`,
 			&cli.StringFlag{Name: "ratings", Usage: "a new user's own ratings (CSV item,rating[,time]) to fold in against the frozen model"},
 			&cli.Float64Flag{Name: "fold-lambda", Usage: "ridge penalty of the fold-in (default: the model's factor penalty times the number of ratings)"},
 			&cli.BoolFlag{Name: "strict", Usage: "fail on an unknown user or item instead of falling back"},
-			&cli.BoolFlag{Name: "json", Usage: "JSON output"},
 		},
 		Action: predictRun,
-	})
+	}
+	cmd.Flags = append(cmd.Flags, jsonFlags("the predictions")...)
+	register(cmd)
 }
 
 // predictParseTime parses a time flag or column: Unix seconds, RFC 3339 or
@@ -136,12 +137,17 @@ func predictStrict(c *cli.Context, fb models.Fallback, user, item string) error 
 }
 
 func predictEmit(c *cli.Context, w io.Writer, rs []predictResult) error {
-	if c.Bool("json") {
-		enc := json.NewEncoder(w)
-		if len(rs) == 1 {
-			return enc.Encode(rs[0])
+	if c.Bool("json") && len(rs) == 1 {
+		return json.NewEncoder(w).Encode(rs[0])
+	}
+	if c.Bool("json") || c.Bool("jsonl") {
+		rw := newRecordWriter(w, c.Bool("jsonl"))
+		for _, r := range rs {
+			if err := rw.Write(r); err != nil {
+				return err
+			}
 		}
-		return enc.Encode(rs)
+		return rw.Close()
 	}
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"user", "item", "time", "prediction", "fallback"})
@@ -173,9 +179,9 @@ func predictMany(c *cli.Context, p *models.Predictor, path string, w io.Writer) 
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
 	cr.TrimLeadingSpace = true
-	jsonOut := c.Bool("json")
+	jsonOut := c.Bool("json") || c.Bool("jsonl")
 	cw := csv.NewWriter(w)
-	enc := json.NewEncoder(w)
+	rw := newRecordWriter(w, c.Bool("jsonl"))
 	if !jsonOut {
 		cw.Write([]string{"user", "item", "time", "prediction", "fallback"})
 	}
@@ -204,7 +210,7 @@ func predictMany(c *cli.Context, p *models.Predictor, path string, w io.Writer) 
 			return fmt.Errorf("%s:%d: %w", path, line, err)
 		}
 		if jsonOut {
-			if err := enc.Encode(predictResult{User: rec[0], Item: rec[1], Time: t, Prediction: v, Fallback: fb.String()}); err != nil {
+			if err := rw.Write(predictResult{User: rec[0], Item: rec[1], Time: t, Prediction: v, Fallback: fb.String()}); err != nil {
 				return err
 			}
 			continue
@@ -214,6 +220,9 @@ func predictMany(c *cli.Context, p *models.Predictor, path string, w io.Writer) 
 			ts = strconv.FormatInt(*t, 10)
 		}
 		cw.Write([]string{rec[0], rec[1], ts, strconv.FormatFloat(v, 'g', 8, 64), fb.String()})
+	}
+	if jsonOut {
+		return rw.Close()
 	}
 	cw.Flush()
 	return cw.Error()

@@ -176,7 +176,7 @@ func TestTrainPredictRecommendEval(t *testing.T) {
 		}
 	}
 	out, _, err = trainTestRun(t, "-q", "recommend", "-m", model, "--ratings", ratings, "--top", "3", "--json")
-	if err != nil || strings.Contains(out, `"ID":"507"`) || !strings.Contains(out, `"items"`) {
+	if err != nil || strings.Contains(out, `"item":"507"`) || !strings.Contains(out, `"items"`) {
 		t.Errorf("fold-in recommend: %v %s", err, out)
 	}
 	// All users, CSV and Parquet.

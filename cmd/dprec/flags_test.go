@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// cliRun runs dprec as the binary does and returns stdout, stderr and the
+// exit code.
+func cliRun(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := runWith(append([]string{"dprec"}, args...), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+func TestNormalizeArgs(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+	}{
+		// Global flags before, after the subcommand and after positionals.
+		{"--quiet inspect m.arrow", "--quiet inspect m.arrow"},
+		{"inspect m.arrow --quiet", "--quiet inspect m.arrow"},
+		{"inspect m.arrow --json", "inspect --json m.arrow"},
+		{"--json inspect m.arrow", "inspect --json m.arrow"},
+		{"inspect --json m.arrow -q --progress", "-q --progress inspect --json m.arrow"},
+		// A command's own --seed wins over the global one.
+		{"train --seed 3 --quiet", "--quiet train --seed 3"},
+		{"--seed 3 train", "--seed 3 train"}, // seedOf reads either
+		// The global --seed stays global for a command without its own.
+		{"predict -m m.arrow --seed=4 --user 1 --item 2", "--seed=4 predict -m m.arrow --user 1 --item 2"},
+		// Nested groups; values are never taken for commands or flags.
+		{"data split r.csv --method random --train tr.csv -q", "-q data split --method random --train tr.csv r.csv"},
+		{"data stats r.csv --columns user,item,rating --json", "data stats --columns user,item,rating --json r.csv"},
+		{"train --data data --out train", "train --data data --out train"},
+		// "--" ends flags; a later dash-led positional keeps its "--".
+		{"data stats --json -- -odd.csv", "data stats --json -- -odd.csv"},
+		{"data convert a.csv - --force", "data convert --force a.csv -"},
+		// Help and version are left to urfave.
+		{"train --help", "train --help"},
+		{"help train", "help train"},
+		{"inspect --version", "--version inspect"},
+	} {
+		app := newApp()
+		l, err := normalizeArgs(app, append([]string{"dprec"}, strings.Fields(tc.in)...))
+		if err != nil {
+			t.Errorf("%q: %v", tc.in, err)
+			continue
+		}
+		if got := strings.Join(l.args[1:], " "); got != tc.want {
+			t.Errorf("%q: got %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestUsageErrors checks the exit-code scheme and the shape of usage
+// errors: code 2, at most 3 lines on stderr, nothing on stdout, the
+// suggestion and the pointer to the command's help. --data names a file
+// that does not exist: a flag check that ran after loading would report
+// the missing file (code 1) instead.
+func TestUsageErrors(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "absent.csv")
+	for _, tc := range []struct {
+		args string
+		want []string
+	}{
+		{"trian", []string{`unknown command "trian"`, `did you mean "train"?`, "see `dprec --help`"}},
+		{"data splt r.csv", []string{`unknown command "splt"`, `did you mean "split"?`, "see `dprec data --help`"}},
+		{"train --rnak 5", []string{"unknown flag --rnak", "did you mean --rank?", "see `dprec train --help`"}},
+		{"train --data " + missing + " --rnak 5", []string{"did you mean --rank?"}},
+		{"inspect m.arrow --jsno", []string{"did you mean --json?", "see `dprec inspect --help`"}},
+		{"train --data " + missing + " --model cpp", []string{`--model "cpp"`, `did you mean "cp"?`}},
+		{"train --data " + missing + " --time-unit weeks", []string{"--time-unit", `"weeks"`}},
+		{"train --data " + missing + " --rank 0", []string{"--rank 0: must be positive"}},
+		{"train --data " + missing + " --rank abc", []string{`invalid value "abc" for --rank`}},
+		{"train --data " + missing + " --privacy inptu --epsilon 1 --validation 0", []string{`did you mean "input"?`}},
+		{"train --data " + missing + " --privacy input --validation 0", []string{"needs --epsilon"}},
+		{"train --data " + missing + " --epsilon 1", []string{"--epsilon needs --privacy"}},
+		{"train --data " + missing + " --quiet --rank", []string{"flag --rank needs a value"}},
+		{"data stats " + missing + " --duplicates sometimes", []string{"--duplicates"}},
+		{"predict --user 1 --item 2", []string{"missing required flag --model"}},
+		{"predict -m " + missing + " --user 1 --item 2 --time yesterday", []string{"--time"}},
+		{"recommend -m " + missing + " --user 1 --top 0", []string{"--top 0"}},
+		{"spectral --corpus " + missing + " --topics 3 --model lad", []string{`did you mean "lda"?`}},
+		{"spectral --corpus " + missing + " --topics 3 --method agm", []string{`did you mean "agn"?`}},
+		{"inspect", []string{"dprec inspect MODEL", "see `dprec inspect --help`"}},
+	} {
+		out, errs, code := cliRun(t, strings.Fields(tc.args)...)
+		if code != exitUsage {
+			t.Errorf("%q: exit code %d, want %d (stderr %q)", tc.args, code, exitUsage, errs)
+			continue
+		}
+		if out != "" {
+			t.Errorf("%q: wrote %q on stdout", tc.args, out)
+		}
+		if n := strings.Count(errs, "\n"); n > 3 {
+			t.Errorf("%q: %d lines on stderr:\n%s", tc.args, n, errs)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(errs, w) {
+				t.Errorf("%q: stderr %q lacks %q", tc.args, errs, w)
+			}
+		}
+	}
+}
+
+func TestRuntimeErrorExitCode(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "absent.arrow")
+	_, errs, code := cliRun(t, "inspect", missing, "--json")
+	if code != exitError || !strings.Contains(errs, "absent.arrow") || strings.Contains(errs, "--help") {
+		t.Fatalf("exit %d, stderr %q: want 1 and the file named, no help pointer", code, errs)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out, _, code := cliRun(t, "--version")
+	if code != exitOK || !strings.HasPrefix(out, "dprec version ") {
+		t.Fatalf("exit %d, stdout %q", code, out)
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	cands := []string{"train", "predict", "recommend", "rank", "ranks", "json", "time-unit"}
+	for _, tc := range []struct{ in, want string }{
+		{"trian", "train"}, {"rnak", "rank"}, {"predcit", "predict"}, {"recomend", "recommend"},
+		{"jsno", "json"}, {"time-uint", "time-unit"}, {"rec", "recommend"}, {"xyz", ""}, {"zzzzzzzz", ""},
+	} {
+		if got := suggest(tc.in, cands); got != tc.want {
+			t.Errorf("suggest(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	if !slices.Equal([]int{editDistance("ab", "ba"), editDistance("", "abc"), editDistance("kitten", "sitting")}, []int{1, 3, 3}) {
+		t.Error("editDistance")
+	}
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// outputTestModel trains a small model through the command line, with the
+// global flags after the subcommand and its positional-free flags.
+func outputTestModel(t *testing.T) (dir, model, train string) {
+	t.Helper()
+	dir = t.TempDir()
+	train, _ = trainTestLog(t, dir)
+	model = filepath.Join(dir, "m.arrow")
+	if _, errs, code := cliRun(t, "train", "--data", train, "--rank", "2", "--epochs", "3", "--out", model, "--quiet", "--seed", "1"); code != exitOK {
+		t.Fatalf("train: exit %d: %s", code, errs)
+	}
+	return dir, model, train
+}
+
+// jsonLines parses every line of s as one JSON value and returns how many.
+func jsonLines(t *testing.T, s string) int {
+	t.Helper()
+	n := 0
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		var v map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			t.Fatalf("line %d %q: %v", n+1, sc.Text(), err)
+		}
+		n++
+	}
+	return n
+}
+
+func TestJSONOutput(t *testing.T) {
+	dir, model, train := outputTestModel(t)
+	pairs := filepath.Join(dir, "pairs.csv")
+	if err := os.WriteFile(pairs, []byte("user,item\n1000,500\n1001,501\nnobody,500\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Flags after the positional argument, global flag after the command.
+	out, errs, code := cliRun(t, "inspect", model, "--json", "--quiet")
+	var hdr map[string]any
+	if code != exitOK || json.Unmarshal([]byte(out), &hdr) != nil || hdr["kind"] != "cp" {
+		t.Fatalf("inspect MODEL --json: exit %d %s\n%s", code, errs, out)
+	}
+
+	// predict --input --json: one document, an array of 3.
+	out, errs, code = cliRun(t, "predict", "-m", model, "--input", pairs, "--json", "-q")
+	var preds []predictResult
+	if code != exitOK {
+		t.Fatalf("predict --json: exit %d: %s", code, errs)
+	}
+	if err := json.Unmarshal([]byte(out), &preds); err != nil || len(preds) != 3 || preds[2].Fallback == "" {
+		t.Fatalf("predict --input --json is not one array of 3: %v\n%s", err, out)
+	}
+	out, _, code = cliRun(t, "predict", "-m", model, "--input", pairs, "--jsonl", "-q")
+	if code != exitOK || jsonLines(t, out) != 3 {
+		t.Fatalf("predict --jsonl: exit %d\n%s", code, out)
+	}
+	if _, errs, code := cliRun(t, "predict", "-m", model, "--input", pairs, "--jsonl", "--json"); code != exitUsage {
+		t.Errorf("--json --jsonl: exit %d %s", code, errs)
+	}
+
+	// recommend --all-users --json: one array with one list per user.
+	users := trainTestRatedUsers(t, train)
+	out, errs, code = cliRun(t, "recommend", "-m", model, "--all-users", "--top", "2", "--json", "-q")
+	var lists []recommendList
+	if code != exitOK {
+		t.Fatalf("recommend --all-users --json: exit %d: %s", code, errs)
+	}
+	if err := json.Unmarshal([]byte(out), &lists); err != nil || len(lists) != users || len(lists[0].Items) != 2 || lists[0].Items[1].Rank != 2 {
+		t.Fatalf("recommend --all-users --json: %v (%d lists for %d users)\n%.300s", err, len(lists), users, out)
+	}
+	out, _, code = cliRun(t, "recommend", "-m", model, "--all-users", "--top", "2", "--jsonl", "-q")
+	if code != exitOK || jsonLines(t, out) != users {
+		t.Fatalf("recommend --all-users --jsonl: exit %d\n%.300s", code, out)
+	}
+	if _, errs, code := cliRun(t, "recommend", "-m", model, "--all-users", "--json", "--out", filepath.Join(dir, "r.csv")); code != exitUsage || !strings.Contains(errs, "--json") {
+		t.Errorf("--all-users --json --out: exit %d %s", code, errs)
+	}
+	// Single user: one object.
+	out, _, code = cliRun(t, "recommend", "-m", model, "--user", "1000", "--json", "-q")
+	var one recommendList
+	if code != exitOK || json.Unmarshal([]byte(out), &one) != nil || one.User != "1000" || len(one.Items) != 10 {
+		t.Fatalf("recommend --user --json: exit %d\n%s", code, out)
+	}
+}
+
+// trainTestRatedUsers counts the distinct users of a rating CSV.
+func trainTestRatedUsers(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if i > 0 {
+			seen[strings.SplitN(line, ",", 2)[0]] = true
+		}
+	}
+	return len(seen)
+}
+
+func TestFmtFloat(t *testing.T) {
+	for _, tc := range []struct {
+		v    float64
+		want string
+	}{
+		{0.1 + 0.2, "0.3"}, {1e-5, "1e-05"}, {0.8598, "0.8598"}, {3, "3"}, {0, "0"},
+		{1.0 / 3, "0.3333333333"}, {math.Inf(1), "+Inf"}, {-2.5e300, "-2.5e+300"},
+	} {
+		if got := fmtFloat(tc.v); got != tc.want {
+			t.Errorf("fmtFloat(%v) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+}
