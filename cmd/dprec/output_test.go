@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dprec/dprec/perturb"
 )
 
 // outputTestModel trains a small model through the command line, with the
@@ -120,5 +122,16 @@ func TestFmtFloat(t *testing.T) {
 		if got := fmtFloat(tc.v); got != tc.want {
 			t.Errorf("fmtFloat(%v) = %q, want %q", tc.v, got, tc.want)
 		}
+	}
+}
+
+// TestHumanFloats: privacy reports print budgets as people write them.
+func TestHumanFloats(t *testing.T) {
+	r := &perturb.Report{Mode: "input", Epsilon: 0.1 + 0.2, Delta: 1e-5,
+		Releases: []perturb.Release{{What: "ratings", Mechanism: "laplace", Sensitivity: 4.5, Scale: 4.5 / (0.1 + 0.2), Epsilon: 0.1 + 0.2}}}
+	var b strings.Builder
+	inspectPrivacyText(&b, r)
+	if s := b.String(); strings.Contains(s, "0000000") || !strings.Contains(s, "epsilon 0.3,") || !strings.Contains(s, "scale 15,") {
+		t.Fatalf("privacy text:\n%s", s)
 	}
 }
