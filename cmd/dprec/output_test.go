@@ -135,3 +135,26 @@ func TestHumanFloats(t *testing.T) {
 		t.Fatalf("privacy text:\n%s", s)
 	}
 }
+
+func TestExportCommand(t *testing.T) {
+	dir, model, _ := outputTestModel(t)
+	out := filepath.Join(dir, "exp")
+	// Flags after the positional arguments.
+	if _, errs, code := cliRun(t, "export", model, out, "-q"); code != exitOK {
+		t.Fatalf("export: exit %d %s", code, errs)
+	}
+	for _, n := range []string{"header.json", "users.parquet", "items.parquet", "times.parquet", "core.parquet"} {
+		if st, err := os.Stat(filepath.Join(out, n)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", n, err)
+		}
+	}
+	if _, errs, code := cliRun(t, "export", model, out); code != exitError || !strings.Contains(errs, "exists") {
+		t.Errorf("export over an existing export: exit %d %s", code, errs)
+	}
+	if _, _, code := cliRun(t, "export", model, out, "--force", "--quiet"); code != exitOK {
+		t.Errorf("export --force: exit %d", code)
+	}
+	if _, _, code := cliRun(t, "export", model); code != exitUsage {
+		t.Errorf("export without DIR: exit %d", code)
+	}
+}
