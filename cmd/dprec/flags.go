@@ -82,6 +82,9 @@ func builtinFlag(name string, root bool) bool {
 func descendantFlags(cmds []*cli.Command) []cli.Flag {
 	var out []cli.Flag
 	for _, c := range cmds {
+		if c.Name == "help" {
+			continue // urfave's, which contains itself once an App has run
+		}
 		out = append(out, c.Flags...)
 		out = append(out, descendantFlags(c.Subcommands)...)
 	}

@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/urfave/cli/v2"
 )
 
 // cliRun runs dprec as the binary does and returns stdout, stderr and the
@@ -135,4 +138,89 @@ func TestSuggest(t *testing.T) {
 	if !slices.Equal([]int{editDistance("ab", "ba"), editDistance("", "abc"), editDistance("kitten", "sitting")}, []int{1, 3, 3}) {
 		t.Error("editDistance")
 	}
+}
+
+// TestCommandExamples: every command has an example in its help, and the
+// example parses: known commands and flags, values present, required
+// flags given.
+func TestCommandExamples(t *testing.T) {
+	app := newApp()
+	var walk func(cmds []*cli.Command, parent string)
+	walk = func(cmds []*cli.Command, parent string) {
+		for _, c := range cmds {
+			if c.Name == "help" {
+				continue
+			}
+			path := parent + " " + c.Name
+			walk(c.Subcommands, path)
+			if c.Action == nil {
+				continue
+			}
+			ex, ok := commandExamples[path]
+			if !ok {
+				t.Errorf("%s has no example", path)
+				continue
+			}
+			if !strings.Contains(c.Description, ex) {
+				t.Errorf("%s: example not in the help", path)
+			}
+			if !strings.HasPrefix(ex, path+" ") && ex != path {
+				t.Errorf("%s: example %q runs another command", path, ex)
+			}
+			if _, err := normalizeArgs(app, strings.Fields(ex)); err != nil {
+				t.Errorf("%s: example %q: %v", path, ex, err)
+			}
+		}
+	}
+	walk(app.Commands, "dprec")
+	for path := range commandExamples {
+		cmds := app.Commands
+		for _, name := range strings.Fields(path)[1:] {
+			c := findCommand(cmds, name)
+			if c == nil {
+				t.Errorf("example for a command that does not exist: %s", path)
+				break
+			}
+			cmds = c.Subcommands
+		}
+	}
+}
+
+var doubledDefault = regexp.MustCompile(`(?i)\(default[^)\n]*\)\s*\(default`)
+
+// TestHelpText: no doubled defaults, required flags marked, no internal
+// names or paper file numbers in any command's help.
+func TestHelpText(t *testing.T) {
+	app := newApp()
+	var walk func(cmds []*cli.Command, parent []string)
+	walk = func(cmds []*cli.Command, parent []string) {
+		for _, c := range cmds {
+			if c.Name == "help" {
+				continue
+			}
+			path := append(slices.Clone(parent), c.Name)
+			walk(c.Subcommands, path)
+			out, _, code := cliRun(t, append(path, "--help")...)
+			if code != exitOK {
+				t.Errorf("%v --help: exit %d", path, code)
+			}
+			if m := doubledDefault.FindString(out); m != "" {
+				t.Errorf("dprec %s --help: doubled default in %q", strings.Join(path, " "), m)
+			}
+			for _, bad := range []string{"completion.Default", "issue ", "seed 0", "seed's", "(seed "} {
+				if strings.Contains(out, bad) {
+					t.Errorf("dprec %s --help contains %q", strings.Join(path, " "), bad)
+				}
+			}
+			for _, f := range c.Flags {
+				if rf, ok := f.(cli.RequiredFlag); ok && rf.IsRequired() {
+					line := flagString(f)
+					if !strings.Contains(line, "(required)") || strings.Contains(line, "(default") {
+						t.Errorf("%v: required flag line %q", path, line)
+					}
+				}
+			}
+		}
+	}
+	walk(app.Commands, nil)
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"sync"
 
 	"github.com/urfave/cli/v2"
 )
@@ -35,14 +36,25 @@ func newApp() *cli.App {
 		ExitErrHandler:       func(*cli.Context, error) {},
 		OnUsageError:         onUsageError,
 	}
-	installHooks(app.Commands, "dprec")
+	// The commands are package-level values shared by every App (tests
+	// build many): hook them once. urfave adds its help command to the
+	// tree when an App runs, so the walks skip it.
+	hookOnce.Do(func() {
+		installHooks(commands, "dprec")
+		addExamples(commands, "dprec")
+	})
 	return app
 }
+
+var hookOnce sync.Once
 
 // installHooks gives every command the usage-error handler (no help dump)
 // and the flag checks of validate.go, run before the command's action.
 func installHooks(cmds []*cli.Command, parent string) {
 	for _, c := range cmds {
+		if c.Name == "help" {
+			continue
+		}
 		path := parent + " " + c.Name
 		c.OnUsageError = onUsageError
 		if c.Action != nil {
