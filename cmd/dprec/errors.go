@@ -65,7 +65,7 @@ func exitCode(err error) int {
 
 // flagErrRe matches the standard flag package's value errors, whose flag
 // names have a single dash.
-var flagErrRe = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for flag -(-?[\w-]+): (.*)$`)
+var flagErrRe = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-(-?[\w-]+): (.*)$`)
 
 // reportError prints err on w as described at the top of this file and
 // returns the exit code.

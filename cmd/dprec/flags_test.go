@@ -90,6 +90,14 @@ func TestUsageErrors(t *testing.T) {
 		{"spectral --corpus " + missing + " --topics 3 --model lad", []string{`did you mean "lda"?`}},
 		{"spectral --corpus " + missing + " --topics 3 --method agm", []string{`did you mean "agn"?`}},
 		{"inspect", []string{"dprec inspect MODEL", "see `dprec inspect --help`"}},
+		{"train --data " + missing + " --bias=maybe", []string{`invalid value "maybe" for --bias`}},
+		{"predict -m " + missing + " --user 1", []string{"give --user and --item"}},
+		{"recommend -m " + missing, []string{"give --user ID"}},
+		{"recommend -m " + missing + " --user 1 --out r.csv", []string{"--out is for --all-users"}},
+		{"spectral --corpus " + missing + " --topics 3 --epsilon 1", []string{"give a private --method"}},
+		{"pca --data " + missing + " --data " + missing + " --k 2 --epsilon -1", []string{"--epsilon -1"}},
+		{"data split " + missing + " --fraction 2", []string{"--fraction 2"}},
+		{"data synth --out " + missing + " --kind cpp", []string{`did you mean "cp"?`}},
 	} {
 		out, errs, code := cliRun(t, strings.Fields(tc.args)...)
 		if code != exitUsage {

@@ -37,16 +37,28 @@ var flagChecks = map[string][]flagCheck{
 		checkCalibration,
 		checkTrainPrivacy,
 	},
-	"dprec predict":   {checkTime, checkJSONFlags},
-	"dprec recommend": {positiveInt("top"), checkTime, checkJSONFlags},
+	"dprec predict":   {checkTime, checkJSONFlags, checkPredictShape},
+	"dprec recommend": {positiveInt("top"), checkTime, checkJSONFlags, checkRecommendShape},
 	"dprec eval":      {positiveInt("k")},
 	"dprec spectral": {
 		oneOf("model", "stm", "lda", "mog"),
 		oneOf("method", spectralMethods...),
 		oneOf("estimator", "all-triples", "first-three"),
 		positiveInt("topics"),
+		checkSpectralPrivacy,
 	},
-	"dprec pca": {positiveInt("k"), checkCalibration},
+	"dprec pca": {positiveInt("k"), checkCalibration, positiveFloat("epsilon"), openFraction("delta")},
+	"dprec data split": {
+		oneOf("method", "random", "user", "time", "kfold"),
+		openFraction("fraction"), positiveInt("k"), positiveInt("per-user-k"),
+	},
+	"dprec data synth": {
+		oneOf("kind", "cp", "tucker"),
+		oneOf("scale", "0.5-5", "1-5", "continuous"),
+		oneOf("time-unit", "hour", "day", "week", "month"),
+		positiveInt("users"), positiveInt("items"), positiveInt("ratings"), positiveInt("rank"),
+		nonNegativeInt("times"),
+	},
 }
 
 // checkFlags runs the checks of the command at path; failures are usage
@@ -97,6 +109,37 @@ func positiveInt(name string) flagCheck {
 	return func(c *cli.Context) error {
 		if c.IsSet(name) && c.Int(name) <= 0 {
 			return fmt.Errorf("--%s %d: must be positive", name, c.Int(name))
+		}
+		return nil
+	}
+}
+
+// nonNegativeInt checks that an integer flag, when given, is at least 0.
+func nonNegativeInt(name string) flagCheck {
+	return func(c *cli.Context) error {
+		if c.IsSet(name) && c.Int(name) < 0 {
+			return fmt.Errorf("--%s %d: must be at least 0", name, c.Int(name))
+		}
+		return nil
+	}
+}
+
+// positiveFloat checks that a float flag, when given, is positive and
+// finite.
+func positiveFloat(name string) flagCheck {
+	return func(c *cli.Context) error {
+		if v := c.Float64(name); c.IsSet(name) && !(v > 0 && !math.IsInf(v, 0)) {
+			return fmt.Errorf("--%s %g: must be positive and finite", name, v)
+		}
+		return nil
+	}
+}
+
+// openFraction checks that a float flag, when given, is in (0, 1).
+func openFraction(name string) flagCheck {
+	return func(c *cli.Context) error {
+		if v := c.Float64(name); c.IsSet(name) && !(v > 0 && v < 1) {
+			return fmt.Errorf("--%s %g: want a value strictly between 0 and 1", name, v)
 		}
 		return nil
 	}
@@ -156,6 +199,63 @@ func checkCalibration(c *cli.Context) error {
 func checkTime(c *cli.Context) error {
 	if _, err := predictParseTime(c.String("time")); err != nil {
 		return fmt.Errorf("--time: %w", err)
+	}
+	return nil
+}
+
+// checkPredictShape checks that predict was told what to predict.
+func checkPredictShape(c *cli.Context) error {
+	switch {
+	case c.IsSet("ratings"):
+		if c.IsSet("input") || c.String("item") == "" {
+			return fmt.Errorf("predict --ratings: give the item to predict with --item (and no --input)")
+		}
+	case c.IsSet("input"):
+		if c.IsSet("user") || c.IsSet("item") {
+			return fmt.Errorf("predict --input takes the pairs from the file: no --user or --item")
+		}
+	case c.String("user") == "" || c.String("item") == "":
+		return fmt.Errorf("predict: give --user and --item, --input FILE of pairs, or --ratings FILE and --item")
+	}
+	return nil
+}
+
+// checkRecommendShape checks that recommend was told for whom.
+func checkRecommendShape(c *cli.Context) error {
+	if c.Bool("all-users") {
+		if c.IsSet("user") || c.IsSet("ratings") {
+			return fmt.Errorf("recommend --all-users takes no --user or --ratings")
+		}
+		if (c.Bool("json") || c.Bool("jsonl")) && c.String("out") != "" && c.String("out") != "-" {
+			return fmt.Errorf("recommend --all-users --out writes CSV or Parquet (by the file name); --json and --jsonl print on standard output")
+		}
+		return nil
+	}
+	if c.IsSet("out") {
+		return fmt.Errorf("recommend --out is for --all-users; one user's list goes to standard output")
+	}
+	if !c.IsSet("user") && !c.IsSet("ratings") {
+		return fmt.Errorf("recommend: give --user ID, --ratings FILE (a new user) or --all-users")
+	}
+	return nil
+}
+
+// checkSpectralPrivacy refuses a budget given to the non-private method,
+// which would silently ignore it.
+func checkSpectralPrivacy(c *cli.Context) error {
+	if strings.ToLower(c.String("method")) != "nonprivate" {
+		if err := positiveFloat("epsilon")(c); err != nil {
+			return err
+		}
+		if v := c.Float64("delta"); c.IsSet("delta") && !(v >= 0 && v < 1) {
+			return fmt.Errorf("--delta %g: want a value in [0, 1)", v)
+		}
+		return nil
+	}
+	for _, f := range []string{"epsilon", "delta"} {
+		if c.IsSet(f) {
+			return fmt.Errorf("--%s is a privacy budget: give a private --method (%s)", f, orList(spectralMethods[1:]))
+		}
 	}
 	return nil
 }
