@@ -158,3 +158,39 @@ func TestExportCommand(t *testing.T) {
 		t.Errorf("export without DIR: exit %d", code)
 	}
 }
+
+// TestPredictRatingLog: predict --input on a test rating log (4 columns,
+// or Parquet) predicts every rating; the RMSE of its output equals eval's.
+func TestPredictRatingLog(t *testing.T) {
+	dir, model, _ := outputTestModel(t)
+	_, test := trainTestLog(t, t.TempDir())
+	out, errs, code := cliRun(t, "eval", "-m", model, "--data", test, "--json", "-q")
+	var ev struct {
+		N    int     `json:"n"`
+		RMSE float64 `json:"rmse"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &ev) != nil {
+		t.Fatalf("eval: exit %d %s\n%s", code, errs, out)
+	}
+	pq := filepath.Join(dir, "test.parquet")
+	if _, errs, code := cliRun(t, "data", "convert", test, pq, "-q"); code != exitOK {
+		t.Fatalf("convert: %s", errs)
+	}
+	for _, in := range []string{test, pq} {
+		out, errs, code = cliRun(t, "predict", "-m", model, "--input", in, "--json", "-q")
+		var preds []predictResult
+		if code != exitOK || json.Unmarshal([]byte(out), &preds) != nil {
+			t.Fatalf("predict --input %s: exit %d %s\n%.300s", in, code, errs, out)
+		}
+		var se float64
+		for _, p := range preds {
+			if p.Rating == nil || p.Time == nil {
+				t.Fatalf("%s: record without rating or time: %+v", in, p)
+			}
+			se += (*p.Rating - p.Prediction) * (*p.Rating - p.Prediction)
+		}
+		if len(preds) != ev.N || math.Abs(math.Sqrt(se/float64(len(preds)))-ev.RMSE) > 1e-9 {
+			t.Errorf("%s: %d predictions, RMSE %v; eval: %d, %v", in, len(preds), math.Sqrt(se/float64(len(preds))), ev.N, ev.RMSE)
+		}
+	}
+}

@@ -30,7 +30,7 @@ instead. Times are Unix seconds, RFC 3339 or YYYY-MM-DD (UTC).`,
 			&cli.StringFlag{Name: "user", Usage: "user id"},
 			&cli.StringFlag{Name: "item", Usage: "item id"},
 			&cli.StringFlag{Name: "time", Usage: "time of the prediction (Unix seconds, RFC 3339 or YYYY-MM-DD); default: averaged over the trained period"},
-			&cli.StringFlag{Name: "input", Usage: "CSV of user,item[,time] pairs (optional header row) to predict; - reads stdin"},
+			&cli.StringFlag{Name: "input", Usage: "CSV of user,item[,time] pairs (optional header row; - reads stdin), or a rating log in any input format (read with the input flags; the output adds its ratings)"},
 			&cli.StringFlag{Name: "ratings", Usage: "a new user's own ratings (CSV item,rating[,time]) to fold in against the frozen model"},
 			&cli.Float64Flag{Name: "fold-lambda", Usage: "ridge penalty of the fold-in (default: the model's factor penalty times the number of ratings)"},
 			&cli.BoolFlag{Name: "strict", Usage: "fail on an unknown user or item instead of falling back"},
@@ -38,6 +38,7 @@ instead. Times are Unix seconds, RFC 3339 or YYYY-MM-DD (UTC).`,
 		Action: predictRun,
 	}
 	cmd.Flags = append(cmd.Flags, jsonFlags("the predictions")...)
+	cmd.Flags = append(cmd.Flags, dataLoadFlags()...)
 	register(cmd)
 }
 
@@ -76,11 +77,12 @@ func predictLoad(c *cli.Context, path string) (*models.Predictor, error) {
 
 // predictResult is one prediction in the JSON output.
 type predictResult struct {
-	User       string  `json:"user"`
-	Item       string  `json:"item"`
-	Time       *int64  `json:"time,omitempty"`
-	Prediction float64 `json:"prediction"`
-	Fallback   string  `json:"fallback"`
+	User       string   `json:"user"`
+	Item       string   `json:"item"`
+	Time       *int64   `json:"time,omitempty"`
+	Rating     *float64 `json:"rating,omitempty"` // the observed rating (--input rating logs)
+	Prediction float64  `json:"prediction"`
+	Fallback   string   `json:"fallback"`
 }
 
 func predictRun(c *cli.Context) error {
@@ -111,6 +113,9 @@ func predictRun(c *cli.Context) error {
 		return predictEmit(c, w, []predictResult{{User: "(folded-in)", Item: c.String("item"), Time: t, Prediction: v, Fallback: fb.String()}})
 	}
 	if in := c.String("input"); in != "" {
+		if predictIsLog(c, in) {
+			return predictLog(c, p, in, w)
+		}
 		return predictMany(c, p, in, w)
 	}
 	if c.String("user") == "" || c.String("item") == "" {
