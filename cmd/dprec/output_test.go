@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -192,5 +194,67 @@ func TestPredictRatingLog(t *testing.T) {
 		if len(preds) != ev.N || math.Abs(math.Sqrt(se/float64(len(preds)))-ev.RMSE) > 1e-9 {
 			t.Errorf("%s: %d predictions, RMSE %v; eval: %d, %v", in, len(preds), math.Sqrt(se/float64(len(preds))), ev.N, ev.RMSE)
 		}
+	}
+}
+
+// TestJSONIsOneDocument: with --json, stdout of every command that takes
+// it is exactly one JSON document (json.Decoder finds one value, then EOF).
+func TestJSONIsOneDocument(t *testing.T) {
+	dir, model, train := outputTestModel(t)
+	rows := filepath.Join(dir, "rows.csv")
+	var b strings.Builder
+	for i := 0; i < 60; i++ {
+		fmt.Fprintf(&b, "%.3f,%.3f,%.3f\n", 0.3*float64(i%3), 0.1*float64(i%5), 0.3)
+	}
+	if err := os.WriteFile(rows, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"data", "stats", train},
+		{"data", "split", train, "--train", filepath.Join(dir, "a.csv"), "--test", filepath.Join(dir, "b.csv")},
+		{"train", "--data", train, "--epochs", "2", "--out", filepath.Join(dir, "m2.arrow")},
+		{"inspect", model},
+		{"eval", "-m", model, "--data", train},
+		{"predict", "-m", model, "--user", "1000", "--item", "500"},
+		{"predict", "-m", model, "--input", train},
+		{"recommend", "-m", model, "--user", "1000"},
+		{"recommend", "-m", model, "--all-users"},
+		// spectral and the cape roles write to os.Stdout directly (not
+		// capturable here); their --json is one Encode call.
+		{"pca", "--data", rows, "--sites", "2", "--k", "2", "--epsilon", "1", "--seed", "1"},
+	} {
+		out, errs, code := cliRun(t, append(args, "--json", "-q")...)
+		if code != exitOK {
+			t.Errorf("%v: exit %d %s", args, code, errs)
+			continue
+		}
+		dec := json.NewDecoder(strings.NewReader(out))
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			t.Errorf("%v: not JSON: %v\n%.200s", args, err, out)
+			continue
+		}
+		if err := dec.Decode(&v); err != io.EOF {
+			t.Errorf("%v: more than one JSON document (%v)\n%.300s", args, err, out)
+		}
+	}
+}
+
+// TestNoRepeatedWarning: predict on a non-private model prints no warning
+// (inspect says it); a private model's caveats are printed.
+func TestNoRepeatedWarning(t *testing.T) {
+	dir, model, train := outputTestModel(t)
+	if _, errs, code := cliRun(t, "predict", "-m", model, "--user", "1000", "--item", "500"); code != exitOK || strings.Contains(errs, "WARNING") {
+		t.Errorf("predict on a non-private model: exit %d, stderr %q", code, errs)
+	}
+	if out, _, _ := cliRun(t, "inspect", model); !strings.Contains(out, "WITHOUT differential privacy") {
+		t.Errorf("inspect does not say the model is not private:\n%s", out)
+	}
+	priv := filepath.Join(dir, "p.arrow")
+	if _, errs, code := cliRun(t, "train", "--data", train, "--privacy", "gradient", "--epsilon", "1", "--validation", "0", "--epochs", "2", "--seed", "1", "--out", priv, "-q"); code != exitOK {
+		t.Fatalf("private train: %s", errs)
+	}
+	if _, errs, _ := cliRun(t, "predict", "-m", priv, "--user", "1000", "--item", "500"); !strings.Contains(errs, "WARNING") {
+		t.Errorf("predict on a seeded, partly covered private model: no warning in %q", errs)
 	}
 }

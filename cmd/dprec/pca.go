@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"time"
 
@@ -217,11 +216,11 @@ func pcaRun(c *cli.Context) error {
 	}
 	res.Seconds = time.Since(start).Seconds()
 	if c.Bool("json") {
-		enc := json.NewEncoder(os.Stdout)
+		enc := json.NewEncoder(c.App.Writer)
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	pcaPrint(os.Stdout, &res)
+	pcaPrint(c.App.Writer, &res)
 	return nil
 }
 

@@ -61,13 +61,16 @@ func predictParseTime(s string) (*int64, error) {
 	return nil, fmt.Errorf("time %q: want Unix seconds, RFC 3339 or YYYY-MM-DD", s)
 }
 
-// predictLoad loads a model and prints its privacy warnings on stderr.
+// predictLoad loads a model and prints the caveats of its privacy
+// guarantee (uncovered parameters, seeded noise) on stderr. A non-private
+// model makes no guarantee to qualify: train and inspect say it is not
+// private, and predict, recommend and eval do not repeat it on every run.
 func predictLoad(c *cli.Context, path string) (*models.Predictor, error) {
 	f, err := models.Load(path)
 	if err != nil {
 		return nil, err
 	}
-	if !quiet(c) {
+	if !quiet(c) && f.Privacy.Private() {
 		for _, w := range inspectPrivacyWarnings(f.Privacy) {
 			fmt.Fprintf(c.App.ErrWriter, "dprec: %s: WARNING: %s\n", path, w)
 		}
