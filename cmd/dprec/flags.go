@@ -140,8 +140,28 @@ func normalizeArgs(app *cli.App, args []string) (*cmdLine, error) {
 			// no positional argument has been seen.
 			if len(cur.subs) > 0 && len(pos) == 0 {
 				if a == "help" {
+					// urfave's help command: check the topic's path.
 					l.help = true
-					return l, nil // urfave's help command
+					subs := cur.subs
+					for _, name := range rest[i+1:] {
+						if strings.HasPrefix(name, "-") || len(subs) == 0 {
+							break
+						}
+						c := findCommand(subs, name)
+						if c == nil {
+							return l, unknownCommand(l, subs, name)
+						}
+						l.path = append(l.path, c)
+						subs = c.Subcommands
+					}
+					// "help data split" shows what "data split --help"
+					// shows (urfave's help command looks one level down).
+					l.args = []string{args[0]}
+					for _, c := range l.path {
+						l.args = append(l.args, c.Name)
+					}
+					l.args = append(l.args, "--help")
+					return l, nil
 				}
 				if c := findCommand(cur.subs, a); c != nil {
 					l.path = append(l.path, c)

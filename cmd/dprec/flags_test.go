@@ -44,7 +44,10 @@ func TestNormalizeArgs(t *testing.T) {
 		{"data convert a.csv - --force", "data convert --force a.csv -"},
 		// Help and version are left to urfave.
 		{"train --help", "train --help"},
-		{"help train", "help train"},
+		{"help train", "train --help"},
+		{"help data split", "data split --help"},
+		{"data help split", "data split --help"},
+		{"help", "--help"},
 		{"inspect --version", "--version inspect"},
 	} {
 		app := newApp()
@@ -90,6 +93,8 @@ func TestUsageErrors(t *testing.T) {
 		{"spectral --corpus " + missing + " --topics 3 --model lad", []string{`did you mean "lda"?`}},
 		{"spectral --corpus " + missing + " --topics 3 --method agm", []string{`did you mean "agn"?`}},
 		{"inspect", []string{"dprec inspect MODEL", "see `dprec inspect --help`"}},
+		{"help trian", []string{`did you mean "train"?`}},
+		{"help data splt", []string{`did you mean "split"?`}},
 		{"train --data " + missing + " --bias=maybe", []string{`invalid value "maybe" for --bias`}},
 		{"predict -m " + missing + " --user 1", []string{"give --user and --item"}},
 		{"recommend -m " + missing, []string{"give --user ID"}},

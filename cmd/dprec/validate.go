@@ -315,7 +315,7 @@ func version() string {
 		}
 	}
 	if rev == "" {
-		return v + " (no VCS revision recorded)"
+		return v + " (no VCS revision recorded: built outside a git checkout or with -buildvcs=false)"
 	}
 	if len(rev) > 12 {
 		rev = rev[:12]
