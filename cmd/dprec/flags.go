@@ -139,7 +139,7 @@ func normalizeArgs(app *cli.App, args []string) (*cmdLine, error) {
 			// A command name while the current level has subcommands and
 			// no positional argument has been seen.
 			if len(cur.subs) > 0 && len(pos) == 0 {
-				if a == "help" {
+				if a == "help" || a == "h" {
 					// urfave's help command: check the topic's path.
 					l.help = true
 					subs := cur.subs

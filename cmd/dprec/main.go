@@ -27,8 +27,13 @@ func newApp() *cli.App {
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
 	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version (module version and VCS revision) and exit"}
 	app := &cli.App{
-		Name:                 "dprec",
-		Usage:                "differentially private tensor completion and spectral topic models",
+		Name:  "dprec",
+		Usage: "differentially private tensor completion and spectral topic models",
+		Description: `Flags may come before or after the command and after its arguments; "--" ends
+flags. Exit codes: 0 success, 1 runtime or data error, 2 usage error. --json
+prints one JSON document, --jsonl one JSON object per line. Start with
+"dprec data synth --out ratings.csv" and "dprec train --data ratings.csv";
+"dprec CMD --help" ends with an example.`,
 		Version:              version(),
 		EnableBashCompletion: true,
 		Flags:                globalFlags(),
