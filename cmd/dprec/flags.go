@@ -127,6 +127,7 @@ func normalizeArgs(app *cli.App, args []string) (*cmdLine, error) {
 	}
 	levels := []*level{{flags: app.Flags, subs: app.Commands}}
 	var pos []string
+	var afterBool, boolHint string // a boolean flag just before; hint for "--bias false"
 	rest := args[1:]
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
@@ -172,9 +173,14 @@ func normalizeArgs(app *cli.App, args []string) (*cmdLine, error) {
 					return l, unknownCommand(l, cur.subs, a)
 				}
 			}
+			if afterBool != "" && boolWord(a) && boolHint == "" {
+				boolHint = fmt.Sprintf("; write %s=%s (a boolean flag takes no separate value)", afterBool, a)
+			}
 			pos = append(pos, a)
+			afterBool = ""
 			continue
 		}
+		afterBool = ""
 		name, _, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		if name == "" || strings.HasPrefix(a, "---") {
 			return l, &usageError{cmd: l.name(), msg: fmt.Sprintf("malformed flag %s", a)}
@@ -204,6 +210,9 @@ func normalizeArgs(app *cli.App, args []string) (*cmdLine, error) {
 			return l, unknownFlag(l, levels[len(levels)-1].flags, levels[0].flags, cur.subs, a, name)
 		}
 		o := flagOcc{name: name, tokens: []string{a}}
+		if !takesValue(def) && !hasVal {
+			afterBool = a
+		}
 		if takesValue(def) && !hasVal {
 			if i+1 >= len(rest) {
 				return l, &usageError{cmd: l.name(), msg: fmt.Sprintf("flag %s needs a value", a)}
@@ -242,6 +251,9 @@ func normalizeArgs(app *cli.App, args []string) (*cmdLine, error) {
 			levels[to].occ = append(levels[to].occ, o)
 		}
 		lv.occ = kept
+	}
+	if n := len(l.path); !l.help && n > 0 && l.path[n-1].Action != nil && len(pos) > 0 && !takesArgs(l.path[n-1]) {
+		return l, &usageError{cmd: l.name(), msg: fmt.Sprintf("unexpected argument %q: %s takes only flags%s", pos[0], l.name(), boolHint)}
 	}
 	if !l.help {
 		if err := checkRequired(l, levels[len(levels)-1].flags, levels[len(levels)-1].occ); err != nil {
@@ -371,4 +383,22 @@ func editDistance(a, b string) int {
 		}
 	}
 	return d[len(ra)][len(rb)]
+}
+
+// argCommands take positional arguments besides those that declare
+// ArgsUsage; every other command refuses them (a stray word is usually a
+// value given to a boolean flag, "--bias false", or a missing "--").
+var argCommands = []string{"stats", "split", "convert"}
+
+func takesArgs(c *cli.Command) bool {
+	return c.ArgsUsage != "" || slices.Contains(argCommands, c.Name)
+}
+
+// boolWord reports whether s reads as a boolean value.
+func boolWord(s string) bool {
+	switch strings.ToLower(s) {
+	case "true", "false", "yes", "no", "1", "0", "t", "f":
+		return true
+	}
+	return false
 }

@@ -94,6 +94,8 @@ func TestUsageErrors(t *testing.T) {
 		{"spectral --corpus " + missing + " --topics 3 --method agm", []string{`did you mean "agn"?`}},
 		{"inspect", []string{"dprec inspect MODEL", "see `dprec inspect --help`"}},
 		{"help trian", []string{`did you mean "train"?`}},
+		{"train --data " + missing + " --bias false", []string{`unexpected argument "false"`, "write --bias=false"}},
+		{"train tr.csv", []string{`unexpected argument "tr.csv"`}},
 		{"help data splt", []string{`did you mean "split"?`}},
 		{"train --data " + missing + " --bias=maybe", []string{`invalid value "maybe" for --bias`}},
 		{"predict -m " + missing + " --user 1", []string{"give --user and --item"}},
