@@ -94,6 +94,7 @@ func TestUsageErrors(t *testing.T) {
 		{"spectral --corpus " + missing + " --topics 3 --method agm", []string{`did you mean "agn"?`}},
 		{"inspect", []string{"dprec inspect MODEL", "see `dprec inspect --help`"}},
 		{"help trian", []string{`did you mean "train"?`}},
+		{"recommend -m " + missing + " --all-users --out recs.json", []string{"want a .csv or .parquet"}},
 		{"train --data " + missing + " --bias false", []string{`unexpected argument "false"`, "write --bias=false"}},
 		{"train tr.csv", []string{`unexpected argument "tr.csv"`}},
 		{"help data splt", []string{`did you mean "split"?`}},

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/perturb"
 	"github.com/urfave/cli/v2"
 )
@@ -226,8 +227,12 @@ func checkRecommendShape(c *cli.Context) error {
 		if c.IsSet("user") || c.IsSet("ratings") {
 			return fmt.Errorf("recommend --all-users takes no --user or --ratings")
 		}
-		if (c.Bool("json") || c.Bool("jsonl")) && c.String("out") != "" && c.String("out") != "-" {
+		out := c.String("out")
+		if (c.Bool("json") || c.Bool("jsonl")) && out != "" && out != "-" {
 			return fmt.Errorf("recommend --all-users --out writes CSV or Parquet (by the file name); --json and --jsonl print on standard output")
+		}
+		if f := data.DetectFormat(out); out != "" && out != "-" && f != data.FormatCSV && f != data.FormatParquet {
+			return fmt.Errorf("--out %s: want a .csv or .parquet file name", out)
 		}
 		return nil
 	}
