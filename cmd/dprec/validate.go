@@ -53,6 +53,18 @@ var flagChecks = map[string][]flagCheck{
 		oneOf("method", "random", "user", "time", "kfold"),
 		openFraction("fraction"), positiveInt("k"), positiveInt("per-user-k"),
 	},
+	"dprec cape aggregate": {
+		oneOf("job", "mean", "pca", "agn"), oneOf("model", "mog", "stm"),
+		positiveInt("sites"), positiveInt("dim"), positiveInt("k"),
+		checkCalibration, openFraction("split"),
+	},
+	"dprec cape site": {positiveInt("id"), positiveFloat("epsilon"), openFraction("delta"), positiveFloat("row-scale")},
+	"dprec experiment completion-synthetic": {
+		oneOf("kind", "cp", "tucker", "both"),
+		positiveInt("seeds"), positiveInt("size"), positiveInt("rank"), positiveFloat("snr"),
+	},
+	"dprec experiment completion-speed":   {oneOf("kind", "cp", "tucker"), positiveInt("epochs"), positiveInt("rank")},
+	"dprec experiment completion-privacy": {positiveInt("seeds"), positiveInt("epochs"), positiveInt("rank"), openFraction("delta")},
 	"dprec data synth": {
 		oneOf("kind", "cp", "tucker"),
 		oneOf("scale", "0.5-5", "1-5", "continuous"),
