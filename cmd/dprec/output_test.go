@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow/go/v15/parquet/file"
+	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 	"github.com/dprec/dprec/perturb"
 )
 
@@ -256,5 +261,64 @@ func TestNoRepeatedWarning(t *testing.T) {
 	}
 	if _, errs, _ := cliRun(t, "predict", "-m", priv, "--user", "1000", "--item", "500"); !strings.Contains(errs, "WARNING") {
 		t.Errorf("predict on a seeded, partly covered private model: no warning in %q", errs)
+	}
+}
+
+// TestPredictOut: --out writes CSV, JSON, JSON Lines or Parquet by name.
+func TestPredictOut(t *testing.T) {
+	dir, model, _ := outputTestModel(t)
+	_, test := trainTestLog(t, t.TempDir())
+	out, _, code := cliRun(t, "predict", "-m", model, "--input", test, "--json", "-q")
+	var want []predictResult
+	if code != exitOK || json.Unmarshal([]byte(out), &want) != nil || len(want) == 0 {
+		t.Fatalf("predict --json: exit %d", code)
+	}
+	pq := filepath.Join(dir, "p.parquet")
+	if _, errs, code := cliRun(t, "predict", "-m", model, "--input", test, "--out", pq, "-q"); code != exitOK {
+		t.Fatalf("--out parquet: exit %d %s", code, errs)
+	}
+	pf, err := file.OpenParquetFile(pq, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := fr.ReadTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Release()
+	names := []string{}
+	for _, f := range tbl.Schema().Fields() {
+		names = append(names, f.Name)
+	}
+	if strings.Join(names, ",") != "user,item,time,rating,prediction,fallback" || int(tbl.NumRows()) != len(want) {
+		t.Fatalf("parquet: columns %v, %d rows, want %d", names, tbl.NumRows(), len(want))
+	}
+	pred := tbl.Column(4).Data().Chunk(0).(*array.Float64)
+	if pred.Value(0) != want[0].Prediction || pred.Value(pred.Len()-1) != want[pred.Len()-1].Prediction {
+		t.Errorf("parquet predictions differ from --json")
+	}
+	js := filepath.Join(dir, "p.json")
+	if _, _, code := cliRun(t, "predict", "-m", model, "--user", "1000", "--item", "500", "--out", js, "-q"); code != exitOK {
+		t.Fatalf("--out json: exit %d", code)
+	}
+	var one []predictResult
+	if b, _ := os.ReadFile(js); json.Unmarshal(b, &one) != nil || len(one) != 1 {
+		t.Errorf("--out p.json is not an array of 1: %s", b)
+	}
+	if _, errs, code := cliRun(t, "predict", "-m", model, "--user", "1000", "--item", "500", "--out", js); code != exitError || !strings.Contains(errs, "exists") {
+		t.Errorf("--out over an existing file: exit %d %s", code, errs)
+	}
+	for _, args := range [][]string{
+		{"--out", filepath.Join(dir, "p.txt")},
+		{"--out", pq, "--json"},
+	} {
+		if _, errs, code := cliRun(t, append([]string{"predict", "-m", model, "--input", test}, args...)...); code != exitUsage {
+			t.Errorf("%v: exit %d %s", args, code, errs)
+		}
 	}
 }

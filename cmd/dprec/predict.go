@@ -34,6 +34,8 @@ instead. Times are Unix seconds, RFC 3339 or YYYY-MM-DD (UTC).`,
 			&cli.StringFlag{Name: "ratings", Usage: "a new user's own ratings (CSV item,rating[,time]) to fold in against the frozen model"},
 			&cli.Float64Flag{Name: "fold-lambda", Usage: "ridge penalty of the fold-in (default: the model's factor penalty times the number of ratings)"},
 			&cli.BoolFlag{Name: "strict", Usage: "fail on an unknown user or item instead of falling back"},
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "write the predictions to FILE: .csv, .json (one document), .jsonl or .parquet (default: standard output)"},
+			&cli.BoolFlag{Name: "force", Usage: "overwrite --out"},
 		},
 		Action: predictRun,
 	}
@@ -97,7 +99,11 @@ func predictRun(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("--time: %w", err)
 	}
-	w := c.App.Writer
+	return predictOutput(c, func(w io.Writer) error { return predictTo(c, p, t, w) })
+}
+
+// predictTo runs predict with its output on w.
+func predictTo(c *cli.Context, p *models.Predictor, t *int64, w io.Writer) error {
 	if c.IsSet("ratings") {
 		if c.IsSet("input") || c.String("item") == "" {
 			return cli.Exit("predict --ratings: give the item to predict with --item", exitUsage)
@@ -145,29 +151,23 @@ func predictStrict(c *cli.Context, fb models.Fallback, user, item string) error 
 }
 
 func predictEmit(c *cli.Context, w io.Writer, rs []predictResult) error {
-	if c.Bool("json") && len(rs) == 1 {
+	format, err := predictFormat(c)
+	if err != nil {
+		return err
+	}
+	if format == "json" && len(rs) == 1 && c.String("out") == "" {
 		return json.NewEncoder(w).Encode(rs[0])
 	}
-	if c.Bool("json") || c.Bool("jsonl") {
-		rw := newRecordWriter(w, c.Bool("jsonl"))
-		for _, r := range rs {
-			if err := rw.Write(r); err != nil {
-				return err
-			}
-		}
-		return rw.Close()
+	sink, err := newPredictSink(format, w, false)
+	if err != nil {
+		return err
 	}
-	cw := csv.NewWriter(w)
-	cw.Write([]string{"user", "item", "time", "prediction", "fallback"})
 	for _, r := range rs {
-		ts := ""
-		if r.Time != nil {
-			ts = strconv.FormatInt(*r.Time, 10)
+		if err := sink.Write(r); err != nil {
+			return err
 		}
-		cw.Write([]string{r.User, r.Item, ts, strconv.FormatFloat(r.Prediction, 'g', 8, 64), r.Fallback})
 	}
-	cw.Flush()
-	return cw.Error()
+	return sink.Close()
 }
 
 // predictMany predicts every user,item[,time] row of a CSV file.
@@ -187,11 +187,13 @@ func predictMany(c *cli.Context, p *models.Predictor, path string, w io.Writer) 
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
 	cr.TrimLeadingSpace = true
-	jsonOut := c.Bool("json") || c.Bool("jsonl")
-	cw := csv.NewWriter(w)
-	rw := newRecordWriter(w, c.Bool("jsonl"))
-	if !jsonOut {
-		cw.Write([]string{"user", "item", "time", "prediction", "fallback"})
+	format, err := predictFormat(c)
+	if err != nil {
+		return err
+	}
+	sink, err := newPredictSink(format, w, false)
+	if err != nil {
+		return err
 	}
 	for line := 1; ; line++ {
 		rec, err := cr.Read()
@@ -205,7 +207,7 @@ func predictMany(c *cli.Context, p *models.Predictor, path string, w io.Writer) 
 			continue
 		}
 		if len(rec) < 2 || len(rec) > 3 {
-			return fmt.Errorf("%s:%d: want user,item[,time], got %d fields", path, line, len(rec))
+			return fmt.Errorf("%s:%d: want user,item[,time], got %d fields (a rating log is read with --columns)", path, line, len(rec))
 		}
 		var t *int64
 		if len(rec) == 3 {
@@ -217,23 +219,11 @@ func predictMany(c *cli.Context, p *models.Predictor, path string, w io.Writer) 
 		if err := predictStrict(c, fb, rec[0], rec[1]); err != nil {
 			return fmt.Errorf("%s:%d: %w", path, line, err)
 		}
-		if jsonOut {
-			if err := rw.Write(predictResult{User: rec[0], Item: rec[1], Time: t, Prediction: v, Fallback: fb.String()}); err != nil {
-				return err
-			}
-			continue
+		if err := sink.Write(predictResult{User: rec[0], Item: rec[1], Time: t, Prediction: v, Fallback: fb.String()}); err != nil {
+			return err
 		}
-		ts := ""
-		if t != nil {
-			ts = strconv.FormatInt(*t, 10)
-		}
-		cw.Write([]string{rec[0], rec[1], ts, strconv.FormatFloat(v, 'g', 8, 64), fb.String()})
 	}
-	if jsonOut {
-		return rw.Close()
-	}
-	cw.Flush()
-	return cw.Error()
+	return sink.Close()
 }
 
 // predictReadPairs calls fn with the first field (the item) of every data

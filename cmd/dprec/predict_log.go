@@ -5,7 +5,6 @@ import (
 	"encoding/csv"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/dprec/dprec/data"
@@ -75,11 +74,13 @@ func predictLog(c *cli.Context, p *models.Predictor, path string, w io.Writer) e
 	if err != nil {
 		return err
 	}
-	jsonOut := c.Bool("json") || c.Bool("jsonl")
-	rw := newRecordWriter(w, c.Bool("jsonl"))
-	cw := csv.NewWriter(w)
-	if !jsonOut {
-		cw.Write([]string{"user", "item", "time", "rating", "prediction", "fallback"})
+	format, err := predictFormat(c)
+	if err != nil {
+		return err
+	}
+	sink, err := newPredictSink(format, w, true)
+	if err != nil {
+		return err
 	}
 	for e, r := range st.Val {
 		user, item := st.Dicts[0].String(st.Idx[0][e]), st.Dicts[1].String(st.Idx[1][e])
@@ -92,22 +93,10 @@ func predictLog(c *cli.Context, p *models.Predictor, path string, w io.Writer) e
 		if err := predictStrict(c, fb, user, item); err != nil {
 			return err
 		}
-		if jsonOut {
-			rating := r
-			if err := rw.Write(predictResult{User: user, Item: item, Time: t, Rating: &rating, Prediction: v, Fallback: fb.String()}); err != nil {
-				return err
-			}
-			continue
+		rating := r
+		if err := sink.Write(predictResult{User: user, Item: item, Time: t, Rating: &rating, Prediction: v, Fallback: fb.String()}); err != nil {
+			return err
 		}
-		ts := ""
-		if t != nil {
-			ts = strconv.FormatInt(*t, 10)
-		}
-		cw.Write([]string{user, item, ts, strconv.FormatFloat(r, 'g', -1, 64), strconv.FormatFloat(v, 'g', 8, 64), fb.String()})
 	}
-	if jsonOut {
-		return rw.Close()
-	}
-	cw.Flush()
-	return cw.Error()
+	return sink.Close()
 }

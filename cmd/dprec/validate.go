@@ -38,7 +38,7 @@ var flagChecks = map[string][]flagCheck{
 		checkCalibration,
 		checkTrainPrivacy,
 	},
-	"dprec predict":   {checkTime, checkJSONFlags, checkPredictShape},
+	"dprec predict":   {checkTime, checkJSONFlags, checkPredictShape, checkPredictOut},
 	"dprec recommend": {positiveInt("top"), checkTime, checkJSONFlags, checkRecommendShape},
 	"dprec eval":      {positiveInt("k")},
 	"dprec spectral": {
