@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow/go/v15/parquet/file"
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 	"github.com/dprec/dprec/perturb"
+	"github.com/urfave/cli/v2"
 )
 
 // outputTestModel trains a small model through the command line, with the
@@ -319,6 +320,41 @@ func TestPredictOut(t *testing.T) {
 	} {
 		if _, errs, code := cliRun(t, append([]string{"predict", "-m", model, "--input", test}, args...)...); code != exitUsage {
 			t.Errorf("%v: exit %d %s", args, code, errs)
+		}
+	}
+}
+
+func TestPredictIsLog(t *testing.T) {
+	dir := t.TempDir()
+	app := newApp()
+	for _, tc := range []struct {
+		name, content string
+		flags         []string
+		want          bool
+	}{
+		{"pairs.csv", "user,item\n1,2\n", nil, false},
+		{"pairs-time.csv", "1,2,2015-01-01\n", nil, false},
+		{"header-rating.csv", "userId,movieId,rating\n1,2,4\n", nil, true},
+		{"four.csv", "1,2,4,1420000000\n", nil, true},
+		{"cols.csv", "1,2,4\n", []string{"--columns", "user,item,rating"}, true},
+		{"log.parquet", "", nil, true},
+		{"log.csv.gz", "", nil, true},
+	} {
+		path := filepath.Join(dir, tc.name)
+		if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var got bool
+		cmd := findCommand(app.Commands, "predict")
+		saved := cmd.Action
+		cmd.Action = func(c *cli.Context) error { got = predictIsLog(c, path); return nil }
+		err := app.Run(append([]string{"dprec", "predict", "-m", "x", "--input", path}, tc.flags...))
+		cmd.Action = saved
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("%s: rating log %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
