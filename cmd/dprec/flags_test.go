@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -242,4 +243,46 @@ func TestHelpText(t *testing.T) {
 		}
 	}
 	walk(app.Commands, nil)
+}
+
+// TestReadmeTourParses: every dprec command of the README's tour parses
+// (known commands and flags, values and required flags present), so the
+// README cannot drift from the CLI between CI runs of the tour itself.
+func TestReadmeTourParses(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Skip("README.md not found:", err)
+	}
+	s := string(b)
+	i, j := strings.Index(s, "<!-- tour -->"), strings.Index(s, "<!-- /tour -->")
+	if i < 0 || j < i {
+		t.Fatal("README.md has no <!-- tour --> ... <!-- /tour --> section")
+	}
+	tour := strings.ReplaceAll(s[i:j], "\\\n", " ")
+	app := newApp()
+	n := 0
+	for _, line := range strings.Split(tour, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "./dprec ") {
+			continue
+		}
+		for _, cut := range []string{" #", " >", " ||", " &", " |"} {
+			if k := strings.Index(line, cut); k >= 0 {
+				line = line[:k]
+			}
+		}
+		args := strings.Fields(strings.ReplaceAll(line, "$s", "1"))
+		args[0] = "dprec"
+		l, err := normalizeArgs(app, args)
+		// "trian" and "--rnak" are the tour's deliberate mistakes.
+		if deliberate := slices.Contains(args, "trian") || slices.Contains(args, "--rnak"); (err != nil) != deliberate {
+			t.Errorf("README tour: %q: %v", line, err)
+		} else if err == nil && len(l.path) == 0 && !slices.Contains(args, "--version") {
+			t.Errorf("README tour: %q names no command", line)
+		}
+		n++
+	}
+	if n < 20 {
+		t.Errorf("only %d dprec commands found in the tour", n)
+	}
 }
