@@ -15,8 +15,12 @@ import (
 func init() { cli.FlagStringer = flagString }
 
 // fileFlags are string flags whose value is a path.
-var fileFlags = []string{"data", "out", "input", "model", "corpus", "vocab", "ratings", "exclude-rated", "train", "test",
-	"keys", "dir", "truth", "out-dir", "plot"}
+var fileFlags = []string{"data", "out", "input", "corpus", "vocab", "ratings", "exclude-rated", "train", "test",
+	"keys", "truth", "plot", "real-ratings"}
+
+// placeholders name the values of other string flags.
+var placeholders = map[string]string{"out-dir": "DIR", "dir": "DIR", "aggregator": "URL", "noise": "URL",
+	"listen": "ADDR", "time": "TIME", "cutoff": "TIME", "start": "TIME"}
 
 var statedDefault = regexp.MustCompile(`(?i)\(default[ :]`)
 
@@ -62,10 +66,15 @@ func flagPlaceholder(f cli.Flag) string {
 	case *cli.DurationFlag:
 		return "DURATION"
 	}
-	if slices.Contains(fileFlags, f.Names()[0]) {
+	name := f.Names()[0]
+	switch {
+	case slices.Contains(fileFlags, name), name == "model" && slices.Contains(f.Names(), "m"):
 		return "FILE"
+	case placeholders[name] != "":
+		return placeholders[name]
 	}
-	return "VALUE"
+	// As argparse does: the flag's name in capitals (--method METHOD).
+	return strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
 // zeroDefault reports whether a default is not worth printing.
