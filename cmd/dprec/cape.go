@@ -24,7 +24,7 @@ import (
 func init() {
 	register(&cli.Command{
 		Name:  "cape",
-		Usage: "run the CAPE roles (seed 002) as separate processes over authenticated HTTP",
+		Usage: "run the CAPE roles (Imtiaz and Sarwate 2018, distributed) as separate processes over authenticated HTTP",
 		Description: `Start "dprec cape keys" once to create one keyring per role (pairwise
 AES-256-GCM keys: every request and response is sealed, so roles authenticate
 each other and a site can only fetch its own noise; keyrings are written 0600).

@@ -25,7 +25,7 @@ func capePrintTraffic(w io.Writer, t map[string]cape.Traffic) {
 
 // capePrintReport prints a privacy report.
 func capePrintReport(w io.Writer, r *perturb.Report) {
-	fmt.Fprintf(w, "privacy: %s, per-site (epsilon, delta) up to (%g, %g), noise %s\n", r.Mode, r.Epsilon, r.Delta, r.Randomness)
+	fmt.Fprintf(w, "privacy: %s, per-site (epsilon, delta) up to (%s, %s), noise %s\n", r.Mode, fmtFloat(r.Epsilon), fmtFloat(r.Delta), r.Randomness)
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "  - %s\n", n)
 	}

@@ -32,7 +32,7 @@ func dataLoadOptions(c *cli.Context) (data.LoadOptions, error) {
 	var o data.LoadOptions
 	var err error
 	if o.Format, err = data.ParseFormat(c.String("format")); err != nil {
-		return o, err
+		return o, fmt.Errorf("--format: %w", err)
 	}
 	if o.Columns, err = dataParseColumns(c.String("columns")); err != nil {
 		return o, err
@@ -57,10 +57,10 @@ func dataLoadOptions(c *cli.Context) (data.LoadOptions, error) {
 		return o, fmt.Errorf("--header %q: want auto, yes or no", h)
 	}
 	if o.Builder.TimeUnit, err = data.ParseTimeUnit(c.String("time-unit")); err != nil {
-		return o, err
+		return o, fmt.Errorf("--time-unit: %w", err)
 	}
 	if o.Builder.Duplicates, err = data.ParseDuplicatePolicy(c.String("duplicates")); err != nil {
-		return o, err
+		return o, fmt.Errorf("--duplicates: %w", err)
 	}
 	o.SkipInvalid = c.Bool("skip-invalid")
 	o.Threads = c.Int("threads")

@@ -71,7 +71,7 @@ func evalRun(c *cli.Context) error {
 	fmt.Fprintf(w, "precision@%-4d %.4f\n", res.K, res.Precision)
 	fmt.Fprintf(w, "recall@%-7d %.4f\n", res.K, res.Recall)
 	fmt.Fprintf(w, "NDCG@%-9d %.4f\n", res.K, res.NDCG)
-	fmt.Fprintf(w, "ranked users   %d (relevance: rating >= %g; %d users unknown to the model skipped", res.RankedUsers, res.Threshold, res.SkippedUsers)
+	fmt.Fprintf(w, "ranked users   %d (relevance: rating >= %s; %d users unknown to the model skipped", res.RankedUsers, fmtFloat(res.Threshold), res.SkippedUsers)
 	if res.ExcludedTrain > 0 {
 		fmt.Fprintf(w, "; %d training ratings excluded from the rankings", res.ExcludedTrain)
 	}

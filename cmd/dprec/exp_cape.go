@@ -19,11 +19,11 @@ import (
 func init() {
 	experimentCmd.Subcommands = append(experimentCmd.Subcommands, &cli.Command{
 		Name:  "cape",
-		Usage: "seed 002 figures: capePCA q_CE and capeAGN e_comp versus epsilon, N_s and delta, with conv, local and non-private curves",
+		Usage: "figures of Imtiaz and Sarwate 2018 (distributed): capePCA q_CE and capeAGN e_comp versus epsilon, N_s and delta, with conv, local and non-private curves",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Value: "cape-results", Usage: "directory for the CSV tables and PNG plots"},
 			&cli.BoolFlag{Name: "quick", Usage: "small grids, sizes and 2 repetitions (smoke run)"},
-			&cli.IntFlag{Name: "reps", Usage: "repetitions per point (default 10, the seed's; 2 with --quick)"},
+			&cli.IntFlag{Name: "reps", Usage: "repetitions per point (default 10, as in the paper; 2 with --quick)"},
 			&cli.StringFlag{Name: "only", Value: "all", Usage: "pca, agn, real (only the --real-ratings table) or all"},
 			&cli.BoolFlag{Name: "force", Usage: "overwrite existing files"},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed of data and noise (default 1; experiments are reproducible, NOT private)"},

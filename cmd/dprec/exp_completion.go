@@ -23,7 +23,7 @@ func init() {
 func expCompletionSyntheticCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "completion-synthetic",
-		Usage: "test RMSE and recovery error of CP/Tucker completion versus the observed fraction (seed 001 synthetic set-up)",
+		Usage: "test RMSE and recovery error of CP/Tucker completion versus the observed fraction (synthetic set-up of Wei et al. 2021)",
 		Description: `Seed 001: a 20x20x20 tensor of rank 3 with standard-normal factors (CP) or factors and core
 (Tucker), Gaussian noise at SNR 1 (sigma^2 = mean(X^2)), observed at each fraction of cells (10% of
 the observed cells held back for early stopping). For each kind, fraction and seed the model of the

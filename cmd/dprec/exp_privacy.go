@@ -21,7 +21,7 @@ import (
 func init() {
 	experimentCmd.Subcommands = append(experimentCmd.Subcommands, &cli.Command{
 		Name:  "completion-privacy",
-		Usage: "issue 4: test RMSE versus epsilon for input, gradient (C and all) and output perturbation and non-private training, on the seed-001 synthetic set-ups (CP, Tucker) and a rating log",
+		Usage: "test RMSE versus epsilon for input, gradient (C and all) and output perturbation and non-private training, on the synthetic set-ups of Wei et al. 2021 (CP, Tucker) and a rating log",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Value: "privacy-results", Usage: "directory for completion_privacy.csv and one PNG plot per dataset"},
 			&cli.StringFlag{Name: "ratings", Usage: "a rating log (e.g. ml-latest-small/ratings.csv, loaded with weekly time buckets, 90/10 random split) added as a dataset; omit to run the synthetic set-ups only"},
@@ -38,7 +38,7 @@ func init() {
 			&cli.Float64Flag{Name: "init-scale", Usage: "standard deviation of the initial factors (default: the trainer's; the synthetic set-ups default to 0.5, since rank-3 CP without biases stalls at the zero saddle from 0.1)"},
 			&cli.Float64Flag{Name: "private-lr-scale", Value: 1, Usage: "s: at privacy budget epsilon the private modes train with the dataset's learning rate times min(1, s epsilon)"},
 			&cli.Float64Flag{Name: "private-reg", Usage: "r: at privacy budget epsilon the private modes use lambda_o = max(--reg, r/epsilon^2) (the ridge optimum grows like the noise variance); default --reg"},
-			&cli.Float64Flag{Name: "clip", Usage: "gradient clipping norm m (default: completion.DefaultClip)"},
+			&cli.Float64Flag{Name: "clip", Usage: fmt.Sprintf("gradient clipping norm m (default %g)", completion.DefaultClip)},
 			&cli.IntFlag{Name: "rank", Value: 10, Usage: "rank of the rating-log model (CP with biases); the synthetic set-ups use rank 3"},
 			&cli.IntFlag{Name: "threads", Value: 2, Usage: "training threads"},
 			&cli.BoolFlag{Name: "force", Usage: "overwrite existing files"},

@@ -24,9 +24,9 @@ func init() {
 func expSpectralCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "spectral",
-		Usage: "e_comp of non-private, AGN, AVN, DP-TPM and random vectors versus epsilon and N (seed 000 fig. 1, seed 002 fig. 3)",
-		Description: `Single-topic model (seed 000 sec. 4: uniform weights, Dirichlet(1) topics, documents of
-3 words, D=10,K=5 and D=50,K=10) and spherical Gaussian mixture (seed 002 fig. 3: sigma^2 = 0.05,
+		Usage: "e_comp of non-private, AGN, AVN, DP-TPM and random vectors versus epsilon and N (Imtiaz and Sarwate 2018: orthogonal tensor decomposition fig. 1, distributed fig. 3)",
+		Description: `Single-topic model (Imtiaz and Sarwate 2018, orthogonal, sec. 4: uniform weights, Dirichlet(1) topics, documents of
+3 words, D=10,K=5 and D=50,K=10) and spherical Gaussian mixture (Imtiaz and Sarwate 2018, distributed, fig. 3: sigma^2 = 0.05,
 means in the unit ball, rows divided by the public constant 1 + sigma (sqrt(D) + 3) and clipped to
 norm 1). For each size: e_comp versus epsilon at --n documents, and versus N at --epsilon, averaged
 over --runs runs (fresh model, data and noise per run). Topic estimates have negative entries zeroed
@@ -47,7 +47,7 @@ results are reproducible and NOT private.`,
 			&cli.Float64Flag{Name: "epsilon", Value: 1, Usage: "epsilon of the error-versus-N tables"},
 			&cli.Float64Flag{Name: "delta", Value: 0.01, Usage: "total delta"},
 			&cli.Float64Flag{Name: "split", Value: 0.5, Usage: "fraction of epsilon (and of delta, Gaussian stages) for the M2 release"},
-			&cli.StringFlag{Name: "calibration", Value: "analytic", Usage: "Gaussian calibration: analytic, classic (seed 000; epsilon per stage <= 1) or tight"},
+			&cli.StringFlag{Name: "calibration", Value: "analytic", Usage: "Gaussian calibration: analytic, classic (epsilon per stage <= 1) or tight"},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed of the whole experiment (default 1)"},
 		},
 		Action: expSpectralRun,

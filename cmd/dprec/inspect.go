@@ -90,10 +90,10 @@ func inspectText(w io.Writer, h *models.Header) {
 		fmt.Fprintf(w, "global mean %.6g\n", h.Mean)
 	}
 	if h.ClampLo < h.ClampHi {
-		fmt.Fprintf(w, "clamp       [%g, %g]\n", h.ClampLo, h.ClampHi)
+		fmt.Fprintf(w, "clamp       [%s, %s]\n", fmtFloat(h.ClampLo), fmtFloat(h.ClampHi))
 	}
 	if d := h.Data; d.HasStats() {
-		fmt.Fprintf(w, "data        %d ratings, dims %v, mean %.4g, range [%g, %g], sha256 %s\n", d.NNZ, d.Dims, d.Mean, d.Min, d.Max, d.SHA256)
+		fmt.Fprintf(w, "data        %d ratings, dims %v, mean %.4g, range [%s, %s], sha256 %s\n", d.NNZ, d.Dims, d.Mean, fmtFloat(d.Min), fmtFloat(d.Max), d.SHA256)
 	} else if d != nil {
 		fmt.Fprintf(w, "data        %d ratings, dims %v (hash and statistics withheld: private model)\n", d.NNZ, d.Dims)
 	}
@@ -137,13 +137,13 @@ func inspectPrivacyText(w io.Writer, r *perturb.Report) {
 	if !r.Private() {
 		fmt.Fprintf(w, "privacy     %s\n", r.Mode)
 	} else {
-		fmt.Fprintf(w, "privacy     %s: (epsilon %g, delta %g), unit %s, %s composition\n", r.Mode, r.Epsilon, r.Delta, r.Unit, r.Composition)
+		fmt.Fprintf(w, "privacy     %s: (epsilon %s, delta %s), unit %s, %s composition\n", r.Mode, fmtFloat(r.Epsilon), fmtFloat(r.Delta), r.Unit, r.Composition)
 		if r.Relation != "" {
 			fmt.Fprintf(w, "  relation  %s\n", r.Relation)
 		}
 		for _, rel := range r.Releases {
-			fmt.Fprintf(w, "  release   %s: %s, %s sensitivity %g, scale %g, (%g, %g) x%d\n",
-				rel.What, rel.Mechanism, rel.SensitivityNorm, rel.Sensitivity, rel.Scale, rel.Epsilon, rel.Delta, max(rel.Count, 1))
+			fmt.Fprintf(w, "  release   %s: %s, %s sensitivity %s, scale %s, (%s, %s) x%d\n",
+				rel.What, rel.Mechanism, rel.SensitivityNorm, fmtFloat(rel.Sensitivity), fmtFloat(rel.Scale), fmtFloat(rel.Epsilon), fmtFloat(rel.Delta), max(rel.Count, 1))
 		}
 		if len(r.Covered) > 0 {
 			fmt.Fprintf(w, "  covered   %s\n", strings.Join(r.Covered, ", "))

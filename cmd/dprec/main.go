@@ -1,20 +1,19 @@
 // Command dprec trains and uses differentially private tensor-completion
 // recommenders and spectral topic / mixture models. Run "dprec help".
+//
+// Command-line conventions: flags may be given before or after the
+// subcommand and after positional arguments (flags.go); exit codes are 0
+// success, 1 runtime or data error, 2 usage error (errors.go); --json
+// prints one JSON document, --jsonl a stream of one JSON value per line.
 package main
 
 import (
-	"fmt"
+	"io"
 	"os"
 	"sort"
+	"sync"
 
 	"github.com/urfave/cli/v2"
-)
-
-// Exit codes.
-const (
-	exitOK    = 0
-	exitError = 1
-	exitUsage = 2
 )
 
 // commands is filled by the init functions of the command files, one file
@@ -26,13 +25,56 @@ func register(c *cli.Command) { commands = append(commands, c) }
 func newApp() *cli.App {
 	cmds := append([]*cli.Command(nil), commands...)
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
-	return &cli.App{
-		Name:                 "dprec",
-		Usage:                "differentially private tensor completion and spectral topic models",
+	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version (module version and VCS revision) and exit"}
+	app := &cli.App{
+		Name:  "dprec",
+		Usage: "differentially private tensor completion and spectral topic models",
+		Description: `Flags may come before or after the command and after its arguments; "--" ends
+flags. Exit codes: 0 success, 1 runtime or data error, 2 usage error. --json
+prints one JSON document, --jsonl one JSON object per line. Start with
+"dprec data synth --out ratings.csv" and "dprec train --data ratings.csv";
+"dprec CMD --help" ends with an example.`,
+		Version:              version(),
 		EnableBashCompletion: true,
 		Flags:                globalFlags(),
 		Commands:             cmds,
 		ExitErrHandler:       func(*cli.Context, error) {},
+		OnUsageError:         onUsageError,
+	}
+	// The commands are package-level values shared by every App (tests
+	// build many): hook them once. urfave adds its help command to the
+	// tree when an App runs, so the walks skip it.
+	hookOnce.Do(func() {
+		installHooks(commands, "dprec")
+		addExamples(commands, "dprec")
+	})
+	return app
+}
+
+var hookOnce sync.Once
+
+// installHooks gives every command the usage-error handler (no help dump)
+// and the flag checks of validate.go, run before the command's action.
+func installHooks(cmds []*cli.Command, parent string) {
+	for _, c := range cmds {
+		if c.Name == "help" {
+			continue
+		}
+		path := parent + " " + c.Name
+		c.OnUsageError = onUsageError
+		if c.Action != nil {
+			before := c.Before
+			c.Before = func(ctx *cli.Context) error {
+				if err := checkFlags(ctx, path); err != nil {
+					return err
+				}
+				if before != nil {
+					return before(ctx)
+				}
+				return nil
+			}
+		}
+		installHooks(c.Subcommands, path)
 	}
 }
 
@@ -40,14 +82,19 @@ func main() {
 	os.Exit(run(os.Args))
 }
 
-func run(args []string) int {
+func run(args []string) int { return runWith(args, os.Stdout, os.Stderr) }
+
+// runWith runs the application with the given output streams and returns
+// the exit code.
+func runWith(args []string, stdout, stderr io.Writer) int {
 	app := newApp()
-	if err := app.Run(args); err != nil {
-		fmt.Fprintf(os.Stderr, "dprec: %v\n", err)
-		if ec, ok := err.(cli.ExitCoder); ok && ec.ExitCode() != 0 {
-			return ec.ExitCode()
-		}
-		return exitError
+	app.Writer, app.ErrWriter = stdout, stderr
+	l, err := normalizeArgs(app, args)
+	if err != nil {
+		return reportError(stderr, l, err)
+	}
+	if err := app.Run(l.args); err != nil {
+		return reportError(stderr, l, err)
 	}
 	return exitOK
 }

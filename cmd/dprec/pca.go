@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"time"
 
@@ -24,7 +23,7 @@ func pcaCmd() *cli.Command {
 	const in, priv, out = "Input", "Privacy", "Output"
 	return &cli.Command{
 		Name:  "pca",
-		Usage: "distributed differentially private PCA (capePCA, seed 002 Algorithm 2) with the roles run in process",
+		Usage: "distributed differentially private PCA (capePCA, Imtiaz and Sarwate 2018, Algorithm 2) with the roles run in process",
 		Description: `Each site holds numeric rows (CSV, one observation per line, l2 norm <= 1).
 Give one file per site (--data a.csv --data b.csv ...), or one file and --sites S
 to split its rows into S equal contiguous blocks. The sites, the untrusted
@@ -41,7 +40,7 @@ and prints each method's captured energy q_CE = tr(V^T A V) on the pooled data
 			&cli.IntFlag{Name: "k", Category: in, Required: true, Usage: "number of principal components K"},
 			&cli.Float64Flag{Name: "epsilon", Category: priv, Required: true, Usage: "per-site epsilon"},
 			&cli.Float64Flag{Name: "delta", Category: priv, Value: 1e-5, Usage: "per-site delta"},
-			&cli.StringFlag{Name: "calibration", Category: priv, Value: "analytic", Usage: "Gaussian calibration: analytic, classic (seed's, epsilon <= 1) or tight"},
+			&cli.StringFlag{Name: "calibration", Category: priv, Value: "analytic", Usage: "Gaussian calibration: analytic, classic (epsilon <= 1) or tight"},
 			&cli.BoolFlag{Name: "equal-weights", Category: priv, Usage: "aggregate with mu_s = 1/S instead of N_s/N"},
 			&cli.IntFlag{Name: "drop", Category: priv, Usage: "simulate the drop-out of this site (1-based) after the noise was distributed"},
 			&cli.BoolFlag{Name: "baselines", Category: out, Usage: "also run conv, local (site 1) and non-private pooled PCA and print q_CE for each"},
@@ -217,11 +216,11 @@ func pcaRun(c *cli.Context) error {
 	}
 	res.Seconds = time.Since(start).Seconds()
 	if c.Bool("json") {
-		enc := json.NewEncoder(os.Stdout)
+		enc := json.NewEncoder(c.App.Writer)
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	pcaPrint(os.Stdout, &res)
+	pcaPrint(c.App.Writer, &res)
 	return nil
 }
 

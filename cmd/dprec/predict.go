@@ -18,7 +18,7 @@ import (
 )
 
 func init() {
-	register(&cli.Command{
+	cmd := &cli.Command{
 		Name:  "predict",
 		Usage: "predict ratings from a saved model (one pair, a CSV of pairs, or a new user's fold-in)",
 		Description: `Unknown users, items and times never fail: the prediction falls back
@@ -30,14 +30,18 @@ instead. Times are Unix seconds, RFC 3339 or YYYY-MM-DD (UTC).`,
 			&cli.StringFlag{Name: "user", Usage: "user id"},
 			&cli.StringFlag{Name: "item", Usage: "item id"},
 			&cli.StringFlag{Name: "time", Usage: "time of the prediction (Unix seconds, RFC 3339 or YYYY-MM-DD); default: averaged over the trained period"},
-			&cli.StringFlag{Name: "input", Usage: "CSV of user,item[,time] pairs (optional header row) to predict; - reads stdin"},
+			&cli.StringFlag{Name: "input", Usage: "CSV of user,item[,time] pairs (optional header row; - reads stdin), or a rating log in any input format (read with the input flags; the output adds its ratings)"},
 			&cli.StringFlag{Name: "ratings", Usage: "a new user's own ratings (CSV item,rating[,time]) to fold in against the frozen model"},
 			&cli.Float64Flag{Name: "fold-lambda", Usage: "ridge penalty of the fold-in (default: the model's factor penalty times the number of ratings)"},
 			&cli.BoolFlag{Name: "strict", Usage: "fail on an unknown user or item instead of falling back"},
-			&cli.BoolFlag{Name: "json", Usage: "JSON output"},
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "write the predictions to FILE: .csv, .json (one document), .jsonl or .parquet (default: standard output)"},
+			&cli.BoolFlag{Name: "force", Usage: "overwrite --out"},
 		},
 		Action: predictRun,
-	})
+	}
+	cmd.Flags = append(cmd.Flags, jsonFlags("the predictions")...)
+	cmd.Flags = append(cmd.Flags, dataLoadFlags()...)
+	register(cmd)
 }
 
 // predictParseTime parses a time flag or column: Unix seconds, RFC 3339 or
@@ -59,13 +63,16 @@ func predictParseTime(s string) (*int64, error) {
 	return nil, fmt.Errorf("time %q: want Unix seconds, RFC 3339 or YYYY-MM-DD", s)
 }
 
-// predictLoad loads a model and prints its privacy warnings on stderr.
+// predictLoad loads a model and prints the caveats of its privacy
+// guarantee (uncovered parameters, seeded noise) on stderr. A non-private
+// model makes no guarantee to qualify: train and inspect say it is not
+// private, and predict, recommend and eval do not repeat it on every run.
 func predictLoad(c *cli.Context, path string) (*models.Predictor, error) {
 	f, err := models.Load(path)
 	if err != nil {
 		return nil, err
 	}
-	if !quiet(c) {
+	if !quiet(c) && f.Privacy.Private() {
 		for _, w := range inspectPrivacyWarnings(f.Privacy) {
 			fmt.Fprintf(c.App.ErrWriter, "dprec: %s: WARNING: %s\n", path, w)
 		}
@@ -75,11 +82,12 @@ func predictLoad(c *cli.Context, path string) (*models.Predictor, error) {
 
 // predictResult is one prediction in the JSON output.
 type predictResult struct {
-	User       string  `json:"user"`
-	Item       string  `json:"item"`
-	Time       *int64  `json:"time,omitempty"`
-	Prediction float64 `json:"prediction"`
-	Fallback   string  `json:"fallback"`
+	User       string   `json:"user"`
+	Item       string   `json:"item"`
+	Time       *int64   `json:"time,omitempty"`
+	Rating     *float64 `json:"rating,omitempty"` // the observed rating (--input rating logs)
+	Prediction float64  `json:"prediction"`
+	Fallback   string   `json:"fallback"`
 }
 
 func predictRun(c *cli.Context) error {
@@ -91,7 +99,11 @@ func predictRun(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("--time: %w", err)
 	}
-	w := c.App.Writer
+	return predictOutput(c, func(w io.Writer) error { return predictTo(c, p, t, w) })
+}
+
+// predictTo runs predict with its output on w.
+func predictTo(c *cli.Context, p *models.Predictor, t *int64, w io.Writer) error {
 	if c.IsSet("ratings") {
 		if c.IsSet("input") || c.String("item") == "" {
 			return cli.Exit("predict --ratings: give the item to predict with --item", exitUsage)
@@ -110,6 +122,9 @@ func predictRun(c *cli.Context) error {
 		return predictEmit(c, w, []predictResult{{User: "(folded-in)", Item: c.String("item"), Time: t, Prediction: v, Fallback: fb.String()}})
 	}
 	if in := c.String("input"); in != "" {
+		if predictIsLog(c, in) {
+			return predictLog(c, p, in, w)
+		}
 		return predictMany(c, p, in, w)
 	}
 	if c.String("user") == "" || c.String("item") == "" {
@@ -136,24 +151,23 @@ func predictStrict(c *cli.Context, fb models.Fallback, user, item string) error 
 }
 
 func predictEmit(c *cli.Context, w io.Writer, rs []predictResult) error {
-	if c.Bool("json") {
-		enc := json.NewEncoder(w)
-		if len(rs) == 1 {
-			return enc.Encode(rs[0])
-		}
-		return enc.Encode(rs)
+	format, err := predictFormat(c)
+	if err != nil {
+		return err
 	}
-	cw := csv.NewWriter(w)
-	cw.Write([]string{"user", "item", "time", "prediction", "fallback"})
+	if format == "json" && len(rs) == 1 && c.String("out") == "" {
+		return json.NewEncoder(w).Encode(rs[0])
+	}
+	sink, err := newPredictSink(format, w, false)
+	if err != nil {
+		return err
+	}
 	for _, r := range rs {
-		ts := ""
-		if r.Time != nil {
-			ts = strconv.FormatInt(*r.Time, 10)
+		if err := sink.Write(r); err != nil {
+			return err
 		}
-		cw.Write([]string{r.User, r.Item, ts, strconv.FormatFloat(r.Prediction, 'g', 8, 64), r.Fallback})
 	}
-	cw.Flush()
-	return cw.Error()
+	return sink.Close()
 }
 
 // predictMany predicts every user,item[,time] row of a CSV file.
@@ -173,11 +187,13 @@ func predictMany(c *cli.Context, p *models.Predictor, path string, w io.Writer) 
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
 	cr.TrimLeadingSpace = true
-	jsonOut := c.Bool("json")
-	cw := csv.NewWriter(w)
-	enc := json.NewEncoder(w)
-	if !jsonOut {
-		cw.Write([]string{"user", "item", "time", "prediction", "fallback"})
+	format, err := predictFormat(c)
+	if err != nil {
+		return err
+	}
+	sink, err := newPredictSink(format, w, false)
+	if err != nil {
+		return err
 	}
 	for line := 1; ; line++ {
 		rec, err := cr.Read()
@@ -191,7 +207,7 @@ func predictMany(c *cli.Context, p *models.Predictor, path string, w io.Writer) 
 			continue
 		}
 		if len(rec) < 2 || len(rec) > 3 {
-			return fmt.Errorf("%s:%d: want user,item[,time], got %d fields", path, line, len(rec))
+			return fmt.Errorf("%s:%d: want user,item[,time], got %d fields (a rating log is read with --columns)", path, line, len(rec))
 		}
 		var t *int64
 		if len(rec) == 3 {
@@ -203,20 +219,11 @@ func predictMany(c *cli.Context, p *models.Predictor, path string, w io.Writer) 
 		if err := predictStrict(c, fb, rec[0], rec[1]); err != nil {
 			return fmt.Errorf("%s:%d: %w", path, line, err)
 		}
-		if jsonOut {
-			if err := enc.Encode(predictResult{User: rec[0], Item: rec[1], Time: t, Prediction: v, Fallback: fb.String()}); err != nil {
-				return err
-			}
-			continue
+		if err := sink.Write(predictResult{User: rec[0], Item: rec[1], Time: t, Prediction: v, Fallback: fb.String()}); err != nil {
+			return err
 		}
-		ts := ""
-		if t != nil {
-			ts = strconv.FormatInt(*t, 10)
-		}
-		cw.Write([]string{rec[0], rec[1], ts, strconv.FormatFloat(v, 'g', 8, 64), fb.String()})
 	}
-	cw.Flush()
-	return cw.Error()
+	return sink.Close()
 }
 
 // predictReadPairs calls fn with the first field (the item) of every data

@@ -32,8 +32,8 @@ func init() {
 		&cli.BoolFlag{Name: "all-users", Usage: "stream the top-N lists of every user of the model"},
 		&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "output file for --all-users: .csv or .parquet (default: CSV on stdout)"},
 		&cli.BoolFlag{Name: "force", Usage: "overwrite --out"},
-		&cli.BoolFlag{Name: "json", Usage: "JSON output (single user)"},
 	}
+	flags = append(flags, jsonFlags("the lists (one record per user)")...)
 	register(&cli.Command{
 		Name:  "recommend",
 		Usage: "top-N items for a user, a folded-in new user, or every user (streamed)",
@@ -76,6 +76,9 @@ func recommendRun(c *cli.Context) error {
 		if c.IsSet("user") || c.IsSet("ratings") {
 			return cli.Exit("recommend --all-users takes no --user or --ratings", exitUsage)
 		}
+		if (c.Bool("json") || c.Bool("jsonl")) && c.String("out") != "" && c.String("out") != "-" {
+			return usagef("recommend --all-users --out writes CSV or Parquet (by the file name); --json and --jsonl print on standard output")
+		}
 		return recommendAll(c, p, n, t, excl)
 	}
 	var recs []models.Scored
@@ -113,12 +116,10 @@ func recommendRun(c *cli.Context) error {
 		return cli.Exit("recommend: give --user, --ratings or --all-users", exitUsage)
 	}
 	w := c.App.Writer
-	if c.Bool("json") {
-		return json.NewEncoder(w).Encode(struct {
-			User     string          `json:"user"`
-			Fallback string          `json:"fallback"`
-			Items    []models.Scored `json:"items"`
-		}{user, fb.String(), recs})
+	if c.Bool("json") || c.Bool("jsonl") {
+		rec := recommendRecord(user, recs)
+		rec.Fallback = fb.String()
+		return json.NewEncoder(w).Encode(rec)
 	}
 	bw := bufio.NewWriter(w)
 	fmt.Fprintln(bw, "user,rank,item,score")
@@ -145,6 +146,28 @@ func recommendMerge(a, b []int32) []int32 {
 	return slices.Compact(out)
 }
 
+// recommendList is one user's list in JSON output.
+type recommendList struct {
+	User     string          `json:"user"`
+	Fallback string          `json:"fallback,omitempty"`
+	Items    []recommendItem `json:"items"`
+}
+
+// recommendItem is one recommended item: the columns of the CSV output.
+type recommendItem struct {
+	Rank  int     `json:"rank"`
+	Item  string  `json:"item"`
+	Score float64 `json:"score"`
+}
+
+func recommendRecord(user string, recs []models.Scored) recommendList {
+	out := recommendList{User: user, Items: make([]recommendItem, len(recs))}
+	for i, r := range recs {
+		out.Items[i] = recommendItem{Rank: i + 1, Item: r.ID, Score: r.Rating}
+	}
+	return out
+}
+
 func recommendCSV(w io.Writer, user string, recs []models.Scored) {
 	u := recommendQuote(user)
 	for i, r := range recs {
@@ -167,6 +190,17 @@ func recommendAll(c *cli.Context, p *models.Predictor, n int, t *int64, excl *mo
 	out := c.String("out")
 	bar := newBar(c, int64(p.NumUsers()), "recommending")
 	defer bar.Finish()
+	if (out == "" || out == "-") && (c.Bool("json") || c.Bool("jsonl")) {
+		rw := newRecordWriter(c.App.Writer, c.Bool("jsonl"))
+		err := p.RecommendAll(n, t, threads, excl, func(u int32, recs []models.Scored) error {
+			bar.Add(1)
+			return rw.Write(recommendRecord(p.UserID(u), recs))
+		})
+		if err != nil {
+			return err
+		}
+		return rw.Close()
+	}
 	if out == "" || out == "-" {
 		bw := bufio.NewWriterSize(c.App.Writer, 1<<16)
 		fmt.Fprintln(bw, "user,rank,item,score")

@@ -370,9 +370,9 @@ func spectralPrint(w io.Writer, o *spectralOutput) {
 	}
 	fmt.Fprintf(w, "privacy: mode %s", r.Mode)
 	if r.Private() {
-		fmt.Fprintf(w, ", (epsilon, delta) = (%g, %g), relation: %s, composition: %s, randomness: %s\n", r.Epsilon, r.Delta, r.Relation, r.Composition, r.Randomness)
+		fmt.Fprintf(w, ", (epsilon, delta) = (%s, %s), relation: %s, composition: %s, randomness: %s\n", fmtFloat(r.Epsilon), fmtFloat(r.Delta), r.Relation, r.Composition, r.Randomness)
 		for _, rel := range r.Releases {
-			fmt.Fprintf(w, "  release %s: %s, %s sensitivity %.4g (%s), scale %.4g, epsilon %g, delta %g\n", rel.What, rel.Mechanism, rel.SensitivityNorm, rel.Sensitivity, rel.Derivation, rel.Scale, rel.Epsilon, rel.Delta)
+			fmt.Fprintf(w, "  release %s: %s, %s sensitivity %.4g (%s), scale %.4g, epsilon %s, delta %s\n", rel.What, rel.Mechanism, rel.SensitivityNorm, rel.Sensitivity, rel.Derivation, rel.Scale, fmtFloat(rel.Epsilon), fmtFloat(rel.Delta))
 		}
 		if len(r.NotCovered) > 0 {
 			fmt.Fprintf(w, "  NOT covered: %s\n", strings.Join(r.NotCovered, ", "))

@@ -20,7 +20,7 @@ import (
 var spectralSitesFlag = &cli.IntFlag{
 	Name:     "sites",
 	Category: "Privacy",
-	Usage:    "split the input into S contiguous, equal-sized sites and run capeAGN (seed 002 Algorithm 3: correlated-noise distributed AGN; --method agn, --model stm or mog) in process; 0 or 1: centralised",
+	Usage:    "split the input into S contiguous, equal-sized sites and run capeAGN (Imtiaz and Sarwate 2018, Algorithm 3: correlated-noise distributed AGN; --method agn, --model stm or mog) in process; 0 or 1: centralised",
 }
 
 // spectralSites runs capeAGN over S sites cut from in and returns the
@@ -30,7 +30,7 @@ func spectralSites(c *cli.Context, in *otd.Input, opts otd.FitOptions, S int) (*
 		return nil, cli.Exit(fmt.Sprintf("--sites runs capeAGN: use --method agn (got %q)", opts.Method), exitUsage)
 	}
 	if opts.Model != otd.ModelSTM && opts.Model != otd.ModelMoG {
-		return nil, cli.Exit("--sites supports --model stm and mog (capeAGN, seed 002)", exitUsage)
+		return nil, cli.Exit("--sites supports --model stm and mog (capeAGN)", exitUsage)
 	}
 	var parts []*cape.SiteData
 	var d int

@@ -28,7 +28,7 @@ func trainPrivacyFlags() []cli.Flag {
 		&cli.StringFlag{Name: "privacy", Category: cat, Value: "none", Usage: "differential privacy mode: none, input (noisy ratings, covers everything), gradient (noisy SGD), output (noisy refit of the last factor)"},
 		&cli.Float64Flag{Name: "epsilon", Category: cat, Usage: "total privacy budget epsilon of the training run (required with --privacy)"},
 		&cli.Float64Flag{Name: "delta", Category: cat, Usage: "total privacy budget delta (0 for pure modes; gradient --protect all and input --mechanism gaussian need > 0)"},
-		&cli.StringFlag{Name: "protect", Category: cat, Value: "C", Usage: "gradient mode target: C (seed Algorithm 2: only the last mode's factor gradient, per-step guarantee) or all (every parameter, Gaussian noise, covers the whole model)"},
+		&cli.StringFlag{Name: "protect", Category: cat, Value: "C", Usage: "gradient mode target: C (Wei et al. 2021, Algorithm 2: only the last mode's factor gradient, per-step guarantee) or all (every parameter, Gaussian noise, covers the whole model)"},
 		&cli.Float64Flag{Name: "clip", Category: cat, Usage: fmt.Sprintf("gradient mode: per-entry gradient clipping norm m (default %g); output mode: row-norm bound of the fixed factors (default %g)", completion.DefaultClip, completion.DefaultRowClip)},
 		&cli.Float64Flag{Name: "rating-min", Category: cat, Value: trainPrivacyDefaultMin, Usage: "public lower end of the rating scale (ratings are clamped to it; declared, never taken from the data)"},
 		&cli.Float64Flag{Name: "rating-max", Category: cat, Value: trainPrivacyDefaultMax, Usage: "public upper end of the rating scale"},

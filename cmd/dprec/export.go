@@ -1,0 +1,55 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+
+	"github.com/dprec/dprec/models"
+	"github.com/urfave/cli/v2"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:      "export",
+		Usage:     "write a model's factors, biases, core and id dictionaries as Parquet tables (plus header.json)",
+		ArgsUsage: "MODEL DIR",
+		UsageText: "dprec export m.arrow m-export/\n   duckdb -c \"SELECT id, bias FROM 'm-export/items.parquet' ORDER BY bias DESC LIMIT 5\"",
+		Description: `Writes users.parquet, items.parquet, times.parquet (one row per index:
+index, id, [start,] [bias,] f0..f{R-1}), core.parquet (p, q[, t], value; for
+CP the superdiagonal of ones) and header.json (global mean, clamp range, time
+bucketing, settings, privacy report, and how the tables combine into a
+prediction), so DuckDB, pandas or Spark read the model without dprec. A new
+DIR is created whole or not at all; files in an existing DIR are replaced
+only with --force.`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "force", Usage: "replace existing files in DIR"},
+		},
+		Action: exportRun,
+	})
+}
+
+func exportRun(c *cli.Context) error {
+	if c.NArg() != 2 {
+		return usagef("want a model file and an output directory: dprec export MODEL DIR")
+	}
+	path, dir := c.Args().Get(0), c.Args().Get(1)
+	f, err := models.Load(path)
+	if err != nil {
+		return err
+	}
+	if err := models.Export(dir, f, c.Bool("force")); err != nil {
+		return err
+	}
+	if !quiet(c) {
+		names := []string{models.ExportHeader, models.ExportCore}
+		for mo := range f.Model.Dims {
+			names = append(names, models.ExportTable(mo))
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			fmt.Fprintln(c.App.ErrWriter, "wrote", filepath.Join(dir, n))
+		}
+	}
+	return nil
+}

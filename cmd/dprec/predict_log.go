@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bufio"
+	"encoding/csv"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/models"
+	"github.com/urfave/cli/v2"
+)
+
+// predict --input accepts two kinds of file: a CSV of user,item[,time]
+// pairs (read by predictMany), or a rating log in any format the loader
+// reads (a test split, say), read with the input flags (--columns,
+// --format, ...). For a rating log every observation is predicted and the
+// output carries its rating beside the prediction, like Surprise's
+// algo.test: user, item, time, rating, prediction, fallback.
+
+// predictIsLog reports whether --input names a rating log rather than a
+// CSV of pairs: the loader's flags were given, the name says Arrow,
+// Parquet or gzip, or the text's header names a rating column, or its
+// first data row has four or more fields.
+func predictIsLog(c *cli.Context, path string) bool {
+	if c.IsSet("columns") || c.IsSet("format") {
+		return true
+	}
+	if path == "-" {
+		return false
+	}
+	switch data.DetectFormat(path) {
+	case data.FormatArrow, data.FormatArrowStream, data.FormatParquet, data.FormatDat:
+		return true
+	}
+	if strings.HasSuffix(strings.ToLower(path), ".gz") {
+		return true
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return false // predictMany reports the error
+	}
+	defer fh.Close()
+	cr := csv.NewReader(bufio.NewReader(io.LimitReader(fh, 1<<16)))
+	cr.FieldsPerRecord = -1
+	cr.TrimLeadingSpace = true
+	for line := 1; line <= 2; line++ {
+		rec, err := cr.Read()
+		if err != nil {
+			return false
+		}
+		if line == 1 && len(rec) > 0 && predictIsHeader(rec[0]) {
+			for _, f := range rec {
+				if strings.Contains(strings.ToLower(f), "rating") {
+					return true
+				}
+			}
+			continue
+		}
+		return len(rec) >= 4
+	}
+	return false
+}
+
+// predictLog predicts every observation of a rating log.
+func predictLog(c *cli.Context, p *models.Predictor, path string, w io.Writer) error {
+	opts, err := dataLoadOptions(c)
+	if err != nil {
+		return err
+	}
+	opts.Builder.KeepTimestamps = true
+	st, _, err := dataLoadWith(c, path, opts)
+	if err != nil {
+		return err
+	}
+	format, err := predictFormat(c)
+	if err != nil {
+		return err
+	}
+	sink, err := newPredictSink(format, w, true)
+	if err != nil {
+		return err
+	}
+	for e, r := range st.Val {
+		user, item := st.Dicts[0].String(st.Idx[0][e]), st.Dicts[1].String(st.Idx[1][e])
+		var t *int64
+		if st.Timestamps != nil {
+			v := st.Timestamps[e]
+			t = &v
+		}
+		v, fb := p.Predict(user, item, t)
+		if err := predictStrict(c, fb, user, item); err != nil {
+			return err
+		}
+		rating := r
+		if err := sink.Write(predictResult{User: user, Item: item, Time: t, Rating: &rating, Prediction: v, Fallback: fb.String()}); err != nil {
+			return err
+		}
+	}
+	return sink.Close()
+}
