@@ -109,7 +109,18 @@ func exportFiles(dir string, f *File, force bool) error {
 	if err := exportParquet(filepath.Join(dir, ExportCore), force, func(w io.Writer) error { return exportCore(w, m) }); err != nil {
 		return err
 	}
+	for i := range m.Pairs {
+		name := ExportPairTable(m, i)
+		pb := &m.Pairs[i]
+		h.Tables[name] = fmt.Sprintf("%s x time-period biases: %s, period (time bucket index / %d), bias; absent pairs are 0", modeNames[pb.A], modeNames[pb.A], pb.Div)
+		if err := exportParquet(filepath.Join(dir, name), force, func(w io.Writer) error { return exportPairs(w, pb, modeNames[pb.A]) }); err != nil {
+			return err
+		}
+	}
 	h.Prediction = "global_mean + user.bias + item.bias + time.bias + sum over core rows of value * user.f{p} * item.f{q} * time.f{t}, clamped to [clamp_lo, clamp_hi] when clamp_lo < clamp_hi (biases only when bias is true; no time terms for an order-2 model)"
+	if len(m.Pairs) > 0 {
+		h.Prediction += "; plus, for each pair table, the bias of the row (user or item index, time bucket index / period) when present"
+	}
 	b, err := json.MarshalIndent(h, "", "  ")
 	if err != nil {
 		return err
@@ -256,6 +267,53 @@ func exportCore(w io.Writer, m *decomposition.Model) error {
 	defer rec.Release()
 	if err := fw.Write(rec); err != nil {
 		fw.Close()
+		return err
+	}
+	return fw.Close()
+}
+
+// ExportPairTable is the Parquet file name of pair bias i:
+// "user_time_bias.parquet" or "item_period_bias.parquet".
+func ExportPairTable(m *decomposition.Model, i int) string {
+	if m.Pairs[i].A == 0 {
+		return "user_time_bias.parquet"
+	}
+	return "item_period_bias.parquet"
+}
+
+// exportPairs writes one pair bias: the mode-A index, the period and the
+// bias, in key order.
+func exportPairs(w io.Writer, pb *decomposition.PairBias, name string) error {
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: name, Type: arrow.PrimitiveTypes.Int64},
+		{Name: "period", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "bias", Type: arrow.PrimitiveTypes.Float64},
+	}, nil)
+	fw, err := exportWriter(w, sc)
+	if err != nil {
+		return err
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	flush := func() error {
+		rec := b.NewRecord()
+		defer rec.Release()
+		if rec.NumRows() == 0 {
+			return nil
+		}
+		return fw.Write(rec)
+	}
+	for e, k := range pb.Keys {
+		b.Field(0).(*array.Int64Builder).Append(int64(k >> 32))
+		b.Field(1).(*array.Int64Builder).Append(int64(uint32(k)))
+		b.Field(2).(*array.Float64Builder).Append(pb.Vals[e])
+		if (e+1)%batchRows == 0 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := flush(); err != nil {
 		return err
 	}
 	return fw.Close()

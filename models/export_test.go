@@ -109,7 +109,7 @@ func TestExport(t *testing.T) {
 			if err != nil || json.Unmarshal(b, &h) != nil {
 				t.Fatalf("header.json: %v\n%s", err, b)
 			}
-			if h.Kind != tc.kind || h.Mean != f.Model.Mean || len(h.Tables) != len(tc.dims)+1 {
+			if h.Kind != tc.kind || h.Mean != f.Model.Mean || len(h.Tables) != len(tc.dims)+1+len(f.Model.Pairs) {
 				t.Fatalf("header: %+v", h)
 			}
 			n := len(tc.dims)
@@ -121,6 +121,22 @@ func TestExport(t *testing.T) {
 				}
 			}
 			core := exportTestTable(t, filepath.Join(dir, ExportCore))
+			// Pair biases (user x day, item x period) as lookup maps.
+			type pairTab struct {
+				a   int
+				div int
+				val map[[2]int64]float64
+			}
+			var pairs []pairTab
+			for i, pb := range f.Model.Pairs {
+				tab := exportTestTable(t, filepath.Join(dir, ExportPairTable(f.Model, i)))
+				pt := pairTab{a: pb.A, div: pb.Div, val: map[[2]int64]float64{}}
+				ids := tab[modeNames[pb.A]].([]int64)
+				for e, v := range tab["bias"].([]float64) {
+					pt.val[[2]int64{ids[e], tab["period"].([]int64)[e]}] = v
+				}
+				pairs = append(pairs, pt)
+			}
 			users := tabs[0]["id"].([]int64)
 			items := tabs[1]["id"].([]string)
 			p := NewPredictor(f)
@@ -141,6 +157,13 @@ func TestExport(t *testing.T) {
 							tm = &s
 							if tc.bias {
 								x += col(2, "bias")[k]
+							}
+							for _, pt := range pairs {
+								row := int64(i)
+								if pt.a == 1 {
+									row = int64(j)
+								}
+								x += pt.val[[2]int64{row, int64(k / pt.div)}]
 							}
 						}
 						vals := core["value"].([]float64)

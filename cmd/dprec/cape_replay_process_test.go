@@ -198,9 +198,11 @@ func TestCapeProcessesReplayAndBadSite(t *testing.T) {
 		t.Errorf("run 2 excluded %+v", res2.Excluded)
 	}
 
-	// Run 3: site 1 declares delta = 1.5.
-	res3, stderr3 := oneRun([]int{1, 2, 3}, []string{"--epsilon", "1", "--delta", "1.5"}, nil, nil)
-	if len(res3.Excluded) != 1 || res3.Excluded[0].Site != 1 || !strings.Contains(res3.Excluded[0].Reason, "delta = 1.5") {
+	// Run 3: site 1 declares epsilon = 1e-300, which its own flag checks
+	// accept (positive) but no calibration can serve (a site declaring
+	// delta = 1.5 is refused by its own command line before it says hello).
+	res3, stderr3 := oneRun([]int{1, 2, 3}, []string{"--epsilon", "1e-300", "--delta", "1e-5"}, nil, nil)
+	if len(res3.Excluded) != 1 || res3.Excluded[0].Site != 1 || !strings.Contains(res3.Excluded[0].Reason, "1e-300") {
 		t.Errorf("run 3 excluded %+v\n%s", res3.Excluded, stderr3)
 	}
 	if !strings.Contains(stderr3, "excluded site/1") {

@@ -35,9 +35,8 @@ func init() {
 	}
 	flags = append(flags, dataLoadFlags()...)
 	register(&cli.Command{
-		Name:      "tune",
-		Usage:     "score completion settings on validation folds carved from the training log (grid or random search)",
-		UsageText: `dprec tune --data tr.csv --grid "rank=10,30 reg=0.1,0.15" --folds 3 [--out best.arrow]`,
+		Name:  "tune",
+		Usage: "score completion settings on validation folds carved from the training log (grid or random search)",
 		Description: `Every point of the grid is trained on the same folds (or one random hold-out)
 cut from --data and scored by validation RMSE; the table is sorted best first.
 With --out the best point is retrained on the whole log (for the mean number

@@ -27,6 +27,9 @@ var flagChecks = map[string][]flagCheck{
 	"dprec train": {
 		oneOf("model", "cp", "tucker"),
 		positiveInt("rank"), positiveInt("epochs"),
+		oneOf("solver", "default", "gibbs", "als", "sgd"),
+		oneOf("time-biases", "default", "on", "off"),
+		nonNegativeInt("item-periods"),
 		checkRanks,
 		fraction("validation"),
 		checkClamp,
@@ -37,6 +40,10 @@ var flagChecks = map[string][]flagCheck{
 		oneOf("privacy-unit", "entry", "user"),
 		checkCalibration,
 		checkTrainPrivacy,
+	},
+	"dprec tune": {
+		oneOf("model", "cp", "tucker"), positiveInt("rank"), nonNegativeInt("folds"), nonNegativeInt("random"),
+		openFraction("validation"),
 	},
 	"dprec predict":   {checkTime, checkJSONFlags, checkPredictShape, checkPredictOut},
 	"dprec recommend": {positiveInt("top"), checkTime, checkJSONFlags, checkRecommendShape},
