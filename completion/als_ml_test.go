@@ -48,7 +48,7 @@ func TestALSTune(t *testing.T) {
 		s.TimeBiases = ToggleOff
 	}
 	r, _ := strconv.Atoi(kv["rank"])
-	got, res := trainMovieLens(t, decomposition.Kind(kv["model"]), []int{r}, s, train, valid, test)
+	got, res := trainMovieLens(t, decomposition.Kind(kv["model"]), repeatRank(r, train.Order()), s, train, valid, test)
 	var b strings.Builder
 	for _, h := range res.History {
 		fmt.Fprintf(&b, " %.4f", h.ValidRMSE)
@@ -60,7 +60,7 @@ func TestALSTune(t *testing.T) {
 		all := data.Concat(train, valid)
 		s2 := res.Settings
 		s2.Epochs, s2.Patience = res.BestEpoch, -1
-		m, err := decomposition.NewModel(decomposition.Kind(kv["model"]), all.Dims, []int{r}, true)
+		m, err := decomposition.NewModel(decomposition.Kind(kv["model"]), all.Dims, repeatRank(r, all.Order()), true)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -212,7 +212,11 @@ func movieLensTimeSplit(t testing.TB, unit data.TimeUnit) (train, valid, test *d
 func refitRMSE(t testing.TB, kind decomposition.Kind, solver Solver, train, valid, test *data.Store) float64 {
 	t.Helper()
 	s := &Settings{Threads: 2, Solver: solver}
-	m, err := decomposition.NewModel(kind, train.Dims, []int{10}, true)
+	ranks := make([]int, train.Order())
+	for i := range ranks {
+		ranks[i] = 10
+	}
+	m, err := decomposition.NewModel(kind, train.Dims, ranks, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +228,7 @@ func refitRMSE(t testing.TB, kind decomposition.Kind, solver Solver, train, vali
 	s2 := res.Settings
 	s2.Epochs, s2.Patience = res.BestEpoch, -1
 	all := data.Concat(train, valid)
-	m2, _ := decomposition.NewModel(kind, all.Dims, []int{10}, true)
+	m2, _ := decomposition.NewModel(kind, all.Dims, ranks, true)
 	m2.ClampLo, m2.ClampHi = 0.5, 5
 	if _, err := Train(all, nil, m2, &s2, rand.NewPCG(1, 1), nil); err != nil {
 		t.Fatal(err)

@@ -260,7 +260,7 @@ func (c *TuneConfig) score(st *data.Store, pt map[string]string, folds [][]int, 
 			}
 		}
 		train, valid := st.Subset(tr), st.Subset(v)
-		m, err := decomposition.NewModel(c.Kind, st.Dims, []int{rank}, c.Bias)
+		m, err := decomposition.NewModel(c.Kind, st.Dims, repeatRank(rank, st.Order()), c.Bias)
 		if err != nil {
 			res.Err = err.Error()
 			return res
@@ -292,4 +292,14 @@ func (c *TuneConfig) score(st *data.Store, pt map[string]string, folds [][]int, 
 	}
 	res.RMSE, res.SD, res.Epochs = mean, sd, epochs/float64(len(folds))
 	return res
+}
+
+// repeatRank is the rank list of a model of the given order with rank r in
+// every mode.
+func repeatRank(r, order int) []int {
+	out := make([]int, order)
+	for i := range out {
+		out[i] = r
+	}
+	return out
 }

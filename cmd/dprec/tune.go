@@ -131,7 +131,11 @@ func tuneSaveBest(st *data.Store, cfg *completion.TuneConfig, best *completion.T
 		return err
 	}
 	s.Epochs, s.Patience = max(1, int(math.Round(best.Epochs))), -1
-	m, err := decomposition.NewModel(cfg.Kind, st.Dims, []int{rank}, cfg.Bias)
+	ranks := make([]int, st.Order())
+	for i := range ranks {
+		ranks[i] = rank
+	}
+	m, err := decomposition.NewModel(cfg.Kind, st.Dims, ranks, cfg.Bias)
 	if err != nil {
 		return err
 	}
