@@ -116,6 +116,11 @@ func excluded(ex []int32, j int32) bool {
 	return ok
 }
 
+// allowed reports whether item j passes the candidate filter of e.
+func (e *Exclusions) allowed(j int32) bool {
+	return e == nil || e.Allowed == nil || (int(j) < len(e.Allowed) && e.Allowed[j])
+}
+
 // scan streams every item through the heap of q, skipping items in the
 // sorted list ex.
 func (p *Predictor) scan(q *query, h *topN, ex []int32) {
@@ -163,6 +168,9 @@ type Exclusions struct {
 	// Unmatched counts observations whose user or item the model does not
 	// know (they cannot be excluded and are ignored).
 	Unmatched int
+	// Allowed, when non-nil, is a candidate filter over the model's items:
+	// only items j with Allowed[j] are recommended to anyone.
+	Allowed []bool
 }
 
 // Items returns the sorted excluded items of model user u.
@@ -286,7 +294,7 @@ func (p *Predictor) RecommendAll(n int, t *int64, threads int, excl *Exclusions,
 					for i := range qs {
 						exs[i] = excl.Items(int32(lo + i))
 					}
-					p.scanBlock(qs, heaps[:len(qs)], exs)
+					p.scanBlock(qs, heaps[:len(qs)], exs, excl)
 					out := make([][]Scored, len(qs))
 					for i := range qs {
 						out[i] = p.sorted(&heaps[i])
@@ -310,7 +318,7 @@ func (p *Predictor) RecommendAll(n int, t *int64, threads int, excl *Exclusions,
 // scanBlock streams the items once through the heaps of a block of users.
 // thr[i] caches the score a candidate must reach (>=, ties resolved by
 // admits) to enter heap i: -Inf until the heap is full, then its minimum.
-func (p *Predictor) scanBlock(qs []query, hs []topN, exs [][]int32) {
+func (p *Predictor) scanBlock(qs []query, hs []topN, exs [][]int32, excl *Exclusions) {
 	m := p.m
 	J := m.Dims[1]
 	Q := m.Ranks[1]
@@ -346,7 +354,7 @@ func (p *Predictor) scanBlock(qs []query, hs []topN, exs [][]int32) {
 			}
 			for d, s := range [4]float64{s0, s1, s2, s3} {
 				if s >= thr[i+d] {
-					p.offer(&hs[i+d], &thr[i+d], exs[i+d], s, int32(j))
+					p.offer(&hs[i+d], &thr[i+d], exs[i+d], excl, s, int32(j))
 				}
 			}
 		}
@@ -357,7 +365,7 @@ func (p *Predictor) scanBlock(qs []query, hs []topN, exs [][]int32) {
 				s += w[r] * x
 			}
 			if s >= thr[i] {
-				p.offer(&hs[i], &thr[i], exs[i], s, int32(j))
+				p.offer(&hs[i], &thr[i], exs[i], excl, s, int32(j))
 			}
 		}
 	}
@@ -365,8 +373,8 @@ func (p *Predictor) scanBlock(qs []query, hs []topN, exs [][]int32) {
 
 // offer pushes (s, j) into h unless it ranks below h's minimum or j is
 // excluded, and updates the cached threshold.
-func (p *Predictor) offer(h *topN, thr *float64, ex []int32, s float64, j int32) {
-	if h.admits(s, j) && !excluded(ex, j) {
+func (p *Predictor) offer(h *topN, thr *float64, ex []int32, excl *Exclusions, s float64, j int32) {
+	if h.admits(s, j) && !excluded(ex, j) && excl.allowed(j) {
 		h.push(s, j)
 		if len(h.score) == h.n {
 			*thr = h.score[0]
