@@ -49,6 +49,7 @@ func init() {
 	}
 	flags = append(flags, dataLoadFlags()...)
 	flags = append(flags, trainPrivacyFlags()...)
+	flags = append(flags, trainObjectiveFlags()...)
 	register(&cli.Command{
 		Name:  "train",
 		Usage: "train a CP or Tucker completion model by SGD and save it",
@@ -123,6 +124,13 @@ func trainRun(c *cli.Context) error {
 		seed = binary.LittleEndian.Uint64(b[:])
 	}
 	rng := rand.NewPCG(seed, 0x9e3779b97f4a7c15) // second PCG word: any fixed constant
+	switch obj := c.String("objective"); obj {
+	case models.ObjectiveImplicit:
+		return trainImplicitRun(c, st, src, rng, start)
+	case models.ObjectiveRating, "":
+	default:
+		return cli.Exit(fmt.Sprintf("--objective %q: want rating or implicit", obj), exitUsage)
+	}
 	// Split.
 	frac := c.Float64("validation")
 	if !(frac >= 0 && frac < 1) {
@@ -188,9 +196,12 @@ func trainRun(c *cli.Context) error {
 	if len(dicts) < m.Order() {
 		dicts = append(append([]*data.Dict(nil), dicts...), make([]*data.Dict, m.Order()-len(dicts))...)
 	}
+	var seen *models.Exclusions
 	if res.Privacy != nil && res.Privacy.Private() {
 		// The hash and statistics are functions of the private ratings.
 		info = info.Public()
+	} else if seen, err = models.SeenFromStore(st, m.Dims[0], m.Dims[1]); err != nil {
+		return err
 	}
 	f := &models.File{
 		Header: models.Header{
@@ -204,6 +215,7 @@ func trainRun(c *cli.Context) error {
 		Dicts:   dicts[:m.Order()],
 		Time:    train.Time,
 		Privacy: res.Privacy,
+		Seen:    seen, // every rated item, validation part included (non-private only)
 	}
 	if err := models.Save(out, f, c.Bool("force")); err != nil {
 		return err
