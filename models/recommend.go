@@ -121,12 +121,22 @@ func (e *Exclusions) allowed(j int32) bool {
 	return e == nil || e.Allowed == nil || (int(j) < len(e.Allowed) && e.Allowed[j])
 }
 
+// rank is the ranking score of item j for q: the raw score, or with
+// shrinkage base + z_j (raw - base) (see WithShrinkage).
+func (p *Predictor) rank(q *query, j int32) float64 {
+	s := p.raw(q, j)
+	if p.rankWeight != nil && !q.noBias {
+		s = q.base + p.rankWeight[j]*(s-q.base)
+	}
+	return s
+}
+
 // scan streams every item through the heap of q, skipping items in the
 // sorted list ex.
 func (p *Predictor) scan(q *query, h *topN, ex []int32) {
 	J := int32(p.m.Dims[1])
 	for j := int32(0); j < J; j++ {
-		s := p.raw(q, j)
+		s := p.rank(q, j)
 		if h.admits(s, j) && !excluded(ex, j) {
 			h.push(s, j)
 		}
@@ -327,6 +337,7 @@ func (p *Predictor) scanBlock(qs []query, hs []topN, exs [][]int32, excl *Exclus
 	if m.HasBias {
 		ib = m.Bias[1]
 	}
+	z := p.rankWeight
 	thr := make([]float64, len(qs))
 	for i := range thr {
 		thr[i] = math.Inf(-1)
@@ -345,12 +356,18 @@ func (p *Predictor) scanBlock(qs []query, hs []topN, exs [][]int32, excl *Exclus
 			w1 := qs[i+1].w[:len(b)]
 			w2 := qs[i+2].w[:len(b)]
 			w3 := qs[i+3].w[:len(b)]
-			s0, s1, s2, s3 := qs[i].base+bj, qs[i+1].base+bj, qs[i+2].base+bj, qs[i+3].base+bj
+			s0, s1, s2, s3 := bj, bj, bj, bj
+			if z == nil {
+				s0, s1, s2, s3 = qs[i].base+bj, qs[i+1].base+bj, qs[i+2].base+bj, qs[i+3].base+bj
+			}
 			for r, x := range b {
 				s0 += w0[r] * x
 				s1 += w1[r] * x
 				s2 += w2[r] * x
 				s3 += w3[r] * x
+			}
+			if z != nil {
+				s0, s1, s2, s3 = qs[i].base+z[j]*s0, qs[i+1].base+z[j]*s1, qs[i+2].base+z[j]*s2, qs[i+3].base+z[j]*s3
 			}
 			for d, s := range [4]float64{s0, s1, s2, s3} {
 				if s >= thr[i+d] {
@@ -360,9 +377,15 @@ func (p *Predictor) scanBlock(qs []query, hs []topN, exs [][]int32, excl *Exclus
 		}
 		for ; i < nq; i++ {
 			w := qs[i].w[:len(b)]
-			s := qs[i].base + bj
+			s := bj
+			if z == nil {
+				s = qs[i].base + bj
+			}
 			for r, x := range b {
 				s += w[r] * x
+			}
+			if z != nil {
+				s = qs[i].base + z[j]*s
 			}
 			if s >= thr[i] {
 				p.offer(&hs[i], &thr[i], exs[i], excl, s, int32(j))
