@@ -168,3 +168,39 @@ func TestRatingModelStoresSeen(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestImplicitClickLog trains on a log with no rating column; repeated
+// clicks add up (the stored model fingerprint's value total counts them).
+func TestImplicitClickLog(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	for u := 0; u < 30; u++ {
+		for j := 0; j < 12; j++ {
+			if (u+j)%3 == 0 {
+				b.WriteString(strconv.Itoa(u) + "," + strconv.Itoa(100+j) + "\n")
+				if j%4 == 0 {
+					b.WriteString(strconv.Itoa(u) + "," + strconv.Itoa(100+j) + "\n") // a repeat
+				}
+			}
+		}
+	}
+	log := filepath.Join(dir, "clicks.csv")
+	os.WriteFile(log, []byte(b.String()), 0o644)
+	model := filepath.Join(dir, "c.arrow")
+	_, _, err := trainTestRun(t, "-q", "train", "--objective", "implicit", "--data", log, "--columns", "user,item", "--time-unit", "none", "--rank", "2", "--iterations", "3", "--seed", "1", "--out", model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := models.Load(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := strings.Count(b.String(), "\n")
+	if int(f.Header.Data.Mean*float64(f.Header.Data.NNZ)+0.5) != events || f.Header.Data.NNZ >= events || f.Header.Data.Max != 2 {
+		t.Fatalf("data info %+v for %d events: repeats did not add up", f.Header.Data, events)
+	}
+	out, _, err := trainTestRun(t, "-q", "recommend", "-m", model, "--user", "0", "--top", "3")
+	if err != nil || strings.Count(out, "\n") != 4 {
+		t.Fatalf("recommend: %v %q", err, out)
+	}
+}

@@ -95,6 +95,9 @@ func trainRun(c *cli.Context) error {
 	if kind != decomposition.CP && kind != decomposition.Tucker {
 		return cli.Exit(fmt.Sprintf("--model %q: want cp or tucker", c.String("model")), exitUsage)
 	}
+	if c.String("objective") == models.ObjectiveImplicit && !c.IsSet("duplicates") {
+		_ = c.Set("duplicates", string(data.DupSum)) // repeated events add up as confidence
+	}
 	// Load.
 	var st *data.Store
 	src := "embedded synthetic log"
