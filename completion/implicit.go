@@ -632,3 +632,45 @@ func (p *implicitProblem) loss(m *decomposition.Model) float64 {
 	}
 	return L + p.cfg.Reg*pen
 }
+
+// ImplicitFoldIn solves the factor row of a new user with the given events
+// (item rows of the item factor Y, n x R row-major, and their values;
+// repeated items add up) against the frozen items, exactly as a user
+// half-step of TrainImplicit would (same confidence, unobserved weight and
+// penalty). It costs O(n R^2 + R^3) on top of Y'Y (O(items R^2)).
+func ImplicitFoldIn(Y []float64, R int, items []int32, values []float64, s *ImplicitSettings) ([]float64, error) {
+	cfg := s.resolved()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if R <= 0 || len(Y)%R != 0 || len(items) != len(values) {
+		return nil, &ShapeError{Reason: "fold-in: item factor, rank and events do not agree"}
+	}
+	I := len(Y) / R
+	sum := map[int32]float64{}
+	var order []int32
+	for k, j := range items {
+		v := values[k]
+		if j < 0 || int(j) >= I {
+			return nil, &ShapeError{Reason: fmt.Sprintf("fold-in: item %d outside the model's %d items", j, I)}
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			return nil, fmt.Errorf("completion: fold-in value %g is not a finite non-negative number", v)
+		}
+		if _, ok := sum[j]; !ok {
+			order = append(order, j)
+		}
+		sum[j] += v
+	}
+	slices.Sort(order)
+	c := csr{ptr: []int64{0, int64(len(order))}, idx: order, conf: make([]float64, len(order))}
+	for k, j := range order {
+		c.conf[k] = 1 + cfg.Alpha*cfg.Confidence.apply(sum[j])
+	}
+	p := &implicitProblem{cfg: &cfg}
+	x := make([]float64, R)
+	if err := p.half(x, Y, &c, R); err != nil {
+		return nil, err
+	}
+	return x, nil
+}

@@ -329,3 +329,41 @@ func TestImplicitErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestImplicitFoldIn: folding in a training user's own events against the
+// trained items reproduces that user's row (one more user half-step).
+func TestImplicitFoldIn(t *testing.T) {
+	st := implicitStore(40, 30, 300, 5)
+	m := implicitModel(t, 40, 30, 3)
+	s := &ImplicitSettings{Iterations: 4, Reg: 0.5, Confidence: ConfidenceLinear, Alpha: 1.5}
+	if _, err := TrainImplicit(st, m, s, rand.NewPCG(1, 2), nil); err != nil {
+		t.Fatal(err)
+	}
+	// One more user half-step, so rows are exactly the solve against Y.
+	cfg := s.resolved()
+	pr, _ := newImplicitProblem(st, &cfg)
+	if err := pr.half(m.Factors[0], m.Factors[1], &pr.byUser, 3); err != nil {
+		t.Fatal(err)
+	}
+	u := int32(7)
+	var items []int32
+	var vals []float64
+	for e := range st.Val {
+		if st.Idx[0][e] == u {
+			items = append(items, st.Idx[1][e])
+			vals = append(vals, st.Val[e])
+		}
+	}
+	x, err := ImplicitFoldIn(m.Factors[1], 3, items, vals, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r, v := range m.Row(0, int(u)) {
+		if math.Abs(x[r]-v) > 1e-10 {
+			t.Fatalf("fold-in %v, trained row %v", x, m.Row(0, int(u)))
+		}
+	}
+	if _, err := ImplicitFoldIn(m.Factors[1], 3, []int32{99}, []float64{1}, s); err == nil {
+		t.Fatal("item out of range accepted")
+	}
+}

@@ -113,6 +113,13 @@ func TestImplicitTrainRecommendSimilar(t *testing.T) {
 			}
 		}
 	}
+	// Fold-in of a new user's events (implicit solve): those items are left out.
+	evs := filepath.Join(dir, "new.csv")
+	os.WriteFile(evs, []byte("item,rating\n503,5\n507,1\nnope,3\n"), 0o644)
+	out, errs, err = trainTestRun(t, "recommend", "-m", model, "--ratings", evs, "--top", "4")
+	if err != nil || !strings.Contains(errs, "implicit objective") || strings.Count(out, "\n") != 5 || strings.Contains(out, ",503,") || strings.Contains(out, ",507,") {
+		t.Fatalf("fold-in: %v %q %q", err, out, errs)
+	}
 	// similar: known item, unknown item (exit 1).
 	out, _, err = trainTestRun(t, "-q", "similar", "-m", model, "--item", "503", "--top", "3")
 	if err != nil || strings.Count(out, "\n") != 4 || strings.Contains(out, ",503,") {

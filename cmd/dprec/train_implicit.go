@@ -157,3 +157,23 @@ type trainImplicitSummary struct {
 	Settings      completion.ImplicitSettings `json:"settings"`
 	History       []completion.ImplicitRecord `json:"history"`
 }
+
+// implicitFoldIn solves a new user's row of an implicit model from their
+// events (values as in training: confidence 1 + alpha f(v), repeats add
+// up), with the model's own settings.
+func implicitFoldIn(f *models.File, path string, items []int32, values []float64, unknown int) (models.Row, string, error) {
+	var s completion.ImplicitSettings
+	if err := json.Unmarshal(f.Header.Settings, &s); err != nil {
+		return models.Row{}, "", fmt.Errorf("%s: implicit settings in the model header: %w", path, err)
+	}
+	m := f.Model
+	x, err := completion.ImplicitFoldIn(m.Factors[1], m.Ranks[1], items, values, &s)
+	if err != nil {
+		return models.Row{}, "", fmt.Errorf("%s: fold-in: %w", path, err)
+	}
+	note := fmt.Sprintf("folded in %d events from %s (implicit objective: confidence 1 + %g %s(v), reg %g)", len(items), path, s.Alpha, s.Confidence, s.Reg)
+	if unknown > 0 {
+		note += fmt.Sprintf("; %d events of unknown items ignored", unknown)
+	}
+	return models.Row{Factor: x}, note, nil
+}
