@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/dprec/dprec/data"
-	"github.com/dprec/dprec/decomposition"
 )
 
 // implicitNDCG trains an implicit model on train and returns the mean
@@ -116,42 +115,43 @@ func TestImplicitTune(t *testing.T) {
 		rank int
 		s    ImplicitSettings
 	}
-	run := func(c cfg) float64 {
+	best, bestND := cfg{}, -1.0
+	run := func(c cfg) {
 		s := c.s
 		s.Threads = 2
 		nd, p := implicitNDCG(t, train, valid, c.rank, &s, 10)
 		t.Logf("rank %3d %-6s alpha %5g reg %5g sweeps %2d: validation NDCG@10 %.4f P@10 %.4f", c.rank, s.Confidence, s.Alpha, s.Reg, s.Iterations, nd, p)
-		return nd
-	}
-	best := cfg{64, ImplicitSettings{Confidence: ConfidenceLog, Alpha: 2, Reg: 20, Iterations: 15}}
-	bestND := run(best)
-	try := func(c cfg) {
-		if nd := run(c); nd > bestND {
+		if nd > bestND {
 			best, bestND = c, nd
 		}
 	}
+	// Stage 1: confidence function and alpha (rank 64, reg 20, 15 sweeps).
 	for _, cf := range []ConfidenceFunc{ConfidenceLog, ConfidenceLinear, ConfidenceBinary} {
 		for _, a := range []float64{0.5, 2, 8, 30} {
-			c := best
-			c.s.Confidence, c.s.Alpha = cf, a
-			try(c)
+			run(cfg{64, ImplicitSettings{Confidence: cf, Alpha: a, Reg: 20, Iterations: 15}})
 		}
 	}
-	base := best
-	for _, reg := range []float64{2, 5, 10, 20, 50, 100, 200} {
+	// Stage 2: reg and rank (linear, alpha 0.5).
+	for _, reg := range []float64{2, 5, 10, 20, 50, 100} {
 		for _, r := range []int{32, 64, 128} {
-			c := base
-			c.s.Reg, c.rank = reg, r
-			try(c)
+			run(cfg{r, ImplicitSettings{Confidence: ConfidenceLinear, Alpha: 0.5, Reg: reg, Iterations: 15}})
 		}
 	}
-	base = best
-	for _, it := range []int{5, 10, 25} {
-		c := base
-		c.s.Iterations = it
-		try(c)
+	// Stage 3: smaller alpha, sweeps.
+	for _, c := range []cfg{
+		{64, ImplicitSettings{Confidence: ConfidenceLinear, Alpha: 0.25, Reg: 20, Iterations: 15}},
+		{64, ImplicitSettings{Confidence: ConfidenceLinear, Alpha: 1, Reg: 20, Iterations: 15}},
+		{64, ImplicitSettings{Confidence: ConfidenceLinear, Alpha: 0.1, Reg: 20, Iterations: 15}},
+		{64, ImplicitSettings{Confidence: ConfidenceLinear, Alpha: 0.05, Reg: 20, Iterations: 15}},
+		{64, ImplicitSettings{Confidence: ConfidenceLinear, Alpha: 0.1, Reg: 10, Iterations: 15}},
+		{64, ImplicitSettings{Confidence: ConfidenceLinear, Alpha: 0.25, Reg: 10, Iterations: 15}},
+		{64, ImplicitSettings{Confidence: ConfidenceLinear, Alpha: 0.25, Reg: 30, Iterations: 15}},
+		{64, ImplicitSettings{Confidence: ConfidenceLog, Alpha: 0.25, Reg: 20, Iterations: 15}},
+		{128, ImplicitSettings{Confidence: ConfidenceLinear, Alpha: 0.25, Reg: 20, Iterations: 15}},
+		{64, ImplicitSettings{Confidence: ConfidenceLinear, Alpha: 0.5, Reg: 20, Iterations: 8}},
+		{64, ImplicitSettings{Confidence: ConfidenceLinear, Alpha: 0.5, Reg: 20, Iterations: 25}},
+	} {
+		run(c)
 	}
 	t.Logf("best: rank %d %+v: validation NDCG@10 %.4f", best.rank, best.s, bestND)
 }
-
-var _ = decomposition.CP
