@@ -230,6 +230,14 @@ type ImplicitResult struct {
 // the model is bit-identical for a fixed seed whatever the thread count.
 // src draws the initial factors, N(0, InitScale^2).
 //
+// # Memory
+//
+// Beyond the store and the model, training holds at most 24 bytes per
+// event: the events grouped by user (int32 item, float64 value, 12 bytes
+// each; repeated cells are merged in place) and the same cells grouped by
+// item (12 bytes each), plus R^2 floats of scratch per worker and the two
+// Gram matrices.
+//
 // Values must be finite and non-negative (a confidence below 1 would make
 // an event count less than nothing).
 func TrainImplicit(train *data.Store, m *decomposition.Model, s *ImplicitSettings, src rand.Source, progress func(ImplicitRecord)) (*ImplicitResult, error) {

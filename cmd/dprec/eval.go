@@ -80,8 +80,12 @@ func evalRun(c *cli.Context) error {
 		return enc.Encode(res)
 	}
 	fmt.Fprintf(w, "test ratings   %d\n", res.N)
-	fmt.Fprintf(w, "RMSE           %.4f\n", res.RMSE)
-	fmt.Fprintf(w, "MAE            %.4f\n", res.MAE)
+	note := ""
+	if p.File().Header.Objective == models.ObjectiveImplicit {
+		note = "   (implicit model: preference scores against ratings; not meaningful)"
+	}
+	fmt.Fprintf(w, "RMSE           %.4f%s\n", res.RMSE, note)
+	fmt.Fprintf(w, "MAE            %.4f%s\n", res.MAE, note)
 	pop := res.Popularity
 	row := func(name string, v float64, b func(*models.RankMetrics) float64) {
 		if pop != nil {
