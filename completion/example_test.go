@@ -13,7 +13,7 @@ import (
 func ExampleTrain() {
 	st, _ := completion.UniformCP([]int{15, 12, 10}, 1200, 2, 0, rand.NewPCG(1, 2))
 	m, _ := decomposition.NewModel(decomposition.CP, st.Dims, []int{2}, true)
-	res, err := completion.Train(st, nil, m, &completion.Settings{Epochs: 100, Threads: 2, LearningRate: 0.02, Reg: 1e-4, InitScale: 0.5}, rand.NewPCG(3, 4), nil)
+	res, err := completion.Train(st, nil, m, &completion.Settings{Solver: completion.SolverSGD, Epochs: 100, Threads: 2, LearningRate: 0.02, Reg: 1e-4, InitScale: 0.5}, rand.NewPCG(3, 4), nil)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -48,18 +48,23 @@ func trainMovieLens(t testing.TB, kind decomposition.Kind, ranks []int, s *Setti
 	return RMSE(m, test, 2), res
 }
 
-// TestMovieLensTarget is the accuracy target of issue 3: CP rank 10 with
-// biases and the default settings reaches test RMSE <= 0.86 on
-// ml-latest-small (user x movie x week).
+// TestMovieLensTarget is the accuracy target of issue 9: the default model
+// (CP rank 10 with biases, user x movie x day, default solver and
+// settings), trained on the 90% training part of ml-latest-small, reaches
+// test RMSE <= 0.830 (Surprise's KNNBaseline: 0.834). The settings were
+// chosen on the validation part only (TestALSTune); this is the one test
+// figure. Skipped in -short mode and under the race detector (.ci/run runs
+// it without).
 func TestMovieLensTarget(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode")
+	if testing.Short() || raceEnabled {
+		t.Skip("short mode or race detector")
 	}
-	train, valid, test := movieLensSplit(t, data.TimeWeek)
-	got, res := trainMovieLens(t, decomposition.CP, []int{10}, &Settings{Threads: 2}, train, valid, test)
-	t.Logf("CP rank 10: test RMSE %.4f after %d epochs (best %d)", got, len(res.History), res.BestEpoch)
-	if got > 0.86 {
-		t.Errorf("test RMSE %.4f above the 0.86 target", got)
+	train, valid, test := movieLensSplit(t, data.TimeDay)
+	all := data.Concat(train, valid)
+	got, res := trainMovieLens(t, decomposition.CP, []int{10}, &Settings{Threads: 2}, all, nil, test)
+	t.Logf("defaults (%v): test RMSE %.4f after %d sweeps", res.Settings.Solver, got, len(res.History))
+	if got > 0.830 {
+		t.Errorf("test RMSE %.4f above the 0.830 target", got)
 	}
 }
 
@@ -117,4 +122,112 @@ func TestMovieLensTable(t *testing.T) {
 				res.History[res.BestEpoch-1].ValidRMSE, len(res.History), res.BestEpoch, sec/float64(len(res.History)))
 		}
 	}
+}
+
+// TestMovieLensSolverTable prints the README's solver x model x time-unit
+// table: each setting trained with the defaults on the 85.5% training part,
+// early stopping on the 4.5% validation part, then refit on both (as
+// "dprec train" does) and scored once on the 10% test part. It also runs
+// the per-user time split (each user's latest 10% held out). Minutes:
+//
+//	DPREC_ML_SOLVERS=1 go test -run TestMovieLensSolverTable -v -timeout 2h ./completion/
+func TestMovieLensSolverTable(t *testing.T) {
+	if os.Getenv("DPREC_ML_SOLVERS") == "" {
+		t.Skip("set DPREC_ML_SOLVERS=1 to run (tens of minutes)")
+	}
+	type cfg struct {
+		kind   decomposition.Kind
+		solver Solver
+	}
+	cfgs := []cfg{{decomposition.CP, SolverGibbs}, {decomposition.CP, SolverALS}, {decomposition.CP, SolverSGD},
+		{decomposition.Tucker, SolverALS}, {decomposition.Tucker, SolverSGD}}
+	if v := os.Getenv("DPREC_ML_SOLVERS"); v != "1" {
+		// e.g. "cp:gibbs,tucker:als"
+		cfgs = nil
+		for _, f := range strings.Split(v, ",") {
+			k, s, _ := strings.Cut(f, ":")
+			sv, err := ParseSolver(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfgs = append(cfgs, cfg{decomposition.Kind(k), sv})
+		}
+	}
+	units := []data.TimeUnit{data.TimeNone, data.TimeWeek, data.TimeDay}
+	if v := os.Getenv("DPREC_ML_UNITS"); v != "" {
+		units = nil
+		for _, f := range strings.Split(v, ",") {
+			u, err := data.ParseTimeUnit(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			units = append(units, u)
+		}
+	}
+	splits := []string{"random"}
+	if os.Getenv("DPREC_ML_TIMESPLIT") != "" {
+		splits = append(splits, "time")
+	}
+	for _, split := range splits {
+		for _, unit := range units {
+			train, valid, test := movieLensSplit(t, unit)
+			if split == "time" {
+				train, valid, test = movieLensTimeSplit(t, unit)
+			}
+			for _, c := range cfgs {
+				got := refitRMSE(t, c.kind, c.solver, train, valid, test)
+				t.Logf("TABLE split=%s unit=%s model=%s solver=%s test RMSE %.4f", split, unit, c.kind, c.solver, got)
+			}
+		}
+	}
+}
+
+// movieLensTimeSplit holds out each user's latest 10% of ratings as the
+// test part and, of the rest, each user's latest 5% for validation.
+func movieLensTimeSplit(t testing.TB, unit data.TimeUnit) (train, valid, test *data.Store) {
+	t.Helper()
+	if _, err := os.Stat(mlPath); err != nil {
+		t.Skipf("MovieLens log not available at %s", mlPath)
+	}
+	st, _, err := data.Load(mlPath, data.LoadOptions{Builder: data.BuilderOptions{TimeUnit: unit, KeepTimestamps: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := data.TimeSplit(st, 0.1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest, test := sp.Stores(st)
+	sp2, err := data.TimeSplit(rest, 0.05)
+	if err != nil {
+		t.Fatal(err)
+	}
+	train, valid = sp2.Stores(rest)
+	return train, valid, test
+}
+
+// refitRMSE trains with the defaults of the solver (early stopping on
+// valid), refits on train+valid for the chosen number of epochs and returns
+// the test RMSE.
+func refitRMSE(t testing.TB, kind decomposition.Kind, solver Solver, train, valid, test *data.Store) float64 {
+	t.Helper()
+	s := &Settings{Threads: 2, Solver: solver}
+	m, err := decomposition.NewModel(kind, train.Dims, []int{10}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.ClampLo, m.ClampHi = 0.5, 5
+	res, err := Train(train, valid, m, s, rand.NewPCG(1, 1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2 := res.Settings
+	s2.Epochs, s2.Patience = res.BestEpoch, -1
+	all := data.Concat(train, valid)
+	m2, _ := decomposition.NewModel(kind, all.Dims, []int{10}, true)
+	m2.ClampLo, m2.ClampHi = 0.5, 5
+	if _, err := Train(all, nil, m2, &s2, rand.NewPCG(1, 1), nil); err != nil {
+		t.Fatal(err)
+	}
+	return RMSE(m2, test, 2)
 }

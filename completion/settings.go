@@ -2,6 +2,7 @@ package completion
 
 import (
 	"fmt"
+	"github.com/dprec/dprec/decomposition"
 	"math"
 	"runtime"
 )
@@ -70,15 +71,168 @@ type Settings struct {
 	Patience int
 	// Privacy is the privacy plug-in; nil means NoPrivacy.
 	Privacy Privacy
+
+	// Solver selects the optimiser. The zero value (SolverDefault) means
+	// ALS for non-private training and SGD when a privacy plug-in is set
+	// (the private modes act on SGD's plug points).
+	Solver Solver
+	// RegTime is the ALS penalty on the deviation of each time row from
+	// all-ones, c_k = 1 + d_k, charged lambda_t n_k |d_k|^2 for a bucket with
+	// n_k observations; all-ones time rows make a CP or Tucker model plain
+	// matrix factorisation, so a large RegTime falls back to it when time
+	// carries no signal. Zero means DefaultALSRegTime; negative means none.
+	RegTime float64
+	// TimeBiases switches the sparse time-dependent biases of order-3 ALS
+	// models: a bias per (user, time bucket) seen in training and a bias
+	// per (item, period), with ItemPeriods periods over the time range. The
+	// zero value means on for order-3 stores under ALS.
+	TimeBiases Toggle
+	// ItemPeriods is the number of item-bias periods (0: DefaultItemPeriods).
+	ItemPeriods int
+	// BurnIn is the number of Gibbs sweeps discarded before samples are
+	// averaged (zero: a quarter of Epochs).
+	BurnIn int
+	// RegPair is the penalty of each pair bias: b = sum(residual)/(n + RegPair).
+	// Zero means DefaultALSRegPair; negative means none.
+	RegPair float64
 }
 
-// resolved returns a copy with every default filled in: zero fields take
-// their defaults and negative "off" values become 0 (penalties, decay) or
-// stay negative (Patience).
-func (s *Settings) resolved() Settings {
+// Solver is the optimiser Train uses.
+type Solver uint8
+
+// Solvers.
+const (
+	// SolverDefault is ALS without privacy, SGD with a privacy plug-in.
+	SolverDefault Solver = iota
+	// SolverSGD is stratified parallel SGD (the private modes' solver).
+	SolverSGD
+	// SolverALS is alternating least squares: exact ridge solves of every
+	// row of one mode at a time, biases solved jointly with their rows.
+	SolverALS
+	// SolverGibbs samples a Bayesian CP model (Gaussian-Wishart priors on
+	// the rows, as in Bayesian PMF/BPTF) and averages the samples.
+	SolverGibbs
+)
+
+// String returns the solver's name as the CLI spells it.
+func (s Solver) String() string {
+	switch s {
+	case SolverDefault:
+		return "default"
+	case SolverSGD:
+		return "sgd"
+	case SolverALS:
+		return "als"
+	case SolverGibbs:
+		return "gibbs"
+	}
+	return fmt.Sprintf("Solver(%d)", uint8(s))
+}
+
+// MarshalText encodes the solver by name (model headers, JSON).
+func (s Solver) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText decodes a solver name.
+func (s *Solver) UnmarshalText(b []byte) error {
+	v, err := ParseSolver(string(b))
+	if err != nil {
+		return err
+	}
+	*s = v
+	return nil
+}
+
+// ParseSolver maps "sgd", "als" or "default"/"" to a Solver.
+func ParseSolver(name string) (Solver, error) {
+	switch name {
+	case "", "default":
+		return SolverDefault, nil
+	case "sgd":
+		return SolverSGD, nil
+	case "als":
+		return SolverALS, nil
+	case "gibbs":
+		return SolverGibbs, nil
+	}
+	return 0, fmt.Errorf("unknown solver %q (want als, gibbs or sgd)", name)
+}
+
+// Toggle is a three-way switch whose zero value means "the default".
+type Toggle uint8
+
+// Toggle values.
+const (
+	ToggleDefault Toggle = iota
+	ToggleOn
+	ToggleOff
+)
+
+// String returns "default", "on" or "off".
+func (t Toggle) String() string {
+	switch t {
+	case ToggleOn:
+		return "on"
+	case ToggleOff:
+		return "off"
+	}
+	return "default"
+}
+
+// MarshalText encodes the toggle by name.
+func (t Toggle) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+
+// UnmarshalText decodes "default", "on" or "off".
+func (t *Toggle) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "", "default":
+		*t = ToggleDefault
+	case "on", "true":
+		*t = ToggleOn
+	case "off", "false":
+		*t = ToggleOff
+	default:
+		return fmt.Errorf("unknown toggle %q (want on or off)", b)
+	}
+	return nil
+}
+
+// resolved returns a copy with every default filled in for a CP model.
+func (s *Settings) resolved() Settings { return s.resolvedFor(decomposition.CP) }
+
+// resolvedFor returns a copy with every default filled in for a model of
+// the given kind: zero fields take their defaults and negative "off" values
+// become 0 (penalties, decay) or stay negative (Patience). The default
+// solver is the Gibbs sampler for CP and ALS for Tucker without privacy
+// (chosen on validation data, package doc "Defaults"), SGD with a privacy
+// plug-in.
+func (s *Settings) resolvedFor(kind decomposition.Kind) Settings {
 	var r Settings
 	if s != nil {
 		r = *s
+	} else {
+		s = &r
+	}
+	if r.Solver == SolverDefault {
+		r.Solver = SolverGibbs
+		if kind == decomposition.Tucker {
+			r.Solver = SolverALS
+		}
+		if r.Privacy != nil {
+			if _, none := r.Privacy.(NoPrivacy); !none {
+				r.Solver = SolverSGD
+			}
+		}
+	}
+	if r.Solver == SolverALS || r.Solver == SolverGibbs {
+		r.resolveALS()
+	}
+	if r.Solver == SolverGibbs {
+		if r.Epochs == DefaultALSSweeps && s.Epochs == 0 {
+			r.Epochs = DefaultGibbsSweeps
+		}
+		if r.BurnIn == 0 {
+			r.BurnIn = r.Epochs / 4
+		}
 	}
 	if r.Epochs == 0 {
 		r.Epochs = DefaultEpochs
@@ -113,8 +267,11 @@ func (s *Settings) resolved() Settings {
 }
 
 // Resolved returns the settings with every default filled in, as Train uses
-// them (penalties given as negative "off" become 0).
+// them for a CP model (penalties given as negative "off" become 0).
 func (s *Settings) Resolved() Settings { return s.resolved() }
+
+// ResolvedFor is Resolved for a model of the given kind.
+func (s *Settings) ResolvedFor(kind decomposition.Kind) Settings { return s.resolvedFor(kind) }
 
 func orDefault(v, def float64) float64 {
 	switch {
@@ -153,6 +310,10 @@ func (r *Settings) validate() error {
 		return bad("RegBias", r.RegBias, "must be finite")
 	case !finite(r.InitScale) || r.InitScale < 0:
 		return bad("InitScale", r.InitScale, "must be positive and finite")
+	case r.Solver > SolverGibbs:
+		return bad("Solver", float64(r.Solver), "unknown solver")
+	case r.Solver == SolverGibbs && (r.BurnIn < 0 || r.BurnIn >= r.Epochs):
+		return bad("BurnIn", float64(r.BurnIn), "must be at least 0 and below the number of sweeps")
 	}
 	return nil
 }
@@ -166,4 +327,46 @@ type SettingsError struct {
 
 func (e *SettingsError) Error() string {
 	return fmt.Sprintf("completion: setting %s is %g, %s", e.Field, e.Value, e.Rule)
+}
+
+// ALS defaults, chosen on a validation split carved from the training part
+// of ml-latest-small and checked on synthetic logs (package doc, "ALS").
+// Reg, RegCore and RegTime are per observation (a row seen n times is
+// charged n times the penalty, as in ALS-WR); RegBias and RegPair are
+// counts of pseudo-observations at zero.
+const (
+	DefaultALSSweeps   = 60
+	DefaultALSReg      = 0.15
+	DefaultALSRegBias  = 15
+	DefaultALSRegTime  = 10
+	DefaultALSRegCore  = 1
+	DefaultALSRegPair  = 15
+	DefaultItemPeriods = 30
+	DefaultALSPatience = 3
+	// DefaultGibbsSweeps is the number of sweeps of the Gibbs sampler.
+	DefaultGibbsSweeps = 200
+)
+
+// resolveALS fills the ALS defaults (before the shared ones).
+func (r *Settings) resolveALS() {
+	if r.Epochs == 0 {
+		r.Epochs = DefaultALSSweeps
+	}
+	if r.Reg == 0 {
+		r.Reg = DefaultALSReg
+	}
+	if r.RegBias == 0 {
+		r.RegBias = DefaultALSRegBias
+	}
+	if r.RegCore == 0 {
+		r.RegCore = DefaultALSRegCore
+	}
+	r.RegTime = orDefault(r.RegTime, DefaultALSRegTime)
+	r.RegPair = orDefault(r.RegPair, DefaultALSRegPair)
+	if r.ItemPeriods == 0 {
+		r.ItemPeriods = DefaultItemPeriods
+	}
+	if r.Patience == 0 {
+		r.Patience = DefaultALSPatience
+	}
 }

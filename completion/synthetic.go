@@ -35,7 +35,7 @@ type SyntheticConfig struct {
 
 // SyntheticSettings are the training settings CompletionSynthetic uses
 // unless overridden: tuned on the 20^3 set-up (values standardised to unit RMS before training).
-var SyntheticSettings = Settings{Epochs: 300, LearningRate: 0.02, Decay: 0.01, Reg: 0.01, RegCore: 0.0005, InitScale: 0.5, Patience: 20, Threads: 1}
+var SyntheticSettings = Settings{Solver: SolverSGD, Epochs: 300, LearningRate: 0.02, Decay: 0.01, Reg: 0.01, RegCore: 0.0005, InitScale: 0.5, Patience: 20, Threads: 1}
 
 // SyntheticRow is one run of CompletionSynthetic.
 type SyntheticRow struct {
@@ -116,6 +116,9 @@ func mergeSettings(s, def Settings) Settings {
 			return b
 		}
 		return a
+	}
+	if s.Solver == SolverDefault {
+		s.Solver = def.Solver
 	}
 	if s.Epochs == 0 {
 		s.Epochs = def.Epochs

@@ -58,7 +58,10 @@ type Result struct {
 //
 // On error the model holds the last finite parameters (never NaN).
 func Train(train, valid *data.Store, m *decomposition.Model, s *Settings, src rand.Source, progress func(EpochRecord)) (*Result, error) {
-	cfg := s.resolved()
+	if m == nil {
+		return nil, &ShapeError{Reason: "nil model"}
+	}
+	cfg := s.resolvedFor(m.Kind)
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -79,9 +82,13 @@ func Train(train, valid *data.Store, m *decomposition.Model, s *Settings, src ra
 			valid = nil
 		}
 	}
-	for mo, r := range m.Ranks {
-		if r > m.Dims[mo] {
-			return nil, &ShapeError{Reason: fmt.Sprintf("rank %d of mode %d exceeds its size %d", r, mo, m.Dims[mo])}
+	if m.Kind == decomposition.Tucker {
+		// A Tucker rank above its mode's size only adds core entries the
+		// data cannot identify; CP ranks have no such limit.
+		for mo, r := range m.Ranks {
+			if r > m.Dims[mo] {
+				return nil, &ShapeError{Reason: fmt.Sprintf("Tucker rank %d of mode %d exceeds its size %d (lower --ranks / --rank)", r, mo, m.Dims[mo])}
+			}
 		}
 	}
 	if m.Kind == decomposition.Tucker && len(m.Core) == 0 {
@@ -99,6 +106,19 @@ func Train(train, valid *data.Store, m *decomposition.Model, s *Settings, src ra
 			return nil, fmt.Errorf("completion: training value %d is %g (not finite)", e, v)
 		}
 	}
+	if cfg.Solver == SolverGibbs {
+		if _, none := cfg.Privacy.(NoPrivacy); !none {
+			return nil, &SettingsError{Field: "Solver", Value: float64(cfg.Solver), Rule: "the Gibbs sampler has no privacy plug points: use SolverSGD with a privacy mode"}
+		}
+		return trainGibbs(train, valid, m, &cfg, vals, src, progress)
+	}
+	if cfg.Solver == SolverALS {
+		if _, none := cfg.Privacy.(NoPrivacy); !none {
+			return nil, &SettingsError{Field: "Solver", Value: float64(cfg.Solver), Rule: "ALS has no privacy plug points: use SolverSGD with a privacy mode"}
+		}
+		return trainALS(train, valid, m, &cfg, vals, src, progress)
+	}
+	m.Pairs = nil // SGD trains no pair biases
 	rng := rand.New(src)
 	initModel(m, vals, &cfg, rng)
 	// The trainer's layout takes over vals (permuting it into block order).
@@ -388,14 +408,19 @@ func modelFinite(m *decomposition.Model) bool {
 			return false
 		}
 	}
+	for _, p := range m.Pairs {
+		if !ok(p.Vals) {
+			return false
+		}
+	}
 	return ok(m.Core) && finite(m.Mean)
 }
 
 // params is a copy of a model's trainable parameters.
 type params struct {
-	factors, bias [][]float64
-	core          []float64
-	mean          float64
+	factors, bias, pairs [][]float64
+	core                 []float64
+	mean                 float64
 }
 
 func snapshot(m *decomposition.Model) *params {
@@ -407,6 +432,12 @@ func snapshot(m *decomposition.Model) *params {
 func (p *params) take(m *decomposition.Model) {
 	p.factors = copyAll(p.factors, m.Factors)
 	p.bias = copyAll(p.bias, m.Bias)
+	if len(p.pairs) != len(m.Pairs) {
+		p.pairs = make([][]float64, len(m.Pairs))
+	}
+	for i := range m.Pairs {
+		p.pairs[i] = append(p.pairs[i][:0], m.Pairs[i].Vals...)
+	}
 	p.core = append(p.core[:0], m.Core...)
 	p.mean = m.Mean
 }
@@ -417,6 +448,9 @@ func (p *params) restore(m *decomposition.Model) {
 	}
 	for i := range m.Bias {
 		copy(m.Bias[i], p.bias[i])
+	}
+	for i := range m.Pairs {
+		copy(m.Pairs[i].Vals, p.pairs[i])
 	}
 	copy(m.Core, p.core)
 	m.Mean = p.mean

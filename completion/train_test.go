@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dprec/dprec/data"
@@ -138,7 +139,7 @@ func TestTrainFits(t *testing.T) {
 		for _, threads := range []int{1, 2} {
 			train, test := lowRankStore(tc.dims, 1, 3*len(tc.dims)*80, 200, 3, 9)
 			m := newModel(t, tc.kind, tc.dims, tc.ranks, tc.bias)
-			s := &Settings{Epochs: 200, Threads: threads, LearningRate: 0.02, Decay: 0.01, Reg: 1e-4, RegCore: 1e-6, InitScale: 0.5}
+			s := &Settings{Solver: SolverSGD, Epochs: 200, Threads: threads, LearningRate: 0.02, Decay: 0.01, Reg: 1e-4, RegCore: 1e-6, InitScale: 0.5}
 			res, err := Train(train, nil, m, s, rand.NewPCG(1, 2), nil)
 			if err != nil {
 				t.Fatalf("%s: %v", tc.name, err)
@@ -162,7 +163,7 @@ func TestFastPathMatchesGeneric(t *testing.T) {
 		train, _ := lowRankStore(tc.dims, 2, 500, 1, 1, 4)
 		a := newModel(t, tc.kind, tc.dims, tc.ranks, tc.bias)
 		b := newModel(t, tc.kind, tc.dims, tc.ranks, tc.bias)
-		s := Settings{Epochs: 5, Threads: 2}
+		s := Settings{Solver: SolverSGD, Epochs: 5, Threads: 2}
 		if _, err := Train(train, nil, a, &s, rand.NewPCG(3, 3), nil); err != nil {
 			t.Fatal(err)
 		}
@@ -342,7 +343,6 @@ func TestTrainErrors(t *testing.T) {
 		check func(error) bool
 	}{
 		{"empty", empty, nil, []int{2}, Settings{}, rand.NewPCG(1, 1), func(e error) bool { return errors.Is(e, ErrEmpty) }},
-		{"rank>dims", train, nil, []int{5}, Settings{}, rand.NewPCG(1, 1), isShape},
 		{"order", wrong, nil, []int{2}, Settings{}, rand.NewPCG(1, 1), isShape},
 		{"valid order", train, wrong, []int{2}, Settings{}, rand.NewPCG(1, 1), isShape},
 		{"lr<0", train, nil, []int{2}, Settings{LearningRate: -1}, rand.NewPCG(1, 1), isSettings},
@@ -360,6 +360,19 @@ func TestTrainErrors(t *testing.T) {
 			t.Errorf("%s: error %v", tc.name, err)
 		}
 	}
+	// A Tucker rank above its mode's size is refused, naming the flag; a CP
+	// rank above a mode's size is fine (CP ranks are not bounded by sizes).
+	for _, solver := range []Solver{SolverSGD, SolverALS} {
+		m := newModel(t, decomposition.Tucker, dims, []int{5, 5, 5}, false)
+		_, err := Train(train, nil, m, &Settings{Solver: solver, Epochs: 1}, rand.NewPCG(1, 1), nil)
+		if !isShape(err) || !strings.Contains(err.Error(), "--rank") {
+			t.Errorf("%v: Tucker rank 5 on a mode of size 4: error %v", solver, err)
+		}
+		m = newModel(t, decomposition.CP, dims, []int{8}, true)
+		if _, err := Train(train, nil, m, &Settings{Solver: solver, Epochs: 2}, rand.NewPCG(1, 1), nil); err != nil {
+			t.Errorf("%v: CP rank 8 on modes of sizes %v: %v", solver, dims, err)
+		}
+	}
 }
 
 func isShape(e error) bool    { var s *ShapeError; return errors.As(e, &s) }
@@ -374,7 +387,7 @@ func TestDivergence(t *testing.T) {
 		train.Val[i] *= 1e3
 	}
 	m := newModel(t, decomposition.CP, dims, []int{3}, true)
-	_, err := Train(train, nil, m, &Settings{Epochs: 50, LearningRate: 1, Decay: -1, Reg: -1, InitScale: 1}, rand.NewPCG(1, 1), nil)
+	_, err := Train(train, nil, m, &Settings{Solver: SolverSGD, Epochs: 50, LearningRate: 1, Decay: -1, Reg: -1, InitScale: 1}, rand.NewPCG(1, 1), nil)
 	var d *ErrDiverged
 	if !errors.As(err, &d) {
 		t.Fatalf("error %v, want ErrDiverged", err)
@@ -394,7 +407,7 @@ func TestEarlyStopping(t *testing.T) {
 		train.Val[i] += rng.NormFloat64()
 	}
 	m := newModel(t, decomposition.CP, dims, []int{8}, true)
-	res, err := Train(train, valid, m, &Settings{Epochs: 300, Patience: 3, Reg: -1, LearningRate: 0.05, Decay: -1}, rand.NewPCG(2, 2), nil)
+	res, err := Train(train, valid, m, &Settings{Solver: SolverSGD, Epochs: 300, Patience: 3, Reg: -1, LearningRate: 0.05, Decay: -1}, rand.NewPCG(2, 2), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -135,3 +135,20 @@ func (s *Store) Each(perm []int, fn func(e int, idx []int32, v float64) bool) {
 		}
 	}
 }
+
+// Concat returns a new store with the observations of a followed by those of
+// b. Both must share their shape (as stores cut from one log by Subset do);
+// the dictionaries and time bucketing are a's.
+func Concat(a, b *Store) *Store {
+	n := a.NNZ() + b.NNZ()
+	out := &Store{Dims: append([]int(nil), a.Dims...), Idx: make([][]int32, len(a.Idx)),
+		Val: make([]float64, 0, n), Dicts: a.Dicts, Time: a.Time}
+	for m := range a.Idx {
+		out.Idx[m] = append(append(make([]int32, 0, n), a.Idx[m]...), b.Idx[m]...)
+	}
+	out.Val = append(append(out.Val, a.Val...), b.Val...)
+	if a.Timestamps != nil && b.Timestamps != nil {
+		out.Timestamps = append(append(make([]int64, 0, n), a.Timestamps...), b.Timestamps...)
+	}
+	return out
+}

@@ -67,7 +67,7 @@ func FoldIn(m *Model, items []int32, times []int32, ratings []float64, lambda fl
 		copy(z, w.Factor[0])
 		y := r
 		if m.HasBias {
-			y -= m.Offset(idx) - m.Bias[0][0]
+			y -= m.OffsetWithout(idx, 0)
 			z[R] = 1
 		}
 		for p := 0; p < n; p++ {
@@ -110,7 +110,7 @@ func (m *Model) PredictFolded(row []float64, idx []int32, w *Work) float64 {
 		s += z * row[p]
 	}
 	if m.HasBias {
-		s += m.Offset(idx) - m.Bias[0][0] + row[R]
+		s += m.OffsetWithout(idx, 0) + row[R]
 	}
 	return m.Clamp(s)
 }

@@ -38,6 +38,9 @@ type Model struct {
 	Mean float64
 	// Bias[m] holds one bias per index of mode m (nil when HasBias is false).
 	Bias [][]float64
+	// Pairs are sparse pair biases (user x day, item x period), added to
+	// the offset when HasBias; empty for models without them.
+	Pairs []PairBias
 
 	// Clamp, when Lo < Hi, clamps predictions to [Lo, Hi].
 	ClampLo, ClampHi float64

@@ -45,6 +45,9 @@ func (m *Model) Offset(idx []int32) float64 {
 	for mo, b := range m.Bias {
 		s += b[idx[mo]]
 	}
+	if len(m.Pairs) > 0 {
+		s += m.pairOffset(idx)
+	}
 	return s
 }
 

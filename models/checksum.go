@@ -13,7 +13,8 @@ import (
 // payloadSum is the SHA-256 of the stored header JSON followed by the
 // payload in canonical order: for each mode, for each row in index order,
 // the id (int64, or uint32 length + UTF-8 bytes, or the bucket start time),
-// the bias (when present) and the factor row; then the core. Numbers are
+// the bias (when present) and the factor row; then the core; then each
+// pair bias's (key, value) in key order. Numbers are
 // little endian; floats are their IEEE-754 bits. When the file has a
 // seen-items part, its stored (base64) bytes follow, preceded by their
 // length; files without one hash exactly as before the part existed.
@@ -50,6 +51,12 @@ func payloadSum(hdr []byte, m *decomposition.Model, dicts []*data.Dict, tb *data
 	}
 	for _, v := range m.Core {
 		w.f64(v)
+	}
+	for _, p := range m.Pairs {
+		for i, k := range p.Keys {
+			w.u64(k)
+			w.f64(p.Vals[i])
+		}
 	}
 	if seen != nil {
 		w.u64(uint64(len(seen)))

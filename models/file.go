@@ -77,6 +77,23 @@ func (f *File) check() error {
 			}
 		}
 	}
+	for i := range m.Pairs {
+		p := &m.Pairs[i]
+		if err := p.Validate(m.Dims); err != nil {
+			return fmt.Errorf("models: pair bias %d: %v", i, err)
+		}
+		if err := finite(p.Vals, fmt.Sprintf("pair bias %d", i)); err != nil {
+			return err
+		}
+	}
+	for i, p := range m.Pairs {
+		if p.B != 2 || (p.A != 0 && p.A != 1) {
+			return fmt.Errorf("models: pair bias %d on modes (%d, %d): only user x time and item x time are stored", i, p.A, p.B)
+		}
+	}
+	if len(m.Pairs) > 0 && !m.HasBias {
+		return errors.New("models: pair biases on a model without biases")
+	}
 	if m.Kind == decomposition.Tucker {
 		size := 1
 		for _, r := range m.Ranks {
@@ -183,6 +200,10 @@ func (f *File) header() Header {
 	h.Bias = m.HasBias
 	h.Mean = m.Mean
 	h.ClampLo, h.ClampHi = m.ClampLo, m.ClampHi
+	h.Pairs = nil
+	for _, p := range m.Pairs {
+		h.Pairs = append(h.Pairs, PairSpec{A: p.A, B: p.B, Div: p.Div, Count: len(p.Keys)})
+	}
 	h.Time = nil
 	if f.Time != nil {
 		t := *f.Time

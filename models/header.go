@@ -51,6 +51,9 @@ type Header struct {
 	// ClampLo < ClampHi clamps predictions to [ClampLo, ClampHi].
 	ClampLo float64 `json:"clamp_lo"`
 	ClampHi float64 `json:"clamp_hi"`
+	// Pairs describe the sparse pair biases (user x time bucket, item x
+	// period), whose entries are "pair" rows of the table.
+	Pairs []PairSpec `json:"pairs,omitempty"`
 	// Time is the time bucketing of mode 2 (nil for order 2).
 	Time *data.TimeBucketing `json:"time,omitempty"`
 	// Settings are the training hyperparameters (completion.Settings as
@@ -147,4 +150,14 @@ func Fingerprint(s *data.Store) *DataInfo {
 		info.Min, info.Max = 0, 0
 	}
 	return info
+}
+
+// PairSpec describes one pair bias of a model (decomposition.PairBias): the
+// bias of the pair (index in mode A, index in mode B / Div), stored for
+// Count pairs seen in training.
+type PairSpec struct {
+	A     int `json:"mode_a"`
+	B     int `json:"mode_b"`
+	Div   int `json:"period"`
+	Count int `json:"count"`
 }

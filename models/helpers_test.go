@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -37,6 +38,22 @@ func testFile(t testing.TB, kind decomposition.Kind, dims, ranks []int, bias boo
 	}
 	if bias {
 		m.Mean = 3.5
+	}
+	if bias && len(dims) == 3 {
+		// Sparse pair biases: user x day on about half the pairs, item x
+		// period (periods of two days) on about a third.
+		for _, spec := range [][3]int{{0, 2, 1}, {1, 2, 2}} {
+			pb := decomposition.PairBias{A: spec[0], B: spec[1], Div: spec[2]}
+			for a := 0; a < dims[spec[0]]; a++ {
+				for b := 0; b < (dims[2]+spec[2]-1)/spec[2]; b++ {
+					if rng.IntN(5) < 2 {
+						pb.Keys = append(pb.Keys, uint64(a)<<32|uint64(b))
+						pb.Vals = append(pb.Vals, 0.5*rng.NormFloat64())
+					}
+				}
+			}
+			m.Pairs = append(m.Pairs, pb)
+		}
 	}
 	m.ClampLo, m.ClampHi = 0.5, 5
 	users := make([]int64, dims[0])
@@ -94,6 +111,15 @@ func sameModel(a, b *File) string {
 	}
 	if !eqBits(ma.Core, mb.Core) {
 		return "core"
+	}
+	if len(ma.Pairs) != len(mb.Pairs) {
+		return "pairs"
+	}
+	for i := range ma.Pairs {
+		pa, pb := ma.Pairs[i], mb.Pairs[i]
+		if pa.A != pb.A || pa.B != pb.B || pa.Div != pb.Div || !slices.Equal(pa.Keys, pb.Keys) || !eqBits(pa.Vals, pb.Vals) {
+			return "pair " + strconv.Itoa(i)
+		}
 	}
 	for mo := range a.Dicts {
 		if !a.Dicts[mo].Equal(b.Dicts[mo]) {

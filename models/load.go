@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"sync"
@@ -206,6 +207,12 @@ func checkHeader(h *Header, size int64) error {
 	if h.Kind == decomposition.Tucker {
 		cells += core
 	}
+	for i, p := range h.Pairs {
+		if p.A < 0 || p.A >= n || p.B < 0 || p.B >= n || p.A == p.B || p.Div < 1 || p.Count < 0 || int64(p.Count) > size || !h.Bias {
+			return fmt.Errorf("%w: pair bias %d is %+v", ErrFormat, i, p)
+		}
+		cells += 2 * int64(p.Count)
+	}
 	if cells > size/8+1 {
 		return fmt.Errorf("%w: header announces %d values, more than a %d-byte file can hold", ErrFormat, cells, size)
 	}
@@ -255,6 +262,10 @@ func Decode(b []byte) (f *File, err error) {
 	if h.Kind == decomposition.Tucker {
 		coreSeen = make([]bool, len(m.Core))
 	}
+	for _, p := range h.Pairs {
+		m.Pairs = append(m.Pairs, decomposition.PairBias{A: p.A, B: p.B, Div: p.Div,
+			Keys: make([]uint64, 0, p.Count), Vals: make([]float64, 0, p.Count)})
+	}
 	rmax := maxRanks(h.Ranks)
 	for b := 0; b < fr.NumRecords(); b++ {
 		rec, err := fr.RecordAt(b)
@@ -262,6 +273,9 @@ func Decode(b []byte) (f *File, err error) {
 			return nil, fmt.Errorf("%w: record batch %d: %v", ErrFormat, b, err)
 		}
 		err = readBatch(rec, h, m, rmax, ints, strs, seen, coreSeen)
+		if err == nil {
+			err = readPairs(rec, m, rmax)
+		}
 		rec.Release()
 		if err != nil {
 			return nil, fmt.Errorf("%w: record batch %d: %v", ErrFormat, b, err)
@@ -277,6 +291,15 @@ func Decode(b []byte) (f *File, err error) {
 	for e, ok := range coreSeen {
 		if !ok {
 			return nil, fmt.Errorf("%w: core entry %d is missing", ErrFormat, e)
+		}
+	}
+	for i := range m.Pairs {
+		p := &m.Pairs[i]
+		if len(p.Keys) != h.Pairs[i].Count {
+			return nil, fmt.Errorf("%w: pair bias %d has %d rows, the header says %d", ErrFormat, i, len(p.Keys), h.Pairs[i].Count)
+		}
+		if err := p.Validate(m.Dims); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrFormat, err)
 		}
 	}
 	f = &File{Header: *h, Model: m, Dicts: make([]*data.Dict, n), Privacy: h.Privacy}
@@ -349,6 +372,9 @@ func readBatch(rec arrow.Record, h *Header, m *decomposition.Model, rmax int, in
 			return fmt.Errorf("row %d: null mode or index", row)
 		}
 		mo, i := int(mode.Value(row)), index.Value(row)
+		if mo <= -2 {
+			continue // pair rows: readPairs
+		}
 		if mo == -1 {
 			if coreSeen == nil || i < 0 || i >= int64(len(coreSeen)) || coreSeen[i] || value.IsNull(row) {
 				return fmt.Errorf("row %d: bad core entry %d", row, i)
@@ -387,6 +413,38 @@ func readBatch(rec arrow.Record, h *Header, m *decomposition.Model, rmax int, in
 			}
 			dst[c] = fs[c].Value(row)
 		}
+	}
+	return nil
+}
+
+// readPairs reads the pair-bias rows of a batch (mode -2 - p for pair p):
+// index is the pair's mode-A index, core_p its period and value its bias;
+// rows of one pair come in strictly increasing key order.
+func readPairs(rec arrow.Record, m *decomposition.Model, rmax int) error {
+	mode := rec.Column(colMode).(*array.Int32)
+	index := rec.Column(colIndex).(*array.Int64)
+	period := rec.Column(colF0 + rmax).(*array.Int32)
+	value := rec.Column(colF0 + rmax + 3).(*array.Float64)
+	for row := 0; row < int(rec.NumRows()); row++ {
+		mo := int(mode.Value(row))
+		if mo > -2 {
+			continue
+		}
+		pi := -2 - mo
+		if pi >= len(m.Pairs) {
+			return fmt.Errorf("row %d: pair bias %d not in the header", row, pi)
+		}
+		p := &m.Pairs[pi]
+		a := index.Value(row)
+		if period.IsNull(row) || value.IsNull(row) || a < 0 || a > math.MaxUint32 || len(p.Keys) == cap(p.Keys) {
+			return fmt.Errorf("row %d: bad pair bias row", row)
+		}
+		k := uint64(a)<<32 | uint64(uint32(period.Value(row)))
+		if n := len(p.Keys); n > 0 && k <= p.Keys[n-1] {
+			return fmt.Errorf("row %d: pair bias rows out of order", row)
+		}
+		p.Keys = append(p.Keys, k)
+		p.Vals = append(p.Vals, value.Value(row))
 	}
 	return nil
 }

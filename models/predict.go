@@ -60,6 +60,10 @@ type Predictor struct {
 	// time bias (order 3), used when no time is given.
 	meanTime     []float64
 	meanTimeBias float64
+	// userPairMean and itemPairMean are the pair biases of each user and
+	// item averaged over the time buckets (nil without pair biases), so a
+	// time-averaged prediction is the average of the predictions.
+	userPairMean, itemPairMean []float64
 	// fallbackMean is the last-resort prediction: the global mean of a
 	// model with biases, else the training mean from the header, else (a
 	// private model without biases) the middle of the clamp range.
@@ -155,6 +159,22 @@ func NewPredictor(f *File) *Predictor {
 			p.meanTime[t] /= float64(K)
 		}
 		p.meanTimeBias /= float64(K)
+		for i := range m.Pairs {
+			pb := &m.Pairs[i]
+			dst := &p.userPairMean
+			if pb.A == 1 {
+				dst = &p.itemPairMean
+			}
+			if *dst == nil {
+				*dst = make([]float64, m.Dims[pb.A])
+			}
+			for e, key := range pb.Keys {
+				// Period b covers buckets b*Div .. min((b+1)*Div, K)-1.
+				b := int(uint32(key))
+				n := min((b+1)*pb.Div, K) - b*pb.Div
+				(*dst)[key>>32] += pb.Vals[e] * float64(n) / float64(K)
+			}
+		}
 	}
 	return p
 }
@@ -205,13 +225,17 @@ type query struct {
 	base   float64
 	noBias bool // model without biases and unknown user: score is fallbackMean
 	fb     Fallback
+	k      int32 // time bucket, -1 when averaged over time (or order 2)
 }
 
 // newQuery contracts the model with a user row a (nil: unknown user) with
 // user bias ub, and time bucket k (-1: time average).
 func (p *Predictor) newQuery(a []float64, ub float64, k int32, fb Fallback) query {
 	m := p.m
-	q := query{fb: fb}
+	q := query{fb: fb, k: k}
+	if m.Order() == 2 {
+		q.k = -1
+	}
 	var c []float64
 	var tbias float64
 	if m.Order() == 3 {
@@ -276,7 +300,66 @@ func (p *Predictor) userQuery(u int32, known bool, t *int64) query {
 	if p.m.HasBias {
 		ub = p.m.Bias[0][u]
 	}
-	return p.newQuery(p.m.Row(0, int(u)), ub, k, fb)
+	q := p.newQuery(p.m.Row(0, int(u)), ub, k, fb)
+	q.base += p.userPairs(u, q.k)
+	return q
+}
+
+// userPairs is the sum of the user x time pair biases of user u at bucket k
+// (k < 0: averaged over the buckets).
+func (p *Predictor) userPairs(u, k int32) float64 {
+	if k < 0 {
+		if p.userPairMean == nil {
+			return 0
+		}
+		return p.userPairMean[u]
+	}
+	s := 0.0
+	idx := [3]int32{u, 0, k}
+	for i := range p.m.Pairs {
+		if pb := &p.m.Pairs[i]; pb.A == 0 {
+			s += pb.Value(idx[:])
+		}
+	}
+	return s
+}
+
+// itemPairs is the sum of the item x period pair biases of item j at bucket k
+// (k < 0: averaged over the buckets).
+func (p *Predictor) itemPairs(j, k int32) float64 {
+	if k < 0 {
+		if p.itemPairMean == nil {
+			return 0
+		}
+		return p.itemPairMean[j]
+	}
+	s := 0.0
+	idx := [3]int32{0, j, k}
+	for i := range p.m.Pairs {
+		if pb := &p.m.Pairs[i]; pb.A == 1 {
+			s += pb.Value(idx[:])
+		}
+	}
+	return s
+}
+
+// itemBiasAt returns the item biases at bucket k, including the item x
+// period pair biases (the model's item biases themselves when there are
+// none or k < 0).
+func (p *Predictor) itemBiasAt(k int32) []float64 {
+	m := p.m
+	if !m.HasBias {
+		return nil
+	}
+	ib := m.Bias[1]
+	if len(m.Pairs) == 0 || (k < 0 && p.itemPairMean == nil) {
+		return ib
+	}
+	out := append([]float64(nil), ib...)
+	for j := range out {
+		out[j] += p.itemPairs(int32(j), k)
+	}
+	return out
 }
 
 // raw is the unclamped score of item j for q.
@@ -289,7 +372,7 @@ func (p *Predictor) raw(q *query, j int32) float64 {
 	}
 	s := q.base
 	if p.m.HasBias {
-		s += p.m.Bias[1][j]
+		s += p.m.Bias[1][j] + p.itemPairs(j, q.k)
 	}
 	if q.w != nil {
 		Q := len(q.w)

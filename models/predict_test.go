@@ -59,7 +59,7 @@ func TestPredictFallbacks(t *testing.T) {
 		t.Errorf("unknown user: %v %v, want %v", got, fb, want)
 	}
 	got, fb = p.Predict("103", "nope", k1)
-	if want := m.Mean + m.Bias[0][1] + m.Bias[2][1]; fb != UnknownItem || math.Abs(got-want) > 1e-12 {
+	if want := m.Mean + m.Bias[0][1] + m.Bias[2][1] + m.Pairs[0].Value([]int32{1, 0, 1}); fb != UnknownItem || math.Abs(got-want) > 1e-12 {
 		t.Errorf("unknown item: %v %v, want %v", got, fb, want)
 	}
 	got, fb = p.Predict("x", "y", k1)

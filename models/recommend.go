@@ -272,6 +272,7 @@ func (p *Predictor) RecommendAll(n int, t *int64, threads int, excl *Exclusions,
 				ub = p.m.Bias[0][u]
 			}
 			qs[u-lo] = p.newQuery(p.m.Row(0, u), ub, k, FallbackNone)
+			qs[u-lo].base += p.userPairs(int32(u), qs[u-lo].k)
 		}
 		return qs
 	}
@@ -334,8 +335,8 @@ func (p *Predictor) scanBlock(qs []query, hs []topN, exs [][]int32, excl *Exclus
 	Q := m.Ranks[1]
 	F := m.Factors[1]
 	var ib []float64
-	if m.HasBias {
-		ib = m.Bias[1]
+	if m.HasBias && len(qs) > 0 {
+		ib = p.itemBiasAt(qs[0].k) // one bucket for the whole call
 	}
 	z := p.rankWeight
 	thr := make([]float64, len(qs))

@@ -175,6 +175,32 @@ func writeArrow(w io.Writer, f *File, schema *arrow.Schema) error {
 			}
 		}
 	}
+	for pi, p := range m.Pairs {
+		for e, k := range p.Keys {
+			col.part.Append("pair")
+			col.mode.Append(int32(-2 - pi))
+			col.index.Append(int64(k >> 32))
+			col.id.AppendNull()
+			col.idInt.AppendNull()
+			col.bias.AppendNull()
+			for _, fb := range col.f {
+				fb.AppendNull()
+			}
+			for c, cb := range col.core {
+				if c == 0 {
+					cb.Append(int32(uint32(k)))
+				} else {
+					cb.AppendNull()
+				}
+			}
+			col.value.Append(p.Vals[e])
+			if (e+1)%batchRows == 0 || e == len(p.Keys)-1 {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	return fw.Close()
 }
 

@@ -33,15 +33,21 @@ func init() {
 		&cli.BoolFlag{Name: "bias", Category: cat, Value: true, Usage: "global mean and per-user/item/time biases"},
 		&cli.BoolFlag{Name: "no-bias", Category: cat, Usage: "no bias terms (same as --bias=false)"},
 		&cli.StringFlag{Name: "clamp", Category: cat, Value: "data", Usage: `prediction range "lo,hi", "data" (the training ratings' min and max; for private models the public --rating-min/--rating-max) or "none"`},
-		&cli.IntFlag{Name: "epochs", Category: "Training", Value: completion.DefaultEpochs, Usage: "maximum number of epochs"},
-		&cli.Float64Flag{Name: "lr", Category: "Training", Value: completion.DefaultLearningRate, Usage: "initial learning rate"},
-		&cli.Float64Flag{Name: "decay", Category: "Training", Value: completion.DefaultDecay, Usage: "learning-rate decay: lr_t = lr / (1 + decay t); negative for a constant rate"},
-		&cli.Float64Flag{Name: "reg", Category: "Training", Value: completion.DefaultReg, Usage: "factor penalty lambda_o of eq. (4); negative for none"},
-		&cli.Float64Flag{Name: "reg-core", Category: "Training", Value: completion.DefaultRegCore, Usage: "Tucker core penalty lambda_g of eq. (4); negative for none"},
-		&cli.Float64Flag{Name: "reg-bias", Category: "Training", Usage: "bias penalty (default: --reg)"},
+		&cli.StringFlag{Name: "solver", Category: "Training", Value: "default", Usage: "optimiser: als (alternating least squares) or sgd; default: als, or sgd for --privacy modes"},
+		&cli.IntFlag{Name: "epochs", Category: "Training", Usage: fmt.Sprintf("maximum number of epochs (SGD) or sweeps (ALS) (default: %d SGD, %d ALS)", completion.DefaultEpochs, completion.DefaultALSSweeps)},
+		&cli.Float64Flag{Name: "lr", Category: "Training", Value: completion.DefaultLearningRate, Usage: "initial learning rate (SGD)"},
+		&cli.Float64Flag{Name: "decay", Category: "Training", Value: completion.DefaultDecay, Usage: "learning-rate decay (SGD): lr_t = lr / (1 + decay t); negative for a constant rate"},
+		&cli.Float64Flag{Name: "reg", Category: "Training", Usage: fmt.Sprintf("factor penalty; SGD: per update (default %g), ALS: per observation of the row (default %g); negative for none", completion.DefaultReg, completion.DefaultALSReg)},
+		&cli.Float64Flag{Name: "reg-core", Category: "Training", Usage: fmt.Sprintf("Tucker core penalty; SGD: per update (default %g), ALS: per observation, toward the CP core (default %g); negative for none", completion.DefaultRegCore, float64(completion.DefaultALSRegCore))},
+		&cli.Float64Flag{Name: "reg-bias", Category: "Training", Usage: fmt.Sprintf("bias penalty (SGD default: --reg; ALS default %g pseudo-ratings)", float64(completion.DefaultALSRegBias))},
+		&cli.Float64Flag{Name: "reg-time", Category: "Training", Usage: fmt.Sprintf("ALS penalty per observation on each time row's distance from all-ones (matrix factorisation) (default %g)", float64(completion.DefaultALSRegTime))},
+		&cli.StringFlag{Name: "time-biases", Category: "Training", Value: "default", Usage: "ALS user x time-bucket and item x period biases: on or off (default: on for logs with a time column)"},
+		&cli.IntFlag{Name: "item-periods", Category: "Training", Usage: fmt.Sprintf("number of item-bias periods over the time range (default %d)", completion.DefaultItemPeriods)},
+		&cli.Float64Flag{Name: "reg-pair", Category: "Training", Usage: fmt.Sprintf("penalty of each user x time and item x period bias, in pseudo-ratings (default %g)", float64(completion.DefaultALSRegPair))},
+		&cli.BoolFlag{Name: "refit", Category: "Training", Value: true, Usage: "after early stopping picks the number of epochs on the validation split, retrain on all ratings for that many (non-private runs)"},
 		&cli.Float64Flag{Name: "init-scale", Category: "Training", Value: completion.DefaultInitScale, Usage: "standard deviation of the initial factors"},
 		&cli.Float64Flag{Name: "validation", Category: "Training", Value: 0.1, Usage: "fraction of the ratings held out for validation RMSE and early stopping (0: none)"},
-		&cli.IntFlag{Name: "patience", Category: "Training", Value: completion.DefaultPatience, Usage: "stop after this many epochs without validation improvement (negative: never)"},
+		&cli.IntFlag{Name: "patience", Category: "Training", Usage: fmt.Sprintf("stop after this many epochs without validation improvement (default %d SGD, %d ALS; negative: never)", completion.DefaultPatience, completion.DefaultALSPatience)},
 		&cli.Uint64Flag{Name: "seed", Category: "Training", Usage: "seed the split, initialisation and shuffling (and any privacy noise: then NOT private)"},
 		&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Category: "Output", Value: "model.arrow", Usage: "model file to write"},
 		&cli.BoolFlag{Name: "force", Category: "Output", Usage: "overwrite --out"},
@@ -80,6 +86,10 @@ type trainSummary struct {
 	History      []completion.EpochRecord `json:"history"`
 	Privacy      *perturb.Report          `json:"privacy"`
 	Warnings     []string                 `json:"warnings,omitempty"`
+	Solver       string                   `json:"solver"`
+	// Refit says the saved model was retrained on all ratings (training
+	// and validation) for BestEpoch epochs after early stopping.
+	Refit bool `json:"refit"`
 }
 
 func trainRun(c *cli.Context) error {
@@ -97,6 +107,21 @@ func trainRun(c *cli.Context) error {
 	}
 	if c.String("objective") == models.ObjectiveImplicit && !c.IsSet("duplicates") {
 		_ = c.Set("duplicates", string(data.DupSum)) // repeated events add up as confidence
+	}
+	solver, err := completion.ParseSolver(strings.ToLower(c.String("solver")))
+	if err != nil {
+		return cli.Exit("--solver: "+err.Error(), exitUsage)
+	}
+	var timeBiases completion.Toggle
+	if err := timeBiases.UnmarshalText([]byte(strings.ToLower(c.String("time-biases")))); err != nil {
+		return cli.Exit("--time-biases: "+err.Error(), exitUsage)
+	}
+	private := c.String("privacy") != "" && c.String("privacy") != "none"
+	if private && solver == completion.SolverALS {
+		return cli.Exit("--solver als has no private mode yet: the --privacy modes train by SGD (--solver sgd)", exitUsage)
+	}
+	if c.Int("epochs") < 0 {
+		return cli.Exit(fmt.Sprintf("--epochs %d: must be positive", c.Int("epochs")), exitUsage)
 	}
 	// Load.
 	var st *data.Store
@@ -155,6 +180,11 @@ func trainRun(c *cli.Context) error {
 		return err
 	}
 	s := &completion.Settings{
+		Solver:       solver,
+		RegTime:      c.Float64("reg-time"),
+		TimeBiases:   timeBiases,
+		ItemPeriods:  c.Int("item-periods"),
+		RegPair:      c.Float64("reg-pair"),
 		Epochs:       c.Int("epochs"),
 		Threads:      c.Int("threads"),
 		LearningRate: c.Float64("lr"),
@@ -166,10 +196,11 @@ func trainRun(c *cli.Context) error {
 		Patience:     c.Int("patience"),
 		Privacy:      priv,
 	}
-	if s.Epochs <= 0 {
-		return cli.Exit(fmt.Sprintf("--epochs %d: must be positive", s.Epochs), exitUsage)
+	var warnings []string
+	if w := timeBucketWarning(train); w != "" {
+		warnings = append(warnings, w)
 	}
-	bar := newBar(c, int64(s.Epochs), "training")
+	bar := newBar(c, int64(s.Resolved().Epochs), "training")
 	res, err := completion.Train(train, valid, m, s, rng, func(r completion.EpochRecord) {
 		desc := fmt.Sprintf("epoch %d loss %.5g train RMSE %.4f", r.Epoch, r.TrainLoss, r.TrainRMSE)
 		if valid != nil {
@@ -186,6 +217,20 @@ func trainRun(c *cli.Context) error {
 		}
 		return err
 	}
+	refitted := false
+	if valid != nil && c.Bool("refit") && !private && res.BestEpoch > 0 {
+		// Early stopping chose the number of epochs on the held-out part;
+		// the final model is trained on every rating for that many.
+		m2, err := trainRefit(st, res, rng)
+		if err != nil {
+			return fmt.Errorf("refit on all ratings: %w", err)
+		}
+		m, refitted = m2, true
+		info = models.Fingerprint(st)
+		if err := trainClamp(c, m, info); err != nil {
+			return err
+		}
+	}
 	// Save.
 	settingsJSON, err := trainSettingsJSON(res.Settings)
 	if err != nil {
@@ -195,7 +240,11 @@ func trainRun(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	dicts := train.Dicts
+	final := train
+	if refitted {
+		final = st
+	}
+	dicts := final.Dicts
 	if len(dicts) < m.Order() {
 		dicts = append(append([]*data.Dict(nil), dicts...), make([]*data.Dict, m.Order()-len(dicts))...)
 	}
@@ -216,7 +265,7 @@ func trainRun(c *cli.Context) error {
 		},
 		Model:   m,
 		Dicts:   dicts[:m.Order()],
-		Time:    train.Time,
+		Time:    final.Time,
 		Privacy: res.Privacy,
 		Seen:    seen, // every rated item, validation part included (non-private only)
 	}
@@ -227,7 +276,8 @@ func trainRun(c *cli.Context) error {
 	sum := trainSummary{Out: out, Data: src, Kind: kind, Dims: m.Dims, Ranks: m.Ranks,
 		TrainRatings: train.NNZ(), Epochs: len(res.History), BestEpoch: res.BestEpoch,
 		EarlyStopped: res.EarlyStopped, Seconds: time.Since(start).Seconds(), History: res.History,
-		Privacy: res.Privacy, Warnings: inspectPrivacyWarnings(res.Privacy)}
+		Privacy: res.Privacy, Warnings: append(warnings, inspectPrivacyWarnings(res.Privacy)...),
+		Solver: res.Settings.Solver.String(), Refit: refitted}
 	if valid != nil {
 		sum.ValidRatings = valid.NNZ()
 	}
@@ -261,7 +311,11 @@ func trainPrint(c *cli.Context, s *trainSummary) error {
 	if s.EarlyStopped {
 		stop = " (early stop)"
 	}
+	fmt.Fprintf(w, "solver          %s\n", s.Solver)
 	fmt.Fprintf(w, "epochs          %d%s, best epoch %d, %.3gs\n", s.Epochs, stop, s.BestEpoch, s.Seconds)
+	if s.Refit {
+		fmt.Fprintf(w, "refit           on all %d ratings for %d epochs\n", s.TrainRatings+s.ValidRatings, s.BestEpoch)
+	}
 	fmt.Fprintf(w, "train RMSE      %.4f\n", s.TrainRMSE)
 	if s.ValidRMSE != nil {
 		fmt.Fprintf(w, "validation RMSE %.4f\n", *s.ValidRMSE)
@@ -398,4 +452,50 @@ func trainReleasedHistory(h []completion.EpochRecord, r *perturb.Report) []compl
 		out[i] = completion.EpochRecord{Epoch: e.Epoch, LearningRate: e.LearningRate, Seconds: e.Seconds}
 	}
 	return out
+}
+
+// trainRefit trains a fresh model like res.Model on every rating of all for
+// res.BestEpoch epochs, with the settings res used.
+func trainRefit(all *data.Store, res *completion.Result, src rand.Source) (*decomposition.Model, error) {
+	old := res.Model
+	m, err := decomposition.NewModel(old.Kind, all.Dims, old.Ranks, old.HasBias)
+	if err != nil {
+		return nil, err
+	}
+	s := res.Settings
+	s.Epochs, s.Patience = res.BestEpoch, -1
+	if _, err := completion.Train(all, nil, m, &s, src, nil); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// timeBucketWarning warns when most used time buckets of an order-3 store
+// hold fewer than two ratings (the median over non-empty buckets): the time
+// rows and user x time biases then have almost nothing to learn from. Empty
+// buckets cost nothing and are only counted.
+func timeBucketWarning(st *data.Store) string {
+	if st.Order() != 3 || st.Time == nil {
+		return ""
+	}
+	counts := make([]int, st.Dims[2])
+	for _, k := range st.Idx[2] {
+		counts[k]++
+	}
+	var used []int
+	for _, n := range counts {
+		if n > 0 {
+			used = append(used, n)
+		}
+	}
+	if len(used) == 0 {
+		return ""
+	}
+	slices.Sort(used)
+	med := used[len(used)/2]
+	if med >= 2 {
+		return ""
+	}
+	return fmt.Sprintf("--time-unit %s: the median non-empty time bucket holds %d rating (%d buckets used of %d, largest %d): a coarser --time-unit or --time-unit none may fit better",
+		st.Time.Unit, med, len(used), len(counts), used[len(used)-1])
 }

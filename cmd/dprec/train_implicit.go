@@ -39,7 +39,7 @@ func trainImplicitRun(c *cli.Context, st *data.Store, srcName string, rng rand.S
 	if p := c.String("privacy"); p != "" && p != "none" {
 		return cli.Exit("--objective implicit has no private mode: drop --privacy", exitUsage)
 	}
-	for _, f := range []string{"ranks", "lr", "decay", "reg-core", "reg-bias", "patience", "epochs", "validation", "clamp"} {
+	for _, f := range []string{"ranks", "solver", "lr", "decay", "reg-core", "reg-bias", "reg-time", "time-biases", "item-periods", "reg-pair", "refit", "patience", "epochs", "validation", "clamp"} {
 		if c.IsSet(f) {
 			return cli.Exit(fmt.Sprintf("--%s is not used by --objective implicit", f), exitUsage)
 		}

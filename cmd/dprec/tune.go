@@ -1,0 +1,207 @@
+package main
+
+import (
+	crand "crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dprec/dprec/completion"
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/models"
+	"github.com/urfave/cli/v2"
+)
+
+func init() {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "data", Usage: "training rating log (required); tuning never reads a test file", Required: true},
+		&cli.StringFlag{Name: "grid", Usage: `parameters and values, e.g. "rank=10,30 reg=0.1,0.15 solver=als,gibbs" (names: rank, solver, epochs, lr, decay, reg, reg-bias, reg-core, reg-time, reg-pair, item-periods, burn-in, time-biases)`, Required: true},
+		&cli.IntFlag{Name: "random", Usage: "score this many points drawn at random from the grid instead of all of them (0: all)"},
+		&cli.IntFlag{Name: "folds", Usage: "k-fold cross-validation over the training log (0 or 1: one random hold-out of --validation)"},
+		&cli.Float64Flag{Name: "validation", Value: 0.1, Usage: "hold-out fraction when --folds is 0 or 1"},
+		&cli.StringFlag{Name: "model", Value: "cp", Usage: "model kind: cp or tucker"},
+		&cli.IntFlag{Name: "rank", Value: 10, Usage: "rank when the grid has no rank"},
+		&cli.BoolFlag{Name: "bias", Value: true, Usage: "global mean and biases"},
+		&cli.Uint64Flag{Name: "seed", Usage: "seed the folds, random points and training (default: random)"},
+		&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "also train the best point on the whole log and save it here"},
+		&cli.BoolFlag{Name: "force", Usage: "overwrite --out"},
+		&cli.BoolFlag{Name: "json", Usage: "print the table as one JSON document"},
+	}
+	flags = append(flags, dataLoadFlags()...)
+	register(&cli.Command{
+		Name:      "tune",
+		Usage:     "score completion settings on validation folds carved from the training log (grid or random search)",
+		UsageText: `dprec tune --data tr.csv --grid "rank=10,30 reg=0.1,0.15" --folds 3 [--out best.arrow]`,
+		Description: `Every point of the grid is trained on the same folds (or one random hold-out)
+cut from --data and scored by validation RMSE; the table is sorted best first.
+With --out the best point is retrained on the whole log (for the mean number
+of epochs early stopping chose) and saved. Like Surprise's GridSearchCV, it
+never looks at a test set: split one off first with "dprec data split".`,
+		Flags:  flags,
+		Action: tuneRun,
+	})
+}
+
+type tuneSummary struct {
+	Data   string                 `json:"data"`
+	Folds  int                    `json:"folds"`
+	Points []completion.TunePoint `json:"points"`
+	Best   *completion.TunePoint  `json:"best,omitempty"`
+	Out    string                 `json:"out,omitempty"`
+	Secs   float64                `json:"seconds"`
+}
+
+func tuneRun(c *cli.Context) error {
+	start := time.Now()
+	kind := decomposition.Kind(strings.ToLower(c.String("model")))
+	if kind != decomposition.CP && kind != decomposition.Tucker {
+		return cli.Exit(fmt.Sprintf("--model %q: want cp or tucker", c.String("model")), exitUsage)
+	}
+	grid, err := completion.ParseGrid(c.String("grid"))
+	if err != nil {
+		return cli.Exit("--grid: "+err.Error(), exitUsage)
+	}
+	if c.Int("rank") <= 0 || c.Int("folds") < 0 || c.Int("random") < 0 {
+		return cli.Exit("--rank must be positive, --folds and --random at least 0", exitUsage)
+	}
+	if f := c.Float64("validation"); !(f > 0 && f < 1) {
+		return cli.Exit(fmt.Sprintf("--validation %g: want a fraction in (0, 1)", f), exitUsage)
+	}
+	out := c.String("out")
+	if out != "" && !c.Bool("force") {
+		if err := trainCheckOut(out); err != nil {
+			return err
+		}
+	}
+	st, _, err := dataLoad(c, c.String("data"))
+	if err != nil {
+		return err
+	}
+	seed, seeded := seedOf(c)
+	if !seeded {
+		var b [8]byte
+		if _, err := crand.Read(b[:]); err != nil {
+			return err
+		}
+		seed = binary.LittleEndian.Uint64(b[:])
+	}
+	info := models.Fingerprint(st)
+	cfg := &completion.TuneConfig{Kind: kind, Rank: c.Int("rank"), Bias: c.Bool("bias"),
+		Base: completion.Settings{Threads: c.Int("threads")}, Grid: grid, Random: c.Int("random"),
+		Folds: c.Int("folds"), Fraction: c.Float64("validation")}
+	if info.Min < info.Max {
+		cfg.ClampLo, cfg.ClampHi = info.Min, info.Max
+	}
+	bar := newBar(c, 1, "tuning")
+	pts, err := completion.Tune(st, cfg, rand.NewPCG(seed, 0x7475), func(done, total int) {
+		bar.ChangeMax(total)
+		bar.Set(done)
+	})
+	bar.Finish()
+	if err != nil {
+		return err
+	}
+	sum := tuneSummary{Data: c.String("data"), Folds: max(1, cfg.Folds), Points: pts}
+	if len(pts) > 0 && pts[0].Err == "" {
+		sum.Best = &pts[0]
+	}
+	if out != "" {
+		if sum.Best == nil {
+			return fmt.Errorf("no grid point trained without error: nothing to save")
+		}
+		if err := tuneSaveBest(st, cfg, sum.Best, seed, out, c.Bool("force"), info); err != nil {
+			return err
+		}
+		sum.Out = out
+	}
+	sum.Secs = time.Since(start).Seconds()
+	return tunePrint(c, &sum, grid)
+}
+
+// tuneSaveBest trains the best point on the whole log for its mean best
+// epoch count and saves the model.
+func tuneSaveBest(st *data.Store, cfg *completion.TuneConfig, best *completion.TunePoint, seed uint64, out string, force bool, info *models.DataInfo) error {
+	s, rank, err := cfg.Settings(best.Values)
+	if err != nil {
+		return err
+	}
+	s.Epochs, s.Patience = max(1, int(math.Round(best.Epochs))), -1
+	m, err := decomposition.NewModel(cfg.Kind, st.Dims, []int{rank}, cfg.Bias)
+	if err != nil {
+		return err
+	}
+	m.ClampLo, m.ClampHi = cfg.ClampLo, cfg.ClampHi
+	res, err := completion.Train(st, nil, m, &s, rand.NewPCG(seed, 0x6265), nil)
+	if err != nil {
+		return err
+	}
+	settingsJSON, err := trainSettingsJSON(res.Settings)
+	if err != nil {
+		return err
+	}
+	hist, err := json.Marshal(res.History)
+	if err != nil {
+		return err
+	}
+	dicts := append([]*data.Dict(nil), st.Dicts...)
+	for len(dicts) < m.Order() {
+		dicts = append(dicts, nil)
+	}
+	f := &models.File{
+		Header: models.Header{Settings: settingsJSON, History: hist, Data: info,
+			Created: time.Now().UTC().Truncate(time.Second), Software: trainVersion()},
+		Model: m, Dicts: dicts[:m.Order()], Time: st.Time, Privacy: res.Privacy,
+	}
+	return models.Save(out, f, force)
+}
+
+func tunePrint(c *cli.Context, s *tuneSummary, grid []completion.Param) error {
+	w := c.App.Writer
+	if c.Bool("json") {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s)
+	}
+	names := make([]string, len(grid))
+	for i, p := range grid {
+		names[i] = p.Name
+	}
+	fmt.Fprintf(w, "%d points on %s, ", len(s.Points), s.Data)
+	if s.Folds > 1 {
+		fmt.Fprintf(w, "%d-fold cross-validation\n", s.Folds)
+	} else {
+		fmt.Fprintln(w, "one random hold-out")
+	}
+	for _, n := range names {
+		fmt.Fprintf(w, "%-12s ", n)
+	}
+	fmt.Fprintf(w, "%-8s %-8s %s\n", "rmse", "sd", "epochs")
+	for _, p := range s.Points {
+		for _, n := range names {
+			fmt.Fprintf(w, "%-12s ", p.Values[n])
+		}
+		if p.Err != "" {
+			fmt.Fprintf(w, "failed: %s\n", p.Err)
+			continue
+		}
+		fmt.Fprintf(w, "%-8.4f %-8.4f %.1f\n", p.RMSE, p.SD, p.Epochs)
+	}
+	if s.Best != nil {
+		var b []string
+		for _, n := range names {
+			b = append(b, n+"="+s.Best.Values[n])
+		}
+		slices.Sort(b)
+		fmt.Fprintf(w, "best: %s (validation RMSE %.4f)\n", strings.Join(b, " "), s.Best.RMSE)
+	}
+	if s.Out != "" {
+		fmt.Fprintf(w, "saved %s (best point retrained on the whole log)\n", s.Out)
+	}
+	return nil
+}

@@ -1,0 +1,643 @@
+package completion
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+)
+
+// alsTrainer runs alternating least squares (package doc, "ALS").
+type alsTrainer struct {
+	m       *decomposition.Model
+	st      *data.Store
+	vals    []float64
+	cfg     *Settings
+	threads int
+	// start[mo][i]..start[mo][i+1] delimit the entries of row i of mode mo
+	// in ent[mo].
+	start [][]int
+	ent   [][]int32
+	pairs []pairState
+	// work is per-worker scratch, one per thread.
+	work []*alsWork
+}
+
+// pairState is the training-side view of one pair bias.
+type pairState struct {
+	of    []int32 // entry -> position in Keys
+	start []int   // entries of pair p: ent[start[p]:start[p+1]]
+	ent   []int32
+}
+
+type alsWork struct {
+	w    *decomposition.Work
+	idx  []int32
+	a, b []float64 // normal equations (n x n) and right-hand side
+	z    []float64
+	core []float64 // Tucker core accumulator
+}
+
+// groupBy buckets the entry positions 0..len(idx)-1 by their value in idx
+// (counting sort, stable).
+func groupBy(idx []int32, d int) (start []int, ent []int32) {
+	start = make([]int, d+1)
+	for _, i := range idx {
+		start[i+1]++
+	}
+	for i := 0; i < d; i++ {
+		start[i+1] += start[i]
+	}
+	ent = make([]int32, len(idx))
+	next := append([]int(nil), start[:d]...)
+	for e, i := range idx {
+		ent[next[i]] = int32(e)
+		next[i]++
+	}
+	return start, ent
+}
+
+// newPairs builds the model's pair biases from the training positions:
+// a user x time-bucket bias and an item x period bias for order-3 stores.
+func newPairs(m *decomposition.Model, st *data.Store, cfg *Settings) []pairState {
+	m.Pairs = nil
+	if !m.HasBias || st.Order() != 3 || cfg.TimeBiases == ToggleOff {
+		return nil
+	}
+	K := m.Dims[2]
+	periods := min(max(cfg.ItemPeriods, 1), K)
+	specs := []decomposition.PairBias{
+		{A: 0, B: 2, Div: 1},
+		{A: 1, B: 2, Div: (K + periods - 1) / periods},
+	}
+	out := make([]pairState, len(specs))
+	n := st.NNZ()
+	idx := make([]int32, 3)
+	keys := make([]uint64, n)
+	for s := range specs {
+		p := &specs[s]
+		for e := 0; e < n; e++ {
+			idx[0], idx[1], idx[2] = st.Idx[0][e], st.Idx[1][e], st.Idx[2][e]
+			keys[e] = p.Key(idx)
+		}
+		uniq := slices.Clone(keys)
+		slices.Sort(uniq)
+		uniq = slices.Compact(uniq)
+		p.Keys = uniq
+		p.Vals = make([]float64, len(uniq))
+		of := make([]int32, n)
+		for e, k := range keys {
+			i, _ := slices.BinarySearch(uniq, k)
+			of[e] = int32(i)
+		}
+		start, ent := groupBy(of, len(uniq))
+		out[s] = pairState{of: of, start: start, ent: ent}
+	}
+	m.Pairs = specs
+	return out
+}
+
+func newALSTrainer(m *decomposition.Model, st *data.Store, vals []float64, cfg *Settings) *alsTrainer {
+	t := &alsTrainer{m: m, st: st, vals: vals, cfg: cfg, threads: max(1, cfg.Threads)}
+	t.start = make([][]int, m.Order())
+	t.ent = make([][]int32, m.Order())
+	for mo := range m.Dims {
+		t.start[mo], t.ent[mo] = groupBy(st.Idx[mo], m.Dims[mo])
+	}
+	t.pairs = newPairs(m, st, cfg)
+	rmax := slices.Max(m.Ranks) + 1
+	t.work = make([]*alsWork, t.threads)
+	for i := range t.work {
+		t.work[i] = &alsWork{w: m.NewWork(), idx: make([]int32, m.Order()),
+			a: make([]float64, rmax*rmax), b: make([]float64, rmax), z: make([]float64, rmax),
+			core: make([]float64, len(m.Core))}
+	}
+	return t
+}
+
+// entry loads entry e's indices into idx.
+func (t *alsTrainer) entry(e int32, idx []int32) {
+	for mo := range idx {
+		idx[mo] = t.st.Idx[mo][e]
+	}
+}
+
+// pairSum is the sum of the pair biases at entry e.
+func (t *alsTrainer) pairSum(e int32) float64 {
+	s := 0.0
+	for p := range t.pairs {
+		s += t.m.Pairs[p].Vals[t.pairs[p].of[e]]
+	}
+	return s
+}
+
+// offsetWithout is the offset at entry e without mode mo's bias (the pair
+// biases are fixed parameters and stay in).
+func (t *alsTrainer) offsetWithout(e int32, idx []int32, mo int) float64 {
+	m := t.m
+	if !m.HasBias {
+		return 0
+	}
+	s := m.Mean + t.pairSum(e)
+	for k, b := range m.Bias {
+		if k != mo {
+			s += b[idx[k]]
+		}
+	}
+	return s
+}
+
+// parallel runs fn(worker, lo, hi) over [0, n) in chunks of chunk, the
+// chunks handed out dynamically. fn must write only state owned by the
+// indices it is given, so the result does not depend on scheduling.
+func (t *alsTrainer) parallel(n, chunk int, fn func(w, lo, hi int)) {
+	if t.threads == 1 || n <= chunk {
+		fn(0, 0, n)
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < t.threads; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				lo := int(next.Add(int64(chunk))) - chunk
+				if lo >= n {
+					return
+				}
+				fn(w, lo, min(lo+chunk, n))
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// solveMode replaces every row of mode mo (and its bias) by the exact
+// minimiser of the objective with everything else fixed.
+func (t *alsTrainer) solveMode(mo int) error {
+	var bad atomic.Int64
+	bad.Store(-1)
+	t.parallel(t.m.Dims[mo], 64, func(w, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if !t.solveRow(mo, i, t.work[w]) {
+				bad.CompareAndSwap(-1, int64(i))
+			}
+		}
+	})
+	if i := bad.Load(); i >= 0 {
+		return fmt.Errorf("completion: ALS row %d of mode %d: normal equations not positive definite (raise the penalties)", i, mo)
+	}
+	return nil
+}
+
+// solveRow solves row i of mode mo:
+//
+//	min_{x, beta} sum_e (y_e - <z_e, x> - beta)^2 + lambda n_i |x - x0|^2 + lambda_b beta^2
+//
+// with z_e the entry's design vector (d xhat / d row), y_e the value minus
+// the offset without this row's bias, n_i the row's count, x0 = 1 for the
+// time rows of an order-3 model (c_k = 1 + d_k) and 0 otherwise, and
+// lambda = RegTime for the time mode, Reg for the others. Rows with no
+// observation are set to x0 and a zero bias. It reports false when the
+// system is not positive definite.
+func (t *alsTrainer) solveRow(mo, i int, ws *alsWork) bool {
+	m := t.m
+	R := m.Ranks[mo]
+	row := m.Row(mo, i)
+	x0 := 0.0
+	lam := t.cfg.Reg
+	if mo == 2 {
+		x0, lam = 1, t.cfg.RegTime
+	}
+	ents := t.ent[mo][t.start[mo][i]:t.start[mo][i+1]]
+	if len(ents) == 0 {
+		for p := range row {
+			row[p] = x0
+		}
+		if m.HasBias {
+			m.Bias[mo][i] = 0
+		}
+		return true
+	}
+	n := R
+	if m.HasBias {
+		n++
+	}
+	A, b, z := ws.a[:n*n], ws.b[:n], ws.z[:n]
+	clear(A)
+	clear(b)
+	idx := ws.idx
+	cp3 := m.Kind == decomposition.CP && m.Order() == 3
+	for _, e := range ents {
+		t.entry(e, idx)
+		switch {
+		case cp3:
+			u, v := otherModes(mo)
+			fu, fv := m.Row(u, int(idx[u])), m.Row(v, int(idx[v]))
+			for p := 0; p < R; p++ {
+				z[p] = fu[p] * fv[p]
+			}
+		case m.Kind == decomposition.CP:
+			copy(z, m.Row(1-mo, int(idx[1-mo])))
+		default:
+			m.Partial(idx, ws.w)
+			copy(z, ws.w.Factor[mo])
+		}
+		if m.HasBias {
+			z[R] = 1
+		}
+		y := t.vals[e] - t.offsetWithout(e, idx, mo)
+		for p := 0; p < n; p++ {
+			zp := z[p]
+			b[p] += y * zp
+			r := A[p*n : p*n+n]
+			for q := p; q < n; q++ {
+				r[q] += zp * z[q]
+			}
+		}
+	}
+	pen := lam * float64(len(ents))
+	for p := 0; p < R; p++ {
+		A[p*n+p] += pen
+		b[p] += pen * x0
+	}
+	if m.HasBias {
+		A[R*n+R] += t.cfg.RegBias
+	}
+	if !cholSolve(A, b, n) {
+		return false
+	}
+	copy(row, b[:R])
+	if m.HasBias {
+		m.Bias[mo][i] = b[R]
+	}
+	return true
+}
+
+// otherModes returns the two modes of an order-3 model other than mo.
+func otherModes(mo int) (int, int) {
+	switch mo {
+	case 0:
+		return 1, 2
+	case 1:
+		return 0, 2
+	}
+	return 0, 1
+}
+
+// cholSolve solves A x = b for the symmetric positive definite n x n matrix
+// whose upper triangle is in A (row-major), in place: A is overwritten by
+// its Cholesky factor and b by x. It reports false when A is not
+// (numerically) positive definite.
+func cholSolve(A, b []float64, n int) bool {
+	// Upper-triangular U with A = U^T U, computed row by row.
+	for j := 0; j < n; j++ {
+		d := A[j*n+j]
+		for k := 0; k < j; k++ {
+			d -= A[k*n+j] * A[k*n+j]
+		}
+		if !(d > 0) {
+			return false
+		}
+		d = math.Sqrt(d)
+		A[j*n+j] = d
+		for i := j + 1; i < n; i++ {
+			s := A[j*n+i]
+			for k := 0; k < j; k++ {
+				s -= A[k*n+j] * A[k*n+i]
+			}
+			A[j*n+i] = s / d
+		}
+	}
+	// U^T y = b.
+	for i := 0; i < n; i++ {
+		s := b[i]
+		for k := 0; k < i; k++ {
+			s -= A[k*n+i] * b[k]
+		}
+		b[i] = s / A[i*n+i]
+	}
+	// U x = y.
+	for i := n - 1; i >= 0; i-- {
+		s := b[i]
+		for k := i + 1; k < n; k++ {
+			s -= A[i*n+k] * b[k]
+		}
+		b[i] = s / A[i*n+i]
+	}
+	return true
+}
+
+// rawAt is the unclamped prediction at entry e (idx loaded).
+func (t *alsTrainer) rawAt(e int32, idx []int32, w *decomposition.Work) float64 {
+	m := t.m
+	s := 0.0
+	if m.HasBias {
+		s = m.Mean + t.pairSum(e)
+		for k, b := range m.Bias {
+			s += b[idx[k]]
+		}
+	}
+	return s + m.Partial(idx, w)
+}
+
+// solvePairs sets every pair bias to its exact minimiser with the rest
+// fixed: b_p = sum_{e in p} (x_e - xhat_e + b_p) / (n_p + RegPair).
+func (t *alsTrainer) solvePairs() {
+	for p := range t.pairs {
+		ps := &t.pairs[p]
+		vals := t.m.Pairs[p].Vals
+		t.parallel(len(vals), 1024, func(w, lo, hi int) {
+			ws := t.work[w]
+			for k := lo; k < hi; k++ {
+				ents := ps.ent[ps.start[k]:ps.start[k+1]]
+				s := 0.0
+				for _, e := range ents {
+					t.entry(e, ws.idx)
+					s += t.vals[e] - t.rawAt(e, ws.idx, ws.w) + vals[k]
+				}
+				vals[k] = s / (float64(len(ents)) + t.cfg.RegPair)
+			}
+		})
+	}
+}
+
+// solveCore improves the Tucker core by conjugate gradients on its normal
+// equations with the factors fixed:
+//
+//	(sum_e g_e g_e^T + lambda_g N I) G = sum_e g_e y_e + lambda_g N G0
+//
+// where g_e = a ⊗ b (⊗ c) is d xhat_e / d G, y_e the value minus the offset,
+// N the number of observations and G0 the superdiagonal identity (the CP
+// core): the penalty pulls the core towards CP, so a heavily penalised
+// Tucker model is the CP model. A few iterations per sweep, warm-started
+// from the current core, suffice since the factors move between sweeps.
+func (t *alsTrainer) solveCore(iters int) {
+	m := t.m
+	G := m.Core
+	nG := len(G)
+	N := float64(t.st.NNZ())
+	lam := t.cfg.RegCore * N
+	G0 := make([]float64, nG)
+	superdiagonal(G0, m.Ranks)
+	// apply computes out = (sum g g^T) v + lam v, and with rhs also
+	// sum g y (into rhs) in the same pass.
+	n := t.st.NNZ()
+	apply := func(v, out, rhs []float64) {
+		for _, ws := range t.work {
+			clear(ws.core)
+		}
+		var rhsPart [][]float64
+		if rhs != nil {
+			rhsPart = make([][]float64, len(t.work))
+			for w := range rhsPart {
+				rhsPart[w] = make([]float64, nG)
+			}
+		}
+		// Fixed partition of the entries per worker: the sums are added
+		// in a fixed order, so results do not depend on scheduling.
+		var wg sync.WaitGroup
+		for w := range t.work {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ws := t.work[w]
+				lo, hi := w*n/len(t.work), (w+1)*n/len(t.work)
+				for e := lo; e < hi; e++ {
+					t.entry(int32(e), ws.idx)
+					m.Partial(ws.idx, ws.w)
+					g := ws.w.Core
+					d := 0.0
+					for q, gv := range g {
+						d += gv * v[q]
+					}
+					for q, gv := range g {
+						ws.core[q] += gv * d
+					}
+					if rhs != nil {
+						y := t.vals[e]
+						if m.HasBias {
+							y -= m.Mean + t.pairSum(int32(e))
+							for k, b := range m.Bias {
+								y -= b[ws.idx[k]]
+							}
+						}
+						rp := rhsPart[w]
+						for q, gv := range g {
+							rp[q] += gv * y
+						}
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		for q := range out {
+			s := lam * v[q]
+			for _, ws := range t.work {
+				s += ws.core[q]
+			}
+			out[q] = s
+		}
+		if rhs != nil {
+			for q := range rhs {
+				s := lam * G0[q]
+				for _, rp := range rhsPart {
+					s += rp[q]
+				}
+				rhs[q] = s
+			}
+		}
+	}
+	Ap := make([]float64, nG)
+	rhs := make([]float64, nG)
+	apply(G, Ap, rhs)
+	r := make([]float64, nG)
+	for q := range r {
+		r[q] = rhs[q] - Ap[q]
+	}
+	p := slices.Clone(r)
+	rr := dot(r, r)
+	for it := 0; it < iters && rr > 0; it++ {
+		apply(p, Ap, nil)
+		alpha := rr / dot(p, Ap)
+		for q := range G {
+			G[q] += alpha * p[q]
+			r[q] -= alpha * Ap[q]
+		}
+		rr2 := dot(r, r)
+		beta := rr2 / rr
+		rr = rr2
+		for q := range p {
+			p[q] = r[q] + beta*p[q]
+		}
+	}
+}
+
+func dot(a, b []float64) float64 {
+	s := 0.0
+	for i, v := range a {
+		s += v * b[i]
+	}
+	return s
+}
+
+// superdiagonal sets G to the superdiagonal identity of the given ranks.
+func superdiagonal(G []float64, ranks []int) {
+	clear(G)
+	rmin := slices.Min(ranks)
+	for d := 0; d < rmin; d++ {
+		off := 0
+		for _, r := range ranks {
+			off = off*r + d
+		}
+		G[off] = 1
+	}
+}
+
+// sweep runs one ALS sweep: pair biases, every mode's rows and biases in
+// turn, then the Tucker core. It returns the training SSE after the sweep.
+func (t *alsTrainer) sweep() (float64, error) {
+	t.solvePairs()
+	for mo := range t.m.Dims {
+		if err := t.solveMode(mo); err != nil {
+			return 0, err
+		}
+	}
+	if t.m.Core != nil {
+		t.solveCore(3)
+	}
+	return t.sse(), nil
+}
+
+// sse is the sum of squared (unclamped) training residuals.
+func (t *alsTrainer) sse() float64 {
+	n := t.st.NNZ()
+	part := make([]float64, len(t.work))
+	var wg sync.WaitGroup
+	for w := range t.work {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ws := t.work[w]
+			lo, hi := w*n/len(t.work), (w+1)*n/len(t.work)
+			s := 0.0
+			for e := lo; e < hi; e++ {
+				t.entry(int32(e), ws.idx)
+				d := t.vals[e] - t.rawAt(int32(e), ws.idx, ws.w)
+				s += d * d
+			}
+			part[w] = s
+		}()
+	}
+	wg.Wait()
+	s := 0.0
+	for _, v := range part {
+		s += v
+	}
+	return s
+}
+
+// alsRegNorms is the ALS objective's penalty at the current parameters.
+func (t *alsTrainer) alsRegNorms() float64 {
+	m := t.m
+	s := 0.0
+	for mo := range m.Dims {
+		lam, x0 := t.cfg.Reg, 0.0
+		if mo == 2 {
+			lam, x0 = t.cfg.RegTime, 1
+		}
+		for i := 0; i < m.Dims[mo]; i++ {
+			n := float64(t.start[mo][i+1] - t.start[mo][i])
+			for _, v := range m.Row(mo, i) {
+				s += lam * n * (v - x0) * (v - x0)
+			}
+		}
+		if m.HasBias {
+			for _, v := range m.Bias[mo] {
+				s += t.cfg.RegBias * v * v
+			}
+		}
+	}
+	for _, p := range m.Pairs {
+		for _, v := range p.Vals {
+			s += t.cfg.RegPair * v * v
+		}
+	}
+	if m.Core != nil {
+		G0 := make([]float64, len(m.Core))
+		superdiagonal(G0, m.Ranks)
+		N := float64(t.st.NNZ())
+		for q, v := range m.Core {
+			d := v - G0[q]
+			s += t.cfg.RegCore * N * d * d
+		}
+	}
+	return s
+}
+
+// trainALS is Train for SolverALS (called with validated settings).
+func trainALS(train, valid *data.Store, m *decomposition.Model, cfg *Settings, vals []float64, src rand.Source, progress func(EpochRecord)) (*Result, error) {
+	rng := rand.New(src)
+	initModel(m, vals, cfg, rng)
+	t := newALSTrainer(m, train, vals, cfg)
+	if m.Core != nil && !cfg.WarmStart {
+		// Start from the CP core exactly; the factors carry the noise.
+		superdiagonal(m.Core, m.Ranks)
+	}
+	res := &Result{Model: m, Settings: *cfg}
+	good := snapshot(m)
+	best := math.Inf(1)
+	since := 0
+	for ep := 0; ep < cfg.Epochs; ep++ {
+		t0 := time.Now()
+		sse, err := t.sweep()
+		rec := EpochRecord{Epoch: ep + 1, Seconds: time.Since(t0).Seconds()}
+		if err != nil {
+			good.restore(m)
+			return res, err
+		}
+		rec.TrainRMSE = math.Sqrt(sse / float64(train.NNZ()))
+		rec.TrainLoss = sse + t.alsRegNorms()
+		if !finite(rec.TrainLoss) || !modelFinite(m) {
+			good.restore(m)
+			res.History = append(res.History, rec)
+			return res, &ErrDiverged{Epoch: ep + 1, Loss: rec.TrainLoss}
+		}
+		if valid != nil {
+			rec.ValidRMSE = RMSE(m, valid, cfg.Threads)
+		}
+		res.History = append(res.History, rec)
+		if progress != nil {
+			progress(rec)
+		}
+		if valid == nil || cfg.Patience < 0 {
+			good.take(m)
+			res.BestEpoch = ep + 1
+			continue
+		}
+		if rec.ValidRMSE < best {
+			best, since = rec.ValidRMSE, 0
+			good.take(m)
+			res.BestEpoch = ep + 1
+			continue
+		}
+		if since++; since >= cfg.Patience {
+			res.EarlyStopped = true
+			break
+		}
+	}
+	good.restore(m)
+	if !modelFinite(m) {
+		return nil, errors.New("completion: ALS left non-finite parameters")
+	}
+	res.Privacy = cfg.Privacy.Report()
+	return res, nil
+}

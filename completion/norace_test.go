@@ -1,0 +1,5 @@
+//go:build !race
+
+package completion
+
+const raceEnabled = false
