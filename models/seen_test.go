@@ -275,3 +275,36 @@ func TestEvaluateMAPCoveragePopularity(t *testing.T) {
 func appendUvarint(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v) }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// FuzzDecodeSeen: any bytes either decode into a valid seen-items part
+// (sorted distinct items inside the model, counts as announced) or fail
+// with ErrFormat; never a panic or an allocation beyond the input size.
+func FuzzDecodeSeen(f *testing.F) {
+	good := &Exclusions{ptr: []int64{0, 2, 2, 3}, items: []int32{1, 4, 0}}
+	enc, _ := base64.StdEncoding.DecodeString(string(encodeSeen(good)))
+	f.Add(enc, 3, 3, 5)
+	f.Add([]byte{3, 200, 1, 0}, 3, 3, 5)
+	f.Fuzz(func(t *testing.T, raw []byte, users, pairs, items int) {
+		if users < 0 || users > 1000 || pairs < 0 || items <= 0 || items > 1000 {
+			return
+		}
+		e, err := decodeSeen(base64.StdEncoding.EncodeToString(raw), &SeenInfo{Users: users, Pairs: pairs, Encoding: SeenEncoding}, users, items)
+		if err != nil {
+			if !errors.Is(err, ErrFormat) {
+				t.Fatalf("error %v does not wrap ErrFormat", err)
+			}
+			return
+		}
+		if e.Users() != users || e.Pairs() != pairs {
+			t.Fatalf("decoded %d users %d pairs, announced %d %d", e.Users(), e.Pairs(), users, pairs)
+		}
+		for u := 0; u < users; u++ {
+			seg := e.Items(int32(u))
+			for k, j := range seg {
+				if j < 0 || int(j) >= items || (k > 0 && j <= seg[k-1]) {
+					t.Fatalf("user %d items %v", u, seg)
+				}
+			}
+		}
+	})
+}
