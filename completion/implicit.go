@@ -180,8 +180,8 @@ type ImplicitResult struct {
 	History  []ImplicitRecord
 	Settings ImplicitSettings
 	// Cells is the number of distinct observed (user, item) cells after
-	// duplicates and time buckets were added up; Events the number of log
-	// entries.
+	// duplicates and time buckets were added up; Events the number of
+	// store observations (after any merging the loader did).
 	Cells, Events int
 }
 

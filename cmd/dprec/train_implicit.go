@@ -130,7 +130,7 @@ func trainImplicitRun(c *cli.Context, st *data.Store, srcName string, rng rand.S
 		enc.SetIndent("", "  ")
 		return enc.Encode(&sum)
 	}
-	fmt.Fprintf(w, "trained implicit-feedback CP model, rank %d, on %s: %d users x %d items, %d events in %d (user, item) cells", rank, srcName, dims[0], dims[1], sum.Events, sum.Cells)
+	fmt.Fprintf(w, "trained implicit-feedback CP model, rank %d, on %s: %d users x %d items, %d stored observations in %d (user, item) cells", rank, srcName, dims[0], dims[1], sum.Events, sum.Cells)
 	if sum.TimeCollapsed {
 		fmt.Fprint(w, " (time mode collapsed)")
 	}
