@@ -12,11 +12,14 @@ import (
 type DuplicatePolicy string
 
 // Duplicate policies. DupLast keeps the observation that comes last in the
-// input (the default), DupMean averages them, DupError fails the load.
+// input (the default), DupMean averages them, DupSum adds them up,
+// DupError fails the load.
 const (
 	DupLast  DuplicatePolicy = "last"
 	DupMean  DuplicatePolicy = "mean"
 	DupError DuplicatePolicy = "error"
+	// DupSum adds the values up (event counts of implicit feedback).
+	DupSum DuplicatePolicy = "sum"
 )
 
 // ParseDuplicatePolicy parses a policy name; the empty string means DupLast.
@@ -24,10 +27,10 @@ func ParseDuplicatePolicy(s string) (DuplicatePolicy, error) {
 	switch DuplicatePolicy(s) {
 	case "":
 		return DupLast, nil
-	case DupLast, DupMean, DupError:
+	case DupLast, DupMean, DupError, DupSum:
 		return DuplicatePolicy(s), nil
 	}
-	return "", fmt.Errorf("data: unknown duplicate policy %q (want last, mean or error)", s)
+	return "", fmt.Errorf("data: unknown duplicate policy %q (want last, mean, sum or error)", s)
 }
 
 // ErrDuplicate is returned (wrapped) when DupError meets a repeated cell.
@@ -227,12 +230,15 @@ func dedupe(s *Store, policy DuplicatePolicy, ds *DuplicateStats) error {
 			ds.Cells++
 			ds.Dropped += hi - lo - 1
 			switch policy {
-			case DupMean:
+			case DupMean, DupSum:
 				var sum float64
 				for _, e := range perm[lo:hi] {
 					sum += s.Val[e]
 				}
-				s.Val[first] = sum / float64(hi-lo)
+				if policy == DupMean {
+					sum /= float64(hi - lo)
+				}
+				s.Val[first] = sum
 			default: // DupLast
 				s.Val[first] = s.Val[last]
 				if s.Timestamps != nil {

@@ -1,5 +1,7 @@
 package data
 
+import "strings"
+
 // Format names an input or output file format.
 type Format string
 
@@ -20,12 +22,33 @@ const (
 // common names (user: userId, user_id, user; item: movieId, itemId, item_id,
 // item, movie; rating: rating, value, score; time: timestamp, time, ts);
 // for headerless text, the positional order user, item, rating, time.
+//
+// Implicit-feedback logs (clicks, plays) may have no rating column: Rating
+// "-" for files with a header, or an Order without "rating", reads every
+// row with the value 1 (delimited text only). Repeated events then merge
+// by the duplicate policy; DupSum counts them.
 type Columns struct {
 	User, Item, Rating, Time string
 	// Order, for headerless delimited text, gives the role of each column in
 	// file order ("user", "item", "rating", "time", or "-" to ignore); nil
 	// means user,item,rating[,time].
 	Order []string
+}
+
+// NoRating reports whether c says the log has no rating column.
+func (c Columns) NoRating() bool {
+	if c.Rating == "-" {
+		return true
+	}
+	if len(c.Order) == 0 {
+		return false
+	}
+	for _, r := range c.Order {
+		if strings.EqualFold(strings.TrimSpace(r), "rating") {
+			return false
+		}
+	}
+	return true
 }
 
 // LoadOptions configure loading a rating log. The zero value auto-detects

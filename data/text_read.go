@@ -552,7 +552,10 @@ rows:
 			}
 			ids[m] = v
 		}
-		v, reason := textParseFloat(fields[lay.col[textRating]])
+		v, reason := 1.0, ""
+		if lay.col[textRating] >= 0 {
+			v, reason = textParseFloat(fields[lay.col[textRating]])
+		}
 		if reason != "" {
 			if reason == "empty" {
 				reason = "empty rating"

@@ -110,6 +110,10 @@ func textSniff(path string, head []byte, complete bool, hint Format, opts *LoadO
 	}
 	lay := &textLayout{}
 	fields := make([][]byte, 256)
+	minFields := 3 // user, item, rating
+	if opts.Columns.NoRating() {
+		minFields = 2
+	}
 
 	// Delimiter.
 	delim := opts.Delimiter
@@ -132,7 +136,7 @@ func textSniff(path string, head []byte, complete bool, hint Format, opts *LoadO
 		for _, d := range cands {
 			sp := textSplitter{delim: []byte(d), spaces: d == " "}
 			n0 := textCountFields(&sp, lines[0], fields)
-			if n0 < 3 {
+			if n0 < minFields {
 				continue
 			}
 			consistent := true
@@ -205,7 +209,7 @@ func textSniff(path string, head []byte, complete bool, hint Format, opts *LoadO
 			return nil, &ParseError{File: path, Err: fmt.Errorf("%w: the file holds only a header line (%s)", ErrNoData, strings.Join(lay.names, ","))}
 		}
 	}
-	if n0 < 3 {
+	if n0 < minFields {
 		return nil, &ParseError{File: path, Line: nums[0], Err: fmt.Errorf(
 			"%w: the file has only %d column(s) with delimiter %s; need at least user, item and rating columns", ErrFieldCount, n0, textDelimName(delim))}
 	}
@@ -241,7 +245,7 @@ func (lay *textLayout) resolve(path string, ncols int, c Columns, rep *LoadRepor
 			lay.col[r] = i
 		}
 		for r := textUser; r <= textRating; r++ {
-			if lay.col[r] < 0 {
+			if lay.col[r] < 0 && !(r == textRating && c.NoRating()) {
 				return fmt.Errorf("%s: column order %q has no %s column", path, strings.Join(c.Order, ","), textRoleNames[r])
 			}
 		}
@@ -260,6 +264,9 @@ func (lay *textLayout) resolve(path string, ncols int, c Columns, rep *LoadRepor
 			return -1
 		}
 		for r := range lay.col {
+			if r == textRating && c.NoRating() {
+				continue
+			}
 			if given[r] != "" {
 				if lay.col[r] = find(given[r]); lay.col[r] < 0 {
 					return &ParseError{File: path, Err: fmt.Errorf("%w: no %s column %q in the header (columns: %s)",
@@ -288,6 +295,12 @@ func (lay *textLayout) resolve(path string, ncols int, c Columns, rep *LoadRepor
 		if ncols >= 4 {
 			lay.col[textTime] = 3
 		}
+		if c.NoRating() {
+			lay.col = [4]int{0, 1, -1, -1}
+			if ncols >= 3 {
+				lay.col[textTime] = 2
+			}
+		}
 	}
 	for a := range lay.col {
 		for b := a + 1; b < len(lay.col); b++ {
@@ -309,6 +322,9 @@ func (lay *textLayout) resolve(path string, ncols int, c Columns, rep *LoadRepor
 			lay.colMsg[r] = fmt.Sprintf("%d (%s)", i+1, textRoleNames[r])
 		}
 		desc = append(desc, textRoleNames[r]+"="+lay.colMsg[r])
+	}
+	if lay.col[textRating] < 0 {
+		desc = append(desc, "no rating column (every row counts 1)")
 	}
 	if lay.col[textTime] < 0 {
 		desc = append(desc, "no time column")

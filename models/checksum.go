@@ -15,8 +15,10 @@ import (
 // the id (int64, or uint32 length + UTF-8 bytes, or the bucket start time),
 // the bias (when present) and the factor row; then the core; then each
 // pair bias's (key, value) in key order. Numbers are
-// little endian; floats are their IEEE-754 bits.
-func payloadSum(hdr []byte, m *decomposition.Model, dicts []*data.Dict, tb *data.TimeBucketing) [32]byte {
+// little endian; floats are their IEEE-754 bits. When the file has a
+// seen-items part, its stored (base64) bytes follow, preceded by their
+// length; files without one hash exactly as before the part existed.
+func payloadSum(hdr []byte, m *decomposition.Model, dicts []*data.Dict, tb *data.TimeBucketing, seen []byte) [32]byte {
 	h := sha256.New()
 	w := &sumWriter{h: h, buf: make([]byte, 0, 1<<14)}
 	w.u64(uint64(len(hdr)))
@@ -55,6 +57,10 @@ func payloadSum(hdr []byte, m *decomposition.Model, dicts []*data.Dict, tb *data
 			w.u64(k)
 			w.f64(p.Vals[i])
 		}
+	}
+	if seen != nil {
+		w.u64(uint64(len(seen)))
+		w.bytes(seen)
 	}
 	w.flush()
 	var out [32]byte

@@ -46,6 +46,34 @@
 //	               bits), recomputed and compared on load
 //	dprec.seal     "dprec-file-sha256:" + SHA-256 of the whole file with the
 //	               64 digest bytes of each seal copy zeroed
+//	dprec.seen     optional: every user's training items (see below); the
+//	               header's "seen" entry announces it ({users, pairs,
+//	               encoding}) and the payload checksum covers it
+//
+// # Seen items
+//
+// A non-private model stores the items each user has in the training log,
+// so recommend and eval leave them out without the training log. The part
+// is a compressed sparse row structure, varint-encoded and base64'd
+// (SeenEncoding): uvarint users, uvarint pairs, one uvarint count per user,
+// then per user its sorted distinct items as gaps (the first item index,
+// then each item minus the previous minus 1), all uvarint. About 1.5 bytes
+// per (user, item) pair before base64 on ml-latest-small. In Python:
+//
+//	raw = base64.b64decode(schema.metadata[b"dprec.seen"]); pos = 0
+//	def uv():  # LEB128
+//	    global pos; v = s = 0
+//	    while True:
+//	        b = raw[pos]; pos += 1; v |= (b & 127) << s; s += 7
+//	        if b < 128: return v
+//	users, pairs = uv(), uv(); counts = [uv() for _ in range(users)]
+//	# user u's items: prev = -1; repeat counts[u] times: prev += 1 + uv()
+//
+// Load checks every count against the bytes that remain before allocating,
+// every item against the model's item count, and the header's counts. A
+// private model never stores the part (Save refuses, Load rejects it): the
+// items a user rated are the private data. Such models need
+// recommend --exclude-rated.
 //
 // # Loading guarantees
 //
@@ -91,23 +119,50 @@
 // parallel, and emits users in index order; it never holds the users x
 // items matrix.
 //
+// Items a user has seen in training (the seen-items part, and any
+// Exclusions such as recommend --exclude-rated) are skipped, and
+// Exclusions.Allowed restricts every list to a candidate set. A user who has
+// seen every candidate gets an empty list.
+//
+// Rankings from rating models are credibility-weighted by default in the
+// CLI (Predictor.WithShrinkage, DefaultShrinkage): the item-dependent part
+// of the score is multiplied by n_j / (n_j + kappa), n_j the item's number
+// of training users, so items with a handful of ratings no longer fill
+// every list. Implicit-objective models (Header.Objective) score
+// preferences x_u . y_j directly; an unknown user of such a model gets the
+// items by training popularity.
+//
+// SimilarItems and SimilarUsers rank by the cosine of factor embeddings
+// (for an order-3 CP model the rows times the time-averaged time row).
+//
 // # Evaluation
 //
 // Evaluate maps the test log to the model by external id. RMSE and MAE are
 // over all test ratings (fallbacks included, counted per fallback kind).
-// Ranking metrics: a test item is relevant to its user when its test
-// rating >= Threshold. For every test user known to the model with at
-// least one relevant test item, all items of the model are ranked by score
-// at the time of the user's latest test rating, minus the items the user
-// rated in the training log when one is given; with top-k list L and
-// relevant set Rel (distinct items, including items the model does not
-// know, which can never be hit):
+// Ranking metrics score the lists recommend gives: a test item is relevant
+// to its user when its test rating >= Threshold. For every test user known
+// to the model with at least one relevant test item, all items of the
+// model are ranked with the same score recommend uses (the predictor's
+// shrinkage, at EvalOptions.Time: nil averages over the trained period as
+// recommend does without --time), minus the model's seen items (unless
+// IncludeSeen) and the items the user has in EvalOptions.Train; with top-k
+// list L (shorter when fewer items remain) and relevant set Rel (distinct
+// items, including items the model does not know, which can never be hit):
 //
 //	precision@k = |L ∩ Rel| / k
 //	recall@k    = |L ∩ Rel| / |Rel|
 //	NDCG@k      = sum_{r=1..k, L_r in Rel} 1/log2(r+1)  /  sum_{r=1..min(k,|Rel|)} 1/log2(r+1)
+//	AP@k        = sum_{r=1..k, L_r in Rel} (|L_1..L_r ∩ Rel| / r)  /  min(k, |Rel|)
 //
-// each averaged over those users.
+// each averaged over those users (MAP@k is the mean of AP@k), and
+//
+//	coverage    = |union of those users' lists L| / number of items of the model
+//
+// The most-popular baseline (EvalResult.Popularity) gives every one of
+// those users the k items with the most distinct training users (from the
+// seen items, else EvalOptions.Train; ties by item index) minus the same
+// left-out items, and is scored identically, so every model metric has its
+// baseline beside it.
 //
 // # Concurrency
 //

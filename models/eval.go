@@ -23,6 +23,27 @@ type EvalOptions struct {
 	Train *data.Store
 	// Threads bounds parallelism of the ranking; zero means GOMAXPROCS.
 	Threads int
+	// Time is the Unix time the rankings are computed at; nil averages
+	// over the trained period, as recommend does without --time, so eval
+	// scores the lists users receive.
+	Time *int64
+	// IncludeSeen keeps the model's stored seen items (its users' training
+	// items) in the rankings; by default they are left out, as recommend
+	// does.
+	IncludeSeen bool
+}
+
+// RankMetrics are the ranking metrics of one list source (definitions in
+// the package doc), averaged over the ranked users.
+type RankMetrics struct {
+	Precision float64 `json:"precision_at_k"`
+	Recall    float64 `json:"recall_at_k"`
+	NDCG      float64 `json:"ndcg_at_k"`
+	MAP       float64 `json:"map_at_k"`
+	// Distinct is the number of distinct items in the ranked users' top-k
+	// lists; Coverage is Distinct over the model's number of items.
+	Distinct int     `json:"distinct_items"`
+	Coverage float64 `json:"coverage"`
 }
 
 // EvalResult holds the accuracy and ranking metrics of a model on a test
@@ -43,13 +64,21 @@ type EvalResult struct {
 	RankedUsers int `json:"ranked_users"`
 	// SkippedUsers counts test users with a relevant item whom the model
 	// does not know (no ranking is possible for them).
-	SkippedUsers int     `json:"skipped_users"`
-	Precision    float64 `json:"precision_at_k"`
-	Recall       float64 `json:"recall_at_k"`
-	NDCG         float64 `json:"ndcg_at_k"`
+	SkippedUsers int `json:"skipped_users"`
+	// The model's ranking metrics.
+	RankMetrics
+	// Catalogue is the number of items of the model.
+	Catalogue int `json:"catalogue"`
+	// Popularity are the same metrics for the most-popular baseline: every
+	// user gets the items with the most distinct training users (the
+	// model's seen items, else the Train log), minus the same excluded
+	// items. nil when neither is available.
+	Popularity *RankMetrics `json:"popularity,omitempty"`
 	// ExcludedTrain is the number of training ratings removed from the
-	// rankings (0 without a training log).
+	// rankings (0 without a training log); ExcludedSeen the number of the
+	// model's stored seen (user, item) pairs removed.
 	ExcludedTrain int `json:"excluded_train"`
+	ExcludedSeen  int `json:"excluded_seen"`
 }
 
 // Evaluate scores the model on a test log, mapping the test's users and
@@ -109,9 +138,8 @@ func Evaluate(p *Predictor, test *data.Store, opt EvalOptions) (*EvalResult, err
 
 	// Ranking: group the relevant test items by test user.
 	type user struct {
-		u        int32   // model index, -1 unknown
-		rel      []int32 // relevant items (test indices, distinct after sorting)
-		lastTime *int64
+		u   int32   // model index, -1 unknown
+		rel []int32 // relevant items (test indices, distinct after sorting)
 	}
 	byUser := map[int32]*user{}
 	for e, x := range test.Val {
@@ -120,9 +148,6 @@ func Evaluate(p *Predictor, test *data.Store, opt EvalOptions) (*EvalResult, err
 		if us == nil {
 			us = &user{u: umap[tu]}
 			byUser[tu] = us
-		}
-		if t := timeOf(e); t != nil && (us.lastTime == nil || *t > *us.lastTime) {
-			us.lastTime = t
 		}
 		if x >= opt.Threshold {
 			us.rel = append(us.rel, test.Idx[1][e])
@@ -142,63 +167,144 @@ func Evaluate(p *Predictor, test *data.Store, opt EvalOptions) (*EvalResult, err
 		ranked = append(ranked, us)
 	}
 	slices.SortFunc(ranked, func(a, b *user) int { return int(a.u) - int(b.u) })
-	var excl *Exclusions
+	var excl, trainEx *Exclusions
+	if seen := p.f.Seen; seen != nil && !opt.IncludeSeen {
+		excl = seen
+		res.ExcludedSeen = seen.Pairs()
+	}
 	if opt.Train != nil {
 		var err error
-		if excl, err = p.NewExclusions(opt.Train); err != nil {
+		if trainEx, err = p.NewExclusions(opt.Train); err != nil {
 			return nil, err
 		}
-		res.ExcludedTrain = len(excl.items)
+		res.ExcludedTrain = len(trainEx.items)
+		excl = excl.Union(trainEx)
+	}
+	// Popularity: distinct training users per item.
+	var popOrder []int32
+	switch {
+	case p.f.Seen != nil:
+		popOrder = popularityOrder(p.f.Seen.Support(p.m.Dims[1]))
+	case trainEx != nil:
+		popOrder = popularityOrder(trainEx.Support(p.m.Dims[1]))
 	}
 	threads := opt.Threads
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	type metrics struct{ prec, rec, ndcg float64 }
-	out := make([]metrics, len(ranked))
+	J := p.m.Dims[1]
+	res.Catalogue = J
+	type lists struct {
+		model, pop []int32
+		m, b       rankScore
+	}
+	out := make([]lists, len(ranked))
 	var wg sync.WaitGroup
 	for w := 0; w < threads; w++ {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			h := newTopN(min(k, p.m.Dims[1]))
+			h := newTopN(min(k, J))
 			for i := w; i < len(ranked); i += threads {
 				us := ranked[i]
-				q := p.userQuery(us.u, true, us.lastTime)
-				p.scan(&q, &h, excl.Items(us.u))
-				top := p.sorted(&h)
 				rel := make(map[int32]bool, len(us.rel))
 				for _, tj := range us.rel {
 					if j := imap[tj]; j >= 0 {
 						rel[j] = true
 					}
 				}
-				var hits, dcg float64
+				q := p.userQuery(us.u, true, opt.Time)
+				ex := excl.Items(us.u)
+				p.scan(&q, &h, ex)
+				top := p.sorted(&h)
+				l := lists{model: make([]int32, len(top))}
 				for r, s := range top {
-					if rel[s.Item] {
-						hits++
-						dcg += 1 / math.Log2(float64(r+2))
+					l.model[r] = s.Item
+				}
+				l.m = scoreList(l.model, rel, len(us.rel), k)
+				if popOrder != nil {
+					for _, j := range popOrder {
+						if len(l.pop) == k {
+							break
+						}
+						if !excluded(ex, j) {
+							l.pop = append(l.pop, j)
+						}
 					}
+					l.b = scoreList(l.pop, rel, len(us.rel), k)
 				}
-				var idcg float64
-				for r := 0; r < min(k, len(us.rel)); r++ {
-					idcg += 1 / math.Log2(float64(r+2))
-				}
-				out[i] = metrics{hits / float64(k), hits / float64(len(us.rel)), dcg / idcg}
+				out[i] = l
 			}
 		}(w)
 	}
 	wg.Wait()
 	res.RankedUsers = len(ranked)
-	for _, m := range out {
-		res.Precision += m.prec
-		res.Recall += m.rec
-		res.NDCG += m.ndcg
+	var pop RankMetrics
+	seenM, seenB := make([]bool, J), make([]bool, J)
+	for _, l := range out {
+		res.RankMetrics.add(l.m, l.model, seenM)
+		pop.add(l.b, l.pop, seenB)
 	}
-	if n := float64(len(ranked)); n > 0 {
-		res.Precision /= n
-		res.Recall /= n
-		res.NDCG /= n
+	res.RankMetrics.finish(len(ranked), J)
+	if popOrder != nil {
+		pop.finish(len(ranked), J)
+		res.Popularity = &pop
 	}
 	return res, nil
+}
+
+// popularityOrder returns the items by decreasing support, ties by index.
+func popularityOrder(support []int) []int32 {
+	order := make([]int32, len(support))
+	for j := range order {
+		order[j] = int32(j)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int { return support[b] - support[a] })
+	return order
+}
+
+// rankScore holds one user's metrics.
+type rankScore struct{ prec, rec, ndcg, ap float64 }
+
+// scoreList scores a top-k list against the relevant model items rel;
+// nrel counts every distinct relevant test item (known to the model or
+// not).
+func scoreList(top []int32, rel map[int32]bool, nrel, k int) rankScore {
+	var hits, dcg, ap float64
+	for r, j := range top {
+		if rel[j] {
+			hits++
+			dcg += 1 / math.Log2(float64(r+2))
+			ap += hits / float64(r+1)
+		}
+	}
+	var idcg float64
+	for r := 0; r < min(k, nrel); r++ {
+		idcg += 1 / math.Log2(float64(r+2))
+	}
+	return rankScore{hits / float64(k), hits / float64(nrel), dcg / idcg, ap / float64(min(k, nrel))}
+}
+
+func (m *RankMetrics) add(s rankScore, list []int32, seen []bool) {
+	m.Precision += s.prec
+	m.Recall += s.rec
+	m.NDCG += s.ndcg
+	m.MAP += s.ap
+	for _, j := range list {
+		if !seen[j] {
+			seen[j] = true
+			m.Distinct++
+		}
+	}
+}
+
+func (m *RankMetrics) finish(users, items int) {
+	if users > 0 {
+		n := float64(users)
+		m.Precision /= n
+		m.Recall /= n
+		m.NDCG /= n
+		m.MAP /= n
+	}
+	m.Coverage = float64(m.Distinct) / float64(items)
 }

@@ -25,6 +25,11 @@ type File struct {
 	Time *data.TimeBucketing
 	// Privacy is the privacy report (nil is saved as non-private).
 	Privacy *perturb.Report
+	// Seen holds every user's training items (sorted, distinct; see
+	// SeenFromStore), so recommendations leave them out by default. Only
+	// non-private models may store it: the items a user rated are private
+	// data. nil: the file has no seen-items part.
+	Seen *Exclusions
 }
 
 // ErrFormat is wrapped by every error about a file that is not a valid
@@ -115,6 +120,27 @@ func (f *File) check() error {
 			return fmt.Errorf("models: global mean or clamp range is not finite (%v)", v)
 		}
 	}
+	if f.Seen != nil {
+		if f.Privacy.Private() {
+			return errors.New("models: a private model cannot store its users' training items (they are the private data); save it without Seen")
+		}
+		if f.Seen.Users() != m.Dims[0] {
+			return fmt.Errorf("models: seen items for %d users, the model has %d", f.Seen.Users(), m.Dims[0])
+		}
+		for _, j := range f.Seen.items {
+			if j < 0 || int(j) >= m.Dims[1] {
+				return fmt.Errorf("models: seen item %d outside the model's %d items", j, m.Dims[1])
+			}
+		}
+		for u := 0; u < m.Dims[0]; u++ {
+			seg := f.Seen.Items(int32(u))
+			for k := 1; k < len(seg); k++ {
+				if seg[k] <= seg[k-1] {
+					return fmt.Errorf("models: seen items of user %d are not sorted and distinct", u)
+				}
+			}
+		}
+	}
 	if len(f.Dicts) != n {
 		return fmt.Errorf("models: %d dictionaries for %d modes", len(f.Dicts), n)
 	}
@@ -182,6 +208,10 @@ func (f *File) header() Header {
 	if f.Time != nil {
 		t := *f.Time
 		h.Time = &t
+	}
+	h.Seen = nil
+	if f.Seen != nil {
+		h.Seen = &SeenInfo{Users: f.Seen.Users(), Pairs: f.Seen.Pairs(), Encoding: SeenEncoding}
 	}
 	h.Privacy = f.Privacy
 	if h.Privacy == nil {

@@ -67,7 +67,20 @@ type Header struct {
 	Software string    `json:"software,omitempty"`
 	// Privacy is the privacy report; Mode "none" for a non-private model.
 	Privacy *perturb.Report `json:"privacy"`
+	// Objective is the training objective: "" or "rating" (squared error
+	// on the ratings: scores are predicted ratings) or "implicit" (weighted
+	// ALS on implicit feedback: scores are preferences, about 0 to 1, and
+	// the model has no biases and no clamp).
+	Objective string `json:"objective,omitempty"`
+	// Seen describes the seen-items part (nil when the file has none).
+	Seen *SeenInfo `json:"seen,omitempty"`
 }
+
+// Objectives recorded in Header.Objective.
+const (
+	ObjectiveRating   = "rating"
+	ObjectiveImplicit = "implicit"
+)
 
 // DataInfo identifies and summarises the training set of a model. For a
 // private model only NNZ and Dims are kept (see Public): the hash and the

@@ -325,8 +325,24 @@ func Decode(b []byte) (f *File, err error) {
 			}
 		}
 	}
-	raw := fr.Schema().Metadata().Values()[fr.Schema().Metadata().FindKey(metaHeader)]
-	got := payloadSum([]byte(raw), m, f.Dicts, f.Time)
+	md := fr.Schema().Metadata()
+	raw := md.Values()[md.FindKey(metaHeader)]
+	var seenRaw []byte
+	switch k := md.FindKey(metaSeen); {
+	case k >= 0 && h.Seen == nil:
+		return nil, fmt.Errorf("%w: seen items without a header entry", ErrFormat)
+	case k < 0 && h.Seen != nil:
+		return nil, fmt.Errorf("%w: the header announces seen items the file does not hold", ErrFormat)
+	case k >= 0:
+		if f.Privacy.Private() {
+			return nil, fmt.Errorf("%w: a private model with seen items", ErrFormat)
+		}
+		seenRaw = []byte(md.Values()[k])
+		if f.Seen, err = decodeSeen(md.Values()[k], h.Seen, h.Dims[0], h.Dims[1]); err != nil {
+			return nil, err
+		}
+	}
+	got := payloadSum([]byte(raw), m, f.Dicts, f.Time, seenRaw)
 	if hex.EncodeToString(got[:]) != hex.EncodeToString(sum) {
 		return nil, ErrChecksum
 	}

@@ -3,6 +3,7 @@ package models
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/dprec/dprec/data"
@@ -67,12 +68,75 @@ type Predictor struct {
 	// model with biases, else the training mean from the header, else (a
 	// private model without biases) the middle of the clamp range.
 	fallbackMean float64
+
+	// rankWeight[j] = n_j / (n_j + kappa) is the credibility of item j in
+	// rankings (nil: rankings use the plain prediction); see
+	// WithShrinkage.
+	rankWeight []float64
+	shrinkage  float64
+	// itemPrior is the fraction of users who saw each item (implicit
+	// models with seen items): the score of an unknown user.
+	itemPrior []float64
 }
+
+// DefaultShrinkage is the credibility constant kappa of rankings from
+// rating models (see WithShrinkage). It was chosen on a validation split
+// carved from the training part of ml-latest-small only (the training
+// part of `data split --method user --fraction 0.2 --seed 1`, split again
+// the same way with seed 2), as the smallest kappa within 2% of the best
+// validation NDCG@10. Default rating model (Gibbs CP rank 10 with biases):
+// kappa 0, 25, 50, 100, 200, 500, 1000, 10000 gave 0.060, 0.100, 0.107,
+// 0.111, 0.115, 0.117, 0.118, 0.118 (most-popular 0.111); distinct items
+// in the validation users' lists fall from 459 to 163 at 500. The SGD
+// model: 0.038, 0.099, 0.109, 0.113, 0.115, 0.116, 0.116, 0.117. Larger
+// values approach a popularity ranking weighted by the model.
+const DefaultShrinkage = 500
+
+// WithShrinkage returns a Predictor whose rankings (Recommend,
+// RecommendAll, Evaluate) use the credibility-weighted score
+//
+//	s(u,j) = base(u) + z_j (b_j + <w_u, b_j>),  z_j = n_j / (n_j + kappa)
+//
+// instead of the prediction base(u) + b_j + <w_u, b_j>, where n_j is item
+// j's number of distinct training users (from the model's seen items) and
+// base(u) = mu + b_u (+ b_t). This is Buhlmann credibility: the item's
+// estimated departure from the user's baseline is trusted in proportion to
+// its support, so an item rated 5 by its only 5 raters (b_j fitted to a
+// handful of ratings, and <w_u, b_j> likewise) no longer outranks items
+// with thousands of ratings; with kappa = 0, or for a model without seen
+// items or with the implicit objective, rankings use the plain prediction.
+// The returned lists carry the weighted score (and its clamp as Rating:
+// the shrunk estimate of the rating). Predict is unaffected. p itself is
+// not modified.
+func (p *Predictor) WithShrinkage(kappa float64) *Predictor {
+	q := *p
+	q.rankWeight, q.shrinkage = nil, 0
+	if !(kappa > 0) || math.IsInf(kappa, 0) || p.f.Seen == nil || p.f.Header.Objective == ObjectiveImplicit {
+		return &q
+	}
+	sup := p.f.Seen.Support(p.m.Dims[1])
+	q.rankWeight = make([]float64, len(sup))
+	for j, n := range sup {
+		q.rankWeight[j] = float64(n) / (float64(n) + kappa)
+	}
+	q.shrinkage = kappa
+	return &q
+}
+
+// Shrinkage returns the kappa in use (0: none).
+func (p *Predictor) Shrinkage() float64 { return p.shrinkage }
 
 // NewPredictor prepares a Predictor for f.
 func NewPredictor(f *File) *Predictor {
 	m := f.Model
 	p := &Predictor{f: f, m: m, users: f.Dicts[0], items: f.Dicts[1], tb: f.Time}
+	if f.Header.Objective == ObjectiveImplicit && f.Seen != nil && f.Seen.Users() > 0 {
+		sup := f.Seen.Support(m.Dims[1])
+		p.itemPrior = make([]float64, len(sup))
+		for j, n := range sup {
+			p.itemPrior[j] = float64(n) / float64(f.Seen.Users())
+		}
+	}
 	switch {
 	case m.HasBias:
 		p.fallbackMean = m.Mean
@@ -303,6 +367,9 @@ func (p *Predictor) itemBiasAt(k int32) []float64 {
 // raw is the unclamped score of item j for q.
 func (p *Predictor) raw(q *query, j int32) float64 {
 	if q.noBias {
+		if p.itemPrior != nil {
+			return p.itemPrior[j]
+		}
 		return q.base
 	}
 	s := q.base

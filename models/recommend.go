@@ -116,12 +116,27 @@ func excluded(ex []int32, j int32) bool {
 	return ok
 }
 
+// allowed reports whether item j passes the candidate filter of e.
+func (e *Exclusions) allowed(j int32) bool {
+	return e == nil || e.Allowed == nil || (int(j) < len(e.Allowed) && e.Allowed[j])
+}
+
+// rank is the ranking score of item j for q: the raw score, or with
+// shrinkage base + z_j (raw - base) (see WithShrinkage).
+func (p *Predictor) rank(q *query, j int32) float64 {
+	s := p.raw(q, j)
+	if p.rankWeight != nil && !q.noBias {
+		s = q.base + p.rankWeight[j]*(s-q.base)
+	}
+	return s
+}
+
 // scan streams every item through the heap of q, skipping items in the
 // sorted list ex.
 func (p *Predictor) scan(q *query, h *topN, ex []int32) {
 	J := int32(p.m.Dims[1])
 	for j := int32(0); j < J; j++ {
-		s := p.raw(q, j)
+		s := p.rank(q, j)
 		if h.admits(s, j) && !excluded(ex, j) {
 			h.push(s, j)
 		}
@@ -163,6 +178,9 @@ type Exclusions struct {
 	// Unmatched counts observations whose user or item the model does not
 	// know (they cannot be excluded and are ignored).
 	Unmatched int
+	// Allowed, when non-nil, is a candidate filter over the model's items:
+	// only items j with Allowed[j] are recommended to anyone.
+	Allowed []bool
 }
 
 // Items returns the sorted excluded items of model user u.
@@ -287,7 +305,7 @@ func (p *Predictor) RecommendAll(n int, t *int64, threads int, excl *Exclusions,
 					for i := range qs {
 						exs[i] = excl.Items(int32(lo + i))
 					}
-					p.scanBlock(qs, heaps[:len(qs)], exs)
+					p.scanBlock(qs, heaps[:len(qs)], exs, excl)
 					out := make([][]Scored, len(qs))
 					for i := range qs {
 						out[i] = p.sorted(&heaps[i])
@@ -311,7 +329,7 @@ func (p *Predictor) RecommendAll(n int, t *int64, threads int, excl *Exclusions,
 // scanBlock streams the items once through the heaps of a block of users.
 // thr[i] caches the score a candidate must reach (>=, ties resolved by
 // admits) to enter heap i: -Inf until the heap is full, then its minimum.
-func (p *Predictor) scanBlock(qs []query, hs []topN, exs [][]int32) {
+func (p *Predictor) scanBlock(qs []query, hs []topN, exs [][]int32, excl *Exclusions) {
 	m := p.m
 	J := m.Dims[1]
 	Q := m.Ranks[1]
@@ -320,6 +338,7 @@ func (p *Predictor) scanBlock(qs []query, hs []topN, exs [][]int32) {
 	if m.HasBias && len(qs) > 0 {
 		ib = p.itemBiasAt(qs[0].k) // one bucket for the whole call
 	}
+	z := p.rankWeight
 	thr := make([]float64, len(qs))
 	for i := range thr {
 		thr[i] = math.Inf(-1)
@@ -338,27 +357,39 @@ func (p *Predictor) scanBlock(qs []query, hs []topN, exs [][]int32) {
 			w1 := qs[i+1].w[:len(b)]
 			w2 := qs[i+2].w[:len(b)]
 			w3 := qs[i+3].w[:len(b)]
-			s0, s1, s2, s3 := qs[i].base+bj, qs[i+1].base+bj, qs[i+2].base+bj, qs[i+3].base+bj
+			s0, s1, s2, s3 := bj, bj, bj, bj
+			if z == nil {
+				s0, s1, s2, s3 = qs[i].base+bj, qs[i+1].base+bj, qs[i+2].base+bj, qs[i+3].base+bj
+			}
 			for r, x := range b {
 				s0 += w0[r] * x
 				s1 += w1[r] * x
 				s2 += w2[r] * x
 				s3 += w3[r] * x
 			}
+			if z != nil {
+				s0, s1, s2, s3 = qs[i].base+z[j]*s0, qs[i+1].base+z[j]*s1, qs[i+2].base+z[j]*s2, qs[i+3].base+z[j]*s3
+			}
 			for d, s := range [4]float64{s0, s1, s2, s3} {
 				if s >= thr[i+d] {
-					p.offer(&hs[i+d], &thr[i+d], exs[i+d], s, int32(j))
+					p.offer(&hs[i+d], &thr[i+d], exs[i+d], excl, s, int32(j))
 				}
 			}
 		}
 		for ; i < nq; i++ {
 			w := qs[i].w[:len(b)]
-			s := qs[i].base + bj
+			s := bj
+			if z == nil {
+				s = qs[i].base + bj
+			}
 			for r, x := range b {
 				s += w[r] * x
 			}
+			if z != nil {
+				s = qs[i].base + z[j]*s
+			}
 			if s >= thr[i] {
-				p.offer(&hs[i], &thr[i], exs[i], s, int32(j))
+				p.offer(&hs[i], &thr[i], exs[i], excl, s, int32(j))
 			}
 		}
 	}
@@ -366,8 +397,8 @@ func (p *Predictor) scanBlock(qs []query, hs []topN, exs [][]int32) {
 
 // offer pushes (s, j) into h unless it ranks below h's minimum or j is
 // excluded, and updates the cached threshold.
-func (p *Predictor) offer(h *topN, thr *float64, ex []int32, s float64, j int32) {
-	if h.admits(s, j) && !excluded(ex, j) {
+func (p *Predictor) offer(h *topN, thr *float64, ex []int32, excl *Exclusions, s float64, j int32) {
+	if h.admits(s, j) && !excluded(ex, j) && excl.allowed(j) {
 		h.push(s, j)
 		if len(h.score) == h.n {
 			*thr = h.score[0]

@@ -54,13 +54,21 @@ func write(w io.Writer, f *File, version string, edit func([]byte) []byte) error
 	if err != nil {
 		return fmt.Errorf("models: encoding the header: %w", err)
 	}
-	sum := payloadSum(hdr, f.Model, f.Dicts, f.Time)
+	var seen []byte
+	if f.Seen != nil {
+		seen = encodeSeen(f.Seen)
+	}
+	sum := payloadSum(hdr, f.Model, f.Dicts, f.Time, seen)
 	if edit != nil {
 		hdr = edit(hdr)
 	}
+	keys := []string{metaFormat, metaVersion, metaHeader, metaSHA256}
+	vals := []string{FormatName, version, string(hdr), hex.EncodeToString(sum[:])}
+	if seen != nil {
+		keys, vals = append(keys, metaSeen), append(vals, string(seen))
+	}
 	schema := buildSchema(f.Model, arrow.NewMetadata(
-		[]string{metaFormat, metaVersion, metaHeader, metaSHA256, metaSeal},
-		[]string{FormatName, version, string(hdr), hex.EncodeToString(sum[:]), sealPrefix + string(make([]byte, 64))}))
+		append(keys, metaSeal), append(vals, sealPrefix+string(make([]byte, 64)))))
 	var file bytes.Buffer
 	if err := writeArrow(&file, f, schema); err != nil {
 		return err

@@ -17,11 +17,11 @@ func dataLoadFlags() []cli.Flag {
 	const cat = "Input"
 	return []cli.Flag{
 		&cli.StringFlag{Name: "format", Category: cat, Usage: "input format: csv, tsv, dat, arrow, arrows or parquet (default: from the file name, then the content)"},
-		&cli.StringFlag{Name: "columns", Category: cat, Usage: `column roles: a role list for headerless files ("user,item,rating,time", "-" skips a column) or a name mapping ("user=uid,item=mid,rating=stars,time=ts")`},
+		&cli.StringFlag{Name: "columns", Category: cat, Usage: `column roles: a role list for headerless files ("user,item,rating,time", "-" skips a column) or a name mapping ("user=uid,item=mid,rating=stars,time=ts"); a list without rating, or rating=-, reads a log without ratings (every row counts 1)`},
 		&cli.StringFlag{Name: "delimiter", Category: cat, Usage: `field delimiter for text input: ",", "\t" (or "tab"), "::", ";", "|" or " " (default: detected)`},
 		&cli.StringFlag{Name: "header", Category: cat, Value: "auto", Usage: "whether text input has a header row: auto, yes or no"},
 		&cli.StringFlag{Name: "time-unit", Category: cat, Value: "day", Usage: "time bucket of the time mode: hour, day, week, month or none (2-way user x item store)"},
-		&cli.StringFlag{Name: "duplicates", Category: cat, Value: "last", Usage: "repeated (user, item, time bucket) cells: last, mean or error"},
+		&cli.StringFlag{Name: "duplicates", Category: cat, Value: "last", Usage: "repeated (user, item, time bucket) cells: last, mean, sum or error (train --objective implicit: sum unless given)"},
 		&cli.BoolFlag{Name: "skip-invalid", Category: cat, Usage: "skip malformed rows (counted, first reasons shown) instead of failing"},
 		&cli.IntFlag{Name: "threads", Category: cat, Usage: "parsing threads", DefaultText: "number of CPUs"},
 	}
@@ -120,7 +120,8 @@ func dataParseColumns(s string) (data.Columns, error) {
 		}
 		cols.Order = append(cols.Order, role)
 	}
-	for _, r := range []string{"user", "item", "rating"} {
+	// Without a rating column every row counts 1 (implicit feedback).
+	for _, r := range []string{"user", "item"} {
 		if !seen[r] {
 			return cols, fmt.Errorf("--columns %q: no %s column", s, r)
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 
 	"github.com/dprec/dprec/models"
 	"github.com/urfave/cli/v2"
@@ -13,20 +14,29 @@ func init() {
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "model", Aliases: []string{"m"}, Required: true, Usage: "model file"},
 		&cli.StringFlag{Name: "data", Required: true, Usage: "test rating log (read with the input flags)"},
-		&cli.StringFlag{Name: "train", Usage: "training rating log: items a user rated there are left out of that user's ranking"},
-		&cli.IntFlag{Name: "k", Value: 10, Usage: "cut-off of precision@k, recall@k and NDCG@k"},
+		&cli.StringFlag{Name: "train", Usage: "training rating log: items a user rated there are also left out of that user's ranking (the model's own stored training items are left out already)"},
+		&cli.Float64Flag{Name: "shrinkage", Value: models.DefaultShrinkage, Usage: "rating models: rank by the credibility-weighted score base + n/(n+K) (prediction - base), n the item's training users (0: rank by the prediction; needs the model's stored training items)"},
+		&cli.BoolFlag{Name: "include-seen", Usage: "keep the model's stored training items in the rankings (recommend --include-seen)"},
+		&cli.StringFlag{Name: "time", Usage: "rank at this time (as recommend --time); default: averaged over the trained period, as recommend does"},
+		&cli.IntFlag{Name: "k", Value: 10, Usage: "cut-off of precision@k, recall@k, NDCG@k and MAP@k"},
 		&cli.Float64Flag{Name: "threshold", Value: 4, Usage: "a test item is relevant when its test rating is >= threshold"},
 		&cli.BoolFlag{Name: "json", Usage: "JSON output"},
 	}
 	register(&cli.Command{
 		Name:  "eval",
-		Usage: "RMSE, MAE, precision@k, recall@k and NDCG@k of a saved model on a test log",
+		Usage: "RMSE, MAE and the ranking metrics (precision, recall, NDCG, MAP at k, coverage) of a saved model on a test log, beside a most-popular baseline",
 		Description: `Test users and items are matched to the model by external id. RMSE and MAE
 cover every test rating (unknown ids use the documented fallbacks, counted
-per fallback). Ranking metrics average over the test users the model knows
-that have at least one relevant test item: all items are ranked (minus the
-user's --train items), the top k are compared with the relevant test items;
-NDCG uses binary gains and log2(rank+1) discounts.`,
+per fallback; for an --objective implicit model they compare preference
+scores with ratings and mean little). Ranking metrics score the lists
+recommend gives: ranked at the same time (averaged over the trained period
+unless --time), leaving out the model's stored training items (unless
+--include-seen) and the user's --train items; they average over the test
+users the model knows that have at least one relevant test item. NDCG uses
+binary gains and log2(rank+1) discounts; MAP@k divides by min(k, relevant);
+coverage is the distinct items of those users' top-k lists over the
+catalogue. The most-popular baseline (items by distinct training users,
+minus the same left-out items) is printed beside every metric.`,
 		Flags:  append(flags, dataLoadFlags()...),
 		Action: evalRun,
 	})
@@ -37,6 +47,7 @@ func evalRun(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	p = p.WithShrinkage(c.Float64("shrinkage"))
 	opts, err := dataLoadOptions(c)
 	if err != nil {
 		return err
@@ -46,7 +57,10 @@ func evalRun(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	eo := models.EvalOptions{K: c.Int("k"), Threshold: c.Float64("threshold"), Threads: c.Int("threads")}
+	eo := models.EvalOptions{K: c.Int("k"), Threshold: c.Float64("threshold"), Threads: c.Int("threads"), IncludeSeen: c.Bool("include-seen")}
+	if eo.Time, err = predictParseTime(c.String("time")); err != nil {
+		return cli.Exit(fmt.Sprintf("--time: %v", err), exitUsage)
+	}
 	if eo.K <= 0 {
 		return cli.Exit(fmt.Sprintf("--k %d: must be positive", eo.K), exitUsage)
 	}
@@ -66,14 +80,40 @@ func evalRun(c *cli.Context) error {
 		return enc.Encode(res)
 	}
 	fmt.Fprintf(w, "test ratings   %d\n", res.N)
-	fmt.Fprintf(w, "RMSE           %.4f\n", res.RMSE)
-	fmt.Fprintf(w, "MAE            %.4f\n", res.MAE)
-	fmt.Fprintf(w, "precision@%-4d %.4f\n", res.K, res.Precision)
-	fmt.Fprintf(w, "recall@%-7d %.4f\n", res.K, res.Recall)
-	fmt.Fprintf(w, "NDCG@%-9d %.4f\n", res.K, res.NDCG)
+	note := ""
+	if p.File().Header.Objective == models.ObjectiveImplicit {
+		note = "   (implicit model: preference scores against ratings; not meaningful)"
+	}
+	fmt.Fprintf(w, "RMSE           %.4f%s\n", res.RMSE, note)
+	fmt.Fprintf(w, "MAE            %.4f%s\n", res.MAE, note)
+	pop := res.Popularity
+	row := func(name string, v float64, b func(*models.RankMetrics) float64) {
+		if pop != nil {
+			fmt.Fprintf(w, "%-14s %.4f   most-popular %.4f\n", name, v, b(pop))
+			return
+		}
+		fmt.Fprintf(w, "%-14s %.4f\n", name, v)
+	}
+	k := strconv.Itoa(res.K)
+	row("precision@"+k, res.Precision, func(m *models.RankMetrics) float64 { return m.Precision })
+	row("recall@"+k, res.Recall, func(m *models.RankMetrics) float64 { return m.Recall })
+	row("NDCG@"+k, res.NDCG, func(m *models.RankMetrics) float64 { return m.NDCG })
+	row("MAP@"+k, res.MAP, func(m *models.RankMetrics) float64 { return m.MAP })
+	row("coverage", res.Coverage, func(m *models.RankMetrics) float64 { return m.Coverage })
+	fmt.Fprintf(w, "distinct items %d of %d", res.Distinct, res.Catalogue)
+	if pop != nil {
+		fmt.Fprintf(w, "   most-popular %d", pop.Distinct)
+	}
+	fmt.Fprintln(w)
+	if pop == nil {
+		fmt.Fprintln(w, "(no most-popular baseline: the model stores no training items and no --train was given)")
+	}
 	fmt.Fprintf(w, "ranked users   %d (relevance: rating >= %s; %d users unknown to the model skipped", res.RankedUsers, fmtFloat(res.Threshold), res.SkippedUsers)
+	if res.ExcludedSeen > 0 {
+		fmt.Fprintf(w, "; %d stored training items left out", res.ExcludedSeen)
+	}
 	if res.ExcludedTrain > 0 {
-		fmt.Fprintf(w, "; %d training ratings excluded from the rankings", res.ExcludedTrain)
+		fmt.Fprintf(w, "; %d --train ratings left out", res.ExcludedTrain)
 	}
 	fmt.Fprintln(w, ")")
 	keys := make([]string, 0, len(res.Fallbacks))

@@ -96,6 +96,7 @@ var commandExamples = map[string]string{
 	"dprec data synth":                      "dprec data synth --users 200 --items 150 --ratings 8000 --out ratings.csv",
 	"dprec train":                           "dprec train --data tr.csv --time-unit week --rank 10 --out m.arrow",
 	"dprec tune":                            "dprec tune --data tr.csv --grid reg=0.1,0.15,0.2 --folds 3 --out best.arrow",
+	"dprec similar":                         "dprec similar -m topn.arrow --item 31 --top 10",
 	"dprec inspect":                         "dprec inspect m.arrow --json",
 	"dprec predict":                         "dprec predict -m m.arrow --user 1 --item 31 --time 2015-03-01",
 	"dprec recommend":                       "dprec recommend -m m.arrow --user 1 --top 10 --exclude-rated tr.csv",

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/models"
 	"github.com/dprec/dprec/perturb"
 	"github.com/urfave/cli/v2"
@@ -99,6 +100,21 @@ func inspectText(w io.Writer, h *models.Header) {
 	}
 	if len(h.Settings) > 0 {
 		fmt.Fprintf(w, "settings    %s\n", h.Settings)
+	}
+	if h.Seen != nil {
+		fmt.Fprintf(w, "seen items  %d (user, item) pairs of %d users (left out of recommendations)\n", h.Seen.Pairs, h.Seen.Users)
+	}
+	if h.Objective == models.ObjectiveImplicit {
+		var hist []completion.ImplicitRecord
+		if json.Unmarshal(h.History, &hist) == nil && len(hist) > 0 {
+			var secs float64
+			for _, e := range hist {
+				secs += e.Seconds
+			}
+			fmt.Fprintf(w, "training    implicit objective (weighted ALS): %d sweeps in %.3gs; final loss %.6g\n", len(hist), secs, hist[len(hist)-1].Loss)
+		}
+		inspectPrivacyText(w, h.Privacy)
+		return
 	}
 	var hist []struct {
 		Epoch     int     `json:"epoch"`

@@ -323,6 +323,9 @@ func predictFoldIn(c *cli.Context, p *models.Predictor, path string) (models.Row
 	if len(ratings) == 0 {
 		return models.Row{}, "", fmt.Errorf("%s: no rating of an item the model knows (%d unknown items)", path, unknown)
 	}
+	if f.Header.Objective == models.ObjectiveImplicit {
+		return implicitFoldIn(f, path, items, ratings, unknown)
+	}
 	lambda := c.Float64("fold-lambda")
 	if lambda == 0 {
 		reg := completion.DefaultReg

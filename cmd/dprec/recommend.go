@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -26,7 +28,10 @@ func init() {
 		&cli.StringFlag{Name: "user", Usage: "user id"},
 		&cli.StringFlag{Name: "time", Usage: "time of the recommendation (Unix seconds, RFC 3339 or YYYY-MM-DD); default: averaged over the trained period"},
 		&cli.IntFlag{Name: "top", Aliases: []string{"n"}, Value: 10, Usage: "number of items per user"},
-		&cli.StringFlag{Name: "exclude-rated", Usage: "rating log whose (user, item) pairs are left out of the lists (usually the training log; read with the input flags)"},
+		&cli.StringFlag{Name: "exclude-rated", Usage: "rating log whose (user, item) pairs are also left out of the lists (read with the input flags; the model's own training items are left out already)"},
+		&cli.Float64Flag{Name: "shrinkage", Value: models.DefaultShrinkage, Usage: "rating models: rank by the credibility-weighted score base + n/(n+K) (prediction - base), n the item's training users (0: rank by the prediction; needs the model's stored training items)"},
+		&cli.BoolFlag{Name: "include-seen", Usage: "do not leave out the items each user has in the model's training log"},
+		&cli.StringFlag{Name: "items", Usage: "candidate filter: a file of item ids, one per line (optional header line); only these items are recommended"},
 		&cli.StringFlag{Name: "ratings", Usage: "a new user's own ratings (CSV item,rating[,time]) to fold in; those items are excluded"},
 		&cli.Float64Flag{Name: "fold-lambda", Usage: "ridge penalty of the fold-in (default: the model's factor penalty times the number of ratings)"},
 		&cli.BoolFlag{Name: "all-users", Usage: "stream the top-N lists of every user of the model"},
@@ -38,9 +43,14 @@ func init() {
 		Name:  "recommend",
 		Usage: "top-N items for a user, a folded-in new user, or every user (streamed)",
 		Description: `Output columns: user,rank,item,score, where score is the predicted rating
-(clamped to the rating scale; the ranking uses the unclamped value).
---all-users uses a size-N heap per user and never holds the users x items
-score matrix. --threads sets the scoring workers.`,
+(clamped to the rating scale; the ranking uses the unclamped value), or for an
+--objective implicit model the preference score (about 0 to 1).
+Items a user has in the model's training log (stored in the model file) are
+left out unless --include-seen; private models do not store them, so pass
+--exclude-rated TRAIN for those. A user who has seen every candidate gets an
+empty list. --all-users uses a size-N heap per user and never holds the users
+x items score matrix, and reports users/s on stderr. --threads sets the
+scoring workers.`,
 		Flags:  append(flags, dataLoadFlags()...),
 		Action: recommendRun,
 	})
@@ -51,6 +61,7 @@ func recommendRun(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	p = p.WithShrinkage(c.Float64("shrinkage"))
 	n := c.Int("top")
 	if n <= 0 {
 		return cli.Exit(fmt.Sprintf("--top %d: must be positive", n), exitUsage)
@@ -59,18 +70,9 @@ func recommendRun(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("--time: %w", err)
 	}
-	var excl *models.Exclusions
-	if path := c.String("exclude-rated"); path != "" {
-		s, _, err := dataLoad(c, path)
-		if err != nil {
-			return err
-		}
-		if excl, err = p.NewExclusions(s); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		if excl.Unmatched > 0 && !quiet(c) {
-			fmt.Fprintf(c.App.ErrWriter, "dprec: %s: %d ratings of users or items the model does not know were ignored\n", path, excl.Unmatched)
-		}
+	excl, err := recommendExclusions(c, p)
+	if err != nil {
+		return err
 	}
 	if c.Bool("all-users") {
 		if c.IsSet("user") || c.IsSet("ratings") {
@@ -97,18 +99,19 @@ func recommendRun(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
+		u := int32(-1)
 		if user == "" {
 			user = "(folded-in)"
-		} else if u, ok := p.UserIndex(user); ok {
-			ex = recommendMerge(ex, excl.Items(u))
+		} else if k, ok := p.UserIndex(user); ok {
+			u = k
 		}
-		recs, fb = p.RecommendRow(row, t, n, ex)
+		recs, fb = p.RecommendRow(row, t, n, excl.For(u, p.NumItems(), ex))
 	case user != "":
-		var ex []int32
-		if u, ok := p.UserIndex(user); ok {
-			ex = excl.Items(u)
+		u, ok := p.UserIndex(user)
+		if !ok {
+			u = -1
 		}
-		recs, fb = p.Recommend(user, t, n, ex)
+		recs, fb = p.Recommend(user, t, n, excl.For(u, p.NumItems(), nil))
 		if fb&models.UnknownUser != 0 && !quiet(c) {
 			fmt.Fprintf(c.App.ErrWriter, "dprec: unknown user %q: items ranked without a user term (by item bias)\n", user)
 		}
@@ -140,10 +143,101 @@ func recommendRatedItems(p *models.Predictor, path string) ([]int32, error) {
 	return slices.Compact(out), err
 }
 
-func recommendMerge(a, b []int32) []int32 {
-	out := slices.Concat(a, b)
-	slices.Sort(out)
-	return slices.Compact(out)
+// recommendExclusions builds what every list leaves out: the model's seen
+// items (unless --include-seen), the pairs of --exclude-rated, and the
+// candidate filter of --items. Notes go to stderr unless --quiet.
+func recommendExclusions(c *cli.Context, p *models.Predictor) (*models.Exclusions, error) {
+	note := func(format string, a ...any) {
+		if !quiet(c) {
+			fmt.Fprintf(c.App.ErrWriter, "dprec: "+format+"\n", a...)
+		}
+	}
+	var excl *models.Exclusions
+	f := p.File()
+	switch {
+	case c.Bool("include-seen"):
+	case f.Seen != nil:
+		excl = f.Seen
+	case c.String("exclude-rated") == "":
+		note("%s stores no training items (a private or older model): items users already rated may be recommended; pass --exclude-rated TRAIN to leave them out", c.String("model"))
+	}
+	if path := c.String("exclude-rated"); path != "" {
+		s, _, err := dataLoad(c, path)
+		if err != nil {
+			return nil, err
+		}
+		ex, err := p.NewExclusions(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if ex.Unmatched > 0 {
+			note("%s: %d ratings of users or items the model does not know were ignored", path, ex.Unmatched)
+		}
+		excl = excl.Union(ex)
+	}
+	if path := c.String("items"); path != "" {
+		allowed, known, unknown, err := recommendCandidates(p, path)
+		if err != nil {
+			return nil, err
+		}
+		if unknown > 0 {
+			note("%s: %d of %d candidate items are unknown to the model and were ignored", path, unknown, known+unknown)
+		}
+		if known == 0 {
+			return nil, fmt.Errorf("%s: none of the %d candidate items is known to the model", path, unknown)
+		}
+		// A shallow copy: the model's seen items are shared, not modified.
+		e := models.Exclusions{}
+		if excl != nil {
+			e = *excl
+		}
+		e.Allowed = allowed
+		excl = &e
+	}
+	return excl, nil
+}
+
+// recommendCandidates reads an item list (one id per line, first field of
+// a CSV line, blank lines skipped, an optional header line) into a mask over
+// the model's items, counting known and unknown distinct ids.
+func recommendCandidates(p *models.Predictor, path string) (allowed []bool, known, unknown int, err error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	defer fh.Close()
+	allowed = make([]bool, p.NumItems())
+	seenUnknown := map[string]bool{}
+	sc := bufio.NewScanner(fh)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		s := strings.TrimSpace(sc.Text())
+		if i := strings.IndexByte(s, ','); i >= 0 {
+			s = strings.TrimSpace(s[:i])
+		}
+		s = strings.Trim(s, `"`)
+		if s == "" {
+			continue
+		}
+		j, ok := p.ItemIndex(s)
+		switch {
+		case ok && !allowed[j]:
+			allowed[j] = true
+			known++
+		case ok:
+		case line == 1 && known == 0:
+			// A header line (e.g. "item" or "movieId").
+		case !seenUnknown[s]:
+			seenUnknown[s] = true
+			unknown++
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, 0, 0, fmt.Errorf("%s: line %d: %w", path, line+1, err)
+	}
+	return allowed, known, unknown, nil
 }
 
 // recommendList is one user's list in JSON output.
@@ -190,6 +284,12 @@ func recommendAll(c *cli.Context, p *models.Predictor, n int, t *int64, excl *mo
 	out := c.String("out")
 	bar := newBar(c, int64(p.NumUsers()), "recommending")
 	defer bar.Finish()
+	t0 := time.Now()
+	defer func() {
+		if sec := time.Since(t0).Seconds(); !quiet(c) && sec > 0 {
+			fmt.Fprintf(c.App.ErrWriter, "dprec: %d users in %.3gs (%.0f users/s)\n", p.NumUsers(), sec, float64(p.NumUsers())/sec)
+		}
+	}()
 	if (out == "" || out == "-") && (c.Bool("json") || c.Bool("jsonl")) {
 		rw := newRecordWriter(c.App.Writer, c.Bool("jsonl"))
 		err := p.RecommendAll(n, t, threads, excl, func(u int32, recs []models.Scored) error {

@@ -55,6 +55,7 @@ func init() {
 	}
 	flags = append(flags, dataLoadFlags()...)
 	flags = append(flags, trainPrivacyFlags()...)
+	flags = append(flags, trainObjectiveFlags()...)
 	register(&cli.Command{
 		Name:  "train",
 		Usage: "train a CP or Tucker completion model by SGD and save it",
@@ -104,6 +105,9 @@ func trainRun(c *cli.Context) error {
 	if kind != decomposition.CP && kind != decomposition.Tucker {
 		return cli.Exit(fmt.Sprintf("--model %q: want cp or tucker", c.String("model")), exitUsage)
 	}
+	if c.String("objective") == models.ObjectiveImplicit && !c.IsSet("duplicates") {
+		_ = c.Set("duplicates", string(data.DupSum)) // repeated events add up as confidence
+	}
 	solver, err := completion.ParseSolver(strings.ToLower(c.String("solver")))
 	if err != nil {
 		return cli.Exit("--solver: "+err.Error(), exitUsage)
@@ -148,6 +152,13 @@ func trainRun(c *cli.Context) error {
 		seed = binary.LittleEndian.Uint64(b[:])
 	}
 	rng := rand.NewPCG(seed, 0x9e3779b97f4a7c15) // second PCG word: any fixed constant
+	switch obj := c.String("objective"); obj {
+	case models.ObjectiveImplicit:
+		return trainImplicitRun(c, st, src, rng, start)
+	case models.ObjectiveRating, "":
+	default:
+		return cli.Exit(fmt.Sprintf("--objective %q: want rating or implicit", obj), exitUsage)
+	}
 	// Split.
 	frac := c.Float64("validation")
 	if !(frac >= 0 && frac < 1) {
@@ -237,9 +248,12 @@ func trainRun(c *cli.Context) error {
 	if len(dicts) < m.Order() {
 		dicts = append(append([]*data.Dict(nil), dicts...), make([]*data.Dict, m.Order()-len(dicts))...)
 	}
+	var seen *models.Exclusions
 	if res.Privacy != nil && res.Privacy.Private() {
 		// The hash and statistics are functions of the private ratings.
 		info = info.Public()
+	} else if seen, err = models.SeenFromStore(st, m.Dims[0], m.Dims[1]); err != nil {
+		return err
 	}
 	f := &models.File{
 		Header: models.Header{
@@ -253,6 +267,7 @@ func trainRun(c *cli.Context) error {
 		Dicts:   dicts[:m.Order()],
 		Time:    final.Time,
 		Privacy: res.Privacy,
+		Seen:    seen, // every rated item, validation part included (non-private only)
 	}
 	if err := models.Save(out, f, c.Bool("force")); err != nil {
 		return err

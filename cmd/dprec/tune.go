@@ -27,6 +27,8 @@ func init() {
 		&cli.Float64Flag{Name: "validation", Value: 0.1, Usage: "hold-out fraction when --folds is 0 or 1"},
 		&cli.StringFlag{Name: "model", Value: "cp", Usage: "model kind: cp or tucker"},
 		&cli.IntFlag{Name: "rank", Value: 10, Usage: "rank when the grid has no rank"},
+		&cli.StringFlag{Name: "solver", Value: "default", Usage: "solver when the grid has no solver: gibbs, als or sgd (default: gibbs for CP, als for Tucker)"},
+		&cli.IntFlag{Name: "epochs", Usage: "epochs or sweeps when the grid has no epochs (default: the solver's)"},
 		&cli.BoolFlag{Name: "bias", Value: true, Usage: "global mean and biases"},
 		&cli.Uint64Flag{Name: "seed", Usage: "seed the folds, random points and training (default: random)"},
 		&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "also train the best point on the whole log and save it here"},
@@ -62,6 +64,10 @@ func tuneRun(c *cli.Context) error {
 	if kind != decomposition.CP && kind != decomposition.Tucker {
 		return cli.Exit(fmt.Sprintf("--model %q: want cp or tucker", c.String("model")), exitUsage)
 	}
+	solver, err := completion.ParseSolver(strings.ToLower(c.String("solver")))
+	if err != nil {
+		return cli.Exit("--solver: "+err.Error(), exitUsage)
+	}
 	grid, err := completion.ParseGrid(c.String("grid"))
 	if err != nil {
 		return cli.Exit("--grid: "+err.Error(), exitUsage)
@@ -92,7 +98,7 @@ func tuneRun(c *cli.Context) error {
 	}
 	info := models.Fingerprint(st)
 	cfg := &completion.TuneConfig{Kind: kind, Rank: c.Int("rank"), Bias: c.Bool("bias"),
-		Base: completion.Settings{Threads: c.Int("threads")}, Grid: grid, Random: c.Int("random"),
+		Base: completion.Settings{Threads: c.Int("threads"), Solver: solver, Epochs: c.Int("epochs")}, Grid: grid, Random: c.Int("random"),
 		Folds: c.Int("folds"), Fraction: c.Float64("validation")}
 	if info.Min < info.Max {
 		cfg.ClampLo, cfg.ClampHi = info.Min, info.Max

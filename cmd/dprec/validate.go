@@ -43,6 +43,7 @@ var flagChecks = map[string][]flagCheck{
 	},
 	"dprec tune": {
 		oneOf("model", "cp", "tucker"), positiveInt("rank"), nonNegativeInt("folds"), nonNegativeInt("random"),
+		oneOf("solver", "default", "gibbs", "als", "sgd"), positiveInt("epochs"),
 		openFraction("validation"),
 	},
 	"dprec predict":   {checkTime, checkJSONFlags, checkPredictShape, checkPredictOut},

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/dprec/dprec/completion"
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/models"
+	"github.com/urfave/cli/v2"
+)
+
+// trainImplicitCategory groups the implicit-objective flags.
+const trainImplicitCategory = "Implicit objective (--objective implicit)"
+
+// trainObjectiveFlags returns --objective and the implicit-objective flags
+// of `dprec train`.
+func trainObjectiveFlags() []cli.Flag {
+	cat := trainImplicitCategory
+	return []cli.Flag{
+		&cli.StringFlag{Name: "objective", Category: "Model", Value: models.ObjectiveRating, Usage: "rating (squared error on the ratings, SGD) or implicit (weighted ALS on implicit feedback: every event a positive with confidence 1 + alpha f(value), every other cell a zero; recommended for top-N lists)"},
+		&cli.IntFlag{Name: "iterations", Category: cat, Value: completion.DefaultImplicitIterations, Usage: "ALS sweeps"},
+		&cli.Float64Flag{Name: "alpha", Category: cat, Value: completion.DefaultImplicitAlpha, Usage: "confidence scale alpha"},
+		&cli.StringFlag{Name: "confidence", Category: cat, Value: string(completion.DefaultImplicitConfidence), Usage: "f of the confidence: log (log(1+v)), linear (v) or binary (1); v is the sum of a (user, item) cell's values"},
+		&cli.Float64Flag{Name: "unobserved-weight", Category: cat, Value: 1, Usage: "weight w0 of every unobserved cell"},
+	}
+}
+
+// trainImplicitRun trains and saves an implicit-feedback model (the
+// --objective implicit branch of train). The time mode of an order-3 log is
+// collapsed: the model is users x items.
+func trainImplicitRun(c *cli.Context, st *data.Store, srcName string, rng rand.Source, start time.Time) error {
+	if c.String("model") != string(decomposition.CP) {
+		return cli.Exit("--objective implicit trains a CP (matrix factorisation) model: drop --model tucker", exitUsage)
+	}
+	if p := c.String("privacy"); p != "" && p != "none" {
+		return cli.Exit("--objective implicit has no private mode: drop --privacy", exitUsage)
+	}
+	for _, f := range []string{"ranks", "solver", "lr", "decay", "reg-core", "reg-bias", "reg-time", "time-biases", "item-periods", "reg-pair", "refit", "patience", "epochs", "validation", "clamp"} {
+		if c.IsSet(f) {
+			return cli.Exit(fmt.Sprintf("--%s is not used by --objective implicit", f), exitUsage)
+		}
+	}
+	rank := completion.DefaultImplicitRank
+	if c.IsSet("rank") {
+		rank = c.Int("rank")
+	}
+	if rank <= 0 {
+		return cli.Exit(fmt.Sprintf("--rank %d: must be positive", rank), exitUsage)
+	}
+	conf, err := completion.ParseConfidenceFunc(c.String("confidence"))
+	if err != nil {
+		return cli.Exit(err.Error(), exitUsage)
+	}
+	s := &completion.ImplicitSettings{
+		Iterations:       c.Int("iterations"),
+		Alpha:            c.Float64("alpha"),
+		Confidence:       conf,
+		UnobservedWeight: c.Float64("unobserved-weight"),
+		Threads:          c.Int("threads"),
+	}
+	if c.IsSet("reg") {
+		s.Reg = c.Float64("reg")
+	}
+	if c.IsSet("init-scale") {
+		s.InitScale = c.Float64("init-scale")
+	}
+	if s.Iterations <= 0 {
+		return cli.Exit(fmt.Sprintf("--iterations %d: must be positive", s.Iterations), exitUsage)
+	}
+	if len(st.Dicts) < 2 || st.Dicts[0] == nil || st.Dicts[1] == nil {
+		return fmt.Errorf("%s: the log has no user and item dictionaries", srcName)
+	}
+	dims := st.Dims[:2]
+	m, err := decomposition.NewModel(decomposition.CP, dims, []int{rank}, false)
+	if err != nil {
+		return err
+	}
+	bar := newBar(c, int64(s.Iterations), "training (implicit ALS)")
+	res, err := completion.TrainImplicit(st, m, s, rng, func(r completion.ImplicitRecord) {
+		bar.Describe(fmt.Sprintf("sweep %d loss %.6g", r.Iteration, r.Loss))
+		bar.Add(1)
+	})
+	bar.Finish()
+	if err != nil {
+		return err
+	}
+	seen, err := models.SeenFromStore(st, dims[0], dims[1])
+	if err != nil {
+		return err
+	}
+	settings, err := json.Marshal(res.Settings)
+	if err != nil {
+		return err
+	}
+	hist, err := json.Marshal(res.History)
+	if err != nil {
+		return err
+	}
+	info := models.Fingerprint(st)
+	f := &models.File{
+		Header: models.Header{
+			Objective: models.ObjectiveImplicit,
+			Settings:  settings,
+			History:   hist,
+			Data:      info,
+			Created:   time.Now().UTC().Truncate(time.Second),
+			Software:  trainVersion(),
+		},
+		Model: m,
+		Dicts: st.Dicts[:2],
+		Seen:  seen,
+	}
+	out := c.String("out")
+	if err := models.Save(out, f, c.Bool("force")); err != nil {
+		return err
+	}
+	sum := trainImplicitSummary{Out: out, Data: srcName, Objective: models.ObjectiveImplicit, Dims: m.Dims, Rank: rank,
+		Events: res.Events, Cells: res.Cells, TimeCollapsed: st.Order() == 3, Settings: res.Settings,
+		History: res.History, Seconds: time.Since(start).Seconds()}
+	if n := len(res.History); n > 0 {
+		sum.Loss = res.History[n-1].Loss
+	}
+	w := c.App.Writer
+	if c.Bool("json") {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(&sum)
+	}
+	fmt.Fprintf(w, "trained implicit-feedback CP model, rank %d, on %s: %d users x %d items, %d stored observations in %d (user, item) cells", rank, srcName, dims[0], dims[1], sum.Events, sum.Cells)
+	if sum.TimeCollapsed {
+		fmt.Fprint(w, " (time mode collapsed)")
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "confidence      1 + %g %s(v), unobserved weight %g, reg %g\n", res.Settings.Alpha, res.Settings.Confidence, res.Settings.UnobservedWeight, res.Settings.Reg)
+	fmt.Fprintf(w, "sweeps          %d, final loss %.6g, %.3gs\n", len(res.History), sum.Loss, sum.Seconds)
+	fmt.Fprintf(w, "seen items      %d (user, item) pairs stored: recommend leaves them out\n", seen.Pairs())
+	fmt.Fprintf(w, "saved           %s\n", out)
+	return nil
+}
+
+// trainImplicitSummary is what train --objective implicit prints.
+type trainImplicitSummary struct {
+	Out           string                      `json:"out"`
+	Data          string                      `json:"data"`
+	Objective     string                      `json:"objective"`
+	Dims          []int                       `json:"dims"`
+	Rank          int                         `json:"rank"`
+	Events        int                         `json:"events"`
+	Cells         int                         `json:"cells"`
+	TimeCollapsed bool                        `json:"time_collapsed"`
+	Loss          float64                     `json:"loss"`
+	Seconds       float64                     `json:"seconds"`
+	Settings      completion.ImplicitSettings `json:"settings"`
+	History       []completion.ImplicitRecord `json:"history"`
+}
+
+// implicitFoldIn solves a new user's row of an implicit model from their
+// events (values as in training: confidence 1 + alpha f(v), repeats add
+// up), with the model's own settings.
+func implicitFoldIn(f *models.File, path string, items []int32, values []float64, unknown int) (models.Row, string, error) {
+	var s completion.ImplicitSettings
+	if err := json.Unmarshal(f.Header.Settings, &s); err != nil {
+		return models.Row{}, "", fmt.Errorf("%s: implicit settings in the model header: %w", path, err)
+	}
+	m := f.Model
+	x, err := completion.ImplicitFoldIn(m.Factors[1], m.Ranks[1], items, values, &s)
+	if err != nil {
+		return models.Row{}, "", fmt.Errorf("%s: fold-in: %w", path, err)
+	}
+	note := fmt.Sprintf("folded in %d events from %s (implicit objective: confidence 1 + %g %s(v), reg %g)", len(items), path, s.Alpha, s.Confidence, s.Reg)
+	if unknown > 0 {
+		note += fmt.Sprintf("; %d events of unknown items ignored", unknown)
+	}
+	return models.Row{Factor: x}, note, nil
+}
