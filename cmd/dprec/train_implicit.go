@@ -21,7 +21,7 @@ const trainImplicitCategory = "Implicit objective (--objective implicit)"
 func trainObjectiveFlags() []cli.Flag {
 	cat := trainImplicitCategory
 	return []cli.Flag{
-		&cli.StringFlag{Name: "objective", Category: "Model", Value: models.ObjectiveRating, Usage: "rating (squared error on the ratings, SGD) or implicit (weighted ALS on implicit feedback: every event a positive with confidence 1 + alpha f(value), every other cell a zero; recommended for top-N lists)"},
+		&cli.StringFlag{Name: "objective", Category: "Model", Value: models.ObjectiveRating, Usage: "rating (squared error on the ratings; --solver picks the optimiser) or implicit (weighted ALS on implicit feedback: every event a positive with confidence 1 + alpha f(value), every other cell a zero; recommended for top-N lists)"},
 		&cli.IntFlag{Name: "iterations", Category: cat, Value: completion.DefaultImplicitIterations, Usage: "ALS sweeps"},
 		&cli.Float64Flag{Name: "alpha", Category: cat, Value: completion.DefaultImplicitAlpha, Usage: "confidence scale alpha"},
 		&cli.StringFlag{Name: "confidence", Category: cat, Value: string(completion.DefaultImplicitConfidence), Usage: "f of the confidence: log (log(1+v)), linear (v) or binary (1); v is the sum of a (user, item) cell's values"},
