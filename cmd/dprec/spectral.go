@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -41,9 +40,12 @@ Non-UTF-8 text files, unknown word ids and malformed lines are errors naming the
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "corpus", Required: true, Category: in, Usage: "a directory of text documents, a UCI docword.txt[.gz], or a CSV of numeric rows (mog)"},
 			&cli.StringFlag{Name: "vocab", Category: in, Usage: "UCI vocab.txt (default: the docword file's name with docword replaced by vocab, when it exists)"},
-			&cli.IntFlag{Name: "min-count", Category: in, Usage: "text directories: drop words occurring fewer times in the corpus"},
-			&cli.IntFlag{Name: "max-vocab", Category: in, Usage: "text directories: keep only the most frequent words"},
-			&cli.BoolFlag{Name: "keep-stopwords", Category: in, Usage: "text directories: keep English stop words"},
+			&cli.IntFlag{Name: "min-count", Category: in, Usage: "drop words occurring fewer times in the corpus"},
+			&cli.IntFlag{Name: "min-df", Category: in, Usage: "drop words occurring in fewer documents"},
+			&cli.Float64Flag{Name: "max-df", Category: in, Usage: "drop words occurring in more than this fraction of the documents (e.g. 0.5)"},
+			&cli.IntFlag{Name: "max-vocab", Category: in, Usage: "keep only the most frequent words (after the other rules)"},
+			&cli.BoolFlag{Name: "keep-stopwords", Category: in, Usage: "keep the built-in English stop words"},
+			&cli.StringFlag{Name: "stop-words", Category: in, Usage: "FILE of extra stop words (white-space separated; # comments)"},
 			&cli.BoolFlag{Name: "rescale", Category: in, Usage: "mog: divide rows by the largest row norm when it exceeds 1 (sigma2 is divided by its square)"},
 			&cli.StringFlag{Name: "model", Value: "lda", Category: mo, Usage: "stm (single topic), lda or mog (mixture of spherical Gaussians)"},
 			&cli.IntFlag{Name: "topics", Aliases: []string{"k"}, Required: true, Category: mo, Usage: "number of topics / components K"},
@@ -84,14 +86,13 @@ func spectralInput(c *cli.Context, model string) (*otd.Input, *data.CorpusStats,
 		}
 		return &otd.Input{Rows: mat.NewDense(rows.N, rows.D, rows.Data)}, nil, rows.Scale, nil
 	}
-	opts := data.CorpusOptions{MinDocLen: 3, MinCount: c.Int("min-count"), MaxVocab: c.Int("max-vocab"), KeepStopWords: c.Bool("keep-stopwords")}
+	// Read every word (text directories: every token of two letters or
+	// more), then prune by the same rules whatever the format.
+	raw := data.CorpusOptions{MinDocLen: 1, KeepStopWords: true}
 	var corpus *data.Corpus
 	if st.IsDir() {
-		corpus, err = data.ReadTextDir(path, opts)
+		corpus, err = data.ReadTextDir(path, raw)
 	} else {
-		if c.IsSet("min-count") || c.IsSet("max-vocab") {
-			return nil, nil, 0, errors.New("--min-count and --max-vocab apply to text directories only")
-		}
 		vocab := c.String("vocab")
 		if vocab == "" {
 			guess := filepath.Join(filepath.Dir(path), strings.Replace(filepath.Base(path), "docword", "vocab", 1))
@@ -102,10 +103,22 @@ func spectralInput(c *cli.Context, model string) (*otd.Input, *data.CorpusStats,
 				}
 			}
 		}
-		corpus, err = data.ReadUCIBagOfWords(path, vocab, opts)
+		corpus, err = data.ReadUCIBagOfWords(path, vocab, raw)
 	}
 	if err != nil {
 		return nil, nil, 0, err
+	}
+	popts, err := spectralPruneOptions(c)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	corpus, _, err = data.PruneCorpus(corpus, popts)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("%s: %w", path, err)
+	}
+	if k := c.Int("topics"); corpus.V() < k {
+		return nil, nil, 0, fmt.Errorf("%s: after pruning the vocabulary has %d words, fewer than K = %d topics (%s); relax the pruning or lower --topics",
+			path, corpus.V(), k, spectralPruneSummary(corpus.Stats.Pruning))
 	}
 	return &otd.Input{Corpus: corpus}, &corpus.Stats, 1, nil
 }
@@ -398,4 +411,40 @@ func spectralNoteDataDependentInputs(c *cli.Context, r *perturb.Report, method s
 		r.NotCovered = append(r.NotCovered, "vocabulary (chosen from the private documents by tokenisation, --min-count and --max-vocab; pass a public vocabulary through a UCI docword/vocab pair to avoid this)")
 	}
 	r.Notes = append(r.Notes, "N, the number of usable documents or rows after skipping short or empty ones, is treated as public, as in the seeds")
+}
+
+// spectralPruneOptions builds the corpus pruning rules from the flags;
+// a bad value or a missing stop-word file is a usage error.
+func spectralPruneOptions(c *cli.Context) (data.PruneOptions, error) {
+	o := data.PruneOptions{
+		KeepStopWords: c.Bool("keep-stopwords"), MinCount: c.Int("min-count"), MinDF: c.Int("min-df"),
+		MaxDF: c.Float64("max-df"), MaxVocab: c.Int("max-vocab"), MinDocLen: 3,
+	}
+	if o.MinCount < 0 || o.MinDF < 0 || o.MaxVocab < 0 {
+		return o, cli.Exit("--min-count, --min-df and --max-vocab must be non-negative", exitUsage)
+	}
+	if c.IsSet("max-df") && !(o.MaxDF > 0 && o.MaxDF <= 1) {
+		return o, cli.Exit(fmt.Sprintf("--max-df %v: want a fraction of the documents in (0, 1]", o.MaxDF), exitUsage)
+	}
+	if p := c.String("stop-words"); p != "" {
+		ws, err := data.ReadStopWords(p)
+		if err != nil {
+			return o, cli.Exit(fmt.Sprintf("--stop-words: %v", err), exitUsage)
+		}
+		o.ExtraStopWords = ws
+	}
+	return o, nil
+}
+
+// spectralPruneSummary is the one-line account of what pruning removed.
+func spectralPruneSummary(r *data.PruneReport) string {
+	if r == nil {
+		return "no pruning"
+	}
+	s := fmt.Sprintf("removed %d stop words, %d by --min-count, %d by --min-df, %d by --max-df, %d by --max-vocab; skipped %d documents emptied and %d left shorter than 3 words",
+		r.StopWords, r.MinCount, r.MinDF, r.MaxDF, r.MaxVocab, r.EmptiedDocs, r.ShortDocs)
+	if len(r.MaxDFWords) > 0 {
+		s += "; --max-df removed " + strings.Join(r.MaxDFWords, " ")
+	}
+	return s
 }

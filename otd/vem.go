@@ -1,0 +1,361 @@
+package otd
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/dprec/dprec/data"
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/mathext"
+)
+
+// Per-document inference and variational refinement of LDA topics.
+//
+// Both use the mean-field variational family of Blei, Ng and Jordan (2003)
+// for LDA with document-topic prior Dirichlet(alpha): for a document with
+// word counts n_w, the fixed point
+//
+//	phi_wk  ∝ b_kw exp(psi(gamma_k))
+//	gamma_k = alpha_k + sum_w n_w phi_wk
+//
+// (psi the digamma function) is iterated from gamma_k = alpha_k + N_d/K
+// until the mean absolute change of gamma per topic falls below Tol, and
+// the topic proportions are theta = gamma / sum(gamma). InferDocTopics
+// holds the topics fixed, b_kw = beta_kw (the model's distributions).
+//
+// Refine runs batch variational EM (as scikit-learn's
+// LatentDirichletAllocation with learning_method="batch"), started from
+// spectral topics instead of random ones: topic-word variational
+// parameters lambda_kw with prior Dirichlet(eta); the E-step above with
+// b_kw = exp(E[log beta_kw]) = exp(psi(lambda_kw) - psi(sum_v lambda_kv)),
+// warm-started from the previous sweep's gamma; the M-step
+// lambda_kw = eta + sum_d n_dw phi_dwk. The start is
+// lambda_kw = eta + (T/K) a_kw with T the corpus's token count and a_k the
+// spectral topic: every topic gets the same pseudo-count mass, so a topic
+// that the spectral step gave a tiny weight can still gather documents
+// (this is what balances the weights). The refined topics are the
+// posterior means lambda_k / sum_v lambda_kv and the weights the share of
+// the corpus's tokens assigned to each topic, sum_d (gamma_dk - alpha_k) / T.
+
+// InferOptions controls per-document inference. Zero values take the
+// defaults.
+type InferOptions struct {
+	// MaxIters caps the fixed-point iterations per document (default 100).
+	MaxIters int
+	// Tol stops a document's iterations when the mean absolute change of
+	// gamma per topic is below it (default 1e-3, as scikit-learn).
+	Tol float64
+}
+
+func (o *InferOptions) defaults() {
+	if o.MaxIters <= 0 {
+		o.MaxIters = 100
+	}
+	if !(o.Tol > 0) {
+		o.Tol = 1e-3
+	}
+}
+
+// docState is the scratch space of one document's fixed point.
+type docState struct {
+	k       int
+	expElog []float64 // exp(psi(gamma_k))
+	norm    []float64 // per word of the document
+	acc     []float64
+}
+
+func newDocState(k int) *docState {
+	return &docState{k: k, expElog: make([]float64, k), acc: make([]float64, k)}
+}
+
+// fixedPoint iterates the per-document updates on gamma (in place, used
+// as the start) with b the V x K word-major topic weights b[w*K+k].
+func (s *docState) fixedPoint(ws, cs []int32, b, alpha, gamma []float64, opts InferOptions) {
+	k := s.k
+	if cap(s.norm) < len(ws) {
+		s.norm = make([]float64, len(ws))
+	}
+	s.norm = s.norm[:len(ws)]
+	for it := 0; it < opts.MaxIters; it++ {
+		var g0 float64
+		for t := 0; t < k; t++ {
+			g0 += gamma[t]
+		}
+		p0 := mathext.Digamma(g0)
+		for t := 0; t < k; t++ {
+			s.expElog[t] = math.Exp(mathext.Digamma(gamma[t]) - p0)
+			s.acc[t] = 0
+		}
+		for i, w := range ws {
+			row := b[int(w)*k : int(w)*k+k]
+			var z float64
+			for t, x := range row {
+				z += x * s.expElog[t]
+			}
+			if z < 1e-300 {
+				z = 1e-300
+			}
+			r := float64(cs[i]) / z
+			s.norm[i] = z
+			for t, x := range row {
+				s.acc[t] += x * r
+			}
+		}
+		var change float64
+		for t := 0; t < k; t++ {
+			g := alpha[t] + s.expElog[t]*s.acc[t]
+			change += math.Abs(g - gamma[t])
+			gamma[t] = g
+		}
+		if change/float64(k) < opts.Tol {
+			break
+		}
+	}
+}
+
+// addStats adds the document's expected topic-word counts n_w phi_wk
+// (from the last fixed-point pass: expElog and norm) to ss (word-major).
+func (s *docState) addStats(ws, cs []int32, b, ss []float64) {
+	k := s.k
+	for i, w := range ws {
+		row := b[int(w)*k : int(w)*k+k]
+		dst := ss[int(w)*k : int(w)*k+k]
+		r := float64(cs[i]) / s.norm[i]
+		for t, x := range row {
+			dst[t] += x * s.expElog[t] * r
+		}
+	}
+}
+
+// wordMajor returns the K x V topics of A (D x K, columns topics) as the
+// V x K word-major slice b[w*K+k].
+func wordMajor(A *mat.Dense) []float64 {
+	d, k := A.Dims()
+	b := make([]float64, d*k)
+	for w := 0; w < d; w++ {
+		for t := 0; t < k; t++ {
+			b[w*k+t] = A.At(w, t)
+		}
+	}
+	return b
+}
+
+func checkTopics(c *data.Corpus, A *mat.Dense, alpha []float64) error {
+	if c == nil || A == nil {
+		return errors.New("otd: nil corpus or topics")
+	}
+	d, k := A.Dims()
+	if d != c.V() {
+		return fmt.Errorf("otd: topics over %d words, corpus vocabulary has %d", d, c.V())
+	}
+	if len(alpha) != k {
+		return fmt.Errorf("otd: %d alpha values for %d topics", len(alpha), k)
+	}
+	for _, a := range alpha {
+		if !(a > 0) || math.IsInf(a, 0) {
+			return fmt.Errorf("otd: document-topic prior alpha %v must be positive and finite", a)
+		}
+	}
+	return nil
+}
+
+// InferDocTopics returns the N x K topic proportions theta of the corpus's
+// documents (row n: document n), with the topics A (V x K, each column a
+// distribution over the corpus's vocabulary) held fixed and document-topic
+// prior Dirichlet(alpha) (see the comment block atop this file).
+func InferDocTopics(c *data.Corpus, A *mat.Dense, alpha []float64, opts InferOptions) (*mat.Dense, error) {
+	if err := checkTopics(c, A, alpha); err != nil {
+		return nil, err
+	}
+	opts.defaults()
+	_, k := A.Dims()
+	b := wordMajor(A)
+	n := c.NumDocs()
+	theta := mat.NewDense(n, k, nil)
+	st := newDocState(k)
+	gamma := make([]float64, k)
+	for d := 0; d < n; d++ {
+		ws, cs := c.Doc(d)
+		initGamma(gamma, alpha, c.DocLen(d))
+		st.fixedPoint(ws, cs, b, alpha, gamma, opts)
+		var s float64
+		for _, g := range gamma {
+			s += g
+		}
+		for t, g := range gamma {
+			theta.Set(d, t, g/s)
+		}
+	}
+	return theta, nil
+}
+
+func initGamma(gamma, alpha []float64, docLen int64) {
+	for t := range gamma {
+		gamma[t] = alpha[t] + float64(docLen)/float64(len(gamma))
+	}
+}
+
+// RefineOptions controls Refine. Zero values take the defaults.
+type RefineOptions struct {
+	// Sweeps is the number of variational EM sweeps over the corpus
+	// (required, >= 1).
+	Sweeps int
+	// Alpha is the symmetric document-topic prior alpha_k (default 1/K, as
+	// scikit-learn).
+	Alpha float64
+	// Eta is the symmetric topic-word prior (default 1/K, as
+	// scikit-learn).
+	Eta float64
+	// Infer controls the per-document fixed point of each E-step.
+	Infer InferOptions
+	// Progress, if set, receives one report per sweep.
+	Progress ProgressFunc
+}
+
+// Refined is the outcome of Refine.
+type Refined struct {
+	// A is V x K, column k the posterior-mean topic k.
+	A *mat.Dense
+	// Weights are the shares of the corpus's tokens assigned to each topic
+	// (sum 1), in the column order of A.
+	Weights []float64
+	// Alpha is the document-topic prior used (symmetric).
+	Alpha []float64
+	// Theta is N x K: the documents' topic proportions from the last
+	// E-step.
+	Theta *mat.Dense
+}
+
+// Refine runs opts.Sweeps sweeps of batch variational EM for LDA on c
+// started from the topics A0 (V x K, columns distributions: a spectral
+// fit), as documented atop this file. Topics are returned sorted by
+// decreasing weight.
+func Refine(c *data.Corpus, A0 *mat.Dense, opts RefineOptions) (*Refined, error) {
+	if opts.Sweeps < 1 {
+		return nil, fmt.Errorf("otd: refine needs at least one sweep, got %d", opts.Sweeps)
+	}
+	if A0 == nil {
+		return nil, errors.New("otd: nil topics")
+	}
+	v, k := A0.Dims()
+	if opts.Alpha == 0 {
+		opts.Alpha = 1 / float64(k)
+	}
+	if opts.Eta == 0 {
+		opts.Eta = 1 / float64(k)
+	}
+	if !(opts.Eta > 0) || math.IsInf(opts.Eta, 0) {
+		return nil, fmt.Errorf("otd: topic-word prior eta %v must be positive and finite", opts.Eta)
+	}
+	alpha := make([]float64, k)
+	for t := range alpha {
+		alpha[t] = opts.Alpha
+	}
+	if err := checkTopics(c, A0, alpha); err != nil {
+		return nil, err
+	}
+	opts.Infer.defaults()
+	n := c.NumDocs()
+	var tokens float64
+	for _, x := range c.Counts {
+		tokens += float64(x)
+	}
+	// lambda, word-major.
+	lambda := make([]float64, v*k)
+	for w := 0; w < v; w++ {
+		for t := 0; t < k; t++ {
+			a := A0.At(w, t)
+			if !(a > 0) {
+				a = 0
+			}
+			lambda[w*k+t] = opts.Eta + tokens/float64(k)*a
+		}
+	}
+	b := make([]float64, v*k)
+	ss := make([]float64, v*k)
+	gammas := make([]float64, n*k)
+	for d := 0; d < n; d++ {
+		initGamma(gammas[d*k:d*k+k], alpha, c.DocLen(d))
+	}
+	st := newDocState(k)
+	colSum := make([]float64, k)
+	for sweep := 0; sweep < opts.Sweeps; sweep++ {
+		// b = exp(E[log beta]).
+		for t := range colSum {
+			colSum[t] = 0
+		}
+		for i, x := range lambda {
+			colSum[i%k] += x
+		}
+		for t := range colSum {
+			colSum[t] = mathext.Digamma(colSum[t])
+		}
+		for i, x := range lambda {
+			b[i] = math.Exp(mathext.Digamma(x) - colSum[i%k])
+		}
+		for i := range ss {
+			ss[i] = 0
+		}
+		for d := 0; d < n; d++ {
+			ws, cs := c.Doc(d)
+			g := gammas[d*k : d*k+k]
+			st.fixedPoint(ws, cs, b, alpha, g, opts.Infer)
+			st.addStats(ws, cs, b, ss)
+		}
+		for i := range lambda {
+			lambda[i] = opts.Eta + ss[i]
+		}
+		if opts.Progress != nil {
+			opts.Progress("refine", sweep+1, opts.Sweeps)
+		}
+	}
+	// Posterior-mean topics and token shares.
+	for t := range colSum {
+		colSum[t] = 0
+	}
+	for i, x := range lambda {
+		colSum[i%k] += x
+	}
+	w := make([]float64, k)
+	for d := 0; d < n; d++ {
+		for t := 0; t < k; t++ {
+			w[t] += gammas[d*k+t] - alpha[t]
+		}
+	}
+	var ws float64
+	for _, x := range w {
+		ws += x
+	}
+	ord := sortedOrder(w)
+	out := &Refined{A: mat.NewDense(v, k, nil), Weights: make([]float64, k), Alpha: alpha, Theta: mat.NewDense(n, k, nil)}
+	for c2, t := range ord {
+		out.Weights[c2] = w[t] / ws
+		for x := 0; x < v; x++ {
+			out.A.Set(x, c2, lambda[x*k+t]/colSum[t])
+		}
+		for d := 0; d < n; d++ {
+			g := gammas[d*k : d*k+k]
+			var s float64
+			for _, y := range g {
+				s += y
+			}
+			out.Theta.Set(d, c2, g[t]/s)
+		}
+	}
+	return out, nil
+}
+
+// sortedOrder returns the indices of w by decreasing value (stable).
+func sortedOrder(w []float64) []int {
+	ord := make([]int, len(w))
+	for i := range ord {
+		ord[i] = i
+	}
+	for i := 1; i < len(ord); i++ {
+		for j := i; j > 0 && w[ord[j]] > w[ord[j-1]]; j-- {
+			ord[j], ord[j-1] = ord[j-1], ord[j]
+		}
+	}
+	return ord
+}
