@@ -192,10 +192,10 @@ type spectralOutput struct {
 	Eta    float64 `json:"eta,omitempty"`
 	// DocPrior is the document-topic Dirichlet prior used to infer
 	// documents' topic proportions (--doc-topics, spectral infer).
-	DocPrior  []float64         `json:"doc_topic_prior,omitempty"`
-	Topics    []spectralTopic   `json:"topics"`
-	Vocab     []string          `json:"vocab,omitempty"`
-	Privacy   *perturb.Report   `json:"privacy"`
+	DocPrior []float64       `json:"doc_topic_prior,omitempty"`
+	Topics   []spectralTopic `json:"topics"`
+	Vocab    []string        `json:"vocab,omitempty"`
+	Privacy  *perturb.Report `json:"privacy"`
 }
 
 // spectralTopWords returns the n largest entries of a topic column after

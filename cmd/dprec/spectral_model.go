@@ -431,4 +431,3 @@ iterations per document with the model's document-topic prior (see go doc otd.In
 		},
 	}
 }
-
