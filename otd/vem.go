@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 
 	"github.com/dprec/dprec/data"
 	"gonum.org/v1/gonum/mat"
@@ -207,6 +208,21 @@ type RefineOptions struct {
 	// Eta is the symmetric topic-word prior (default 1/K, as
 	// scikit-learn).
 	Eta float64
+	// MinShare: after a sweep (except the last two), every topic whose
+	// share of the corpus's tokens is below MinShare is reborn by
+	// splitting the largest topic (see rebirthTopics). Default 1/(4K);
+	// negative disables.
+	MinShare float64
+	// By default a (K+1)-th background topic is added, fixed at the
+	// corpus's word frequencies (its variational parameters are eta + the
+	// corpus counts and are not updated), with document prior
+	// BackgroundAlpha (default 1): words every document uses at their
+	// corpus rate are explained by it instead of by the K topics, which
+	// keeps generic words out of the top words. It is dropped from the
+	// output (its share is reported). NoBackground disables it (plain
+	// LDA).
+	NoBackground    bool
+	BackgroundAlpha float64
 	// Infer controls the per-document fixed point of each E-step.
 	Infer InferOptions
 	// Progress, if set, receives one report per sweep.
@@ -225,6 +241,11 @@ type Refined struct {
 	// Theta is N x K: the documents' topic proportions from the last
 	// E-step.
 	Theta *mat.Dense
+	// Rebirths counts topics replaced by splitting the largest one.
+	Rebirths int
+	// BackgroundShare is the share of the tokens assigned to the
+	// background topic (0 with RefineOptions.NoBackground).
+	BackgroundShare float64
 }
 
 // Refine runs opts.Sweeps sweeps of batch variational EM for LDA on c
@@ -255,21 +276,39 @@ func Refine(c *data.Corpus, A0 *mat.Dense, opts RefineOptions) (*Refined, error)
 	if err := checkTopics(c, A0, alpha); err != nil {
 		return nil, err
 	}
+	// Internal topics: the K topics, then the fixed background (bg >= 0).
+	K, bg := k, -1
+	if !opts.NoBackground {
+		if opts.BackgroundAlpha == 0 {
+			opts.BackgroundAlpha = 1
+		}
+		if !(opts.BackgroundAlpha > 0) || math.IsInf(opts.BackgroundAlpha, 0) {
+			return nil, fmt.Errorf("otd: background prior %v must be positive and finite", opts.BackgroundAlpha)
+		}
+		bg = k
+		k++
+		alpha = append(alpha, opts.BackgroundAlpha)
+	}
 	opts.Infer.defaults()
 	n := c.NumDocs()
 	var tokens float64
-	for _, x := range c.Counts {
+	cf := make([]float64, v)
+	for i, x := range c.Counts {
 		tokens += float64(x)
+		cf[c.Words[i]] += float64(x)
 	}
 	// lambda, word-major.
 	lambda := make([]float64, v*k)
 	for w := 0; w < v; w++ {
-		for t := 0; t < k; t++ {
+		for t := 0; t < K; t++ {
 			a := A0.At(w, t)
 			if !(a > 0) {
 				a = 0
 			}
-			lambda[w*k+t] = opts.Eta + tokens/float64(k)*a
+			lambda[w*k+t] = opts.Eta + tokens/float64(K)*a
+		}
+		if bg >= 0 {
+			lambda[w*k+bg] = opts.Eta + cf[w]
 		}
 	}
 	b := make([]float64, v*k)
@@ -280,6 +319,10 @@ func Refine(c *data.Corpus, A0 *mat.Dense, opts RefineOptions) (*Refined, error)
 	}
 	st := newDocState(k)
 	colSum := make([]float64, k)
+	if opts.MinShare == 0 {
+		opts.MinShare = 0.25 / float64(K)
+	}
+	rebirths := 0
 	for sweep := 0; sweep < opts.Sweeps; sweep++ {
 		// b = exp(E[log beta]).
 		for t := range colSum {
@@ -304,7 +347,12 @@ func Refine(c *data.Corpus, A0 *mat.Dense, opts RefineOptions) (*Refined, error)
 			st.addStats(ws, cs, b, ss)
 		}
 		for i := range lambda {
-			lambda[i] = opts.Eta + ss[i]
+			if i%k != bg {
+				lambda[i] = opts.Eta + ss[i]
+			}
+		}
+		if sweep < opts.Sweeps-2 && opts.MinShare >= 0 {
+			rebirths += rebirthTopics(c, lambda, gammas, alpha, opts.Eta, tokens, opts.MinShare, bg)
 		}
 		if opts.Progress != nil {
 			opts.Progress("refine", sweep+1, opts.Sweeps)
@@ -323,19 +371,25 @@ func Refine(c *data.Corpus, A0 *mat.Dense, opts RefineOptions) (*Refined, error)
 			w[t] += gammas[d*k+t] - alpha[t]
 		}
 	}
-	var ws float64
-	for _, x := range w {
-		ws += x
+	var ws, wall float64
+	for t, x := range w {
+		wall += x
+		if t != bg {
+			ws += x
+		}
 	}
-	ord := sortedOrder(w)
-	out := &Refined{A: mat.NewDense(v, k, nil), Weights: make([]float64, k), Alpha: alpha, Theta: mat.NewDense(n, k, nil)}
+	ord := sortedOrder(w[:K])
+	out := &Refined{A: mat.NewDense(v, K, nil), Weights: make([]float64, K), Alpha: alpha[:K], Theta: mat.NewDense(n, K, nil), Rebirths: rebirths}
+	if bg >= 0 {
+		out.BackgroundShare = w[bg] / wall
+	}
 	for c2, t := range ord {
 		out.Weights[c2] = w[t] / ws
 		for x := 0; x < v; x++ {
 			out.A.Set(x, c2, lambda[x*k+t]/colSum[t])
 		}
 		for d := 0; d < n; d++ {
-			g := gammas[d*k : d*k+k]
+			g := gammas[d*k : d*k+K]
 			var s float64
 			for _, y := range g {
 				s += y
@@ -359,3 +413,166 @@ func sortedOrder(w []float64) []int {
 	}
 	return ord
 }
+
+// rebirthTopics replaces every topic whose token share is below minShare
+// by one half of a split of the currently largest topic, and returns the
+// number replaced. Variational EM cannot move a topic out of a poor local
+// optimum (a spectral component on a few rare words, such as one
+// author's signature, keeps a tiny share sweep after sweep), while a
+// large topic often mixes several themes. The split is a spectral
+// bisection: the documents whose largest proportion is the big topic L
+// are projected on the leading principal direction of their
+// length-normalised word counts (power iteration on the centred matrix,
+// from a fixed start); those on the positive side become topic L
+// (lambda_L = eta + their word counts) and the others the reborn topic.
+// Their gammas are reset so that the next E-step reassigns them freely.
+func rebirthTopics(c *data.Corpus, lambda, gammas, alpha []float64, eta, tokens, minShare float64, fixed int) int {
+	n := c.NumDocs()
+	k := len(alpha)
+	v := c.V()
+	share := make([]float64, k)
+	for d := 0; d < n; d++ {
+		for t := 0; t < k; t++ {
+			share[t] += (gammas[d*k+t] - alpha[t]) / tokens
+		}
+	}
+	born := 0
+	for {
+		dead, big := -1, -1
+		for t := 0; t < k; t++ {
+			if t == fixed {
+				continue
+			}
+			if share[t] < minShare && (dead < 0 || share[t] < share[dead]) {
+				dead = t
+			}
+			if big < 0 || share[t] > share[big] {
+				big = t
+			}
+		}
+		if dead < 0 || big == dead || share[big] < 2*minShare {
+			return born
+		}
+		var docs []int
+		for d := 0; d < n; d++ {
+			g := gammas[d*k : d*k+k]
+			best := 0
+			for t := 1; t < k; t++ {
+				if t != fixed && g[t] > g[best] {
+					best = t
+				}
+			}
+			if best == big {
+				docs = append(docs, d)
+			}
+		}
+		if len(docs) < 2 {
+			return born
+		}
+		side := bisect(c, docs, v)
+		for w := 0; w < v; w++ {
+			lambda[w*k+big] = eta
+			lambda[w*k+dead] = eta
+		}
+		var na float64
+		for i, d := range docs {
+			t := dead
+			if side[i] {
+				t = big
+				na++
+			}
+			ws, cs := c.Doc(d)
+			for j, w := range ws {
+				lambda[int(w)*k+t] += float64(cs[j])
+			}
+			initGamma(gammas[d*k:d*k+k], alpha, c.DocLen(d))
+		}
+		f := na / float64(len(docs))
+		share[dead] = share[big] * (1 - f)
+		share[big] *= f
+		born++
+	}
+}
+
+// bisect splits docs by the sign of their projection on the leading
+// principal direction of their length-normalised word-count vectors
+// (30 power iterations on the centred matrix from a fixed start). It
+// returns true for the documents on the positive side; if one side would
+// be empty, the split is at the median projection instead.
+func bisect(c *data.Corpus, docs []int, v int) []bool {
+	mean := make([]float64, v)
+	inv := make([]float64, len(docs))
+	for i, d := range docs {
+		inv[i] = 1 / float64(c.DocLen(d))
+		ws, cs := c.Doc(d)
+		for j, w := range ws {
+			mean[w] += float64(cs[j]) * inv[i] / float64(len(docs))
+		}
+	}
+	x := make([]float64, v)
+	for w := range x {
+		x[w] = math.Sin(float64(w) + 1)
+	}
+	u := make([]float64, len(docs))
+	y := make([]float64, v)
+	project := func() {
+		var mx float64
+		for w := range x {
+			mx += mean[w] * x[w]
+		}
+		for i, d := range docs {
+			ws, cs := c.Doc(d)
+			var s float64
+			for j, w := range ws {
+				s += float64(cs[j]) * inv[i] * x[w]
+			}
+			u[i] = s - mx
+		}
+	}
+	for it := 0; it < 30; it++ {
+		project()
+		var su float64
+		for w := range y {
+			y[w] = 0
+		}
+		for i, d := range docs {
+			ws, cs := c.Doc(d)
+			for j, w := range ws {
+				y[w] += float64(cs[j]) * inv[i] * u[i]
+			}
+			su += u[i]
+		}
+		var norm float64
+		for w := range y {
+			y[w] -= mean[w] * su
+			norm += y[w] * y[w]
+		}
+		if norm == 0 {
+			break
+		}
+		norm = math.Sqrt(norm)
+		for w := range y {
+			x[w] = y[w] / norm
+		}
+	}
+	project()
+	side := make([]bool, len(docs))
+	pos := 0
+	for i := range u {
+		side[i] = u[i] > 0
+		if side[i] {
+			pos++
+		}
+	}
+	if pos == 0 || pos == len(docs) {
+		s := append([]float64(nil), u...)
+		sortFloats(s)
+		med := s[len(s)/2]
+		for i := range u {
+			side[i] = u[i] >= med
+		}
+	}
+	return side
+}
+
+func sortFloats(s []float64) { sort.Float64s(s) }

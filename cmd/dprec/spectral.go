@@ -53,6 +53,7 @@ Non-UTF-8 text files, unknown word ids and malformed lines are errors naming the
 			&cli.IntFlag{Name: "topics", Aliases: []string{"k"}, Category: mo, Usage: "number of topics / components K (required)"},
 			&cli.IntFlag{Name: "refine", Category: mo, Usage: "lda, stm: N sweeps of variational EM for LDA started from the spectral topics (non-private runs only)"},
 			&cli.Float64Flag{Name: "eta", Category: mo, Usage: "--refine: topic-word Dirichlet prior (default 1/K)"},
+			&cli.BoolFlag{Name: "background", Value: true, Category: mo, Usage: "--refine: a background topic fixed at the corpus word frequencies absorbs generic words (dropped from the output; --background=false: plain LDA)"},
 			&cli.Float64Flag{Name: "alpha0", Value: 1, Category: mo, Usage: "lda: Dirichlet concentration sum_k alpha_k"},
 			&cli.Float64Flag{Name: "sigma2", Category: mo, Usage: "mog: common component variance (in the units of the input rows)"},
 			&cli.StringFlag{Name: "estimator", Value: "all-triples", Category: mo, Usage: "stm moments: all-triples (unbiased, every word) or first-three"},
@@ -333,7 +334,8 @@ func spectralRun(c *cli.Context) error {
 		docPrior = spectralDocPrior(model, opts.Alpha0, res)
 		if refine > 0 {
 			eta = c.Float64("eta")
-			ref, err := otd.Refine(in.Corpus, res.A, otd.RefineOptions{Sweeps: refine, Alpha: spectralRefinePrior(model, opts.Alpha0, opts.K), Eta: eta, Progress: opts.Progress})
+			ref, err := otd.Refine(in.Corpus, res.A, otd.RefineOptions{Sweeps: refine, Alpha: spectralRefinePrior(model, opts.Alpha0, opts.K), Eta: eta, Progress: opts.Progress,
+				NoBackground: !c.Bool("background")})
 			if err != nil {
 				return err
 			}
