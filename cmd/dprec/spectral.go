@@ -191,6 +191,11 @@ type spectralOutput struct {
 	// spectral fit (0: none); Eta their topic-word prior.
 	Refine int     `json:"refine,omitempty"`
 	Eta    float64 `json:"eta,omitempty"`
+	// Rebirths counts tiny topics the refinement replaced by splitting
+	// the largest; BackgroundShare is the share of tokens its background
+	// topic took.
+	Rebirths        int     `json:"rebirths,omitempty"`
+	BackgroundShare float64 `json:"background_share,omitempty"`
 	// DocPrior is the document-topic Dirichlet prior used to infer
 	// documents' topic proportions (--doc-topics, spectral infer).
 	DocPrior []float64       `json:"doc_topic_prior,omitempty"`
@@ -329,7 +334,8 @@ func spectralRun(c *cli.Context) error {
 	}
 	spectralNoteDataDependentInputs(c, res.Report, method)
 	var docPrior []float64
-	var eta float64
+	var eta, bgShare float64
+	var rebirths int
 	if in.Corpus != nil && c.Int("sites") <= 1 {
 		docPrior = spectralDocPrior(model, opts.Alpha0, res)
 		if refine > 0 {
@@ -345,6 +351,7 @@ func spectralRun(c *cli.Context) error {
 			res.A, res.Weights, res.Zero, res.Alpha, res.RawWeights = ref.A, ref.Weights, nil, nil, nil
 			res.Lambda = nil
 			docPrior = ref.Alpha
+			rebirths, bgShare = ref.Rebirths, ref.BackgroundShare
 		}
 		if docTopics != "" {
 			theta, err := otd.InferDocTopics(in.Corpus, res.A, docPrior, otd.InferOptions{})
@@ -357,7 +364,7 @@ func spectralRun(c *cli.Context) error {
 		}
 	}
 	o := spectralOutput{Model: model, Method: method, K: opts.K, Path: res.Path, Corpus: stats, Privacy: res.Report, Seconds: time.Since(start).Seconds(),
-		Refine: refine, Eta: eta, DocPrior: docPrior}
+		Refine: refine, Eta: eta, DocPrior: docPrior, Rebirths: rebirths, BackgroundShare: bgShare}
 	if model != otd.ModelMoG {
 		o.EffectiveTopics = otd.EffectiveTopics(res.Weights)
 	}
@@ -446,7 +453,7 @@ func spectralJSONSafe(o spectralOutput) spectralOutput {
 func spectralPrint(w io.Writer, o *spectralOutput) {
 	fmt.Fprintf(w, "model %s, method %s, K = %d (%s path, %.2fs)", o.Model, o.Method, o.K, o.Path, o.Seconds)
 	if o.Refine > 0 {
-		fmt.Fprintf(w, ", refined by %d variational EM sweeps", o.Refine)
+		fmt.Fprintf(w, ", refined by %d variational EM sweeps (%d topics reborn, background share %.3f)", o.Refine, o.Rebirths, o.BackgroundShare)
 	}
 	if o.EffectiveTopics > 0 {
 		fmt.Fprintf(w, ", effective topics %.2f", o.EffectiveTopics)
