@@ -128,9 +128,8 @@ func spectralInput(c *cli.Context, model string) (*otd.Input, *data.CorpusStats,
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("%s: %w", path, err)
 	}
-	if k := c.Int("topics"); corpus.V() < k {
-		return nil, nil, 0, fmt.Errorf("%s: after pruning the vocabulary has %d words, fewer than K = %d topics (%s); relax the pruning or lower --topics",
-			path, corpus.V(), k, spectralPruneSummary(corpus.Stats.Pruning))
+	if err := spectralCheckVocabK(corpus.V(), c.Int("topics"), corpus.Stats.Pruning); err != nil {
+		return nil, nil, 0, fmt.Errorf("%s: %w", path, err)
 	}
 	return &otd.Input{Corpus: corpus}, &corpus.Stats, 1, nil
 }
@@ -576,4 +575,13 @@ func spectralPruneSummary(r *data.PruneReport) string {
 		s += "; --max-df removed " + strings.Join(r.MaxDFWords, " ")
 	}
 	return s
+}
+
+// spectralCheckVocabK refuses a vocabulary smaller than K after pruning.
+func spectralCheckVocabK(v, k int, r *data.PruneReport) error {
+	if v >= k {
+		return nil
+	}
+	return fmt.Errorf("after pruning the vocabulary has %d words, fewer than K = %d topics (%s); relax the pruning or lower --topics",
+		v, k, spectralPruneSummary(r))
 }
