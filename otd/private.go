@@ -82,7 +82,8 @@
 // the seeds' version omits W and 1/N. The k L (R+1) queries compose by the
 // advanced composition theorem with the per-query epsilon found by exact
 // inversion (seed 003's closed form eps/sqrt(K(4+ln(2/delta))) exceeds the
-// theorem's bound by ~7% at delta = 0.01, so it is not used).
+// budget under the theorem by 18-29% at epsilon 1 and the default 550
+// queries, more at larger epsilon; see AdvancedCompositionSplit).
 //
 // (S5) LDA (seed 004 Lemma 25, the U-statistic estimators of moments.go):
 // M2 = (1/N) sum P2_n - a/(N(N-1)) sum_{n != m} m_n m_m^T and
