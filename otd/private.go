@@ -202,6 +202,11 @@ func fitPrivate(in *Input, opts *FitOptions, src rand.Source) (*Result, error) {
 			res.Vocab = in.Corpus.Vocab
 		}
 		return res, nil
+	case MethodAGNWhitened:
+		if opts.Model != ModelSTM {
+			return nil, fmt.Errorf("otd: method %q is the single-topic model's whitened AGN (model stm); for lda use lda-whitened", opts.Method)
+		}
+		return fitAGNWhitened(in, opts, b, secure, r) // agn_whitened.go (S10)
 	case MethodLDAInput, MethodLDAWhitened:
 		if opts.Model != ModelLDA {
 			return nil, fmt.Errorf("otd: method %q needs model lda", opts.Method)
@@ -216,7 +221,7 @@ func fitPrivate(in *Input, opts *FitOptions, src rand.Source) (*Result, error) {
 		}
 		return fitLDAOutput(in, opts, b, secure, r) // ldapriv_output.go (S9)
 	}
-	return nil, fmt.Errorf("otd: unknown method %q (want nonprivate, agn, avn, dptpm, lda-input, lda-whitened, lda-decomposition, lda-output)", opts.Method)
+	return nil, fmt.Errorf("otd: unknown method %q (want nonprivate, agn, avn, dptpm, agn-whitened, lda-input, lda-whitened, lda-decomposition, lda-output)", opts.Method)
 }
 
 // budgetFromOptions maps FitOptions' budget to a PrivacyBudget.

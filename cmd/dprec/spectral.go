@@ -20,7 +20,7 @@ import (
 )
 
 // spectralMethods lists the accepted --method values.
-var spectralMethods = []string{"nonprivate", "agn", "avn", "dptpm", "lda-input", "lda-whitened", "lda-decomposition", "lda-output"}
+var spectralMethods = []string{"nonprivate", "agn", "avn", "dptpm", "agn-whitened", "lda-input", "lda-whitened", "lda-decomposition", "lda-output"}
 
 func init() { register(spectralCmd()) }
 

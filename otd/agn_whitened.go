@@ -1,0 +1,169 @@
+package otd
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/perturb"
+	"gonum.org/v1/gonum/mat"
+)
+
+// MethodAGNWhitened is the single-topic model's AGN at real vocabulary
+// sizes: no D x D x D tensor is formed.
+const MethodAGNWhitened = "agn-whitened"
+
+// (S10) agn-whitened: the single-topic model through the whitened tensor
+// (seed 004 configuration 2 transported to seed 000's model).
+//
+// Stage 1 (eps1, delta1) releases a whitening matrix W. For D <=
+// DenseWhitenMax it is Analyze Gauss on the dense M2 (upper triangle,
+// l2 sensitivity sqrt(2)/N, (S1)) followed by WhitenSVD. Above it, the
+// private sketch of (S7) (privateWhitenSketch) with Frobenius sensitivity
+// sqrt(2)/N: for the single-topic model ||M2 - M2'||_F = ||P2 - P2'||_F/N
+// with P2, P2' non-negative matrices summing to 1, so
+// ||P2 - P2'||_F^2 <= ||P2||_F^2 + ||P2'||_F^2 <= 2 (the (S1) argument on
+// the full matrix). W is then public for stage 2.
+//
+// Stage 2 (eps2, delta2) releases the packed K x K x K tensor
+// T = M3(W,W,W) plus Gaussian noise. Replacing document n changes T by
+// (P3_n(W,W,W) - P3'_n(W,W,W))/N, and for a probability tensor P,
+// ||P(W,W,W)||_F = ||sum_abc P_abc w_a (x) w_b (x) w_c||_F
+// <= sum_abc P_abc ||w_a|| ||w_b|| ||w_c|| <= r_W^3 (w_a the rows of W,
+// r_W = max_a ||w_a||), so the Frobenius change is at most 2 r_W^3 / N
+// (the rows of W can point in opposite directions, so the non-negativity
+// argument of (S1) does not apply) and the packed vector's change is at
+// most that: WhitenedTensorSensitivity(W, 2/N). T is computed from the
+// whitened documents in O(nnz K + N K^3) (STMWhitenedM3). The power
+// method and un-whitening are post-processing; the stages compose by basic
+// composition to (eps1 + eps2, delta1 + delta2).
+//
+// Warning. The expected spectral norm of the stage-1 noise on the
+// (projected) M2 is about 2 sigma sqrt(m) for an m x m symmetric Gaussian
+// matrix; when the K-th eigenvalue of the noisy matrix (a released value,
+// so the check is post-processing) is below 3 times that, the whitening is
+// mostly noise and the report says so, with the number of documents that
+// would bring it to 3 times the noise (sigma scales as 1/N, the
+// eigenvalues of M2 do not depend on N).
+
+// swampNote returns a warning when the K-th absolute eigenvalue kth of a
+// noisy m x m symmetric matrix with entry noise sigma is below 3 times the
+// noise's expected spectral norm, and "" otherwise.
+func swampNote(kth, sigma float64, m, k, n int) string {
+	noise := 2 * sigma * math.Sqrt(float64(m))
+	if !(noise > 0) || kth >= 3*noise {
+		return ""
+	}
+	need := math.Inf(1)
+	if kth > 0 {
+		need = math.Ceil(float64(n) * 3 * noise / kth)
+	}
+	return fmt.Sprintf("WARNING: the %d-th eigenvalue of the noisy second moment (%.3g) is below 3 times the expected spectral norm of its noise (%.3g): the whitening, and so the topics, are dominated by noise; about N = %.0f documents (now %d) or a larger epsilon would be needed",
+		k, kth, noise, need, n)
+}
+
+// kthAbsEigen returns the k-th largest absolute eigenvalue of s.
+func kthAbsEigen(s *mat.SymDense, k int) (float64, error) {
+	var es mat.EigenSym
+	if !es.Factorize(s, false) {
+		return 0, errors.New("otd: eigendecomposition of the noisy M2 failed")
+	}
+	vals := es.Values(nil)
+	abs := make([]float64, len(vals))
+	for i, v := range vals {
+		abs[i] = math.Abs(v)
+	}
+	sortFloats(abs)
+	return abs[len(abs)-k], nil
+}
+
+// fitAGNWhitened runs (S10) on a single-topic corpus.
+func fitAGNWhitened(in *Input, opts *FitOptions, b PrivacyBudget, secure bool, r *rand.Rand) (*Result, error) {
+	if opts.Estimator != AllTriples {
+		return nil, fmt.Errorf("otd: private methods need the all-triples estimator (the %v estimator's word choice depends on the whole corpus)", opts.Estimator)
+	}
+	c, err := prepare(in.Corpus, AllTriples, 3)
+	if err != nil {
+		return nil, err
+	}
+	n := c.NumDocs()
+	sens, err := STMSensitivities(n)
+	if err != nil {
+		return nil, err
+	}
+	e1, d1, e2, d2, err := b.stages(false)
+	if err != nil {
+		return nil, err
+	}
+	W, rels, note, err := privateWhitening(c, 0, opts.K, sens, e1, d1, b.Calibration, r)
+	if err != nil {
+		return nil, err
+	}
+	Tw, err := whitenedM3(c, W, 0, opts.Progress)
+	if err != nil {
+		return nil, err
+	}
+	st := WhitenedTensorSensitivity(W, 2/float64(n))
+	g, err := perturb.NewGaussian(st, e2, d2, b.Calibration)
+	if err != nil {
+		return nil, fmt.Errorf("otd: noise on the whitened tensor: %w", err)
+	}
+	p := Tw.Packed()
+	g.AddTo(p, r)
+	T, err := FromPacked(Tw.D, p)
+	if err != nil {
+		return nil, err
+	}
+	relT := g.Release("whitened tensor M3(W,W,W) (packed, C(K+2,3) entries)")
+	relT.Derivation = "otd/agn_whitened.go (S10): 2 r_W^3 / N with W from stage 1"
+	rels = append(rels, relT)
+	lam, V, err := PowerIteration(T, opts.K, opts.TPM, r)
+	if err != nil {
+		return nil, err
+	}
+	A, w := Unwhiten(W, lam, V)
+	res := assemble(opts, A, w, lam)
+	res.Path = "whitened"
+	res.Vocab = c.Vocab
+	res.Report = privateReport(opts, b, rels, "basic: (eps1+eps2, delta1+delta2) over the whitening and the whitened tensor", secure, n)
+	if note != "" {
+		res.Report.Notes = append(res.Report.Notes, note)
+	}
+	return res, nil
+}
+
+// privateWhitening releases a whitening matrix for the corpus moment with
+// concentration alpha0 (0: single-topic model): Analyze Gauss on the dense
+// M2 for D <= DenseWhitenMax, the private sketch (S7) above, with the
+// swamp warning of (S10) ("" when the noise is small).
+func privateWhitening(c *data.Corpus, alpha0 float64, k int, sens Sensitivities, eps, delta float64, cal perturb.Calibration, r *rand.Rand) (*mat.Dense, []perturb.Release, string, error) {
+	n := c.NumDocs()
+	if c.V() > DenseWhitenMax {
+		W, rels, kth, err := privateWhitenSketchEig(c, alpha0, k, sens.M2, eps, delta, cal, r)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		p := 2*k + sketchOversample
+		if p > c.V() {
+			p = c.V()
+		}
+		return W, rels, swampNote(kth, rels[len(rels)-1].Scale, p, k, n), nil
+	}
+	M2 := secondMoment(c, alpha0)
+	m2n, rel, err := AnalyzeGaussM2(M2, sens.M2, eps, delta, cal, r)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	rel.Derivation = sens.M2Ref
+	W, err := WhitenSVD(m2n, k)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	kth, err := kthAbsEigen(m2n, k)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return W, []perturb.Release{rel}, swampNote(kth, rel.Scale, c.V(), k, n), nil
+}
