@@ -40,28 +40,30 @@ const MethodAGNWhitened = "agn-whitened"
 // method and un-whitening are post-processing; the stages compose by basic
 // composition to (eps1 + eps2, delta1 + delta2).
 //
-// Warning. The expected spectral norm of the stage-1 noise on the
-// (projected) M2 is about 2 sigma sqrt(m) for an m x m symmetric Gaussian
-// matrix; when the K-th eigenvalue of the noisy matrix (a released value,
-// so the check is post-processing) is below 3 times that, the whitening is
-// mostly noise and the report says so, with the number of documents that
-// would bring it to 3 times the noise (sigma scales as 1/N, the
-// eigenvalues of M2 do not depend on N).
+// Warning (both whitening routes; post-processing of released values).
+// A released m x n matrix X + G with i.i.d. N(0, sigma^2) noise G has noise
+// singular values up to about sigma (sqrt(m) + sqrt(n)) (for a symmetric
+// m x m noise matrix, 2 sigma sqrt(m)). When the K-th singular value s_K
+// of the released matrix (the noisy D x D M2, or the D x p sketch
+// M2 Omega + G of (S7)) is below twice that level, the K-th direction of
+// the whitening is mostly noise, and the report carries a warning with an
+// estimate of the N that would lift it to twice the noise: the signal
+// is estimated as sqrt(s_K^2 - level^2) and the noise level scales as 1/N
+// (the moments do not depend on N); when no signal is detectable the
+// warning says so.
 
-// swampNote returns a warning when the K-th absolute eigenvalue kth of a
-// noisy m x m symmetric matrix with entry noise sigma is below 3 times the
-// noise's expected spectral norm, and "" otherwise.
-func swampNote(kth, sigma float64, m, k, n int) string {
-	noise := 2 * sigma * math.Sqrt(float64(m))
-	if !(noise > 0) || kth >= 3*noise {
+// swampNote returns a warning when sK, the K-th singular value of a
+// released matrix whose noise has spectral norm about level, is below
+// twice level, and "" otherwise.
+func swampNote(sK, level float64, k, n int) string {
+	if !(level > 0) || sK >= 2*level {
 		return ""
 	}
-	need := math.Inf(1)
-	if kth > 0 {
-		need = math.Ceil(float64(n) * 3 * noise / kth)
+	msg := fmt.Sprintf("WARNING: the %d-th singular value of the noisy second-moment release (%.3g) is below twice the spectral norm of its noise (%.3g): the whitening, and so the topics, are dominated by noise; ", k, sK, level)
+	if sig := math.Sqrt(math.Max(sK*sK-level*level, 0)); sig > 0 {
+		return msg + fmt.Sprintf("about N = %.0f documents (now %d) or a proportionally larger epsilon would be needed", math.Ceil(float64(n)*2*level/sig), n)
 	}
-	return fmt.Sprintf("WARNING: the %d-th eigenvalue of the noisy second moment (%.3g) is below 3 times the expected spectral norm of its noise (%.3g): the whitening, and so the topics, are dominated by noise; about N = %.0f documents (now %d) or a larger epsilon would be needed",
-		k, kth, noise, need, n)
+	return msg + fmt.Sprintf("no signal is detectable above the noise: many more than 2 N = %d documents or a much larger epsilon would be needed", 2*n)
 }
 
 // kthAbsEigen returns the k-th largest absolute eigenvalue of s.
@@ -141,7 +143,7 @@ func fitAGNWhitened(in *Input, opts *FitOptions, b PrivacyBudget, secure bool, r
 func privateWhitening(c *data.Corpus, alpha0 float64, k int, sens Sensitivities, eps, delta float64, cal perturb.Calibration, r *rand.Rand) (*mat.Dense, []perturb.Release, string, error) {
 	n := c.NumDocs()
 	if c.V() > DenseWhitenMax {
-		W, rels, kth, err := privateWhitenSketchEig(c, alpha0, k, sens.M2, eps, delta, cal, r)
+		W, rels, sK, err := privateWhitenSketchEig(c, alpha0, k, sens.M2, eps, delta, cal, r)
 		if err != nil {
 			return nil, nil, "", err
 		}
@@ -149,7 +151,8 @@ func privateWhitening(c *data.Corpus, alpha0 float64, k int, sens Sensitivities,
 		if p > c.V() {
 			p = c.V()
 		}
-		return W, rels, swampNote(kth, rels[len(rels)-1].Scale, p, k, n), nil
+		level := rels[0].Scale * (math.Sqrt(float64(c.V())) + math.Sqrt(float64(p)))
+		return W, rels, swampNote(sK, level, k, n), nil
 	}
 	M2 := secondMoment(c, alpha0)
 	m2n, rel, err := AnalyzeGaussM2(M2, sens.M2, eps, delta, cal, r)
@@ -165,5 +168,5 @@ func privateWhitening(c *data.Corpus, alpha0 float64, k int, sens Sensitivities,
 	if err != nil {
 		return nil, nil, "", err
 	}
-	return W, []perturb.Release{rel}, swampNote(kth, rel.Scale, c.V(), k, n), nil
+	return W, []perturb.Release{rel}, swampNote(kth, 2*rel.Scale*math.Sqrt(float64(c.V())), k, n), nil
 }

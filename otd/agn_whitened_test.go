@@ -123,12 +123,14 @@ func TestAGNWhitenedSensitivity(t *testing.T) {
 
 func TestSwampNote(t *testing.T) {
 	t.Parallel()
-	if s := swampNote(1, 0.001, 30, 5, 1000); s != "" {
+	if s := swampNote(1, 0.1, 5, 1000); s != "" {
 		t.Errorf("clear signal warned: %s", s)
 	}
-	s := swampNote(0.01, 0.01, 25, 5, 1000)
-	// noise 2*0.01*5 = 0.1, three times it 0.3: N = 1000 * 0.3/0.01.
-	if !strings.Contains(s, "N = 30000") {
-		t.Errorf("note %q does not name N = 30000", s)
+	// signal sqrt(0.25^2 - 0.15^2) = 0.2: N = 1000 * 2 * 0.15 / 0.2.
+	if s := swampNote(0.25, 0.15, 5, 1000); !strings.Contains(s, "N = 1500") {
+		t.Errorf("note %q does not name N = 1500", s)
+	}
+	if s := swampNote(0.1, 0.15, 5, 1000); !strings.Contains(s, "no signal") {
+		t.Errorf("note %q", s)
 	}
 }

@@ -36,8 +36,8 @@ func privateWhitenSketch(c *data.Corpus, alpha0 float64, k int, sensF, eps, delt
 }
 
 // privateWhitenSketchEig is privateWhitenSketch that also returns the K-th
-// largest absolute eigenvalue of the noisy projected M2 (a released
-// value), for the swamp warning of (S10).
+// singular value of the noisy sketch Y (a released value), for the swamp
+// warning of (S10).
 func privateWhitenSketchEig(c *data.Corpus, alpha0 float64, k int, sensF, eps, delta float64, cal perturb.Calibration, r *rand.Rand) (*mat.Dense, []perturb.Release, float64, error) {
 	d := c.V()
 	p := 2*k + sketchOversample
@@ -60,6 +60,13 @@ func privateWhitenSketchEig(c *data.Corpus, alpha0 float64, k int, sensF, eps, d
 	g1.AddTo(Y.RawMatrix().Data, r) // a new Dense is contiguous (stride p)
 	rel1 := g1.Release("M2 sketch M2 Omega (D x (2K+10), Omega public orthonormal)")
 	rel1.Derivation = "otd/private.go (S7): ||Delta M2 Omega||_F <= ||Delta M2||_F <= Delta_2(l1)"
+	var yty mat.SymDense
+	yty.SymOuterK(1, Y.T())
+	kthY, err := kthAbsEigen(&yty, k)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	kthY = math.Sqrt(kthY)
 	Q := orthonormalColumns(Y)
 	Z := mat.NewDense(d, p, nil)
 	m2Apply(c, alpha0, Q, Z)
@@ -89,8 +96,7 @@ func privateWhitenSketchEig(c *data.Corpus, alpha0 float64, k int, sensF, eps, d
 		idx[i] = i
 	}
 	sort.SliceStable(idx, func(a, b int) bool { return math.Abs(vals[idx[a]]) > math.Abs(vals[idx[b]]) })
-	kth := math.Abs(vals[idx[k-1]])
-	if !(kth > 1e-12*math.Abs(vals[idx[0]])) {
+	if kth := math.Abs(vals[idx[k-1]]); !(kth > 1e-12*math.Abs(vals[idx[0]])) {
 		return nil, nil, 0, fmt.Errorf("otd: the %d-th singular value of the projected noisy M2 is %.3g: rank below %d", k, kth, k)
 	}
 	UK := mat.NewDense(p, k, nil)
@@ -102,7 +108,7 @@ func privateWhitenSketchEig(c *data.Corpus, alpha0 float64, k int, sensF, eps, d
 	}
 	W := mat.NewDense(d, k, nil)
 	W.Mul(Q, UK)
-	return W, []perturb.Release{rel1, rel2}, kth, nil
+	return W, []perturb.Release{rel1, rel2}, kthY, nil
 }
 
 // orthonormalColumns returns an orthonormal basis of the columns of m
