@@ -34,9 +34,21 @@ vocab.txt) or numeric rows (CSV, for --model mog), estimates the second and thir
 whitens, runs the robust tensor power method and prints each component's weight with its top
 words (or its mean), followed by the privacy report.
 
-Documents with fewer than 3 words (after tokenization and pruning) are skipped and counted
-(the moment estimators need three word positions); empty documents are skipped and counted.
-Non-UTF-8 text files, unknown word ids and malformed lines are errors naming the file and line.`,
+Both corpus formats are pruned by the same rules: the built-in English stop words (unless
+--keep-stopwords), --stop-words FILE, --min-count, --min-df, --max-df and --max-vocab; what
+each rule removed is reported. Documents with fewer than 3 words after pruning are skipped and
+counted (the moment estimators need three word positions); empty documents are skipped and
+counted; a vocabulary smaller than K after pruning is an error. Non-UTF-8 text files, unknown
+word ids and malformed lines are errors naming the file and line.
+
+Topics are distributions (simplex-projected) and weights sum to 1; a topic with a
+non-positive estimated weight is flagged and shown without top words. --refine N runs N
+variational EM sweeps from the spectral topics (go doc otd.Refine); --doc-topics writes the
+training documents' topic proportions. Subcommands: infer (proportions of new documents with
+a saved --out FILE.arrow), eval (NPMI, UMass, held-out likelihood, label NMI).
+
+Private methods need a public vocabulary: --vocab FILE --public-vocab, and no data-dependent
+pruning rule; --epsilon without a private --method is refused.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "corpus", Category: in, Usage: "a directory of text documents, a UCI docword.txt[.gz], or a CSV of numeric rows (mog)"},
 			&cli.StringFlag{Name: "vocab", Category: in, Usage: "UCI vocab.txt (default: the docword file's name with docword replaced by vocab, when it exists)"},

@@ -172,3 +172,32 @@ func TestSpectralUsageErrors(t *testing.T) {
 		t.Errorf("vocabulary below K: %v", err)
 	}
 }
+
+func TestSpectralInferBadModel(t *testing.T) {
+	dir := t.TempDir()
+	corpus := spectralTwoThemes(t, dir)
+	js := filepath.Join(dir, "m.json")
+	if code := run([]string{"dprec", "--quiet", "spectral", "--corpus", corpus, "--topics", "2", "--seed", "1", "--out", js}); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, m := range []string{js, filepath.Join(dir, "missing.arrow")} {
+		if code := run([]string{"dprec", "--quiet", "spectral", "infer", "--model", m, "--corpus", corpus}); code != 1 {
+			t.Errorf("%s: exit %d, want 1", m, code)
+		}
+	}
+	if _, err := spectralReadModel(js); err == nil || !strings.Contains(err.Error(), "Arrow") {
+		t.Errorf("JSON model: %v", err)
+	}
+}
+
+func TestSpectralPrintZeroTopic(t *testing.T) {
+	var b strings.Builder
+	o := spectralOutput{Model: "lda", Method: "lda-output", K: 2, Topics: []spectralTopic{
+		{Index: 1, Weight: 1, TopWords: []spectralWordVal{{"hockey", 0.5}}},
+		{Index: 2, Weight: 0, Zero: true},
+	}}
+	spectralPrint(&b, &o)
+	if !strings.Contains(b.String(), "zero estimated weight") || strings.Count(b.String(), "hockey") != 1 {
+		t.Errorf("output:\n%s", b.String())
+	}
+}
