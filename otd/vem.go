@@ -64,6 +64,7 @@ type docState struct {
 	expElog []float64 // exp(psi(gamma_k))
 	norm    []float64 // per word of the document
 	acc     []float64
+	rows    []float64 // the document's rows of b, gathered
 }
 
 func newDocState(k int) *docState {
@@ -78,6 +79,15 @@ func (s *docState) fixedPoint(ws, cs []int32, b, alpha, gamma []float64, opts In
 		s.norm = make([]float64, len(ws))
 	}
 	s.norm = s.norm[:len(ws)]
+	// Gather the document's rows of b once: the iterations then run over
+	// a contiguous buffer instead of rows scattered over V x K.
+	if cap(s.rows) < len(ws)*k {
+		s.rows = make([]float64, len(ws)*k)
+	}
+	s.rows = s.rows[:len(ws)*k]
+	for i, w := range ws {
+		copy(s.rows[i*k:i*k+k], b[int(w)*k:int(w)*k+k])
+	}
 	for it := 0; it < opts.MaxIters; it++ {
 		var g0 float64
 		for t := 0; t < k; t++ {
@@ -88,8 +98,8 @@ func (s *docState) fixedPoint(ws, cs []int32, b, alpha, gamma []float64, opts In
 			s.expElog[t] = math.Exp(mathext.Digamma(gamma[t]) - p0)
 			s.acc[t] = 0
 		}
-		for i, w := range ws {
-			row := b[int(w)*k : int(w)*k+k]
+		for i := range ws {
+			row := s.rows[i*k : i*k+k]
 			var z float64
 			for t, x := range row {
 				z += x * s.expElog[t]
@@ -196,6 +206,10 @@ func initGamma(gamma, alpha []float64, docLen int64) {
 		gamma[t] = alpha[t] + float64(docLen)/float64(len(gamma))
 	}
 }
+
+// partialIters caps the per-document iterations of Refine's E-steps
+// before the last sweep.
+const partialIters = 10
 
 // RefineOptions controls Refine. Zero values take the defaults.
 type RefineOptions struct {
@@ -340,10 +354,18 @@ func Refine(c *data.Corpus, A0 *mat.Dense, opts RefineOptions) (*Refined, error)
 		for i := range ss {
 			ss[i] = 0
 		}
+		// Partial E-steps: the per-document iterations are capped at
+		// partialIters except in the last sweep (each capped E-step still
+		// increases the variational bound from the warm start, and the
+		// gammas carry over, so later sweeps resume where it stopped).
+		inf := opts.Infer
+		if sweep < opts.Sweeps-1 && inf.MaxIters > partialIters {
+			inf.MaxIters = partialIters
+		}
 		for d := 0; d < n; d++ {
 			ws, cs := c.Doc(d)
 			g := gammas[d*k : d*k+k]
-			st.fixedPoint(ws, cs, b, alpha, g, opts.Infer)
+			st.fixedPoint(ws, cs, b, alpha, g, inf)
 			st.addStats(ws, cs, b, ss)
 		}
 		for i := range lambda {
