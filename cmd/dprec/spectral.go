@@ -308,6 +308,12 @@ func spectralRun(c *cli.Context) error {
 	if outPath != "" && !strings.HasSuffix(lowOut, ".json") && !strings.HasSuffix(lowOut, ".arrow") {
 		return cli.Exit(fmt.Sprintf("--out %s: the result file must end in .json or .arrow", outPath), exitUsage)
 	}
+	for _, o := range []string{outPath, c.String("doc-topics")} {
+		sel, _, _ := strings.Cut(c.String("select"), ":")
+		if err := spectralNotInput(o, c.String("corpus"), c.String("vocab"), c.String("stop-words"), sel); err != nil {
+			return err
+		}
+	}
 	if outPath != "" && !c.Bool("force") {
 		if _, err := os.Stat(outPath); err == nil {
 			return fmt.Errorf("%s: %w", outPath, data.ErrExists)

@@ -136,6 +136,10 @@ func TestSpectralUsageErrors(t *testing.T) {
 	dir := t.TempDir()
 	corpus := spectralTwoThemes(t, dir)
 	vocab := filepath.Join(dir, "vocab.txt")
+	vocabCSV := filepath.Join(dir, "vocab.csv")
+	if b, err := os.ReadFile(vocab); err != nil || os.WriteFile(vocabCSV, b, 0o644) != nil {
+		t.Fatal(err)
+	}
 	base := []string{"dprec", "--quiet", "spectral", "--corpus", corpus, "--topics", "2"}
 	cases := []struct {
 		name string
@@ -154,6 +158,7 @@ func TestSpectralUsageErrors(t *testing.T) {
 		{"private with data-dependent pruning", []string{"--model", "stm", "--method", "agn", "--epsilon", "1", "--delta", "1e-6", "--vocab", vocab, "--public-vocab", "--min-df", "2"}, exitUsage},
 		{"refine with a private method", []string{"--model", "stm", "--method", "agn", "--epsilon", "1", "--delta", "1e-6", "--vocab", vocab, "--public-vocab", "--refine", "3"}, exitUsage},
 		{"doc-topics bad extension", []string{"--doc-topics", filepath.Join(dir, "x.txt")}, exitUsage},
+		{"--doc-topics is an input", []string{"--vocab", vocabCSV, "--doc-topics", vocabCSV, "--force"}, exitUsage},
 		{"no topics", nil, exitUsage},
 		{"private with public vocabulary runs", []string{"--model", "stm", "--method", "agn", "--epsilon", "1", "--delta", "1e-6", "--vocab", vocab, "--public-vocab", "--seed", "1"}, 0},
 	}
@@ -165,6 +170,9 @@ func TestSpectralUsageErrors(t *testing.T) {
 		if code := run(args); code != tc.code {
 			t.Errorf("%s: exit %d, want %d", tc.name, code, tc.code)
 		}
+	}
+	if b, _ := os.ReadFile(vocabCSV); !strings.HasPrefix(string(b), "hockey") {
+		t.Errorf("an input was overwritten: %q", b)
 	}
 	// The error for a vocabulary below K names the cause.
 	err := spectralCheckVocabK(1, 2, nil)
