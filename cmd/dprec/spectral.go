@@ -378,6 +378,9 @@ func spectralRun(c *cli.Context) error {
 			if err := spectralWriteDocTopics(docTopics, c.Bool("force"), in.Corpus, theta); err != nil {
 				return err
 			}
+			if method != "nonprivate" && res.Report != nil {
+				res.Report.NotCovered = append(res.Report.NotCovered, "--doc-topics "+docTopics+": the training documents' own topic proportions (computed from each document without noise; keep the file with the data)")
+			}
 		}
 	}
 	o := spectralOutput{Model: model, Method: method, K: opts.K, Path: res.Path, Corpus: stats, Privacy: res.Report, Seconds: time.Since(start).Seconds(),
