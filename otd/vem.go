@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 
 	"github.com/dprec/dprec/data"
 	"gonum.org/v1/gonum/mat"
@@ -58,6 +59,11 @@ type InferOptions struct {
 	// Tol stops a document's iterations when the mean absolute change of
 	// gamma per topic is below it (default 1e-3, as scikit-learn).
 	Tol float64
+	// Threads splits the documents into this many contiguous chunks run
+	// concurrently (0 or 1: serial). Results are deterministic for a given
+	// number of threads; Refine's statistics are summed in chunk order, so
+	// different thread counts can differ by rounding.
+	Threads int
 }
 
 func (o *InferOptions) defaults() {
@@ -195,21 +201,46 @@ func InferDocTopics(c *data.Corpus, A *mat.Dense, alpha []float64, opts InferOpt
 	b := wordMajor(A)
 	n := c.NumDocs()
 	theta := mat.NewDense(n, k, nil)
-	st := newDocState(k)
-	gamma := make([]float64, k)
-	for d := 0; d < n; d++ {
-		ws, cs := c.Doc(d)
-		initGamma(gamma, alpha, c.DocLen(d))
-		st.fixedPoint(ws, cs, b, alpha, gamma, opts)
-		var s float64
-		for _, g := range gamma {
-			s += g
+	parallelDocs(n, opts.Threads, func(lo, hi, _ int) {
+		st := newDocState(k)
+		gamma := make([]float64, k)
+		for d := lo; d < hi; d++ {
+			ws, cs := c.Doc(d)
+			initGamma(gamma, alpha, c.DocLen(d))
+			st.fixedPoint(ws, cs, b, alpha, gamma, opts)
+			var s float64
+			for _, g := range gamma {
+				s += g
+			}
+			row := theta.RawRowView(d) // rows are disjoint between workers
+			for t, g := range gamma {
+				row[t] = g / s
+			}
 		}
-		for t, g := range gamma {
-			theta.Set(d, t, g/s)
-		}
-	}
+	})
 	return theta, nil
+}
+
+// parallelDocs runs fn on threads contiguous chunks of [0, n) concurrently
+// (worker w gets the w-th chunk) and waits; threads < 2 runs fn(0, n, 0).
+func parallelDocs(n, threads int, fn func(lo, hi, worker int)) {
+	if threads > n {
+		threads = n
+	}
+	if threads < 2 {
+		fn(0, n, 0)
+		return
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < threads; w++ {
+		lo, hi := n*w/threads, n*(w+1)/threads
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			fn(lo, hi, w)
+		}(w)
+	}
+	wg.Wait()
 }
 
 func initGamma(gamma, alpha []float64, docLen int64) {
@@ -342,7 +373,21 @@ func Refine(c *data.Corpus, A0 *mat.Dense, opts RefineOptions) (*Refined, error)
 	for d := 0; d < n; d++ {
 		initGamma(gammas[d*k:d*k+k], alpha, c.DocLen(d))
 	}
-	st := newDocState(k)
+	threads := opts.Infer.Threads
+	if threads > n {
+		threads = n
+	}
+	if threads < 1 {
+		threads = 1
+	}
+	states := make([]*docState, threads)
+	for w := range states {
+		states[w] = newDocState(k)
+	}
+	partial := make([][]float64, threads-1) // per-worker statistics
+	for w := range partial {
+		partial[w] = make([]float64, v*k)
+	}
 	colSum := make([]float64, k)
 	if opts.MinShare == 0 {
 		opts.MinShare = 0.25 / float64(K)
@@ -373,11 +418,25 @@ func Refine(c *data.Corpus, A0 *mat.Dense, opts RefineOptions) (*Refined, error)
 		if sweep < opts.Sweeps-1 && inf.MaxIters > partialIters {
 			inf.MaxIters = partialIters
 		}
-		for d := 0; d < n; d++ {
-			ws, cs := c.Doc(d)
-			g := gammas[d*k : d*k+k]
-			st.fixedPoint(ws, cs, b, alpha, g, inf)
-			st.addStats(ws, cs, b, ss)
+		parallelDocs(n, threads, func(lo, hi, w int) {
+			st, acc := states[w], ss
+			if w > 0 {
+				acc = partial[w-1]
+				for i := range acc {
+					acc[i] = 0
+				}
+			}
+			for d := lo; d < hi; d++ {
+				ws, cs := c.Doc(d)
+				g := gammas[d*k : d*k+k]
+				st.fixedPoint(ws, cs, b, alpha, g, inf)
+				st.addStats(ws, cs, b, acc)
+			}
+		})
+		for _, p := range partial { // fixed order: deterministic per thread count
+			for i, x := range p {
+				ss[i] += x
+			}
 		}
 		for i := range lambda {
 			if i%k != bg {

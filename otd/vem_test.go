@@ -270,3 +270,28 @@ func argmaxCol(A *mat.Dense, c int) int {
 	}
 	return best
 }
+
+// TestThreads: InferDocTopics gives identical proportions with any number
+// of threads; Refine's results agree to rounding.
+func TestThreads(t *testing.T) {
+	t.Parallel()
+	A := disjointTopics(3, 6)
+	c := ldaFromTopics(A, 0.3, 301, 30, rand.NewPCG(9, 9))
+	alpha := []float64{0.1, 0.1, 0.1}
+	one, err := InferDocTopics(c, A, alpha, InferOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	four, _ := InferDocTopics(c, A, alpha, InferOptions{Threads: 4})
+	if !mat.Equal(one, four) {
+		t.Error("InferDocTopics differs with 4 threads")
+	}
+	r1, err := Refine(c, A, RefineOptions{Sweeps: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r3, _ := Refine(c, A, RefineOptions{Sweeps: 5, Infer: InferOptions{Threads: 3}})
+	if !mat.EqualApprox(r1.A, r3.A, 1e-9) || !mat.EqualApprox(r1.Theta, r3.Theta, 1e-9) {
+		t.Error("Refine differs beyond rounding with 3 threads")
+	}
+}

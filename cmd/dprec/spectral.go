@@ -65,6 +65,7 @@ pruning rule; --epsilon without a private --method is refused.`,
 			&cli.IntFlag{Name: "topics", Aliases: []string{"k"}, Category: mo, Usage: "number of topics / components K (required)"},
 			&cli.IntFlag{Name: "refine", Category: mo, Usage: "lda, stm: N sweeps of variational EM for LDA started from the spectral topics (non-private runs only)"},
 			&cli.Float64Flag{Name: "eta", Category: mo, Usage: "--refine: topic-word Dirichlet prior (default 1/K)"},
+			&cli.IntFlag{Name: "threads", Value: 1, Category: mo, Usage: "--refine and --doc-topics: documents processed by this many goroutines (CPU time is unchanged; results are deterministic per thread count)"},
 			&cli.BoolFlag{Name: "background", Value: true, Category: mo, Usage: "--refine: a background topic fixed at the corpus word frequencies absorbs generic words (dropped from the output; --background=false: plain LDA)"},
 			&cli.Float64Flag{Name: "alpha0", Value: 1, Category: mo, Usage: "lda: Dirichlet concentration sum_k alpha_k"},
 			&cli.Float64Flag{Name: "sigma2", Category: mo, Usage: "mog: common component variance (in the units of the input rows)"},
@@ -358,7 +359,7 @@ func spectralRun(c *cli.Context) error {
 		if refine > 0 {
 			eta = c.Float64("eta")
 			ref, err := otd.Refine(in.Corpus, res.A, otd.RefineOptions{Sweeps: refine, Alpha: spectralRefinePrior(model, opts.Alpha0, opts.K), Eta: eta, Progress: opts.Progress,
-				NoBackground: !c.Bool("background")})
+				NoBackground: !c.Bool("background"), Infer: otd.InferOptions{Threads: c.Int("threads")}})
 			if err != nil {
 				return err
 			}
@@ -371,7 +372,7 @@ func spectralRun(c *cli.Context) error {
 			rebirths, bgShare = ref.Rebirths, ref.BackgroundShare
 		}
 		if docTopics != "" {
-			theta, err := otd.InferDocTopics(in.Corpus, res.A, docPrior, otd.InferOptions{})
+			theta, err := otd.InferDocTopics(in.Corpus, res.A, docPrior, otd.InferOptions{Threads: c.Int("threads")})
 			if err != nil {
 				return err
 			}

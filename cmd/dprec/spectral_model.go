@@ -403,6 +403,7 @@ iterations per document with the model's document-topic prior (see go doc otd.In
 			&cli.StringFlag{Name: "vocab", Usage: "UCI vocab.txt (default: next to the docword file)"},
 			&cli.StringFlag{Name: "out", Value: "-", Usage: "FILE.csv or FILE.parquet (default: CSV on stdout)"},
 			&cli.BoolFlag{Name: "force", Usage: "overwrite --out"},
+			&cli.IntFlag{Name: "threads", Value: 1, Usage: "documents processed by this many goroutines"},
 		},
 		Action: func(c *cli.Context) error {
 			if err := spectralCheckTableOut(c.String("out"), c.Bool("force")); err != nil {
@@ -419,7 +420,7 @@ iterations per document with the model's document-topic prior (see go doc otd.In
 			if err != nil {
 				return err
 			}
-			theta, err := otd.InferDocTopics(corpus, m.A, m.Summary.DocPrior, otd.InferOptions{})
+			theta, err := otd.InferDocTopics(corpus, m.A, m.Summary.DocPrior, otd.InferOptions{Threads: c.Int("threads")})
 			if err != nil {
 				return err
 			}
