@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"sort"
 
@@ -42,6 +43,7 @@ argmax topic against its label, normalised mutual information 2 I / (H(topics) +
 			&cli.StringFlag{Name: "heldout-select", Usage: "FILE:VALUE: held-out documents whose line in FILE is VALUE"},
 			&cli.StringFlag{Name: "labels", Usage: "FILE with one label per input document of --corpus: NMI of the argmax topic"},
 			&cli.IntFlag{Name: "top-words", Value: 10, Usage: "words per topic for coherence"},
+			&cli.BoolFlag{Name: "random-baseline", Usage: "also score as many random word lists (uniform over the model's vocabulary, 5 draws; --seed, default 1), the level of topics made of noise"},
 			&cli.BoolFlag{Name: "json", Usage: "print the scores as JSON"},
 		},
 		Action: spectralEvalRun,
@@ -72,6 +74,7 @@ type spectralEvalOutput struct {
 	PerWordLL       *float64            `json:"heldout_per_word_loglik,omitempty"`
 	Perplexity      *float64            `json:"heldout_perplexity,omitempty"`
 	NMI             *float64            `json:"nmi,omitempty"`
+	RandomNPMI      *float64            `json:"random_baseline_npmi,omitempty"`
 	LabelledDocs    int                 `json:"labelled_docs,omitempty"`
 	Topics          []spectralEvalTopic `json:"topics"`
 }
@@ -123,6 +126,26 @@ func spectralEvalRun(c *cli.Context) error {
 		o.NPMIWeighted /= wsum
 	}
 	o.ScoredTopics = len(tops)
+	if c.Bool("random-baseline") && len(tops) > 0 {
+		seed, ok := seedOf(c)
+		if !ok {
+			seed = 1
+		}
+		r := rand.New(rand.NewPCG(seed, 0x5eed))
+		var sum float64
+		const draws = 5
+		for i := 0; i < draws; i++ {
+			rt := make([][]int, len(tops))
+			for j := range rt {
+				rt[j] = r.Perm(len(m.Vocab))[:len(tops[j])]
+			}
+			np, _ := spectralCoherence(ref, rt)
+			for _, x := range np {
+				sum += x / float64(len(np)*draws)
+			}
+		}
+		o.RandomNPMI = &sum
+	}
 	if lp := c.String("labels"); lp != "" {
 		labels, err := spectralReadLines(lp)
 		if err != nil {
@@ -171,6 +194,9 @@ func spectralEvalRun(c *cli.Context) error {
 	}
 	fmt.Printf("model %s: K = %d, %d topics scored on %d reference documents (%d reference words not in the model)\n", o.Model, o.K, o.ScoredTopics, o.ReferenceDocs, o.UnknownWords)
 	fmt.Printf("NPMI %.4f (weighted by topic weight %.4f), UMass %.4f, effective topics %.2f\n", o.NPMI, o.NPMIWeighted, o.UMass, o.EffectiveTopics)
+	if o.RandomNPMI != nil {
+		fmt.Printf("random word lists (same sizes): NPMI %.4f\n", *o.RandomNPMI)
+	}
 	if o.NMI != nil {
 		fmt.Printf("NMI of the argmax topic against the labels: %.4f (%d documents)\n", *o.NMI, o.LabelledDocs)
 	}

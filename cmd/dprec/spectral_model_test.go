@@ -116,7 +116,7 @@ func TestSpectralDocTopicsInferEval(t *testing.T) {
 	stdout := os.Stdout
 	f, _ := os.Create(ev)
 	os.Stdout = f
-	code := run([]string{"dprec", "--quiet", "spectral", "eval", "--model", model, "--corpus", corpus, "--labels", filepath.Join(dir, "labels.txt"), "--heldout", corpus, "--json", "--top-words", "3"})
+	code := run([]string{"dprec", "--quiet", "spectral", "eval", "--model", model, "--corpus", corpus, "--labels", filepath.Join(dir, "labels.txt"), "--heldout", corpus, "--json", "--top-words", "3", "--random-baseline"})
 	os.Stdout = stdout
 	f.Close()
 	if code != 0 {
@@ -127,7 +127,8 @@ func TestSpectralDocTopicsInferEval(t *testing.T) {
 	if err := json.Unmarshal(b, &o); err != nil {
 		t.Fatal(err, string(b))
 	}
-	if o.NMI == nil || *o.NMI < 0.99 || o.PerWordLL == nil || *o.PerWordLL > 0 || o.ScoredTopics != 2 || o.NPMI <= 0 {
+	if o.NMI == nil || *o.NMI < 0.99 || o.PerWordLL == nil || *o.PerWordLL > 0 || o.ScoredTopics != 2 || o.NPMI <= 0 ||
+		o.RandomNPMI == nil || *o.RandomNPMI >= o.NPMI {
 		t.Errorf("eval: %s", b)
 	}
 }
