@@ -341,5 +341,5 @@ func notCoveredFor(opts *FitOptions) []string {
 	if opts.Model == ModelMoG {
 		return nil
 	}
-	return []string{"vocabulary (public by assumption; not covered if pruned from this corpus with --min-count/--max-vocab)"}
+	return []string{"vocabulary (public by assumption: dprec spectral requires --vocab FILE --public-vocab and refuses pruning by corpus counts in private runs; a library caller passing a vocabulary chosen from the private corpus is not covered)"}
 }
