@@ -18,6 +18,13 @@ type Corpus struct {
 	DocPtr []int64
 	Words  []int32
 	Counts []int32
+	// DocIDs[n] is the 0-based position of document n in the input (the
+	// UCI document id minus 1, or the index of the file of a text
+	// directory in name order), so skipped documents leave gaps.
+	DocIDs []int
+	// InputNames, when set (text directories), names the input documents
+	// by position: document n came from InputNames[DocIDs[n]].
+	InputNames []string
 	// Stats describes what the reader kept and skipped.
 	Stats CorpusStats
 }
@@ -38,6 +45,9 @@ type CorpusStats struct {
 	// PrunedTokens counts word occurrences dropped with those entries or
 	// as stop words.
 	PrunedTokens int64 `json:"pruned_tokens"`
+	// Pruning details, rule by rule, what PruneCorpus removed (nil when
+	// the corpus was not pruned by it).
+	Pruning *PruneReport `json:"pruning,omitempty"`
 }
 
 // CorpusOptions controls the corpus readers. The zero value keeps every
@@ -124,6 +134,7 @@ func (c *Corpus) Validate() error {
 type CorpusBuilder struct {
 	c      Corpus
 	minLen int64
+	next   int // input position of the next AddDoc
 }
 
 // NewCorpusBuilder starts a corpus over vocab with documents of at least
@@ -138,11 +149,15 @@ func NewCorpusBuilder(vocab []string, minDocLen int) *CorpusBuilder {
 // AddDoc appends a document given by word ids with strictly increasing ids
 // and positive counts (zero counts are dropped). Empty and short documents
 // are counted and skipped. It reports whether the document was kept.
+// Successive calls are input positions 0, 1, 2, ... (recorded in
+// Corpus.DocIDs) unless SetNextID says otherwise.
 func (b *CorpusBuilder) AddDoc(words, counts []int32) bool {
 	var l int64
 	for _, x := range counts {
 		l += int64(x)
 	}
+	id := b.next
+	b.next++
 	if l == 0 {
 		b.c.Stats.SkippedEmpty++
 		return false
@@ -151,6 +166,7 @@ func (b *CorpusBuilder) AddDoc(words, counts []int32) bool {
 		b.c.Stats.SkippedShort++
 		return false
 	}
+	b.c.DocIDs = append(b.c.DocIDs, id)
 	for i, w := range words {
 		if counts[i] > 0 {
 			b.c.Words = append(b.c.Words, w)
@@ -162,6 +178,11 @@ func (b *CorpusBuilder) AddDoc(words, counts []int32) bool {
 	b.c.Stats.Tokens += l
 	return true
 }
+
+// SetNextID sets the input position recorded for the next AddDoc (for
+// readers whose input has gaps, such as UCI files without entries for
+// some document ids).
+func (b *CorpusBuilder) SetNextID(id int) { b.next = id }
 
 // Finish returns the corpus, or ErrEmptyCorpus (wrapped with the skip
 // counts) when no document was kept.

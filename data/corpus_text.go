@@ -27,6 +27,7 @@ func ReadTextDir(dir string, opts CorpusOptions) (*Corpus, error) {
 		return nil, err
 	}
 	var docs []map[string]int32
+	var names []string
 	freq := map[string]int64{}
 	var stats CorpusStats
 	for _, e := range ents {
@@ -59,6 +60,7 @@ func ReadTextDir(dir string, opts CorpusOptions) (*Corpus, error) {
 			freq[tok]++
 		}
 		docs = append(docs, doc)
+		names = append(names, e.Name())
 	}
 	if len(docs) == 0 {
 		return nil, fmt.Errorf("%s: %w (no regular files)", dir, ErrEmptyCorpus)
@@ -115,6 +117,7 @@ func ReadTextDir(dir string, opts CorpusOptions) (*Corpus, error) {
 	}
 	c.Stats.PrunedWords = stats.PrunedWords
 	c.Stats.PrunedTokens = stats.PrunedTokens
+	c.InputNames = names
 	return c, nil
 }
 
@@ -133,8 +136,10 @@ func Tokenize(s string) []string {
 
 func isStopWord(w string) bool { _, ok := stopSet[w]; return ok }
 
-// StopWords is the built-in English stop-word list (a common short list of
-// function words, after the SMART / NLTK lists).
+// StopWords is the built-in English stop-word list: function words,
+// auxiliaries, pronouns and adverbs of degree after the SMART, NLTK and
+// Glasgow lists (no content words), plus contraction stems left by
+// tokenisers that split at apostrophes ("didn", "doesn", "ive").
 var StopWords = strings.Fields(`a about above after again against all am an and any are as at be
 because been before being below between both but by can could did do does doing down during each
 few for from further had has have having he her here hers herself him himself his how i if in into
@@ -142,7 +147,18 @@ is it its itself just me more most my myself no nor not now of off on once only 
 ourselves out over own same she should so some such than that the their theirs them themselves then
 there these they this those through to too under until up very was we were what when where which
 while who whom why will with would you your yours yourself yourselves also may might must shall
-us upon said says one two`)
+us upon said says one two
+across afterwards almost alone along already although always among amongst another anyhow anyone
+anything anyway anywhere around became become becomes becoming beforehand behind beside besides
+beyond cannot cant couldn didn doesn don done due either else elsewhere enough etc ever every
+everyone everything everywhere except fewer first former formerly get gets getting go goes going
+got hence hereafter hereby herein hereupon however im isn ive least less let like made many
+meanwhile mine moreover mostly much namely neither never nevertheless next nobody none noone
+nothing nowhere often otherwise others perhaps please put rather really re seem seemed seeming
+seems several since someone something sometime sometimes somewhere still thence thereafter thereby
+therefore therein thereupon though thus together toward towards unless unlike us via wasn
+whatever whence whenever whereafter whereas whereby wherein whereupon wherever whether whither
+whoever whole whose within without won wouldn yet`)
 
 var stopSet = func() map[string]struct{} {
 	m := make(map[string]struct{}, len(StopWords))

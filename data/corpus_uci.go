@@ -164,6 +164,7 @@ func ReadUCIBagOfWords(docwordPath, vocabPath string, opts CorpusOptions) (*Corp
 			ws = append(ws, e.w)
 			cs = append(cs, e.c)
 		}
+		b.SetNextID(int(d))
 		b.AddDoc(ws, cs)
 	}
 	// Document ids in [1, D] without any entry are empty documents.

@@ -43,10 +43,25 @@
 //
 // Accuracy is measured by EComp, the metric of seed 000 sec. 4.
 //
+// # Topics as distributions, refinement and per-document proportions
+//
+// Fit returns topic models' columns projected onto the probability
+// simplex and weights normalised to sum 1 (Result.RawWeights keeps the
+// estimates, Result.Zero flags non-positive ones; EffectiveTopics is
+// exp(entropy) of the weights). Refine runs batch variational EM for LDA
+// from the spectral topics, with a background topic and rebirth of tiny
+// topics by spectral bisection; InferDocTopics gives documents' topic
+// proportions with the topics fixed. The updates are documented atop
+// vem.go.
+//
 // # Private variants
 //
 // FitOptions.Method selects a private pipeline: "agn" and "avn" (seed 000
-// Algorithm 1), "dptpm" (seed 003 Algorithm 3 with seed 000's nu), and the
+// Algorithm 1), "dptpm" (seed 003 Algorithm 3 with seed 000's nu),
+// "agn-whitened" (the single-topic AGN without a dense D^3 tensor:
+// private whitening and Gaussian noise on the K x K x K whitened tensor,
+// derivation (S10) in agn_whitened.go, with a warning when the released
+// second moment's K-th singular value is within the noise), and the
 // private spectral LDA configurations "lda-input", "lda-whitened",
 // "lda-decomposition" and "lda-output" (seed 004). Their neighbouring
 // relation, sensitivities (with derivations), mechanisms and composition

@@ -145,3 +145,58 @@ func TestDPTPMErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestSeed003ClosedFormOvershoot pins the figures stated in the docs and
+// the README: seed 003's per-query epsilon eps/sqrt(q(4+ln(2/delta)))
+// composed over q = 550 queries by the advanced composition theorem (slack
+// delta/2) exceeds eps by these factors, while AdvancedCompositionSplit
+// stays within the budget.
+func TestSeed003ClosedFormOvershoot(t *testing.T) {
+	const q = 550
+	for _, tc := range []struct{ eps, delta, ratio float64 }{
+		{0.1, 1e-2, 1.078},
+		{1, 1e-2, 1.176},
+		{1, 1e-5, 1.289},
+		{10, 1e-2, 2.222},
+	} {
+		e := tc.eps / math.Sqrt(q*(4+math.Log(2/tc.delta)))
+		got := perturb.AdvancedComposition(e, q, tc.delta/2) / tc.eps
+		if math.Abs(got-tc.ratio) > 0.001 {
+			t.Errorf("eps %g delta %g: closed form composes to %.4f x eps, docs say %.3f", tc.eps, tc.delta, got, tc.ratio)
+		}
+		eq, _, err := AdvancedCompositionSplit(tc.eps, tc.delta, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tot := perturb.AdvancedComposition(eq, q, tc.delta/2); tot > tc.eps*(1+1e-12) {
+			t.Errorf("exact split composes to %v > %v", tot, tc.eps)
+		}
+	}
+}
+
+// TestDPTPMNoiseThroughPerturb: the query noise is perturb's grid-based
+// Gaussian (every output a multiple of the grid step) with the calibrated
+// standard deviation, and a zero sensitivity adds nothing.
+func TestDPTPMNoiseThroughPerturb(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	const n, sens, mult = 20000, 0.5, 2.0
+	x := make([]float64, n)
+	if err := dptpmNoise(x, sens, mult, r); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := perturb.NewGaussianSigma(sens, mult*sens)
+	var s2 float64
+	for _, v := range x {
+		if q := v / g.Granularity(); q != math.Trunc(q) {
+			t.Fatalf("noise %v is not on the perturb grid %v", v, g.Granularity())
+		}
+		s2 += v * v
+	}
+	if sd := math.Sqrt(s2 / n); math.Abs(sd-mult*sens) > 0.03 {
+		t.Errorf("noise sd %.4f, want %.4f", sd, mult*sens)
+	}
+	y := []float64{1.5}
+	if err := dptpmNoise(y, 0, mult, r); err != nil || y[0] != 1.5 {
+		t.Errorf("zero sensitivity changed the value: %v %v", y, err)
+	}
+}

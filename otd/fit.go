@@ -78,17 +78,27 @@ type Result struct {
 	Model  string `json:"model"`
 	Method string `json:"method"`
 	// Weights are the component probabilities w_k (topic proportions
-	// alpha_k/alpha0 for LDA), sorted decreasing; they need not sum to
-	// exactly 1 (they are estimated separately from each eigenvalue).
+	// alpha_k/alpha0 for LDA), sorted decreasing. For the topic models
+	// they are normalised to sum 1 (negative estimates clipped to 0); for
+	// "mog" they are the raw estimates and need not sum to exactly 1
+	// (each is estimated separately from its eigenvalue).
 	Weights []float64 `json:"weights"`
-	// A is D x K: column k is component k (topic-word probabilities for
-	// topic models, raw: may hold small negative entries; the mean for
-	// "mog"), in the order of Weights.
+	// RawWeights are the weights as estimated, before normalisation
+	// (topic models only).
+	RawWeights []float64 `json:"raw_weights,omitempty"`
+	// Zero flags topics whose estimated weight is not positive: they are
+	// not topics of the corpus and their columns carry no information
+	// (topic models only).
+	Zero []bool `json:"zero,omitempty"`
+	// A is D x K: column k is component k, in the order of Weights. For
+	// the topic models each column is a distribution (the raw estimate
+	// projected onto the probability simplex); for "mog" it is the mean.
 	A *mat.Dense `json:"-"`
 	// Lambda are the eigenvalues of the whitened tensor, in the order of
 	// Weights.
 	Lambda []float64 `json:"lambda"`
-	// Alpha are the LDA Dirichlet parameters alpha0 * w_k (nil otherwise).
+	// Alpha are the LDA Dirichlet parameters alpha0 * w_k with the raw
+	// estimated w_k (nil otherwise).
 	Alpha []float64 `json:"alpha,omitempty"`
 	// Vocab is the corpus vocabulary (nil for "mog").
 	Vocab []string `json:"-"`
@@ -141,6 +151,17 @@ func Fit(in *Input, opts FitOptions, src rand.Source) (*Result, error) {
 	if err := opts.validate(in); err != nil {
 		return nil, err
 	}
+	res, err := fit(in, opts, src)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Model != ModelMoG {
+		normalizeTopics(res)
+	}
+	return res, nil
+}
+
+func fit(in *Input, opts FitOptions, src rand.Source) (*Result, error) {
 	if opts.Method != MethodNonPrivate {
 		return fitPrivate(in, &opts, src)
 	}

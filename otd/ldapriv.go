@@ -78,10 +78,11 @@ func fitLDAPrivate(in *Input, opts *FitOptions, b PrivacyBudget, secure bool, r 
 		return nil, err
 	}
 	var (
-		W    *mat.Dense
-		T    *SymTensor
-		rels []perturb.Release
-		path string
+		W     *mat.Dense
+		T     *SymTensor
+		rels  []perturb.Release
+		path  string
+		notes []string
 	)
 	switch opts.Method {
 	case MethodLDAInput:
@@ -95,28 +96,12 @@ func fitLDAPrivate(in *Input, opts *FitOptions, b PrivacyBudget, secure bool, r 
 		}
 		W, T, rels, path = o.W, o.T, o.Releases, "dense"
 	case MethodLDAWhitened:
-		if c.V() > DenseWhitenMax {
-			// Large vocabulary: private sketch of the implicit M2, never
-			// forming D x D matrices (S7).
-			var wr []perturb.Release
-			if W, wr, err = privateWhitenSketch(c, opts.Alpha0, opts.K, sens.M2, e1, d1, b.Calibration, r); err != nil {
-				return nil, err
-			}
-			rels = wr
-		} else {
-			_, M2, err := LDASecondMoment(c, opts.Alpha0)
-			if err != nil {
-				return nil, err
-			}
-			m2n, rel2, err := AnalyzeGaussM2(M2, sens.M2, e1, d1, b.Calibration, r)
-			if err != nil {
-				return nil, err
-			}
-			rel2.Derivation = sens.M2Ref
-			if W, err = WhitenSVD(m2n, opts.K); err != nil {
-				return nil, err
-			}
-			rels = []perturb.Release{rel2}
+		var note string
+		if W, rels, note, err = privateWhitening(c, opts.Alpha0, opts.K, sens, e1, d1, b.Calibration, r); err != nil {
+			return nil, err
+		}
+		if note != "" {
+			notes = append(notes, note)
 		}
 		Tw, err := LDAWhitenedM3(c, W, opts.Alpha0)
 		if err != nil {
@@ -145,5 +130,6 @@ func fitLDAPrivate(in *Input, opts *FitOptions, b PrivacyBudget, secure bool, r 
 	res.Path = path
 	res.Vocab = c.Vocab
 	res.Report = privateReport(opts, b, rels, "basic (seed 004 Proposition 23): (eps1+eps2, delta1+delta2)", secure, n)
+	res.Report.Notes = append(res.Report.Notes, notes...)
 	return res, nil
 }

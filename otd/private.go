@@ -82,7 +82,8 @@
 // the seeds' version omits W and 1/N. The k L (R+1) queries compose by the
 // advanced composition theorem with the per-query epsilon found by exact
 // inversion (seed 003's closed form eps/sqrt(K(4+ln(2/delta))) exceeds the
-// theorem's bound by ~7% at delta = 0.01, so it is not used).
+// budget under the theorem by 18-29% at epsilon 1 and the default 550
+// queries, more at larger epsilon; see AdvancedCompositionSplit).
 //
 // (S5) LDA (seed 004 Lemma 25, the U-statistic estimators of moments.go):
 // M2 = (1/N) sum P2_n - a/(N(N-1)) sum_{n != m} m_n m_m^T and
@@ -201,6 +202,11 @@ func fitPrivate(in *Input, opts *FitOptions, src rand.Source) (*Result, error) {
 			res.Vocab = in.Corpus.Vocab
 		}
 		return res, nil
+	case MethodAGNWhitened:
+		if opts.Model != ModelSTM {
+			return nil, fmt.Errorf("otd: method %q is the single-topic model's whitened AGN (model stm); for lda use lda-whitened", opts.Method)
+		}
+		return fitAGNWhitened(in, opts, b, secure, r) // agn_whitened.go (S10)
 	case MethodLDAInput, MethodLDAWhitened:
 		if opts.Model != ModelLDA {
 			return nil, fmt.Errorf("otd: method %q needs model lda", opts.Method)
@@ -215,7 +221,7 @@ func fitPrivate(in *Input, opts *FitOptions, src rand.Source) (*Result, error) {
 		}
 		return fitLDAOutput(in, opts, b, secure, r) // ldapriv_output.go (S9)
 	}
-	return nil, fmt.Errorf("otd: unknown method %q (want nonprivate, agn, avn, dptpm, lda-input, lda-whitened, lda-decomposition, lda-output)", opts.Method)
+	return nil, fmt.Errorf("otd: unknown method %q (want nonprivate, agn, avn, dptpm, agn-whitened, lda-input, lda-whitened, lda-decomposition, lda-output)", opts.Method)
 }
 
 // budgetFromOptions maps FitOptions' budget to a PrivacyBudget.
@@ -335,5 +341,5 @@ func notCoveredFor(opts *FitOptions) []string {
 	if opts.Model == ModelMoG {
 		return nil
 	}
-	return []string{"vocabulary (public by assumption; not covered if pruned from this corpus with --min-count/--max-vocab)"}
+	return []string{"vocabulary (public by assumption: dprec spectral requires --vocab FILE --public-vocab and refuses pruning by corpus counts in private runs; a library caller passing a vocabulary chosen from the private corpus is not covered)"}
 }

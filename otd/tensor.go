@@ -40,7 +40,7 @@ func checkDense(d int) error {
 	fd := float64(d)
 	need := fd * fd * fd * 8
 	if need > float64(MaxDenseBytes) {
-		return fmt.Errorf("otd: a dense %d x %d x %d tensor needs %.1f GiB, above the %.1f GiB cap (otd.MaxDenseBytes): use the whitened path (non-private or lda-whitened) or reduce the vocabulary (--max-vocab)",
+		return fmt.Errorf("otd: a dense %d x %d x %d tensor needs %.1f GiB, above the %.1f GiB cap (otd.MaxDenseBytes): use the whitened path (non-private, agn-whitened for stm, lda-whitened for lda) or a smaller public vocabulary",
 			d, d, d, need/(1<<30), float64(MaxDenseBytes)/(1<<30))
 	}
 	return nil

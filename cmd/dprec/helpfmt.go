@@ -103,6 +103,8 @@ var commandExamples = map[string]string{
 	"dprec eval":                            "dprec eval -m m.arrow --data te.csv --train tr.csv --k 10 --threshold 4",
 	"dprec export":                          "dprec export m.arrow m-export",
 	"dprec spectral":                        "dprec spectral --corpus docword.txt --vocab vocab.txt --model lda --topics 10 --alpha0 1",
+	"dprec spectral infer":                  "dprec spectral infer --model topics.arrow --corpus new-docs --out theta.csv",
+	"dprec spectral eval":                   "dprec spectral eval --model topics.arrow --corpus docword.txt --heldout test-docword.txt",
 	"dprec pca":                             "dprec pca --data site1.csv --data site2.csv --k 5 --epsilon 1 --delta 1e-5",
 	"dprec cape keys":                       "dprec cape keys --sites 3 --dir keys",
 	"dprec cape aggregate":                  "dprec cape aggregate --keys keys/aggregator.json --sites 3 --dim 20 --k 5",

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -21,7 +20,7 @@ import (
 )
 
 // spectralMethods lists the accepted --method values.
-var spectralMethods = []string{"nonprivate", "agn", "avn", "dptpm", "lda-input", "lda-whitened", "lda-decomposition", "lda-output"}
+var spectralMethods = []string{"nonprivate", "agn", "avn", "dptpm", "agn-whitened", "lda-input", "lda-whitened", "lda-decomposition", "lda-output"}
 
 func init() { register(spectralCmd()) }
 
@@ -35,18 +34,39 @@ vocab.txt) or numeric rows (CSV, for --model mog), estimates the second and thir
 whitens, runs the robust tensor power method and prints each component's weight with its top
 words (or its mean), followed by the privacy report.
 
-Documents with fewer than 3 words (after tokenization and pruning) are skipped and counted
-(the moment estimators need three word positions); empty documents are skipped and counted.
-Non-UTF-8 text files, unknown word ids and malformed lines are errors naming the file and line.`,
+Both corpus formats are pruned by the same rules: the built-in English stop words (unless
+--keep-stopwords), --stop-words FILE, --min-count, --min-df, --max-df and --max-vocab; what
+each rule removed is reported. Documents with fewer than 3 words after pruning are skipped and
+counted (the moment estimators need three word positions); empty documents are skipped and
+counted; a vocabulary smaller than K after pruning is an error. Non-UTF-8 text files, unknown
+word ids and malformed lines are errors naming the file and line.
+
+Topics are distributions (simplex-projected) and weights sum to 1; a topic with a
+non-positive estimated weight is flagged and shown without top words. --refine N runs N
+variational EM sweeps from the spectral topics (go doc otd.Refine); --doc-topics writes the
+training documents' topic proportions. Subcommands: infer (proportions of new documents with
+a saved --out FILE.arrow), eval (NPMI, UMass, held-out likelihood, label NMI).
+
+Private methods need a public vocabulary: --vocab FILE --public-vocab, and no data-dependent
+pruning rule; --epsilon without a private --method is refused.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "corpus", Required: true, Category: in, Usage: "a directory of text documents, a UCI docword.txt[.gz], or a CSV of numeric rows (mog)"},
+			&cli.StringFlag{Name: "corpus", Category: in, Usage: "a directory of text documents, a UCI docword.txt[.gz], or a CSV of numeric rows (mog)"},
 			&cli.StringFlag{Name: "vocab", Category: in, Usage: "UCI vocab.txt (default: the docword file's name with docword replaced by vocab, when it exists)"},
-			&cli.IntFlag{Name: "min-count", Category: in, Usage: "text directories: drop words occurring fewer times in the corpus"},
-			&cli.IntFlag{Name: "max-vocab", Category: in, Usage: "text directories: keep only the most frequent words"},
-			&cli.BoolFlag{Name: "keep-stopwords", Category: in, Usage: "text directories: keep English stop words"},
+			&cli.BoolFlag{Name: "public-vocab", Category: pr, Usage: "declare the --vocab file public (chosen without looking at the private documents); required by private methods"},
+			&cli.StringFlag{Name: "select", Category: in, Usage: "FILE:VALUE: keep only the documents whose line in FILE (one line per input document) is VALUE, e.g. split.txt:train"},
+			&cli.IntFlag{Name: "min-count", Category: in, Usage: "drop words occurring fewer times in the corpus"},
+			&cli.IntFlag{Name: "min-df", Category: in, Usage: "drop words occurring in fewer documents"},
+			&cli.Float64Flag{Name: "max-df", Category: in, Usage: "drop words occurring in more than this fraction of the documents (e.g. 0.5)"},
+			&cli.IntFlag{Name: "max-vocab", Category: in, Usage: "keep only the most frequent words (after the other rules)"},
+			&cli.BoolFlag{Name: "keep-stopwords", Category: in, Usage: "keep the built-in English stop words"},
+			&cli.StringFlag{Name: "stop-words", Category: in, Usage: "FILE of extra stop words (white-space separated; # comments)"},
 			&cli.BoolFlag{Name: "rescale", Category: in, Usage: "mog: divide rows by the largest row norm when it exceeds 1 (sigma2 is divided by its square)"},
 			&cli.StringFlag{Name: "model", Value: "lda", Category: mo, Usage: "stm (single topic), lda or mog (mixture of spherical Gaussians)"},
-			&cli.IntFlag{Name: "topics", Aliases: []string{"k"}, Required: true, Category: mo, Usage: "number of topics / components K"},
+			&cli.IntFlag{Name: "topics", Aliases: []string{"k"}, Category: mo, Usage: "number of topics / components K (required)"},
+			&cli.IntFlag{Name: "refine", Category: mo, Usage: "lda, stm: N sweeps of variational EM for LDA started from the spectral topics (non-private runs only)"},
+			&cli.Float64Flag{Name: "eta", Category: mo, Usage: "--refine: topic-word Dirichlet prior (default 1/K)"},
+			&cli.IntFlag{Name: "threads", Value: 1, Category: mo, Usage: "--refine and --doc-topics: documents processed by this many goroutines (CPU time is unchanged; results are deterministic per thread count)"},
+			&cli.BoolFlag{Name: "background", Value: true, Category: mo, Usage: "--refine: a background topic fixed at the corpus word frequencies absorbs generic words (dropped from the output; --background=false: plain LDA)"},
 			&cli.Float64Flag{Name: "alpha0", Value: 1, Category: mo, Usage: "lda: Dirichlet concentration sum_k alpha_k"},
 			&cli.Float64Flag{Name: "sigma2", Category: mo, Usage: "mog: common component variance (in the units of the input rows)"},
 			&cli.StringFlag{Name: "estimator", Value: "all-triples", Category: mo, Usage: "stm moments: all-triples (unbiased, every word) or first-three"},
@@ -58,10 +78,12 @@ Non-UTF-8 text files, unknown word ids and malformed lines are errors naming the
 			&cli.IntFlag{Name: "top-words", Value: 10, Category: out, Usage: "words shown per topic"},
 			&cli.BoolFlag{Name: "json", Category: out, Usage: "print the result as JSON on stdout"},
 			&cli.StringFlag{Name: "out", Category: out, Usage: "also write the full result (every component entry, weights, privacy report) to FILE.json or FILE.arrow (Arrow IPC, long form)"},
-			&cli.BoolFlag{Name: "force", Category: out, Usage: "overwrite --out"},
+			&cli.BoolFlag{Name: "force", Category: out, Usage: "overwrite --out and --doc-topics"},
+			&cli.StringFlag{Name: "doc-topics", Category: out, Usage: "lda, stm: write the training documents' topic proportions to FILE.csv or FILE.parquet"},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed all randomness: reproducible, and private noise is NOT private"},
 		},
-		Action: spectralRun,
+		Action:      spectralRun,
+		Subcommands: []*cli.Command{spectralInferCmd(), spectralEvalCmd()},
 	}
 	cmd.Flags = append(cmd.Flags, spectralSitesFlag)
 	return cmd
@@ -84,14 +106,13 @@ func spectralInput(c *cli.Context, model string) (*otd.Input, *data.CorpusStats,
 		}
 		return &otd.Input{Rows: mat.NewDense(rows.N, rows.D, rows.Data)}, nil, rows.Scale, nil
 	}
-	opts := data.CorpusOptions{MinDocLen: 3, MinCount: c.Int("min-count"), MaxVocab: c.Int("max-vocab"), KeepStopWords: c.Bool("keep-stopwords")}
+	// Read every word (text directories: every token of two letters or
+	// more), then prune by the same rules whatever the format.
+	raw := data.CorpusOptions{MinDocLen: 1, KeepStopWords: true}
 	var corpus *data.Corpus
 	if st.IsDir() {
-		corpus, err = data.ReadTextDir(path, opts)
+		corpus, err = data.ReadTextDir(path, raw)
 	} else {
-		if c.IsSet("min-count") || c.IsSet("max-vocab") {
-			return nil, nil, 0, errors.New("--min-count and --max-vocab apply to text directories only")
-		}
 		vocab := c.String("vocab")
 		if vocab == "" {
 			guess := filepath.Join(filepath.Dir(path), strings.Replace(filepath.Base(path), "docword", "vocab", 1))
@@ -102,10 +123,26 @@ func spectralInput(c *cli.Context, model string) (*otd.Input, *data.CorpusStats,
 				}
 			}
 		}
-		corpus, err = data.ReadUCIBagOfWords(path, vocab, opts)
+		corpus, err = data.ReadUCIBagOfWords(path, vocab, raw)
 	}
 	if err != nil {
 		return nil, nil, 0, err
+	}
+	if sel := c.String("select"); sel != "" {
+		if corpus, err = spectralSelect(corpus, sel); err != nil {
+			return nil, nil, 0, err
+		}
+	}
+	popts, err := spectralPruneOptions(c)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	corpus, _, err = data.PruneCorpus(corpus, popts)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := spectralCheckVocabK(corpus.V(), c.Int("topics"), corpus.Stats.Pruning); err != nil {
+		return nil, nil, 0, fmt.Errorf("%s: %w", path, err)
 	}
 	return &otd.Input{Corpus: corpus}, &corpus.Stats, 1, nil
 }
@@ -131,9 +168,12 @@ func spectralProgress(c *cli.Context) otd.ProgressFunc {
 
 // spectralTopic is one component in the output.
 type spectralTopic struct {
-	Index    int               `json:"index"`
-	Weight   float64           `json:"weight"`
-	Alpha    *float64          `json:"alpha,omitempty"`
+	Index  int      `json:"index"`
+	Weight float64  `json:"weight"`
+	Alpha  *float64 `json:"alpha,omitempty"`
+	// Zero flags a topic whose estimated weight was not positive: not a
+	// topic of the corpus; no top words are shown for it.
+	Zero     bool              `json:"zero_weight,omitempty"`
 	TopWords []spectralWordVal `json:"top_words,omitempty"`
 	Mean     []float64         `json:"mean,omitempty"`
 	// Column is the full component (only in --out files).
@@ -157,9 +197,23 @@ type spectralOutput struct {
 	VocabSize int               `json:"vocab_size,omitempty"`
 	Scale     float64           `json:"rescaled_by,omitempty"`
 	Seconds   float64           `json:"seconds"`
-	Topics    []spectralTopic   `json:"topics"`
-	Vocab     []string          `json:"vocab,omitempty"`
-	Privacy   *perturb.Report   `json:"privacy"`
+	// EffectiveTopics is exp(entropy of the weights).
+	EffectiveTopics float64 `json:"effective_topics,omitempty"`
+	// Refine is the number of variational EM sweeps run after the
+	// spectral fit (0: none); Eta their topic-word prior.
+	Refine int     `json:"refine,omitempty"`
+	Eta    float64 `json:"eta,omitempty"`
+	// Rebirths counts tiny topics the refinement replaced by splitting
+	// the largest; BackgroundShare is the share of tokens its background
+	// topic took.
+	Rebirths        int     `json:"rebirths,omitempty"`
+	BackgroundShare float64 `json:"background_share,omitempty"`
+	// DocPrior is the document-topic Dirichlet prior used to infer
+	// documents' topic proportions (--doc-topics, spectral infer).
+	DocPrior []float64       `json:"doc_topic_prior,omitempty"`
+	Topics   []spectralTopic `json:"topics"`
+	Vocab    []string        `json:"vocab,omitempty"`
+	Privacy  *perturb.Report `json:"privacy"`
 }
 
 // spectralTopWords returns the n largest entries of a topic column after
@@ -205,8 +259,36 @@ func spectralRun(c *cli.Context) error {
 	if !known {
 		return cli.Exit(fmt.Sprintf("--method %q: want one of %s", method, strings.Join(spectralMethods, ", ")), exitUsage)
 	}
+	if c.String("corpus") == "" || !c.IsSet("topics") {
+		return cli.Exit("spectral needs --corpus and --topics (see dprec spectral --help)", exitUsage)
+	}
 	if method != "nonprivate" && !(c.IsSet("epsilon")) {
 		return cli.Exit(fmt.Sprintf("--method %s needs --epsilon (and --delta for Gaussian mechanisms)", method), exitUsage)
+	}
+	if method == "nonprivate" && (c.IsSet("epsilon") || c.IsSet("delta")) {
+		return cli.Exit("--epsilon/--delta given without a private --method: the run would not be private; choose --method ("+strings.Join(spectralMethods[1:], ", ")+")", exitUsage)
+	}
+	if err := spectralCheckPrivateInput(c, model, method); err != nil {
+		return err
+	}
+	refine := c.Int("refine")
+	if refine < 0 {
+		return cli.Exit("--refine must be non-negative", exitUsage)
+	}
+	if refine > 0 && (model == otd.ModelMoG || method != "nonprivate" || c.Int("sites") > 1) {
+		return cli.Exit("--refine applies to non-private, centralised lda and stm runs only (the sweeps read the documents again and add no noise)", exitUsage)
+	}
+	if c.IsSet("eta") && !(c.Float64("eta") > 0) {
+		return cli.Exit("--eta must be positive", exitUsage)
+	}
+	docTopics := c.String("doc-topics")
+	if docTopics != "" {
+		if model == otd.ModelMoG || c.Int("sites") > 1 {
+			return cli.Exit("--doc-topics applies to centralised lda and stm runs", exitUsage)
+		}
+		if err := spectralCheckTableOut(docTopics, c.Bool("force")); err != nil {
+			return err
+		}
 	}
 	if c.Int("top-words") < 1 {
 		return cli.Exit("--top-words must be positive", exitUsage)
@@ -226,6 +308,12 @@ func spectralRun(c *cli.Context) error {
 	lowOut := strings.ToLower(outPath)
 	if outPath != "" && !strings.HasSuffix(lowOut, ".json") && !strings.HasSuffix(lowOut, ".arrow") {
 		return cli.Exit(fmt.Sprintf("--out %s: the result file must end in .json or .arrow", outPath), exitUsage)
+	}
+	for _, o := range []string{outPath, c.String("doc-topics")} {
+		sel, _, _ := strings.Cut(c.String("select"), ":")
+		if err := spectralNotInput(o, c.String("corpus"), c.String("vocab"), c.String("stop-words"), sel); err != nil {
+			return err
+		}
 	}
 	if outPath != "" && !c.Bool("force") {
 		if _, err := os.Stat(outPath); err == nil {
@@ -263,7 +351,44 @@ func spectralRun(c *cli.Context) error {
 		return err
 	}
 	spectralNoteDataDependentInputs(c, res.Report, method)
-	o := spectralOutput{Model: model, Method: method, K: opts.K, Path: res.Path, Corpus: stats, Privacy: res.Report, Seconds: time.Since(start).Seconds()}
+	var docPrior []float64
+	var eta, bgShare float64
+	var rebirths int
+	if in.Corpus != nil && c.Int("sites") <= 1 {
+		docPrior = spectralDocPrior(model, opts.Alpha0, res)
+		if refine > 0 {
+			eta = c.Float64("eta")
+			ref, err := otd.Refine(in.Corpus, res.A, otd.RefineOptions{Sweeps: refine, Alpha: spectralRefinePrior(model, opts.Alpha0, opts.K), Eta: eta, Progress: opts.Progress,
+				NoBackground: !c.Bool("background"), Infer: otd.InferOptions{Threads: c.Int("threads")}})
+			if err != nil {
+				return err
+			}
+			if eta == 0 {
+				eta = 1 / float64(opts.K)
+			}
+			res.A, res.Weights, res.Zero, res.Alpha, res.RawWeights = ref.A, ref.Weights, nil, nil, nil
+			res.Lambda = nil
+			docPrior = ref.Alpha
+			rebirths, bgShare = ref.Rebirths, ref.BackgroundShare
+		}
+		if docTopics != "" {
+			theta, err := otd.InferDocTopics(in.Corpus, res.A, docPrior, otd.InferOptions{Threads: c.Int("threads")})
+			if err != nil {
+				return err
+			}
+			if err := spectralWriteDocTopics(docTopics, c.Bool("force"), in.Corpus, theta); err != nil {
+				return err
+			}
+			if method != "nonprivate" && res.Report != nil {
+				res.Report.NotCovered = append(res.Report.NotCovered, "--doc-topics "+docTopics+": the training documents' own topic proportions (computed from each document without noise; keep the file with the data)")
+			}
+		}
+	}
+	o := spectralOutput{Model: model, Method: method, K: opts.K, Path: res.Path, Corpus: stats, Privacy: res.Report, Seconds: time.Since(start).Seconds(),
+		Refine: refine, Eta: eta, DocPrior: docPrior, Rebirths: rebirths, BackgroundShare: bgShare}
+	if model != otd.ModelMoG {
+		o.EffectiveTopics = otd.EffectiveTopics(res.Weights)
+	}
 	if model == otd.ModelLDA {
 		o.Alpha0 = opts.Alpha0
 	}
@@ -282,7 +407,7 @@ func spectralRun(c *cli.Context) error {
 	_, k := res.A.Dims()
 	for t := 0; t < k; t++ {
 		col := mat.Col(nil, t, res.A)
-		tp := spectralTopic{Index: t + 1, Weight: res.Weights[t]}
+		tp := spectralTopic{Index: t + 1, Weight: res.Weights[t], Zero: res.Zero != nil && res.Zero[t]}
 		if res.Alpha != nil {
 			a := res.Alpha[t]
 			tp.Alpha = &a
@@ -291,9 +416,11 @@ func spectralRun(c *cli.Context) error {
 		if model == otd.ModelMoG {
 			tp.Mean = col
 			ft.Mean = col
-		} else {
+		} else if !tp.Zero {
 			tp.TopWords = spectralTopWords(col, res.Vocab, c.Int("top-words"))
 			ft.TopWords = tp.TopWords
+			ft.Column = col
+		} else {
 			ft.Column = col
 		}
 		o.Topics = append(o.Topics, tp)
@@ -324,6 +451,7 @@ func spectralRun(c *cli.Context) error {
 		if stats != nil {
 			fmt.Fprintf(os.Stderr, "corpus: %d documents, %d words, vocabulary %d; skipped %d empty and %d shorter than 3 words\n",
 				stats.Docs, stats.Tokens, o.VocabSize, stats.SkippedEmpty, stats.SkippedShort)
+			fmt.Fprintf(os.Stderr, "pruning: %s\n", spectralPruneSummary(stats.Pruning))
 		}
 		if outPath != "" {
 			fmt.Fprintf(os.Stderr, "wrote %s\n", outPath)
@@ -344,7 +472,14 @@ func spectralJSONSafe(o spectralOutput) spectralOutput {
 }
 
 func spectralPrint(w io.Writer, o *spectralOutput) {
-	fmt.Fprintf(w, "model %s, method %s, K = %d (%s path, %.2fs)\n", o.Model, o.Method, o.K, o.Path, o.Seconds)
+	fmt.Fprintf(w, "model %s, method %s, K = %d (%s path, %.2fs)", o.Model, o.Method, o.K, o.Path, o.Seconds)
+	if o.Refine > 0 {
+		fmt.Fprintf(w, ", refined by %d variational EM sweeps (%d topics reborn, background share %.3f)", o.Refine, o.Rebirths, o.BackgroundShare)
+	}
+	if o.EffectiveTopics > 0 {
+		fmt.Fprintf(w, ", effective topics %.2f", o.EffectiveTopics)
+	}
+	fmt.Fprintln(w)
 	for _, t := range o.Topics {
 		if t.Alpha != nil {
 			fmt.Fprintf(w, "topic %d  weight %.4f  alpha %.4f\n", t.Index, t.Weight, *t.Alpha)
@@ -352,6 +487,9 @@ func spectralPrint(w io.Writer, o *spectralOutput) {
 			fmt.Fprintf(w, "component %d  weight %.4f\n", t.Index, t.Weight)
 		} else {
 			fmt.Fprintf(w, "topic %d  weight %.4f\n", t.Index, t.Weight)
+		}
+		if t.Zero {
+			fmt.Fprintf(w, "  (zero estimated weight: not a topic of this corpus; no top words)\n")
 		}
 		if t.Mean != nil {
 			parts := make([]string, len(t.Mean))
@@ -386,16 +524,86 @@ func spectralPrint(w io.Writer, o *spectralOutput) {
 }
 
 // spectralNoteDataDependentInputs records in a private report what the
-// guarantee does not cover about how the input was prepared: a vocabulary
-// chosen from a text directory by tokenisation and --min-count/--max-vocab
-// is itself a function of the private documents, and the number of usable
-// documents N (after skipping short ones) is treated as public.
+// guarantee assumes about how the input was prepared: the vocabulary is
+// public (spectralCheckPrivateInput refuses private topic-model runs
+// without --vocab and --public-vocab, and every data-dependent pruning
+// rule), and the number of usable documents N (after skipping short ones)
+// is treated as public.
 func spectralNoteDataDependentInputs(c *cli.Context, r *perturb.Report, method string) {
 	if method == "nonprivate" || r == nil {
 		return
 	}
-	if st, err := os.Stat(c.String("corpus")); err == nil && st.IsDir() {
-		r.NotCovered = append(r.NotCovered, "vocabulary (chosen from the private documents by tokenisation, --min-count and --max-vocab; pass a public vocabulary through a UCI docword/vocab pair to avoid this)")
+	if c.String("model") != otd.ModelMoG {
+		r.Notes = append(r.Notes, fmt.Sprintf("the vocabulary %s was declared public (--public-vocab): chosen without looking at the private documents; stop-word removal uses fixed public lists", c.String("vocab")))
 	}
 	r.Notes = append(r.Notes, "N, the number of usable documents or rows after skipping short or empty ones, is treated as public, as in the seeds")
+}
+
+// spectralCheckPrivateInput refuses private topic-model runs whose
+// vocabulary is, or may be, a function of the private documents: a text
+// directory (its vocabulary is the documents' words), a docword file
+// without a --vocab declared public, and the corpus-dependent pruning
+// rules (--min-count, --min-df, --max-df, --max-vocab). A word of one
+// document at the top of a topic is exactly what such a vocabulary leaks.
+func spectralCheckPrivateInput(c *cli.Context, model, method string) error {
+	if method == "nonprivate" || model == otd.ModelMoG {
+		return nil
+	}
+	if st, err := os.Stat(c.String("corpus")); err == nil && st.IsDir() {
+		return cli.Exit("private methods need a public vocabulary: a text directory's vocabulary is made of the private documents' words; give a UCI docword file with --vocab FILE --public-vocab", exitUsage)
+	}
+	if c.String("vocab") == "" || !c.Bool("public-vocab") {
+		return cli.Exit("private methods need a public vocabulary: pass --vocab FILE and --public-vocab to declare that FILE was chosen without looking at the private documents (otherwise the released topics can reveal a document's rare words)", exitUsage)
+	}
+	for _, f := range []string{"min-count", "min-df", "max-df", "max-vocab"} {
+		if c.IsSet(f) {
+			return cli.Exit(fmt.Sprintf("--%s prunes the vocabulary by counts of the private documents; private methods accept only the public stop-word lists", f), exitUsage)
+		}
+	}
+	return nil
+}
+
+// spectralPruneOptions builds the corpus pruning rules from the flags;
+// a bad value or a missing stop-word file is a usage error.
+func spectralPruneOptions(c *cli.Context) (data.PruneOptions, error) {
+	o := data.PruneOptions{
+		KeepStopWords: c.Bool("keep-stopwords"), MinCount: c.Int("min-count"), MinDF: c.Int("min-df"),
+		MaxDF: c.Float64("max-df"), MaxVocab: c.Int("max-vocab"), MinDocLen: 3,
+	}
+	if o.MinCount < 0 || o.MinDF < 0 || o.MaxVocab < 0 {
+		return o, cli.Exit("--min-count, --min-df and --max-vocab must be non-negative", exitUsage)
+	}
+	if c.IsSet("max-df") && !(o.MaxDF > 0 && o.MaxDF <= 1) {
+		return o, cli.Exit(fmt.Sprintf("--max-df %v: want a fraction of the documents in (0, 1]", o.MaxDF), exitUsage)
+	}
+	if p := c.String("stop-words"); p != "" {
+		ws, err := data.ReadStopWords(p)
+		if err != nil {
+			return o, cli.Exit(fmt.Sprintf("--stop-words: %v", err), exitUsage)
+		}
+		o.ExtraStopWords = ws
+	}
+	return o, nil
+}
+
+// spectralPruneSummary is the one-line account of what pruning removed.
+func spectralPruneSummary(r *data.PruneReport) string {
+	if r == nil {
+		return "no pruning"
+	}
+	s := fmt.Sprintf("removed %d stop words, %d by --min-count, %d by --min-df, %d by --max-df, %d by --max-vocab; skipped %d documents emptied and %d left shorter than 3 words",
+		r.StopWords, r.MinCount, r.MinDF, r.MaxDF, r.MaxVocab, r.EmptiedDocs, r.ShortDocs)
+	if len(r.MaxDFWords) > 0 {
+		s += "; --max-df removed " + strings.Join(r.MaxDFWords, " ")
+	}
+	return s
+}
+
+// spectralCheckVocabK refuses a vocabulary smaller than K after pruning.
+func spectralCheckVocabK(v, k int, r *data.PruneReport) error {
+	if v >= k {
+		return nil
+	}
+	return fmt.Errorf("after pruning the vocabulary has %d words, fewer than K = %d topics (%s); relax the pruning or lower --topics",
+		v, k, spectralPruneSummary(r))
 }

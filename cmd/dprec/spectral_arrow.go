@@ -14,9 +14,14 @@ import (
 // spectralWriteArrow writes the full result as an Arrow IPC file in long
 // form: one row per (component, term) with columns component (1-based),
 // term (0-based word id or coordinate), word (vocabulary string; empty for
-// mog) and value (the raw estimated entry). The schema metadata holds
-// "dprec.result" (the JSON summary: model, weights, alpha, corpus stats)
-// and "dprec.privacy" (the JSON privacy report).
+// mog) and value (the entry: a topic's probability of the word, or a
+// mean's coordinate). The schema metadata holds "dprec.result" (the JSON
+// summary: model, K, vocabulary size, weights, alpha, the document-topic
+// prior, refinement, corpus and pruning stats) and "dprec.privacy" (the
+// JSON privacy report). For lda and stm this is the topic model file that
+// dprec spectral infer and eval read (spectralReadModel); the vocabulary
+// is the word column. It is written atomically (data.WriteFileAtomic, as
+// the completion models).
 func spectralWriteArrow(w io.Writer, o spectralOutput) error {
 	summary := o
 	summary.Vocab = nil
