@@ -14,8 +14,9 @@
 // Every record batch has the same schema, one row per factor row or core
 // entry ("long" layout), in this column order:
 //
-//	part    utf8     "user", "item", "time" or "core"
-//	mode    int32    0, 1, 2 for factor rows; -1 for core entries
+//	part    utf8     "user", "item", "time", "core" or "pair"
+//	mode    int32    0, 1, 2 for factor rows; -1 for core entries; -2 - p
+//	                 for the rows of pair bias p
 //	index   int64    dense row index in its mode; for the core, the
 //	                 row-major (last mode fastest) flat index
 //	id      utf8     external id (integers in base 10); for time rows the
@@ -30,7 +31,13 @@
 //	value   float64  Tucker core entry G[p,q,t] (null for factor rows)
 //
 // Factor rows come mode by mode in index order, in batches of at most 65,536
-// rows, then the core. The schema metadata holds:
+// rows, then the core, then the pair biases (decomposition.PairBias: a
+// user x time-bucket and an item x period bias, sparse): one row per pair
+// seen in training, in key order, with index the user or item index,
+// core_p the period (time bucket / period length) and value the bias; the
+// header's "pairs" lists each pair bias's modes, period length and row
+// count. Files without pair biases are byte-identical to files written
+// before pair biases existed. The schema metadata holds:
 //
 //	dprec.format   "dprec-model"  (magic: anything else is not a model)
 //	dprec.version  "1"            (other versions are rejected)
