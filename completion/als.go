@@ -446,14 +446,12 @@ func (t *alsTrainer) solveCore(iters int) {
 			}
 			out[q] = s
 		}
-		if rhs != nil {
-			for q := range rhs {
-				s := lam * G0[q]
-				for _, rp := range rhsPart {
-					s += rp[q]
-				}
-				rhs[q] = s
+		for q := range rhs { // rhs is nil except on the first call
+			s := lam * G0[q]
+			for _, rp := range rhsPart {
+				s += rp[q]
 			}
+			rhs[q] = s
 		}
 	}
 	Ap := make([]float64, nG)

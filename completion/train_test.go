@@ -188,8 +188,6 @@ type recorder struct {
 	setInput  float64 // PerturbInput replaces every value by this when != 0
 	calls     []string
 	transform []*countingTransform
-	outputLen int
-	inputSeen []float64
 }
 
 type countingTransform struct {

@@ -29,7 +29,7 @@ func ParseGrid(s string) ([]Param, error) {
 	for _, f := range strings.Fields(s) {
 		name, vals, ok := strings.Cut(f, "=")
 		if !ok || vals == "" {
-			return nil, fmt.Errorf("grid term %q: want name=v1,v2,...", f)
+			return nil, fmt.Errorf("grid term %q: want name=v1,v2 (values separated by commas)", f)
 		}
 		if seen[name] {
 			return nil, fmt.Errorf("grid names %q twice", name)

@@ -49,8 +49,7 @@ func MoGMoments(X *mat.Dense, sigma2 float64) (M2 *mat.SymDense, M3 *SymTensor, 
 		return nil, nil, err
 	}
 	n, d := X.Dims()
-	M3, err = NewSymTensor(d)
-	if err != nil {
+	if err := checkDense(d); err != nil { // refuse before the packed moments are accumulated
 		return nil, nil, err
 	}
 	M2 = mogM2(X, sigma2)

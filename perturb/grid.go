@@ -72,15 +72,6 @@ func uniformOpen(r *rand.Rand) float64 {
 // probability exp(-2^21), i.e. never.
 const maxGridSteps = 1 << 62
 
-// geometric returns a draw of the number of failures before the first
-// success of Bernoulli(1 - e^-lambda) trials: P(k) = (1 - e^-lambda)
-// e^(-lambda k), k = 0, 1, .... It uses the exact inversion k =
-// floor(E/lambda) with E = -log U ~ Exp(1), since P(floor(E/lambda) >= k) =
-// e^(-lambda k).
-func geometric(r *rand.Rand, lambda float64) int64 {
-	return geometricFromU(uniformOpen(r), lambda)
-}
-
 func geometricFromU(u, lambda float64) int64 {
 	k := math.Floor(-math.Log(u) / lambda)
 	if k >= maxGridSteps {

@@ -64,7 +64,7 @@ func pcaLoadSites(c *cli.Context) ([]*mat.Dense, error) {
 	_, d := mats[0].Dims()
 	switch {
 	case S == 0:
-		S = len(mats)
+		// One site per --data file.
 	case len(mats) == 1 && S > 1:
 		x := mats[0]
 		n, _ := x.Dims()

@@ -416,17 +416,6 @@ func (a *Aggregator) recv(ctx context.Context, from, kind string, stage int) (*M
 	return a.T.Recv(ctx, from, kind, stage)
 }
 
-func (a *Aggregator) recvJSON(ctx context.Context, from, kind string, stage int, v any) error {
-	m, err := a.recv(ctx, from, kind, stage)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(m.Body, v); err != nil {
-		return fmt.Errorf("bad %s message from %s: %w", kind, from, err)
-	}
-	return nil
-}
-
 func (a *Aggregator) stage(ctx context.Context, stage int, present []int, out *Outcome, r *rand.Rand, last bool) (*StageResult, error) {
 	job := a.Job
 	S := len(present)
