@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"time"
 )
 
 // DuplicatePolicy says what to do with several observations of the same
@@ -46,7 +48,17 @@ type BuilderOptions struct {
 	Duplicates DuplicatePolicy
 	// KeepTimestamps keeps the raw Unix seconds in Store.Timestamps.
 	KeepTimestamps bool
+	// MaxTimeBuckets bounds the size of the time mode (the buckets from the
+	// earliest to the latest time stamp, all of which become rows of the
+	// time factor); Finish fails with ErrTimeSpan, before allocating the
+	// mode, when the time stamps span more. Zero means
+	// TimeUnit.MaxBuckets() (200 years of buckets).
+	MaxTimeBuckets int
 }
+
+// ErrTimeSpan is returned (wrapped) when the time stamps span more buckets
+// than a time mode may hold.
+var ErrTimeSpan = errors.New("time stamps span too many buckets")
 
 // Builder assembles a Store from rows. Loaders intern IDs through the
 // dictionaries Users and Items and call Add with the dense indices; Finish
@@ -133,8 +145,14 @@ func (b *Builder) Finish() (*Store, DuplicateStats, error) {
 		}
 		minB, maxB := unit.AbsBucket(minT), unit.AbsBucket(maxT)
 		span := maxB - minB + 1
-		if span > math.MaxInt32 || span <= 0 {
-			return nil, ds, fmt.Errorf("data: time stamps span %d %s buckets, too many for one mode", span, unit)
+		limit, years := int64(b.opts.MaxTimeBuckets), ""
+		if limit <= 0 {
+			limit, years = int64(unit.MaxBuckets()), fmt.Sprintf(" (%d years)", MaxTimeSpanYears)
+		}
+		limit = min(limit, math.MaxInt32)
+		if span > limit || span <= 0 {
+			return nil, ds, fmt.Errorf("data: %w: the time stamps run from %d to %d (Unix seconds; %s to %s), %s buckets of one %s, more than the %d a time mode may hold%s; use a coarser --time-unit (week, month) or none for no time mode, or check that the time column is in seconds",
+				ErrTimeSpan, minT, maxT, textUnixDate(minT), textUnixDate(maxT), spanText(minB, maxB), unit, limit, years)
 		}
 		k := make([]int32, n)
 		for e, t := range b.t {
@@ -158,6 +176,21 @@ func (b *Builder) Finish() (*Store, DuplicateStats, error) {
 		return nil, ds, err
 	}
 	return s, ds, nil
+}
+
+// spanText is maxB-minB+1 in words, without overflowing int64.
+func spanText(minB, maxB int64) string {
+	if span := maxB - minB + 1; span > 0 && maxB >= minB {
+		return strconv.FormatInt(span, 10)
+	}
+	return "more than 9.2e18"
+}
+
+// textUnixDate formats Unix seconds as a UTC date for messages (the year
+// may be far outside 0..9999).
+func textUnixDate(t int64) string {
+	tm := time.Unix(t, 0).UTC()
+	return fmt.Sprintf("%d-%02d-%02d", tm.Year(), tm.Month(), tm.Day())
 }
 
 // dedupe merges repeated cells in place, keeping the first position of each
