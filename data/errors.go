@@ -25,6 +25,9 @@ var (
 	// ErrQuote: a quoted field is not terminated on its line or has text
 	// after its closing quote.
 	ErrQuote = errors.New("bad quoted field")
+	// ErrLineTooLong: a line of delimited text is longer than
+	// LoadOptions.MaxLine bytes.
+	ErrLineTooLong = errors.New("line too long")
 )
 
 // ParseError reports a malformed row: the file, the 1-based line (for

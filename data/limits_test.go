@@ -1,9 +1,12 @@
 package data
 
 import (
+	"bytes"
+	"compress/gzip"
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -76,5 +79,146 @@ func TestTimeSpanLimitParquet(t *testing.T) {
 	_, _, err := Load(path, LoadOptions{})
 	if !errors.Is(err, ErrTimeSpan) || !strings.Contains(err.Error(), "--time-unit") {
 		t.Fatalf("got %v, want ErrTimeSpan naming --time-unit", err)
+	}
+}
+
+// TestMaxLine: a line longer than MaxLine is a malformed row naming its
+// line (issue 14 case 5), skipped under SkipInvalid, in plain and gzip
+// input, at the start, in the middle and at the end of the file, across
+// read-block boundaries.
+func TestMaxLine(t *testing.T) {
+	dir := t.TempDir()
+	long := "x" + strings.Repeat("9", 300) + ",5"
+	var sb strings.Builder
+	sb.WriteString("userId,movieId,rating,timestamp\n")
+	for i := 0; i < 200; i++ {
+		sb.WriteString(arrowItoa(int64(i%7)) + "," + arrowItoa(int64(i)) + ",3,86400\n")
+		if i == 50 || i == 120 {
+			sb.WriteString("1,2," + long + "\n")
+		}
+	}
+	sb.WriteString("1,2," + long) // last line, no line end
+	body := sb.String()
+	// Line numbers of the long lines: header is line 1, row i is line
+	// i+2 plus the long lines before it.
+	wantLines := []int{53, 124, 204}
+	defer func(n int) { textChunkSize = n }(textChunkSize)
+	for _, chunk := range []int{64, 1000, 2 << 20} {
+		textChunkSize = chunk
+		for _, gz := range []bool{false, true} {
+			path := filepath.Join(dir, "long.csv")
+			if gz {
+				path += ".gz"
+				limitsWriteGzip(t, path, body)
+			} else if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, threads := range []int{1, 3} {
+				opts := LoadOptions{MaxLine: 100, Threads: threads}
+				_, _, err := Load(path, opts)
+				var pe *ParseError
+				if !errors.Is(err, ErrLineTooLong) || !errors.As(err, &pe) || pe.Line != wantLines[0] {
+					t.Fatalf("chunk %d gz %v: got %v, want ErrLineTooLong on line %d", chunk, gz, err, wantLines[0])
+				}
+				opts.SkipInvalid = true
+				s, rep, err := Load(path, opts)
+				if err != nil {
+					t.Fatalf("chunk %d gz %v skip: %v", chunk, gz, err)
+				}
+				if s.NNZ() != 200 || rep.Skipped != 3 || rep.Rows != 203 {
+					t.Fatalf("chunk %d gz %v skip: %d entries, %d rows, %d skipped; want 200, 203, 3", chunk, gz, s.NNZ(), rep.Rows, rep.Skipped)
+				}
+				for k, want := range wantLines {
+					if !strings.Contains(rep.SkipReasons[k], ":"+arrowItoa(int64(want))+":") {
+						t.Errorf("chunk %d gz %v: reason %d is %q, want line %d", chunk, gz, k, rep.SkipReasons[k], want)
+					}
+				}
+				// The default limit (1 MiB) accepts these lines.
+				if _, _, err := Load(path, LoadOptions{Threads: threads}); !errors.Is(err, ErrBadRating) {
+					t.Fatalf("default limit: got %v, want the rating error of the long line", err)
+				}
+			}
+		}
+	}
+}
+
+// TestMaxLineFirstLine: a too-long first line fails, or is skipped before
+// the layout is sniffed.
+func TestMaxLineFirstLine(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "first.csv")
+	body := strings.Repeat("x", 5000) + "\n1,1,4\n2,1,3\n"
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer func(n int) { textChunkSize = n }(textChunkSize)
+	textChunkSize = 512
+	_, _, err := Load(path, LoadOptions{MaxLine: 1000})
+	var pe *ParseError
+	if !errors.Is(err, ErrLineTooLong) || !errors.As(err, &pe) || pe.Line != 1 {
+		t.Fatalf("got %v, want ErrLineTooLong on line 1", err)
+	}
+	s, rep, err := Load(path, LoadOptions{MaxLine: 1000, SkipInvalid: true})
+	if err != nil || s.NNZ() != 2 || rep.Skipped != 1 {
+		t.Fatalf("skip: %v, report %+v", err, rep)
+	}
+}
+
+// TestMaxLineBounded: a gzip file expanding to one 64 MiB line is
+// refused, and skipped under SkipInvalid, without buffering the line: the
+// load allocates a small fraction of the line (the old reader grew its
+// block to the whole line and died at 1.9 GB on a 4 GiB line).
+func TestMaxLineBounded(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "oneline.csv.gz")
+	fh, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := gzip.NewWriter(fh)
+	if _, err := zw.Write([]byte("userId,movieId,rating\n1,1,4\n")); err != nil {
+		t.Fatal(err)
+	}
+	block := []byte(strings.Repeat("7", 1<<20))
+	for i := 0; i < 64; i++ {
+		if _, err := zw.Write(block); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := zw.Write([]byte("\n2,2,5\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fh.Close()
+	for _, skip := range []bool{false, true} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		s, rep, err := Load(path, LoadOptions{SkipInvalid: skip, Threads: 2})
+		runtime.ReadMemStats(&after)
+		alloc := after.TotalAlloc - before.TotalAlloc
+		if skip {
+			if err != nil || s.NNZ() != 2 || rep.Skipped != 1 {
+				t.Fatalf("skip: %v %+v", err, rep)
+			}
+		} else if !errors.Is(err, ErrLineTooLong) {
+			t.Fatalf("got %v, want ErrLineTooLong", err)
+		}
+		if alloc > 24<<20 {
+			t.Errorf("skip %v: the load allocated %d MiB for a 64 MiB line", skip, alloc>>20)
+		}
+		t.Logf("skip %v: allocated %.1f MiB", skip, float64(alloc)/(1<<20))
+	}
+}
+
+func limitsWriteGzip(t *testing.T, path, body string) {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write([]byte(body))
+	zw.Close()
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
