@@ -227,6 +227,9 @@ func spectralRun(c *cli.Context) error {
 	if outPath != "" && !strings.HasSuffix(lowOut, ".json") && !strings.HasSuffix(lowOut, ".arrow") {
 		return cli.Exit(fmt.Sprintf("--out %s: the result file must end in .json or .arrow", outPath), exitUsage)
 	}
+	if err := checkOutputs([]string{c.String("corpus"), c.String("vocab")}, outPath); err != nil {
+		return err
+	}
 	if outPath != "" && !c.Bool("force") {
 		if _, err := os.Stat(outPath); err == nil {
 			return fmt.Errorf("%s: %w", outPath, data.ErrExists)

@@ -1,0 +1,17 @@
+//go:build !unix
+
+package data
+
+import (
+	"os"
+	"time"
+)
+
+func lockTemp(*os.File) {}
+
+// staleTemp: without flock, a temporary file untouched for an hour is
+// taken to be left by a killed writer.
+func staleTemp(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && time.Since(st.ModTime()) > time.Hour
+}
