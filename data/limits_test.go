@@ -12,6 +12,9 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/decimal128"
+	"github.com/apache/arrow/go/v15/arrow/decimal256"
+	"github.com/apache/arrow/go/v15/arrow/float16"
 )
 
 // TestTimeSpanLimit: two rows whose time stamps lie 28,500 years apart
@@ -220,5 +223,95 @@ func limitsWriteGzip(t *testing.T, path, body string) {
 	zw.Close()
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDuplicateColumnNames: a role whose column name appears twice is an
+// error naming the column (issue 14 case 12: the first was used silently).
+func TestDuplicateColumnNames(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		header string
+		cols   Columns
+		dup    string // "" = loads
+	}{
+		{"userId,movieId,rating,rating", Columns{}, `"rating"`},
+		{"userId,movieId,Rating,RATING", Columns{}, `"rating"`},
+		{"userId,movieId,rating,RATING", Columns{}, ""},
+		{"userId,userId,movieId,rating", Columns{}, `"userId"`},
+		{"u,u,movieId,rating", Columns{User: "u"}, `"u"`},
+		{"userId,movieId,rating,x,x", Columns{}, ""}, // unused duplicates are harmless
+	} {
+		path := filepath.Join(dir, "dup.csv")
+		if err := os.WriteFile(path, []byte(tc.header+"\n1,2,3,4,5\n2,3,4,5,6\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := Load(path, LoadOptions{Columns: tc.cols})
+		if tc.dup == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tc.header, err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrDuplicateColumn) || !strings.Contains(err.Error(), tc.dup) {
+			t.Errorf("%s: got %v, want ErrDuplicateColumn naming %s", tc.header, err, tc.dup)
+		}
+	}
+	for _, f := range arrowFormats {
+		rec := arrowRecord(arrowI64("userId", 1, 2), arrowI64("movieId", 1, 2), arrowF64("rating", 1, 2), arrowF64("rating", 5, 5))
+		path := filepath.Join(dir, "dup"+f.ext)
+		arrowWriteRecord(t, path, f.f, rec)
+		rec.Release()
+		_, _, err := Load(path, LoadOptions{})
+		if !errors.Is(err, ErrDuplicateColumn) || !strings.Contains(err.Error(), `"rating"`) {
+			t.Errorf("%s: got %v, want ErrDuplicateColumn naming rating", f.ext, err)
+		}
+	}
+}
+
+// TestDecimalAndFloat16Ratings: DECIMAL ratings (what DuckDB writes for
+// 4.0) and float16 ratings load (issue 14 case 12: they were refused).
+func TestDecimalAndFloat16Ratings(t *testing.T) {
+	dir := t.TempDir()
+	want := []float64{4, 3.5, 0.5}
+	dec128 := arrowColumn{"rating", &arrow.Decimal128Type{Precision: 2, Scale: 1}, func(b array.Builder) {
+		for _, v := range []int64{40, 35, 5} {
+			b.(*array.Decimal128Builder).Append(decimal128.FromI64(v))
+		}
+	}}
+	dec256 := arrowColumn{"rating", &arrow.Decimal256Type{Precision: 40, Scale: 2}, func(b array.Builder) {
+		for _, v := range []uint64{400, 350, 50} {
+			b.(*array.Decimal256Builder).Append(decimal256.FromU64(v))
+		}
+	}}
+	f16 := arrowColumn{"rating", arrow.FixedWidthTypes.Float16, func(b array.Builder) {
+		for _, v := range want {
+			b.(*array.Float16Builder).Append(float16.New(float32(v)))
+		}
+	}}
+	for _, tc := range []struct {
+		name string
+		col  arrowColumn
+	}{{"decimal128", dec128}, {"decimal256", dec256}, {"float16", f16}} {
+		for _, f := range arrowFormats {
+			if tc.name == "float16" && f.f == FormatParquet {
+				continue // arrow/go v15 writes no Parquet FLOAT16
+			}
+			t.Run(tc.name+f.ext, func(t *testing.T) {
+				rec := arrowRecord(arrowI64("userId", 1, 2, 3), arrowI64("movieId", 1, 2, 3), tc.col)
+				defer rec.Release()
+				path := filepath.Join(dir, tc.name+f.ext)
+				arrowWriteRecord(t, path, f.f, rec)
+				s, _, err := Load(path, LoadOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for e, v := range want {
+					if s.Val[e] != v {
+						t.Errorf("row %d: rating %v, want %v", e, s.Val[e], v)
+					}
+				}
+			})
+		}
 	}
 }
