@@ -91,6 +91,7 @@ type arrowLoader struct {
 	uidx, iidx   []int32
 	rows, total  int64
 	free         chan *arrowBatch // recycled batch buffers
+	memLimit     int64
 }
 
 // getBatch returns a batch with recycled buffers when one is free.
@@ -111,8 +112,8 @@ func (l *arrowLoader) putBatch(b *arrowBatch) {
 	}
 }
 
-func newArrowLoader(path string, sc *arrow.Schema, cols [4]int, total, fileSize int64, opts *LoadOptions, rep *LoadReport) *arrowLoader {
-	l := &arrowLoader{path: path, opts: opts, rep: rep, total: total, free: make(chan *arrowBatch, 8)}
+func newArrowLoader(path string, sc *arrow.Schema, cols [4]int, total, fileSize int64, opts *LoadOptions, rep *LoadReport) (*arrowLoader, error) {
+	l := &arrowLoader{path: path, opts: opts, rep: rep, total: total, free: make(chan *arrowBatch, 8), memLimit: opts.memLimit()}
 	for role, i := range cols {
 		if i >= 0 {
 			l.names[role] = sc.Field(i).Name
@@ -130,6 +131,11 @@ func newArrowLoader(path string, sc *arrow.Schema, cols [4]int, total, fileSize 
 	l.users.d, l.items.d = dict(arrowUser), dict(arrowItem)
 	l.b = NewBuilder(l.users.d, l.items.d, l.hasTime, opts.Builder)
 	rep.UserColumn, rep.ItemColumn, rep.RatingColumn, rep.TimeColumn = l.names[0], l.names[1], l.names[2], l.names[3]
+	// The file announces its row count: refuse before reading a row when
+	// the rows alone exceed the memory limit.
+	if err := memCheck(path, l.memLimit, total, true, l.hasTime, nil, nil); err != nil {
+		return nil, err
+	}
 	// Reserve the whole store up front (no append slack) when the row count
 	// is plausible: at most 64 rows per byte of file, so a corrupt count
 	// cannot reserve gigabytes (compressed data may still exceed it and
@@ -137,7 +143,7 @@ func newArrowLoader(path string, sc *arrow.Schema, cols [4]int, total, fileSize 
 	if total > 0 && total <= 64*fileSize {
 		l.b.Grow(int(total))
 	}
-	return l
+	return l, nil
 }
 
 // colsIn finds the roles' fields in a record schema by name.
@@ -330,6 +336,9 @@ func (l *arrowLoader) intern(b *arrowBatch) error {
 	}
 	l.rows += int64(n)
 	l.rep.Rows += n
+	if err := memCheck(l.path, l.memLimit, l.rows, false, l.hasTime, l.users.d, l.items.d); err != nil {
+		return err
+	}
 	l.rep.Skipped += b.nbad
 	for _, r := range b.reasons {
 		if len(l.rep.SkipReasons) < arrowMaxSkipReasons {

@@ -315,3 +315,55 @@ func TestDecimalAndFloat16Ratings(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxMemory: a load whose estimate exceeds MaxMemory is refused with
+// the estimate (issue 14 case 6: large inputs died instead). Text checks
+// the rows read so far; Arrow and Parquet refuse from the announced row
+// count before reading a row.
+func TestMaxMemory(t *testing.T) {
+	dir := t.TempDir()
+	const n = 20000
+	var sb strings.Builder
+	sb.WriteString("userId,movieId,rating,timestamp\n")
+	users, items, vals, ts := make([]int64, n), make([]int64, n), make([]float64, n), make([]int64, n)
+	for i := 0; i < n; i++ {
+		users[i], items[i], vals[i], ts[i] = int64(i%100), int64(i), 3, 86400
+		sb.WriteString(arrowItoa(users[i]) + "," + arrowItoa(items[i]) + ",3,86400\n")
+	}
+	csv := filepath.Join(dir, "m.csv")
+	if err := os.WriteFile(csv, []byte(sb.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rec := arrowRecord(arrowI64("userId", users...), arrowI64("movieId", items...), arrowF64("rating", vals...), arrowI64("timestamp", ts...))
+	defer rec.Release()
+	paths := []string{csv}
+	for _, f := range arrowFormats {
+		p := filepath.Join(dir, "m"+f.ext)
+		arrowWriteRecord(t, p, f.f, rec)
+		paths = append(paths, p)
+	}
+	defer func(n int) { textChunkSize = n }(textChunkSize)
+	textChunkSize = 4096
+	// The estimate of the whole file: 20,000 rows x 64 bytes plus
+	// 20,100 integer IDs x 80 bytes = 2.89 MB.
+	for _, p := range paths {
+		_, _, err := Load(p, LoadOptions{MaxMemory: 1 << 20})
+		if !errors.Is(err, ErrMemoryLimit) || !strings.Contains(err.Error(), "1.0 MiB") || !strings.Contains(err.Error(), "--max-memory") {
+			t.Errorf("%s: got %v, want ErrMemoryLimit with the estimate and the limit", filepath.Base(p), err)
+		} else {
+			t.Logf("%s: %v", filepath.Base(p), err)
+		}
+		if _, _, err := Load(p, LoadOptions{MaxMemory: 4 << 20}); err != nil {
+			t.Errorf("%s under a 4 MiB limit: %v", filepath.Base(p), err)
+		}
+		if _, _, err := Load(p, LoadOptions{MaxMemory: -1}); err != nil {
+			t.Errorf("%s without a limit: %v", filepath.Base(p), err)
+		}
+	}
+	if PhysicalMemory() <= 0 {
+		t.Error("physical memory unknown: no default limit")
+	}
+	if got := (&LoadOptions{}).memLimit(); got != int64(float64(PhysicalMemory())*DefaultMemoryFraction) {
+		t.Errorf("default limit %d", got)
+	}
+}

@@ -82,7 +82,10 @@ func readParquet(path string, opts *LoadOptions, rep *LoadReport) (s *Store, err
 		leaves = append(leaves, f.ColIndex)
 	}
 	total := pf.NumRows()
-	l := newArrowLoader(path, sc, cols, total, st.Size(), opts, rep)
+	l, err := newArrowLoader(path, sc, cols, total, st.Size(), opts, rep)
+	if err != nil {
+		return nil, err
+	}
 	ctx := context.Background()
 	err = l.pipeline(opts.Threads, func(emit func(*arrowBatch) bool) error {
 		var fileRow int64

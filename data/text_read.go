@@ -400,6 +400,7 @@ func (r *textReader) consume(order <-chan *textChunk, free chan<- *textChunk, to
 	var fatal *ParseError
 	var kept []textRows
 	nrows := 0
+	memLimit := opts.memLimit()
 	for _, e := range r.preErrs {
 		rep.Rows++
 		rep.Skipped++
@@ -459,6 +460,9 @@ func (r *textReader) consume(order <-chan *textChunk, free chan<- *textChunk, to
 		// one big array in this serial loop.
 		kept = append(kept, textRows{c.du, c.di, c.val, c.ts})
 		nrows += len(c.val)
+		if err := memCheck(r.path, memLimit, int64(nrows), false, lay.col[textTime] >= 0, dicts[0], dicts[1]); err != nil {
+			return nil, err
+		}
 		c.du, c.di, c.val, c.ts = nil, nil, nil, nil
 		if opts.Progress != nil {
 			opts.Progress(c.srcPos, total)
