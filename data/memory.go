@@ -28,10 +28,10 @@ const DefaultMemoryFraction = 0.5
 //     cache: 80 bytes; a string ID its string header and map entry plus
 //     the bytes themselves: 96 bytes is assumed (IDs of up to ~32 bytes).
 const (
-	memRowBytes       = 48
-	memRowTimeBytes   = 64
-	memIntIDBytes     = 80
-	memStringIDBytes  = 96
+	memRowBytes      = 48
+	memRowTimeBytes  = 64
+	memIntIDBytes    = 80
+	memStringIDBytes = 96
 )
 
 // memLimit returns the byte limit of a load: MaxMemory when positive, none
