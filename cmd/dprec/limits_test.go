@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/otd"
 )
 
 // TestLoadLimitFlags: --max-line, --max-memory and the time-mode limit
@@ -62,5 +64,33 @@ func TestLoadLimitFlags(t *testing.T) {
 		if got, err := dataParseBytes(s); err != nil || got != want {
 			t.Errorf("dataParseBytes(%q) = %d, %v; want %d", s, got, err, want)
 		}
+	}
+}
+
+// TestSpectralMemoryLimit: a 2,000,000-word vocabulary (issue 14 case 11:
+// a tiny file ran 7 minutes at 1.5 GB) is refused before any moment is
+// computed when the estimate exceeds --max-memory, with the estimate.
+func TestSpectralMemoryLimit(t *testing.T) {
+	dir := t.TempDir()
+	dw := filepath.Join(dir, "docword.txt")
+	if err := os.WriteFile(dw, []byte("3\n2000000\n9\n1 1 1\n1 2 1\n1 1999999 2\n2 1 1\n2 5 3\n2 7 1\n3 2 2\n3 3 1\n3 2000000 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := dataTestRun(t, "spectral", "--corpus", dw, "-k", "2", "--seed", "1", "--max-memory", "512MiB")
+	if !errors.Is(err, data.ErrMemoryLimit) || !strings.Contains(err.Error(), "2000000 dimensions") || !strings.Contains(err.Error(), "--max-memory") {
+		t.Fatalf("got %v, want ErrMemoryLimit with the estimate", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("refusal took %v", d)
+	}
+	t.Log(err)
+	// 2,000,000 x 12 x 64 bytes = 1.4 GiB: a 2 GiB limit lets the estimate
+	// pass (the fit itself is not run here); a small vocabulary passes.
+	if err := spectralMemCheck(&otd.Input{Corpus: &data.Corpus{Vocab: make([]string, 2000000)}}, 2, 2<<30); err != nil {
+		t.Errorf("2 GiB: %v", err)
+	}
+	if _, err := dataTestRun(t, "spectral", "--corpus", "../../data/testdata/corpus/docword.txt", "-k", "2", "--seed", "1", "--max-memory", "64MiB"); err != nil {
+		t.Errorf("small corpus: %v", err)
 	}
 }

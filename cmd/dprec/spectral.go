@@ -59,6 +59,7 @@ Non-UTF-8 text files, unknown word ids and malformed lines are errors naming the
 			&cli.BoolFlag{Name: "json", Category: out, Usage: "print the result as JSON on stdout"},
 			&cli.StringFlag{Name: "out", Category: out, Usage: "also write the full result (every component entry, weights, privacy report) to FILE.json or FILE.arrow (Arrow IPC, long form)"},
 			&cli.BoolFlag{Name: "force", Category: out, Usage: "overwrite --out"},
+			&cli.StringFlag{Name: "max-memory", Category: mo, Usage: "refuse a fit whose memory estimate exceeds this: bytes with a unit (e.g. 8GiB, 500MiB), or \"none\"", DefaultText: "half of the physical memory"},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed all randomness: reproducible, and private noise is NOT private"},
 		},
 		Action: spectralRun,
@@ -235,10 +236,23 @@ func spectralRun(c *cli.Context) error {
 			return fmt.Errorf("%s: %w", outPath, data.ErrExists)
 		}
 	}
+	memLimit := int64(float64(data.PhysicalMemory()) * data.DefaultMemoryFraction)
+	switch s := strings.ToLower(c.String("max-memory")); s {
+	case "":
+	case "none", "unlimited":
+		memLimit = 0
+	default:
+		if memLimit, err = dataParseBytes(s); err != nil {
+			return cli.Exit("--max-memory: "+err.Error(), exitUsage)
+		}
+	}
 	start := time.Now()
 	in, stats, scale, err := spectralInput(c, model)
 	if err != nil {
 		return err
+	}
+	if err := spectralMemCheck(in, c.Int("topics"), memLimit); err != nil {
+		return fmt.Errorf("%s: %w", c.String("corpus"), err)
 	}
 	sigma2 := c.Float64("sigma2")
 	if scale != 1 {
@@ -401,4 +415,41 @@ func spectralNoteDataDependentInputs(c *cli.Context, r *perturb.Report, method s
 		r.NotCovered = append(r.NotCovered, "vocabulary (chosen from the private documents by tokenisation, --min-count and --max-vocab; pass a public vocabulary through a UCI docword/vocab pair to avoid this)")
 	}
 	r.Notes = append(r.Notes, "N, the number of usable documents or rows after skipping short or empty ones, is treated as public, as in the seeds")
+}
+
+// spectralMemBytes estimates the peak memory of a spectral fit on
+// D-dimensional observations with K components, before any moment is
+// computed. Every vocabulary-sized structure is D x O(K): the randomized
+// whitening of a corpus (D > otd.DenseWhitenMax) holds the iterate Q, the
+// product Z = M2 Q, their orthonormalization and Ritz vectors (D x (K+10)
+// each), and the whitening matrix and the M3 accumulator are D x K; a
+// measured run (D = 200,000, K = 20: 322 MB peak) used 1.6 KB per word,
+// about 6.7 doubles per column of K+10, so 8 doubles per column are
+// assumed: 64 D (K+10) bytes. Dense paths (D <= otd.DenseWhitenMax, and
+// mixtures) add the D x D second moment and its eigendecomposition: 32 D^2
+// bytes. The corpus itself is already in memory and not counted.
+func spectralMemBytes(d, k int) float64 {
+	est := 64 * float64(d) * float64(k+10)
+	if d <= otd.DenseWhitenMax {
+		est += 32 * float64(d) * float64(d)
+	}
+	return est
+}
+
+// spectralMemCheck refuses a fit whose estimate exceeds limit (0: none),
+// naming the dimension, the estimate and the flag.
+func spectralMemCheck(in *otd.Input, k int, limit int64) error {
+	d := 0
+	switch {
+	case in.Corpus != nil:
+		d = in.Corpus.V()
+	case in.Rows != nil:
+		_, d = in.Rows.Dims()
+	}
+	est := spectralMemBytes(d, k)
+	if limit <= 0 || est <= float64(limit) {
+		return nil
+	}
+	return fmt.Errorf("%w: a spectral fit with %d components on %d dimensions (vocabulary words) needs about %s, more than the limit of %s; raise it with --max-memory, or shrink the vocabulary (--max-vocab, --min-count for text directories; drop unused words from a UCI vocabulary)",
+		data.ErrMemoryLimit, k, d, data.FormatBytes(int64(min(est, 1<<62))), data.FormatBytes(limit))
 }
