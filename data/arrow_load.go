@@ -131,16 +131,13 @@ func newArrowLoader(path string, sc *arrow.Schema, cols [4]int, total, fileSize 
 	l.users.d, l.items.d = dict(arrowUser), dict(arrowItem)
 	l.b = NewBuilder(l.users.d, l.items.d, l.hasTime, opts.Builder)
 	rep.UserColumn, rep.ItemColumn, rep.RatingColumn, rep.TimeColumn = l.names[0], l.names[1], l.names[2], l.names[3]
-	// The file announces its row count: refuse before reading a row when
-	// the rows alone exceed the memory limit.
-	if err := memCheck(path, l.memLimit, total, true, l.hasTime, nil, nil); err != nil {
-		return nil, err
-	}
 	// Reserve the whole store up front (no append slack) when the row count
 	// is plausible: at most 64 rows per byte of file, so a corrupt count
 	// cannot reserve gigabytes (compressed data may still exceed it and
 	// then grows by appending).
-	if total > 0 && total <= 64*fileSize {
+	// Nor beyond the memory limit: a file of many repeated rows is merged
+	// as it is read (memFit) and may never need its announced rows.
+	if total > 0 && total <= 64*fileSize && (l.memLimit <= 0 || memEstimate(total, l.hasTime) <= l.memLimit/2) {
 		l.b.Grow(int(total))
 	}
 	return l, nil
@@ -336,14 +333,14 @@ func (l *arrowLoader) intern(b *arrowBatch) error {
 	}
 	l.rows += int64(n)
 	l.rep.Rows += n
-	if err := memCheck(l.path, l.memLimit, l.rows, false, l.hasTime, l.users.d, l.items.d); err != nil {
-		return err
-	}
 	l.rep.Skipped += b.nbad
 	for _, r := range b.reasons {
 		if len(l.rep.SkipReasons) < arrowMaxSkipReasons {
 			l.rep.SkipReasons = append(l.rep.SkipReasons, r)
 		}
+	}
+	if err := memFit(l.path, l.memLimit, l.b, 0, l.rep.Rows-l.rep.Skipped, nil); err != nil {
+		return err
 	}
 	if l.opts.Progress != nil {
 		l.opts.Progress(l.rows, l.total)

@@ -99,13 +99,16 @@
 //
 // # Memory limit
 //
-// Every load estimates its peak memory from the rows and distinct IDs read
-// so far (and, for Arrow and Parquet, from the row count the file
-// announces, before reading a row) with the per-row and per-ID costs in
-// memory.go, and fails with ErrMemoryLimit, giving the estimate, when it
+// Every load estimates its peak memory from the rows and distinct IDs held
+// so far with the per-row and per-ID costs in memory.go. When the estimate
 // exceeds LoadOptions.MaxMemory (default DefaultMemoryFraction of the
-// physical memory). Duplicates are merged after the load, so repeated rows
-// count in full. Cells observed several times (same
+// physical memory), the rows so far are merged by the duplicate policy
+// (Builder.Compact: the same result and report as merging at the end), so
+// a log of many repeated rows needs memory for its distinct cells only;
+// if the merged rows still need more than 3/4 of the limit, the load
+// fails with ErrMemoryLimit, giving the estimate. Arrow and Parquet
+// reserve the announced rows up front only when they fit in half the
+// limit. Cells observed several times (same
 // user, item and bucket) follow the DuplicatePolicy: keep the last (the
 // default, counted in LoadReport.Duplicates), average, or fail.
 //

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -365,5 +366,73 @@ func TestMaxMemory(t *testing.T) {
 	}
 	if got := (&LoadOptions{}).memLimit(); got != int64(float64(PhysicalMemory())*DefaultMemoryFraction) {
 		t.Errorf("default limit %d", got)
+	}
+}
+
+// TestBoundedDuplicateMerge: a log of 300,000 rows over 12 distinct cells
+// loads under a memory limit far below what its rows would need (issue 14
+// case 6: duplicates were stored before merging, 300M rows died at
+// 2.4 GB): duplicates are merged as the rows come in, and the result and
+// the report equal an unlimited load, for every policy and format.
+func TestBoundedDuplicateMerge(t *testing.T) {
+	dir := t.TempDir()
+	const n = 300000
+	users, items, vals, ts := make([]int64, n), make([]int64, n), make([]float64, n), make([]int64, n)
+	var sb strings.Builder
+	sb.WriteString("userId,movieId,rating,timestamp\n")
+	for e := 0; e < n; e++ {
+		users[e], items[e], vals[e], ts[e] = int64(e%3+1), int64(e/3%4+1), float64(e%5+1), 86400+int64(e%1000)
+		sb.WriteString(arrowItoa(users[e]) + "," + arrowItoa(items[e]) + "," + arrowItoa(int64(vals[e])) + "," + arrowItoa(ts[e]) + "\n")
+	}
+	paths := []string{filepath.Join(dir, "dups.csv.gz")}
+	limitsWriteGzip(t, paths[0], sb.String())
+	var recs []arrow.Record
+	for lo := 0; lo < n; lo += 50000 {
+		recs = append(recs, arrowRecord(arrowI64("userId", users[lo:lo+50000]...), arrowI64("movieId", items[lo:lo+50000]...),
+			arrowF64("rating", vals[lo:lo+50000]...), arrowI64("timestamp", ts[lo:lo+50000]...)))
+	}
+	for _, f := range arrowFormats {
+		p := filepath.Join(dir, "dups"+f.ext)
+		arrowWriteRecord(t, p, f.f, recs...)
+		paths = append(paths, p)
+	}
+	for _, r := range recs {
+		r.Release()
+	}
+	defer func(n int) { textChunkSize = n }(textChunkSize)
+	textChunkSize = 256 << 10
+	const limit = 4 << 20 // the rows alone: 300,000 x 64 bytes = 18 MiB
+	for _, p := range paths {
+		for _, pol := range []DuplicatePolicy{DupLast, DupMean} {
+			bo := BuilderOptions{Duplicates: pol, KeepTimestamps: true}
+			want, wrep, err := Load(p, LoadOptions{MaxMemory: -1, Builder: bo})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, grep, err := Load(p, LoadOptions{MaxMemory: limit, Builder: bo})
+			if err != nil {
+				t.Fatalf("%s %s: %v", filepath.Base(p), pol, err)
+			}
+			if got.NNZ() != 12 || want.NNZ() != 12 {
+				t.Fatalf("%s %s: %d and %d cells, want 12", filepath.Base(p), pol, got.NNZ(), want.NNZ())
+			}
+			if grep.Duplicates != wrep.Duplicates || grep.Rows != n || grep.Duplicates.Dropped != n-12 || grep.Duplicates.Cells != 12 {
+				t.Errorf("%s %s: report %+v rows %d, unlimited %+v", filepath.Base(p), pol, grep.Duplicates, grep.Rows, wrep.Duplicates)
+			}
+			for e := range want.Val {
+				for m := range want.Idx {
+					if got.Idx[m][e] != want.Idx[m][e] {
+						t.Fatalf("%s %s: entry %d differs in mode %d", filepath.Base(p), pol, e, m)
+					}
+				}
+				if math.Abs(got.Val[e]-want.Val[e]) > 1e-12 || got.Timestamps[e] != want.Timestamps[e] {
+					t.Errorf("%s %s: entry %d: %v at %d, unlimited %v at %d", filepath.Base(p), pol, e, got.Val[e], got.Timestamps[e], want.Val[e], want.Timestamps[e])
+				}
+			}
+		}
+		// DupError still fails on the first repeat.
+		if _, _, err := Load(p, LoadOptions{MaxMemory: limit, Builder: BuilderOptions{Duplicates: DupError}}); !errors.Is(err, ErrDuplicate) {
+			t.Errorf("%s: duplicates=error: %v", filepath.Base(p), err)
+		}
 	}
 }

@@ -53,11 +53,12 @@ type LoadOptions struct {
 	// the read block per parsing thread.
 	MaxLine int
 	// MaxMemory bounds the estimated peak memory of the load in bytes
-	// (per row and per distinct ID; see the constants in memory.go): the
-	// load fails with ErrMemoryLimit, giving the estimate, as soon as the
-	// rows read so far (or, for Arrow and Parquet, the rows the file
-	// announces) would exceed it. Zero means DefaultMemoryFraction of the
-	// physical memory; negative means no limit.
+	// (per row and per distinct ID; see the constants in memory.go): when
+	// the rows held would exceed it, duplicates are merged so far, and the
+	// load fails with ErrMemoryLimit, giving the estimate, when the merged
+	// rows still need more than 3/4 of it. Zero means
+	// DefaultMemoryFraction of the physical memory; negative means no
+	// limit.
 	MaxMemory int64
 	// Progress, if set, is called with the work done and the total (bytes
 	// for text, rows for Arrow and Parquet; total -1 when unknown). It may

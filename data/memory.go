@@ -68,27 +68,29 @@ func memEstimate(rows int64, hasTime bool, dicts ...*Dict) int64 {
 	return est
 }
 
-// memCheck fails with ErrMemoryLimit when the estimate for rows rows (read
-// so far, or announced by the file when announced is set) exceeds limit
-// (0: no limit).
-func memCheck(path string, limit, rows int64, announced, hasTime bool, users, items *Dict) error {
-	if limit <= 0 {
+// memFit is called by the loaders after each block of rows: when the
+// estimate for the rows held (in b and pending, not yet in b) runs over
+// limit (0: none), flush adds the pending rows to b, duplicates are merged
+// (Builder.Compact), and the load fails with ErrMemoryLimit when the
+// merged rows still need more than 3/4 of the limit (the margin keeps a
+// merge from being repeated at every block). read is the number of valid
+// rows read so far, for the message.
+func memFit(path string, limit int64, b *Builder, pending, read int, flush func()) error {
+	if limit <= 0 || memEstimate(int64(b.Len()+pending), b.hasTime, b.Users, b.Items) <= limit {
 		return nil
 	}
-	est := memEstimate(rows, hasTime, users, items)
-	if est <= limit {
+	if flush != nil {
+		flush()
+	}
+	if err := b.Compact(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	est := memEstimate(int64(b.Len()), b.hasTime, b.Users, b.Items)
+	if est <= limit/4*3 {
 		return nil
 	}
-	what := "rows read so far"
-	if announced {
-		what = "rows in the file"
-	}
-	ids := ""
-	if users != nil && items != nil {
-		ids = fmt.Sprintf(" and %d + %d distinct IDs", users.Len(), items.Len())
-	}
-	return fmt.Errorf("%s: %w: loading needs about %s (%d %s%s), more than the limit of %s; raise it with --max-memory (default: %.0f%% of the physical memory) or load less data",
-		path, ErrMemoryLimit, FormatBytes(est), rows, what, ids, FormatBytes(limit), 100*DefaultMemoryFraction)
+	return fmt.Errorf("%s: %w: loading needs about %s (%d rows read so far, %d distinct cells after merging duplicates, %d + %d distinct IDs), more than 3/4 of the limit of %s; raise it with --max-memory (default: %.0f%% of the physical memory) or load less data",
+		path, ErrMemoryLimit, FormatBytes(est), read, b.Len(), b.Users.Len(), b.Items.Len(), FormatBytes(limit), 100*DefaultMemoryFraction)
 }
 
 // FormatBytes writes a byte count with a binary unit ("1.5 GiB").

@@ -399,7 +399,8 @@ func (r *textReader) consume(order <-chan *textChunk, free chan<- *textChunk, to
 	b := NewBuilder(dicts[0], dicts[1], lay.col[textTime] >= 0, opts.Builder)
 	var fatal *ParseError
 	var kept []textRows
-	nrows := 0
+	nrows := 0 // rows in kept
+	read := 0  // valid rows read
 	memLimit := opts.memLimit()
 	for _, e := range r.preErrs {
 		rep.Rows++
@@ -460,7 +461,11 @@ func (r *textReader) consume(order <-chan *textChunk, free chan<- *textChunk, to
 		// one big array in this serial loop.
 		kept = append(kept, textRows{c.du, c.di, c.val, c.ts})
 		nrows += len(c.val)
-		if err := memCheck(r.path, memLimit, int64(nrows), false, lay.col[textTime] >= 0, dicts[0], dicts[1]); err != nil {
+		read += len(c.val)
+		if err := memFit(r.path, memLimit, b, nrows, read, func() {
+			b.textAdopt(kept, nrows)
+			kept, nrows = nil, 0
+		}); err != nil {
 			return nil, err
 		}
 		c.du, c.di, c.val, c.ts = nil, nil, nil, nil
@@ -515,8 +520,21 @@ func textConcat[T any](n int, parts []textRows, get func(textRows) []T) []T {
 }
 
 // textAdopt hands the builder all rows at once: the four columns are
-// concatenated by parallel goroutines. The builder must be empty.
+// concatenated by parallel goroutines (appended, when the builder already
+// holds rows).
 func (b *Builder) textAdopt(parts []textRows, n int) {
+	if b.Len() > 0 {
+		b.Grow(n)
+		for _, p := range parts {
+			b.u = append(b.u, p.u...)
+			b.i = append(b.i, p.i...)
+			b.r = append(b.r, p.val...)
+			if b.hasTime {
+				b.t = append(b.t, p.ts...)
+			}
+		}
+		return
+	}
 	var wg sync.WaitGroup
 	run := func(fn func()) {
 		wg.Add(1)
