@@ -3,6 +3,7 @@ package data
 import (
 	"errors"
 	"fmt"
+	"runtime"
 )
 
 // ErrMemoryLimit is returned (wrapped) when a load's memory estimate
@@ -82,9 +83,13 @@ func memFit(path string, limit int64, b *Builder, pending, read int, flush func(
 	if flush != nil {
 		flush()
 	}
+	runtime.GC() // the flushed blocks, before the merge allocates
 	if err := b.Compact(); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	// The arrays the merge replaced are garbage now; collect them at
+	// once rather than letting the heap grow to twice the live data.
+	runtime.GC()
 	est := memEstimate(int64(b.Len()), b.hasTime, b.Users, b.Items)
 	if est <= limit/4*3 {
 		return nil
