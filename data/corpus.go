@@ -58,6 +58,12 @@ type CorpusOptions struct {
 	// KeepStopWords disables the built-in English stop-word list (text
 	// directories only).
 	KeepStopWords bool
+	// MaxMemory bounds the vocabulary a UCI docword file without vocab.txt
+	// may make the reader generate (one name per word id up to the largest
+	// id used, about memVocabWordBytes each): a larger one fails with
+	// ErrMemoryLimit before it is allocated. Zero means
+	// DefaultMemoryFraction of the physical memory; negative, no limit.
+	MaxMemory int64
 }
 
 // ErrEmptyCorpus is returned when no document survives reading.

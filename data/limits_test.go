@@ -436,3 +436,28 @@ func TestBoundedDuplicateMerge(t *testing.T) {
 		}
 	}
 }
+
+// TestUCIGeneratedVocabLimit: a 40-byte docword naming word id 2^31-1
+// without a vocab.txt made the reader allocate 2^31 word names (a fatal
+// out-of-memory); it is now refused with the estimate.
+func TestUCIGeneratedVocabLimit(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "docword.txt")
+	if err := os.WriteFile(p, []byte("1\n2147483647\n3\n1 2147483647 1\n1 1 1\n1 2 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ReadUCIBagOfWords(p, "", CorpusOptions{MinDocLen: 3})
+	if !errors.Is(err, ErrMemoryLimit) {
+		t.Fatalf("got %v, want ErrMemoryLimit", err)
+	}
+	// Ids up to 100,000 generate 3.2 MB of names.
+	if err := os.WriteFile(p, []byte("1\n100000\n3\n1 100000 1\n1 1 1\n1 2 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadUCIBagOfWords(p, "", CorpusOptions{MinDocLen: 3, MaxMemory: 1 << 20}); !errors.Is(err, ErrMemoryLimit) {
+		t.Errorf("1 MiB limit: got %v, want ErrMemoryLimit", err)
+	}
+	c, err := ReadUCIBagOfWords(p, "", CorpusOptions{MinDocLen: 3, MaxMemory: 8 << 20})
+	if err != nil || c.V() != 100000 {
+		t.Errorf("8 MiB limit: %v", err)
+	}
+}

@@ -33,6 +33,9 @@ const (
 	memRowTimeBytes  = 64
 	memIntIDBytes    = 80
 	memStringIDBytes = 96
+	// memVocabWordBytes is a generated vocabulary word: its string header
+	// and decimal digits (rounded up to Go's 16-byte size class).
+	memVocabWordBytes = 32
 )
 
 // memLimit returns the byte limit of a load: MaxMemory when positive, none

@@ -90,6 +90,12 @@ func TestSpectralMemoryLimit(t *testing.T) {
 	if err := spectralMemCheck(&otd.Input{Corpus: &data.Corpus{Vocab: make([]string, 2000000)}}, 2, 2<<30); err != nil {
 		t.Errorf("2 GiB: %v", err)
 	}
+	// A 40-byte docword naming word id 2^31-1 used to crash the reader.
+	tiny := filepath.Join(dir, "tiny.txt")
+	os.WriteFile(tiny, []byte("1\n2147483647\n3\n1 2147483647 1\n1 1 1\n1 2 1\n"), 0o644)
+	if _, err := dataTestRun(t, "spectral", "--corpus", tiny, "-k", "2", "--seed", "1"); !errors.Is(err, data.ErrMemoryLimit) {
+		t.Errorf("word id 2^31-1: got %v, want ErrMemoryLimit", err)
+	}
 	if _, err := dataTestRun(t, "spectral", "--corpus", "../../data/testdata/corpus/docword.txt", "-k", "2", "--seed", "1", "--max-memory", "64MiB"); err != nil {
 		t.Errorf("small corpus: %v", err)
 	}

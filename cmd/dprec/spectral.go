@@ -86,6 +86,13 @@ func spectralInput(c *cli.Context, model string) (*otd.Input, *data.CorpusStats,
 		return &otd.Input{Rows: mat.NewDense(rows.N, rows.D, rows.Data)}, nil, rows.Scale, nil
 	}
 	opts := data.CorpusOptions{MinDocLen: 3, MinCount: c.Int("min-count"), MaxVocab: c.Int("max-vocab"), KeepStopWords: c.Bool("keep-stopwords")}
+	if limit, err := spectralMaxMemory(c); err != nil {
+		return nil, nil, 0, err
+	} else if limit <= 0 {
+		opts.MaxMemory = -1
+	} else {
+		opts.MaxMemory = limit
+	}
 	var corpus *data.Corpus
 	if st.IsDir() {
 		corpus, err = data.ReadTextDir(path, opts)
@@ -236,15 +243,9 @@ func spectralRun(c *cli.Context) error {
 			return fmt.Errorf("%s: %w", outPath, data.ErrExists)
 		}
 	}
-	memLimit := int64(float64(data.PhysicalMemory()) * data.DefaultMemoryFraction)
-	switch s := strings.ToLower(c.String("max-memory")); s {
-	case "":
-	case "none", "unlimited":
-		memLimit = 0
-	default:
-		if memLimit, err = dataParseBytes(s); err != nil {
-			return cli.Exit("--max-memory: "+err.Error(), exitUsage)
-		}
+	memLimit, err := spectralMaxMemory(c)
+	if err != nil {
+		return err
 	}
 	start := time.Now()
 	in, stats, scale, err := spectralInput(c, model)
@@ -452,4 +453,21 @@ func spectralMemCheck(in *otd.Input, k int, limit int64) error {
 	}
 	return fmt.Errorf("%w: a spectral fit with %d components on %d dimensions (vocabulary words) needs about %s, more than the limit of %s; raise it with --max-memory, or shrink the vocabulary (--max-vocab, --min-count for text directories; drop unused words from a UCI vocabulary)",
 		data.ErrMemoryLimit, k, d, data.FormatBytes(int64(min(est, 1<<62))), data.FormatBytes(limit))
+}
+
+// spectralMaxMemory returns the --max-memory limit in bytes (0: none); the
+// default is data.DefaultMemoryFraction of the physical memory.
+func spectralMaxMemory(c *cli.Context) (int64, error) {
+	switch s := strings.ToLower(c.String("max-memory")); s {
+	case "":
+		return int64(float64(data.PhysicalMemory()) * data.DefaultMemoryFraction), nil
+	case "none", "unlimited":
+		return 0, nil
+	default:
+		n, err := dataParseBytes(s)
+		if err != nil {
+			return 0, cli.Exit("--max-memory: "+err.Error(), exitUsage)
+		}
+		return n, nil
+	}
 }
