@@ -60,8 +60,9 @@ type CorpusOptions struct {
 	KeepStopWords bool
 	// MaxMemory bounds the vocabulary a UCI docword file without vocab.txt
 	// may make the reader generate (one name per word id up to the largest
-	// id used, about memVocabWordBytes each): a larger one fails with
-	// ErrMemoryLimit before it is allocated. Zero means
+	// id used, about memVocabWordBytes each), and the text a directory may
+	// hold (memTextBytesPerByte per byte): beyond it the readers fail with
+	// ErrMemoryLimit before allocating. Zero means
 	// DefaultMemoryFraction of the physical memory; negative, no limit.
 	MaxMemory int64
 }

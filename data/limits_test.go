@@ -461,3 +461,37 @@ func TestUCIGeneratedVocabLimit(t *testing.T) {
 		t.Errorf("8 MiB limit: %v", err)
 	}
 }
+
+// TestReadRowsMaxLine: the numeric-rows reader refuses a line longer than
+// MaxLine without buffering it.
+func TestReadRowsMaxLine(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "rows.csv")
+	body := "0.1,0.2\n0.3,0.1\n" + strings.Repeat("0", 5000) + ",0.1\n0.2,0.2\n"
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ReadRows(p, RowsOptions{MaxLine: 1000})
+	if !errors.Is(err, ErrLineTooLong) || !strings.Contains(err.Error(), "line 3") {
+		t.Fatalf("got %v, want ErrLineTooLong on line 3", err)
+	}
+	if r, err := ReadRows(p, RowsOptions{}); err != nil || r.N != 4 {
+		t.Fatalf("default limit: %v", err)
+	}
+}
+
+// TestReadTextDirMemoryLimit: a text directory larger than the memory
+// limit allows is refused before its files are read.
+func TestReadTextDirMemoryLimit(t *testing.T) {
+	dir := t.TempDir()
+	for i := 0; i < 3; i++ {
+		if err := os.WriteFile(filepath.Join(dir, "d"+arrowItoa(int64(i))+".txt"), []byte(strings.Repeat("alpha beta gamma ", 4000)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ReadTextDir(dir, CorpusOptions{MaxMemory: 1 << 20}); !errors.Is(err, ErrMemoryLimit) {
+		t.Fatalf("got %v, want ErrMemoryLimit", err)
+	}
+	if c, err := ReadTextDir(dir, CorpusOptions{MaxMemory: 8 << 20}); err != nil || c.NumDocs() != 3 {
+		t.Fatalf("8 MiB: %v", err)
+	}
+}

@@ -36,6 +36,11 @@ const (
 	// memVocabWordBytes is a generated vocabulary word: its string header
 	// and decimal digits (rounded up to Go's 16-byte size class).
 	memVocabWordBytes = 32
+	// memTextBytesPerByte bounds the memory of tokenizing a text directory
+	// per byte of text: the bytes, their string copy, lower-cased tokens
+	// and a map entry (about 64 bytes) per distinct token, which for
+	// distinct two-letter words separated by a blank is 64/3 per byte.
+	memTextBytesPerByte = 24
 )
 
 // memLimit returns the byte limit of a load: MaxMemory when positive, none
