@@ -183,7 +183,7 @@ func (r *textReader) run() (*Store, error) {
 	r.preErrs = nil
 	for {
 		for !eof && bytes.IndexByte(head, '\n') < 0 && len(head) <= maxLine {
-			more := make([]byte, len(head)+textChunkSize)
+			more := make([]byte, max(len(head)+textChunkSize, 2*len(head)))
 			copy(more, head)
 			n, err := io.ReadFull(src, more[len(head):])
 			if eof = err == io.EOF || err == io.ErrUnexpectedEOF; err != nil && !eof {
