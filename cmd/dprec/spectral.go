@@ -255,6 +255,12 @@ func spectralRun(c *cli.Context) error {
 	if err := spectralMemCheck(in, c.Int("topics"), memLimit); err != nil {
 		return fmt.Errorf("%s: %w", c.String("corpus"), err)
 	}
+	if in.Corpus != nil && !quiet(c) {
+		if used, v := spectralUsedWords(in.Corpus), in.Corpus.V(); v > otd.DenseWhitenMax && used*10 < v {
+			fmt.Fprintf(os.Stderr, "warning: only %d of the %d vocabulary words occur in the corpus; every word costs memory and time (estimated %s), so drop unused words from the vocabulary\n",
+				used, v, data.FormatBytes(int64(min(spectralMemBytes(v, c.Int("topics")), 1<<62))))
+		}
+	}
 	sigma2 := c.Float64("sigma2")
 	if scale != 1 {
 		sigma2 /= scale * scale
@@ -470,4 +476,17 @@ func spectralMaxMemory(c *cli.Context) (int64, error) {
 		}
 		return n, nil
 	}
+}
+
+// spectralUsedWords counts the vocabulary words that occur in the corpus.
+func spectralUsedWords(c *data.Corpus) int {
+	seen := make([]bool, c.V())
+	n := 0
+	for _, w := range c.Words {
+		if !seen[w] {
+			seen[w] = true
+			n++
+		}
+	}
+	return n
 }
