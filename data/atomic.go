@@ -65,6 +65,11 @@ func WriteFileAtomic(path string, force bool, write func(w io.Writer) error) (er
 	if err = f.Sync(); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	if closeBeforeRename {
+		if err = f.Close(); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
 	if !force {
 		// Re-check just before the rename: link fails if path now exists.
 		if err = os.Link(tmp, path); err != nil {
@@ -79,8 +84,10 @@ func WriteFileAtomic(path string, force bool, write func(w io.Writer) error) (er
 	}
 	// Closing releases the lock only once the temporary name is gone, so
 	// a concurrent clean-up never removes a file still being written.
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	if !closeBeforeRename {
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
 	}
 	return nil
 }

@@ -7,6 +7,9 @@ import (
 	"time"
 )
 
+// closeBeforeRename: other systems (Windows) may not rename an open file.
+const closeBeforeRename = true
+
 func lockTemp(*os.File) {}
 
 // staleTemp: without flock, a temporary file untouched for an hour is

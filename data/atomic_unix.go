@@ -7,6 +7,10 @@ import (
 	"syscall"
 )
 
+// closeBeforeRename: Unix renames open files, so the temporary file stays
+// open (and locked) until it has its final name.
+const closeBeforeRename = false
+
 // lockTemp takes an exclusive advisory lock on a temporary output file for
 // as long as it is open (the kernel drops it when the process dies).
 func lockTemp(f *os.File) { syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) }
