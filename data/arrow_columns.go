@@ -36,23 +36,25 @@ var arrowDefaultNames = [4][]string{
 func arrowResolveColumns(path string, sc *arrow.Schema, c Columns) ([4]int, error) {
 	given := [4]string{c.User, c.Item, c.Rating, c.Time}
 	var idx [4]int
+	names := make([]string, sc.NumFields())
+	for i, f := range sc.Fields() {
+		names[i] = f.Name
+	}
+	var dup error
 	find := func(name string) int {
-		for i, f := range sc.Fields() {
-			if f.Name == name {
-				return i
-			}
+		i, err := findColumn(names, name)
+		if err != nil && dup == nil {
+			dup = fmt.Errorf("%s: %w", path, err)
 		}
-		for i, f := range sc.Fields() {
-			if strings.EqualFold(f.Name, name) {
-				return i
-			}
-		}
-		return -1
+		return i
 	}
 	for role := range idx {
 		idx[role] = -1
 		if given[role] != "" {
 			idx[role] = find(given[role])
+			if dup != nil {
+				return idx, dup
+			}
 			if idx[role] < 0 {
 				return idx, fmt.Errorf("%s: %w: no %s column %q (columns: %s)", path, ErrNoColumn, arrowRoleNames[role], given[role], arrowFieldList(sc))
 			}
@@ -63,6 +65,9 @@ func arrowResolveColumns(path string, sc *arrow.Schema, c Columns) ([4]int, erro
 				idx[role] = i
 				break
 			}
+		}
+		if dup != nil {
+			return idx, dup
 		}
 		if idx[role] < 0 && role != arrowTime {
 			return idx, fmt.Errorf("%s: %w: no %s column (tried %s; columns: %s); name it with the %s column option",
@@ -90,7 +95,12 @@ func arrowResolveColumns(path string, sc *arrow.Schema, c Columns) ([4]int, erro
 				ok = arrowIsIntType(dt.ValueType) || arrowIsStringType(dt.ValueType)
 			}
 		case arrowRating:
-			ok = arrowIsIntType(f.Type) || f.Type.ID() == arrow.FLOAT32 || f.Type.ID() == arrow.FLOAT64
+			switch f.Type.ID() {
+			case arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64, arrow.DECIMAL128, arrow.DECIMAL256:
+				ok = true
+			default:
+				ok = arrowIsIntType(f.Type)
+			}
 		case arrowTime:
 			switch f.Type.ID() {
 			case arrow.TIMESTAMP, arrow.DATE32, arrow.DATE64:
@@ -109,7 +119,7 @@ func arrowResolveColumns(path string, sc *arrow.Schema, c Columns) ([4]int, erro
 var arrowWantType = [4]string{
 	"an integer or string (utf8, large_utf8, dictionary) column",
 	"an integer or string (utf8, large_utf8, dictionary) column",
-	"an integer or floating-point column",
+	"an integer, floating-point (16, 32 or 64 bits) or decimal column",
 	"an integer column of Unix seconds, a timestamp, date32 or date64",
 }
 
@@ -261,6 +271,20 @@ func arrowRatings(a arrow.Array, out []float64, bad arrowBadFunc) error {
 	case *array.Float32:
 		for i, x := range a.Float32Values() {
 			out[i] = float64(x)
+		}
+	case *array.Float16:
+		for i, x := range a.Values() {
+			out[i] = float64(x.Float32())
+		}
+	case *array.Decimal128:
+		scale := a.DataType().(*arrow.Decimal128Type).Scale
+		for i, x := range a.Values() {
+			out[i] = x.ToFloat64(scale)
+		}
+	case *array.Decimal256:
+		scale := a.DataType().(*arrow.Decimal256Type).Scale
+		for i, x := range a.Values() {
+			out[i] = x.ToFloat64(scale)
 		}
 	case *array.Int64:
 		arrowIntRatings(a.Int64Values(), out)
@@ -475,4 +499,33 @@ func (x *arrowInterner) arrayID(a arrow.Array, i int) (int32, error) {
 		return 0, errors.New(reason)
 	}
 	return x.intID(v), nil
+}
+
+// findColumn returns the index of the column called name: the exact match,
+// else the case-insensitive one (-1 when there is none). Several columns
+// matching at the level that decides are an error wrapping
+// ErrDuplicateColumn: the file does not say which one is meant.
+func findColumn(names []string, name string) (int, error) {
+	for _, fold := range []bool{false, true} {
+		at, n := -1, 0
+		for i, f := range names {
+			if f == name || fold && strings.EqualFold(f, name) {
+				if n == 0 {
+					at = i
+				}
+				n++
+			}
+		}
+		if n > 1 {
+			how := "named"
+			if fold {
+				how = "matching (ignoring case)"
+			}
+			return -1, fmt.Errorf("%w: %d columns %s %q (columns %s); rename them or pick one by position", ErrDuplicateColumn, n, how, name, strings.Join(names, ", "))
+		}
+		if n == 1 {
+			return at, nil
+		}
+	}
+	return -1, nil
 }

@@ -128,7 +128,7 @@ func arrowNewIPCLoader(path string, sc *arrow.Schema, total, fileSize int64, opt
 	if err != nil {
 		return nil, err
 	}
-	return newArrowLoader(path, sc, cols, total, fileSize, opts, rep), nil
+	return newArrowLoader(path, sc, cols, total, fileSize, opts, rep)
 }
 
 // arrowEmitRecord wraps an owned record into a batch and emits it; it

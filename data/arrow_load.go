@@ -91,6 +91,7 @@ type arrowLoader struct {
 	uidx, iidx   []int32
 	rows, total  int64
 	free         chan *arrowBatch // recycled batch buffers
+	memLimit     int64
 }
 
 // getBatch returns a batch with recycled buffers when one is free.
@@ -111,8 +112,8 @@ func (l *arrowLoader) putBatch(b *arrowBatch) {
 	}
 }
 
-func newArrowLoader(path string, sc *arrow.Schema, cols [4]int, total, fileSize int64, opts *LoadOptions, rep *LoadReport) *arrowLoader {
-	l := &arrowLoader{path: path, opts: opts, rep: rep, total: total, free: make(chan *arrowBatch, 8)}
+func newArrowLoader(path string, sc *arrow.Schema, cols [4]int, total, fileSize int64, opts *LoadOptions, rep *LoadReport) (*arrowLoader, error) {
+	l := &arrowLoader{path: path, opts: opts, rep: rep, total: total, free: make(chan *arrowBatch, 8), memLimit: opts.memLimit()}
 	for role, i := range cols {
 		if i >= 0 {
 			l.names[role] = sc.Field(i).Name
@@ -134,10 +135,12 @@ func newArrowLoader(path string, sc *arrow.Schema, cols [4]int, total, fileSize 
 	// is plausible: at most 64 rows per byte of file, so a corrupt count
 	// cannot reserve gigabytes (compressed data may still exceed it and
 	// then grows by appending).
-	if total > 0 && total <= 64*fileSize {
+	// Nor beyond the memory limit: a file of many repeated rows is merged
+	// as it is read (memFit) and may never need its announced rows.
+	if total > 0 && total <= 64*fileSize && (l.memLimit <= 0 || memEstimate(total, l.hasTime) <= l.memLimit/2) {
 		l.b.Grow(int(total))
 	}
-	return l
+	return l, nil
 }
 
 // colsIn finds the roles' fields in a record schema by name.
@@ -335,6 +338,9 @@ func (l *arrowLoader) intern(b *arrowBatch) error {
 		if len(l.rep.SkipReasons) < arrowMaxSkipReasons {
 			l.rep.SkipReasons = append(l.rep.SkipReasons, r)
 		}
+	}
+	if err := memFit(l.path, l.memLimit, l.b, 0, l.rep.Rows-l.rep.Skipped, nil); err != nil {
+		return err
 	}
 	if l.opts.Progress != nil {
 		l.opts.Progress(l.rows, l.total)

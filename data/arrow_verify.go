@@ -120,9 +120,16 @@ func (b arrowFB) keyValues(p int) bool {
 }
 
 // field verifies a Field table (name 4, type_type 8, type 10, dictionary
-// 12, children 14, custom_metadata 16).
-func (b arrowFB) field(q, depth int) bool {
-	if depth > 64 {
+// 12, children 14, custom_metadata 16). depth bounds the nesting and
+// budget the number of fields visited in the whole schema: a children
+// vector may list one field several times (or itself), and the Arrow
+// decoder expands such a graph into a tree, so a 64-deep chain of two-way
+// shared children would otherwise cost 2^64 steps here and in the decoder.
+// A real schema stores every field separately (at least 8 bytes each: its
+// table and its slot in a vector), so it never needs more than len(b)/8.
+func (b arrowFB) field(q, depth int, budget *int) bool {
+	*budget--
+	if depth > 64 || *budget < 0 {
 		return false
 	}
 	f, ok := b.table(q)
@@ -161,7 +168,7 @@ func (b arrowFB) field(q, depth int) bool {
 			return false
 		}
 	}
-	if !b.tables(f(14), func(c int) bool { return b.field(c, depth+1) }) {
+	if !b.tables(f(14), func(c int) bool { return b.field(c, depth+1, budget) }) {
 		return false
 	}
 	return b.keyValues(f(16))
@@ -173,7 +180,8 @@ func (b arrowFB) schema(q int) bool {
 	if !ok {
 		return false
 	}
-	if !b.tables(f(6), func(c int) bool { return b.field(c, 0) }) || !b.keyValues(f(8)) {
+	budget := len(b)/8 + 1
+	if !b.tables(f(6), func(c int) bool { return b.field(c, 0, &budget) }) || !b.keyValues(f(8)) {
 		return false
 	}
 	if s := f(10); s >= 0 {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"time"
 )
 
 // DuplicatePolicy says what to do with several observations of the same
@@ -49,7 +51,17 @@ type BuilderOptions struct {
 	Duplicates DuplicatePolicy
 	// KeepTimestamps keeps the raw Unix seconds in Store.Timestamps.
 	KeepTimestamps bool
+	// MaxTimeBuckets bounds the size of the time mode (the buckets from the
+	// earliest to the latest time stamp, all of which become rows of the
+	// time factor); Finish fails with ErrTimeSpan, before allocating the
+	// mode, when the time stamps span more. Zero means
+	// TimeUnit.MaxBuckets() (200 years of buckets).
+	MaxTimeBuckets int
 }
+
+// ErrTimeSpan is returned (wrapped) when the time stamps span more buckets
+// than a time mode may hold.
+var ErrTimeSpan = errors.New("time stamps span too many buckets")
 
 // Builder assembles a Store from rows. Loaders intern IDs through the
 // dictionaries Users and Items and call Add with the dense indices; Finish
@@ -63,6 +75,10 @@ type Builder struct {
 	u, i    []int32
 	r       []float64
 	t       []int64
+	// w[e] is the number of input rows row e stands for once Compact has
+	// merged duplicates (nil before: every row is one input row).
+	w  []int32
+	ds DuplicateStats // merges done by Compact
 }
 
 // NewBuilder returns a builder with the given dictionaries. hasTime says
@@ -115,16 +131,79 @@ type DuplicateStats struct {
 // Finish builds the store. It fails with ErrEmpty when no row was added and
 // with ErrDuplicate under DupError when a cell repeats.
 func (b *Builder) Finish() (*Store, DuplicateStats, error) {
-	var ds DuplicateStats
-	n := len(b.r)
-	if n == 0 {
+	ds := b.ds
+	if len(b.r) == 0 {
 		return nil, ds, ErrEmpty
 	}
+	s, err := b.cells()
+	if err != nil {
+		return nil, ds, err
+	}
+	if !b.opts.KeepTimestamps {
+		s.Timestamps = nil
+	}
+	w := b.weights()
+	b.u, b.i, b.r, b.t, b.w = nil, nil, nil, nil, nil
+	if _, err := dedupe(s, b.opts.Duplicates, &ds, w); err != nil {
+		return nil, ds, err
+	}
+	return s, ds, nil
+}
+
+// Compact merges the repeated cells among the rows added so far, by the
+// duplicate policy, exactly as Finish would (DupMean keeps per-row counts,
+// so the mean is over every input row; DupLast keeps the latest row; the
+// report counts each repeated cell once and every merged input row). Rows
+// added later are merged with these by the next Compact or by Finish.
+// Loaders call it when their memory estimate runs over the limit, so that
+// a log of many repeated rows needs memory for its distinct cells only.
+func (b *Builder) Compact() error {
+	if len(b.r) == 0 {
+		return nil
+	}
+	s, err := b.cells()
+	if err != nil {
+		return err
+	}
+	if b.w == nil {
+		b.w = make([]int32, 0, len(b.r))
+	}
+	w, err := dedupe(s, b.opts.Duplicates, &b.ds, b.weights())
+	if err != nil {
+		return err
+	}
+	b.u, b.i, b.r, b.w = s.Idx[0], s.Idx[1], s.Val, w
+	if b.hasTime {
+		b.t = s.Timestamps
+	}
+	return nil
+}
+
+// weights returns w extended with weight 1 for the rows added since the
+// last Compact (nil before the first).
+func (b *Builder) weights() []int32 {
+	if b.w == nil {
+		return nil
+	}
+	for len(b.w) < len(b.r) {
+		b.w = append(b.w, 1)
+	}
+	return b.w
+}
+
+// cells returns the rows added so far as a store sharing the builder's
+// arrays: the time stamps bucketed into a dense time mode (when there is
+// one) and kept as Timestamps whenever the rows have them.
+func (b *Builder) cells() (*Store, error) {
+	n := len(b.r)
 	timeMode := b.hasTime && b.opts.TimeUnit != TimeNone
 	s := &Store{Dicts: []*Dict{b.Users, b.Items}}
 	s.Dims = []int{b.Users.Len(), b.Items.Len()}
 	s.Idx = [][]int32{b.u, b.i}
 	s.Val = b.r
+	if b.hasTime {
+		s.Timestamps = b.t
+	}
 	if timeMode {
 		unit := b.opts.TimeUnit
 		// AbsBucket is non-decreasing in t, so the extreme buckets are
@@ -136,15 +215,21 @@ func (b *Builder) Finish() (*Store, DuplicateStats, error) {
 		}
 		minB, maxB := unit.AbsBucket(minT), unit.AbsBucket(maxT)
 		span := maxB - minB + 1
-		if span > math.MaxInt32 || span <= 0 {
-			return nil, ds, fmt.Errorf("data: time stamps span %d %s buckets, too many for one mode", span, unit)
+		limit, years := int64(b.opts.MaxTimeBuckets), ""
+		if limit <= 0 {
+			limit, years = int64(unit.MaxBuckets()), fmt.Sprintf(" (%d years)", MaxTimeSpanYears)
+		}
+		limit = min(limit, math.MaxInt32)
+		if span > limit || span <= 0 {
+			return nil, fmt.Errorf("data: %w: the time stamps run from %d to %d (Unix seconds; %s to %s), %s buckets of one %s, more than the %d a time mode may hold%s; use a coarser --time-unit (week, month) or none for no time mode, or check that the time column is in seconds",
+				ErrTimeSpan, minT, maxT, textUnixDate(minT), textUnixDate(maxT), spanText(minB, maxB), unit, limit, years)
 		}
 		k := make([]int32, n)
 		for e, t := range b.t {
 			d := unit.AbsBucket(t) - minB
 			if uint64(d) >= uint64(span) {
 				// Only reachable when bucket arithmetic overflows int64.
-				return nil, ds, fmt.Errorf("data: time stamp %d (row %d) is out of the supported range", t, e+1)
+				return nil, fmt.Errorf("data: time stamp %d (row %d) is out of the supported range", t, e+1)
 			}
 			k[e] = int32(d)
 		}
@@ -153,19 +238,29 @@ func (b *Builder) Finish() (*Store, DuplicateStats, error) {
 		s.Dicts = append(s.Dicts, nil)
 		s.Time = &TimeBucketing{Unit: unit, First: minB, Count: int(span)}
 	}
-	if b.opts.KeepTimestamps && b.hasTime {
-		s.Timestamps = b.t
+	return s, nil
+}
+
+// spanText is maxB-minB+1 in words, without overflowing int64.
+func spanText(minB, maxB int64) string {
+	if span := maxB - minB + 1; span > 0 && maxB >= minB {
+		return strconv.FormatInt(span, 10)
 	}
-	b.u, b.i, b.r, b.t = nil, nil, nil, nil
-	if err := dedupe(s, b.opts.Duplicates, &ds); err != nil {
-		return nil, ds, err
-	}
-	return s, ds, nil
+	return "more than 9.2e18"
+}
+
+// textUnixDate formats Unix seconds as a UTC date for messages (the year
+// may be far outside 0..9999).
+func textUnixDate(t int64) string {
+	tm := time.Unix(t, 0).UTC()
+	return fmt.Sprintf("%d-%02d-%02d", tm.Year(), tm.Month(), tm.Day())
 }
 
 // dedupe merges repeated cells in place, keeping the first position of each
-// cell so that storage order follows first appearance.
-func dedupe(s *Store, policy DuplicatePolicy, ds *DuplicateStats) error {
+// cell so that storage order follows first appearance. w, when not nil,
+// gives the number of input rows each row stands for (rows merged by an
+// earlier pass); it is merged alongside and returned.
+func dedupe(s *Store, policy DuplicatePolicy, ds *DuplicateStats, w []int32) ([]int32, error) {
 	n := s.NNZ()
 	order := len(s.Dims)
 	key := func(e int32) (uint64, uint32) {
@@ -221,22 +316,41 @@ func dedupe(s *Store, policy DuplicatePolicy, ds *DuplicateStats) error {
 		if hi-lo > 1 {
 			first, last := perm[lo], perm[hi-1]
 			if policy == DupError {
-				return fmt.Errorf("data: %w: cell (user %s, item %s) appears %d times (rows %d and %d of the input); use duplicates=last or mean",
+				return w, fmt.Errorf("data: %w: cell (user %s, item %s) appears %d times (rows %d and %d of the input); use duplicates=last or mean",
 					ErrDuplicate, s.Dicts[0].String(s.Idx[0][first]), s.Dicts[1].String(s.Idx[1][first]), hi-lo, first+1, last+1)
 			}
 			if drop == nil {
 				drop = make([]bool, n)
 			}
-			ds.Cells++
-			ds.Dropped += hi - lo - 1
+			// weight is the number of input rows row e stands for.
+			weight := func(e int32) int64 {
+				if w == nil {
+					return 1
+				}
+				return int64(w[e])
+			}
+			var count int64
+			seen := false // the cell was already merged by an earlier pass
+			for _, e := range perm[lo:hi] {
+				count += weight(e)
+				seen = seen || weight(e) > 1
+			}
+			if !seen {
+				ds.Cells++
+			}
+			ds.Dropped += int(count - weight(first))
 			switch policy {
 			case DupMean, DupSum:
 				var sum float64
 				for _, e := range perm[lo:hi] {
-					sum += s.Val[e]
+					if policy == DupSum {
+						sum += s.Val[e] // a merged row already holds its rows' sum
+					} else {
+						sum += s.Val[e] * float64(weight(e)) // a merged row holds its rows' mean
+					}
 				}
 				if policy == DupMean {
-					sum /= float64(hi - lo)
+					sum /= float64(count)
 				}
 				s.Val[first] = sum
 			default: // DupLast
@@ -245,6 +359,9 @@ func dedupe(s *Store, policy DuplicatePolicy, ds *DuplicateStats) error {
 					s.Timestamps[first] = s.Timestamps[last]
 				}
 			}
+			if w != nil {
+				w[first] = int32(min(count, math.MaxInt32))
+			}
 			for _, e := range perm[lo+1 : hi] {
 				drop[e] = true
 			}
@@ -252,28 +369,34 @@ func dedupe(s *Store, policy DuplicatePolicy, ds *DuplicateStats) error {
 		lo = hi
 	}
 	if drop == nil {
-		return nil
+		return w, nil
 	}
-	w := 0
+	k := 0
 	for e := 0; e < n; e++ {
 		if drop[e] {
 			continue
 		}
 		for m := range s.Idx {
-			s.Idx[m][w] = s.Idx[m][e]
+			s.Idx[m][k] = s.Idx[m][e]
 		}
-		s.Val[w] = s.Val[e]
+		s.Val[k] = s.Val[e]
 		if s.Timestamps != nil {
-			s.Timestamps[w] = s.Timestamps[e]
+			s.Timestamps[k] = s.Timestamps[e]
 		}
-		w++
+		if w != nil {
+			w[k] = w[e]
+		}
+		k++
 	}
 	for m := range s.Idx {
-		s.Idx[m] = slices.Clip(s.Idx[m][:w])
+		s.Idx[m] = slices.Clip(s.Idx[m][:k])
 	}
-	s.Val = slices.Clip(s.Val[:w])
+	s.Val = slices.Clip(s.Val[:k])
 	if s.Timestamps != nil {
-		s.Timestamps = slices.Clip(s.Timestamps[:w])
+		s.Timestamps = slices.Clip(s.Timestamps[:k])
 	}
-	return nil
+	if w != nil {
+		w = slices.Clip(w[:k])
+	}
+	return w, nil
 }

@@ -68,6 +68,13 @@ type CorpusOptions struct {
 	// KeepStopWords disables the built-in English stop-word list (text
 	// directories only).
 	KeepStopWords bool
+	// MaxMemory bounds the vocabulary a UCI docword file without vocab.txt
+	// may make the reader generate (one name per word id up to the largest
+	// id used, about memVocabWordBytes each), and the text a directory may
+	// hold (memTextBytesPerByte per byte): beyond it the readers fail with
+	// ErrMemoryLimit before allocating. Zero means
+	// DefaultMemoryFraction of the physical memory; negative, no limit.
+	MaxMemory int64
 }
 
 // ErrEmptyCorpus is returned when no document survives reading.

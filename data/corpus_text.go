@@ -26,6 +26,23 @@ func ReadTextDir(dir string, opts CorpusOptions) (*Corpus, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Memory: each file's bytes, their string copy, the lower-cased tokens
+	// and a map entry per distinct token of the document; a text of short
+	// distinct words costs up to about memTextBytesPerByte times its size.
+	var total int64
+	for _, e := range ents {
+		if e.IsDir() || strings.HasPrefix(e.Name(), ".") || !e.Type().IsRegular() {
+			continue
+		}
+		if info, err := e.Info(); err == nil {
+			total += info.Size()
+		}
+	}
+	lo := LoadOptions{MaxMemory: opts.MaxMemory}
+	if limit, est := lo.memLimit(), total*memTextBytesPerByte; limit > 0 && est > limit {
+		return nil, fmt.Errorf("%s: %w: %s of text need up to about %s to tokenize, more than the limit of %s (--max-memory)",
+			dir, ErrMemoryLimit, FormatBytes(total), FormatBytes(est), FormatBytes(limit))
+	}
 	var docs []map[string]int32
 	var names []string
 	freq := map[string]int64{}

@@ -134,6 +134,11 @@ func ReadUCIBagOfWords(docwordPath, vocabPath string, opts CorpusOptions) (*Corp
 				maxW = e.w
 			}
 		}
+		lo := LoadOptions{MaxMemory: opts.MaxMemory}
+		if limit, est := lo.memLimit(), int64(maxW+1)*memVocabWordBytes; limit > 0 && est > limit {
+			return nil, fmt.Errorf("%s: %w: word id %d makes a generated vocabulary of about %s, more than the limit of %s (--max-memory); give the vocab.txt or renumber the words",
+				docwordPath, ErrMemoryLimit, maxW+1, FormatBytes(est), FormatBytes(limit))
+		}
 		vocab = make([]string, maxW+1)
 		for i := range vocab {
 			vocab[i] = strconv.Itoa(i + 1)

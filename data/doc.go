@@ -65,6 +65,12 @@
 //     2006-01-02T15:04:05Z07:00 with an optional fraction (ErrBadTime
 //     otherwise).
 //
+// A line longer than LoadOptions.MaxLine (default 1 MiB) is a malformed
+// row (ErrLineTooLong); the reader drops such a line as it streams past,
+// so memory never holds more than MaxLine plus one read block of it. Two
+// columns with the name that selects a role (exactly, or ignoring case
+// when no column matches exactly) are an error (ErrDuplicateColumn).
+//
 // Every malformed row fails the load with a *ParseError naming the file,
 // line, column and reason (wrapping ErrFieldCount, ErrBadID, ErrBadRating,
 // ErrBadTime or ErrQuote); with LoadOptions.SkipInvalid such rows are
@@ -86,7 +92,23 @@
 // Raw Unix seconds are bucketed by a TimeUnit (hour, day, week, month, or
 // none for an order-2 store); the TimeBucketing records the unit and the
 // first bucket, so a later time stamp maps to the same bucket (clamped to
-// the trained range, and reported). Cells observed several times (same
+// the trained range, and reported). The mode holds every bucket from the
+// first to the last time stamp, at most TimeUnit.MaxBuckets (200 years of
+// the unit; BuilderOptions.MaxTimeBuckets): a wider span fails with
+// ErrTimeSpan before the mode is allocated.
+//
+// # Memory limit
+//
+// Every load estimates its peak memory from the rows and distinct IDs held
+// so far with the per-row and per-ID costs in memory.go. When the estimate
+// exceeds LoadOptions.MaxMemory (default DefaultMemoryFraction of the
+// physical memory), the rows so far are merged by the duplicate policy
+// (Builder.Compact: the same result and report as merging at the end), so
+// a log of many repeated rows needs memory for its distinct cells only;
+// if the merged rows still need more than 3/4 of the limit, the load
+// fails with ErrMemoryLimit, giving the estimate. Arrow and Parquet
+// reserve the announced rows up front only when they fit in half the
+// limit. Cells observed several times (same
 // user, item and bucket) follow the DuplicatePolicy: keep the last (the
 // default, counted in LoadReport.Duplicates), average, or fail.
 //
@@ -105,8 +127,8 @@
 // Columns (exact name, then case-insensitive) or the default names. IDs may
 // be any signed or unsigned integer column (negative IDs and uint64 above
 // MaxInt64 are errors), or utf8, large_utf8 or dictionary-encoded strings
-// (empty strings are errors). Ratings may be any integer or float column
-// (NaN and ±Inf are errors). Time may be integer Unix seconds, a timestamp
+// (empty strings are errors). Ratings may be any integer, float16, float32,
+// float64 or decimal128/256 column (NaN and ±Inf are errors). Time may be integer Unix seconds, a timestamp
 // of any unit (floored to seconds), date32 or date64; without a time column
 // the store has order 2. Nulls are errors. Messages read `FILE: row R (batch
 // B | row group G, offset K), column "C": bad rating: rating is NaN`, where

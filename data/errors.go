@@ -25,6 +25,12 @@ var (
 	// ErrQuote: a quoted field is not terminated on its line or has text
 	// after its closing quote.
 	ErrQuote = errors.New("bad quoted field")
+	// ErrDuplicateColumn: several columns have the name that selects a
+	// role, so the file does not say which one is meant.
+	ErrDuplicateColumn = errors.New("duplicate column name")
+	// ErrLineTooLong: a line of delimited text is longer than
+	// LoadOptions.MaxLine bytes.
+	ErrLineTooLong = errors.New("line too long")
 )
 
 // ParseError reports a malformed row: the file, the 1-based line (for

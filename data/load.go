@@ -69,10 +69,35 @@ type LoadOptions struct {
 	SkipInvalid bool
 	// Threads bounds parsing parallelism; zero means GOMAXPROCS.
 	Threads int
+	// MaxLine is the longest line of delimited text accepted, in bytes
+	// (without the line end); zero means DefaultMaxLine. A longer line is
+	// a malformed row (ErrLineTooLong), skipped under SkipInvalid; it is
+	// never buffered whole, so memory stays bounded by about MaxLine plus
+	// the read block per parsing thread.
+	MaxLine int
+	// MaxMemory bounds the estimated peak memory of the load in bytes
+	// (per row and per distinct ID; see the constants in memory.go): when
+	// the rows held would exceed it, duplicates are merged so far, and the
+	// load fails with ErrMemoryLimit, giving the estimate, when the merged
+	// rows still need more than 3/4 of it. Zero means
+	// DefaultMemoryFraction of the physical memory; negative means no
+	// limit.
+	MaxMemory int64
 	// Progress, if set, is called with the work done and the total (bytes
 	// for text, rows for Arrow and Parquet; total -1 when unknown). It may
 	// be called from several goroutines but never concurrently.
 	Progress func(done, total int64)
+}
+
+// DefaultMaxLine is the default LoadOptions.MaxLine: 1 MiB, far above any
+// rating row.
+const DefaultMaxLine = 1 << 20
+
+func (o *LoadOptions) maxLine() int {
+	if o.MaxLine > 0 {
+		return o.MaxLine
+	}
+	return DefaultMaxLine
 }
 
 // LoadReport says what a load detected and did.

@@ -3,6 +3,7 @@ package data
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"os"
@@ -54,6 +55,9 @@ func readParquet(path string, opts *LoadOptions, rep *LoadReport) (s *Store, err
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a valid Parquet file: %w", path, err)
 	}
+	if err := parquetVerifyStoredSchema(pf); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: parquetReadBatch}, mem)
 	if err != nil {
 		return nil, fmt.Errorf("%s: unreadable Parquet schema: %w", path, err)
@@ -78,7 +82,10 @@ func readParquet(path string, opts *LoadOptions, rep *LoadReport) (s *Store, err
 		leaves = append(leaves, f.ColIndex)
 	}
 	total := pf.NumRows()
-	l := newArrowLoader(path, sc, cols, total, st.Size(), opts, rep)
+	l, err := newArrowLoader(path, sc, cols, total, st.Size(), opts, rep)
+	if err != nil {
+		return nil, err
+	}
 	ctx := context.Background()
 	err = l.pipeline(opts.Threads, func(emit func(*arrowBatch) bool) error {
 		var fileRow int64
@@ -221,4 +228,36 @@ func parquetNextRecord(readers []*pqarrow.ColumnReader, sc *arrow.Schema, n int6
 		}
 	}
 	return array.NewRecord(sc, cols, n), nil
+}
+
+// parquetVerifyStoredSchema checks the Arrow schema a Parquet writer may
+// store in the key-value metadata ("ARROW:schema", a base64 IPC stream)
+// with the IPC verifier before pqarrow decodes it: the Arrow decoder
+// recurses into field children without a limit, so a crafted stored schema
+// could otherwise overflow the stack or size a slice from a corrupt count
+// (fatal errors, not recoverable panics). The decoding mirrors pqarrow's.
+func parquetVerifyStoredSchema(pf *file.Reader) error {
+	kv := pf.MetaData().KeyValueMetadata()
+	if kv == nil {
+		return nil
+	}
+	v := kv.FindValue("ARROW:schema")
+	if v == nil {
+		return nil
+	}
+	var decoded []byte
+	var err error
+	if len(*v)%4 == 0 {
+		decoded, err = base64.StdEncoding.DecodeString(*v)
+	}
+	if len(decoded) == 0 || err != nil {
+		decoded, err = base64.RawStdEncoding.DecodeString(*v)
+	}
+	if err != nil {
+		return nil // pqarrow fails on it the same way, before decoding
+	}
+	if _, err := arrowVerifyStream(bytes.NewReader(decoded), int64(len(decoded))); err != nil {
+		return fmt.Errorf("corrupt Arrow schema stored in the Parquet metadata: %w", err)
+	}
+	return nil
 }

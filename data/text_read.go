@@ -56,6 +56,10 @@ type textReader struct {
 	// needWhy is set when a column read as integers met a non-integer
 	// value: the load must restart with it read as strings.
 	needWhy [2]string
+	maxLine int
+	// preErrs are the too-long lines skipped before the layout was
+	// sniffed (SkipInvalid only).
+	preErrs []*ParseError
 }
 
 // textChunk is a block of whole lines and, once parsed, its rows in compact
@@ -79,12 +83,37 @@ type textChunk struct {
 	errs        []*ParseError // the first textMaxReasons malformed rows
 	fatalIDOnly bool          // the first error is a negative/overflowing integer ID
 	needWhy     [2]string
+	tooLong     bool // the chunk stands for one line longer than MaxLine (buf empty)
 }
 
 // reset prepares a (possibly recycled) chunk for new lines.
 func (c *textChunk) reset(data []byte, firstLine int, srcPos int64) {
 	c.buf, c.firstLine, c.srcPos, c.done = data, firstLine, srcPos, make(chan struct{})
 	c.rows, c.nbad, c.errs, c.fatalIDOnly, c.needWhy = 0, 0, nil, false, [2]string{}
+	c.tooLong = false
+}
+
+// textDiscardLine reads src up to and including the next line end, using
+// buf (non-empty) as scratch, and returns the bytes read after the line end
+// (a subslice of buf) and whether src ended. Memory stays bounded whatever
+// the length of the line.
+func textDiscardLine(src io.Reader, buf []byte) (rest []byte, eof bool, err error) {
+	for {
+		n, err := src.Read(buf)
+		if i := bytes.IndexByte(buf[:n], '\n'); i >= 0 {
+			rest = buf[i+1 : n]
+			if err == io.EOF {
+				return rest, true, nil
+			}
+			return rest, false, nil
+		}
+		if err == io.EOF {
+			return nil, true, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+	}
 }
 
 // textReuse returns s emptied, with room for n elements.
@@ -134,8 +163,15 @@ func (r *textReader) run() (*Store, error) {
 		rep.Detected = append(rep.Detected, "gzip-compressed")
 	}
 	readErr := func(err error) error { return fmt.Errorf("%s: read: %w", path, err) }
+	maxLine := opts.maxLine()
+	tooLong := func(line int) *ParseError {
+		return &ParseError{File: path, Line: line, Err: fmt.Errorf("%w: the line is longer than the maximum of %d bytes (raise it with --max-line)", ErrLineTooLong, maxLine)}
+	}
 
-	// The first block: sniff the layout, then drop the header line.
+	// The first block: sniff the layout, then drop the header line. The
+	// block grows until it holds a whole line or more than maxLine bytes;
+	// leading lines longer than that are skipped (SkipInvalid) or fail.
+	line := 1
 	headRaw := make([]byte, textChunkSize)
 	n, err := io.ReadFull(src, headRaw)
 	eof := err == io.EOF || err == io.ErrUnexpectedEOF
@@ -144,6 +180,31 @@ func (r *textReader) run() (*Store, error) {
 	}
 	head := headRaw[:n]
 	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")) // UTF-8 byte-order mark
+	r.preErrs = nil
+	for {
+		for !eof && bytes.IndexByte(head, '\n') < 0 && len(head) <= maxLine {
+			more := make([]byte, max(len(head)+textChunkSize, 2*len(head)))
+			copy(more, head)
+			n, err := io.ReadFull(src, more[len(head):])
+			if eof = err == io.EOF || err == io.ErrUnexpectedEOF; err != nil && !eof {
+				return nil, readErr(err)
+			}
+			headRaw, head = more, more[:len(head)+n]
+		}
+		if eof || bytes.IndexByte(head, '\n') >= 0 {
+			break
+		}
+		if !opts.SkipInvalid {
+			return nil, tooLong(line)
+		}
+		r.preErrs = append(r.preErrs, tooLong(line))
+		line++
+		rest, atEOF, err := textDiscardLine(src, headRaw)
+		if err != nil {
+			return nil, readErr(err)
+		}
+		head, eof = rest, atEOF
+	}
 	hint := opts.Format
 	if hint == FormatAuto {
 		hint = DetectFormat(path)
@@ -153,6 +214,7 @@ func (r *textReader) run() (*Store, error) {
 		return nil, err
 	}
 	r.lay = lay
+	r.maxLine = maxLine
 	switch {
 	case hint == FormatCSV || hint == FormatTSV || hint == FormatDat:
 		rep.Format = hint
@@ -163,7 +225,6 @@ func (r *textReader) run() (*Store, error) {
 	default:
 		rep.Format = FormatCSV
 	}
-	line := 1
 	if lay.header {
 		// Skip blank lines and the header line.
 		for {
@@ -205,7 +266,7 @@ func (r *textReader) run() (*Store, error) {
 		defer close(work)
 		buf := head
 		owner := &textChunk{raw: headRaw} // the chunk whose raw holds buf
-		var carry []byte
+		var carry, scratch []byte
 		for {
 			var data []byte
 			if eof {
@@ -214,6 +275,13 @@ func (r *textReader) run() (*Store, error) {
 				data, buf = buf[:i+1], buf[i+1:]
 			}
 			carry = append(carry[:0], buf...)
+			long := len(carry) > maxLine
+			if long {
+				// The unfinished line is already too long: report it
+				// after the complete lines before it, then stop (or,
+				// under SkipInvalid, drop the rest of the line unread).
+				carry = carry[:0]
+			}
 			if data != nil {
 				c := owner
 				c.reset(data, line, cr.n-int64(br.Buffered()))
@@ -232,6 +300,40 @@ func (r *textReader) run() (*Store, error) {
 				case owner = <-free:
 				default:
 					owner = &textChunk{}
+				}
+			}
+			if long {
+				c := &textChunk{}
+				c.reset(nil, line, cr.n-int64(br.Buffered()))
+				c.tooLong = true
+				line++
+				select {
+				case work <- c:
+				case <-stop:
+					return
+				}
+				select {
+				case order <- c:
+				case <-stop:
+					return
+				}
+				if !opts.SkipInvalid {
+					return
+				}
+				if scratch == nil {
+					scratch = make([]byte, 64<<10)
+				}
+				rest, atEOF, err := textDiscardLine(src, scratch)
+				if err != nil {
+					ioErr = readErr(err)
+					return
+				}
+				carry = append(carry[:0], rest...)
+				if atEOF {
+					// The rest after the long line is the last block.
+					eof = true
+					buf, carry = carry, nil
+					continue
 				}
 			}
 			if eof {
@@ -297,7 +399,16 @@ func (r *textReader) consume(order <-chan *textChunk, free chan<- *textChunk, to
 	b := NewBuilder(dicts[0], dicts[1], lay.col[textTime] >= 0, opts.Builder)
 	var fatal *ParseError
 	var kept []textRows
-	nrows := 0
+	nrows := 0 // rows in kept
+	read := 0  // valid rows read
+	memLimit := opts.memLimit()
+	for _, e := range r.preErrs {
+		rep.Rows++
+		rep.Skipped++
+		if len(rep.SkipReasons) < textMaxReasons {
+			rep.SkipReasons = append(rep.SkipReasons, e.Error())
+		}
+	}
 	for c := range order {
 		<-c.done
 		for m, why := range c.needWhy {
@@ -350,6 +461,13 @@ func (r *textReader) consume(order <-chan *textChunk, free chan<- *textChunk, to
 		// one big array in this serial loop.
 		kept = append(kept, textRows{c.du, c.di, c.val, c.ts})
 		nrows += len(c.val)
+		read += len(c.val)
+		if err := memFit(r.path, memLimit, b, nrows, read, func() {
+			b.textAdopt(kept, nrows)
+			kept, nrows = nil, 0
+		}); err != nil {
+			return nil, err
+		}
 		c.du, c.di, c.val, c.ts = nil, nil, nil, nil
 		if opts.Progress != nil {
 			opts.Progress(c.srcPos, total)
@@ -402,8 +520,21 @@ func textConcat[T any](n int, parts []textRows, get func(textRows) []T) []T {
 }
 
 // textAdopt hands the builder all rows at once: the four columns are
-// concatenated by parallel goroutines. The builder must be empty.
+// concatenated by parallel goroutines (appended, when the builder already
+// holds rows).
 func (b *Builder) textAdopt(parts []textRows, n int) {
+	if b.Len() > 0 {
+		b.Grow(n)
+		for _, p := range parts {
+			b.u = append(b.u, p.u...)
+			b.i = append(b.i, p.i...)
+			b.r = append(b.r, p.val...)
+			if b.hasTime {
+				b.t = append(b.t, p.ts...)
+			}
+		}
+		return
+	}
 	var wg sync.WaitGroup
 	run := func(fn func()) {
 		wg.Add(1)
@@ -494,6 +625,11 @@ func (r *textReader) parse(c *textChunk) {
 			c.errs = append(c.errs, &ParseError{File: r.path, Line: line, Column: col, Err: err})
 		}
 	}
+	if c.tooLong {
+		c.rows++
+		bad(c.firstLine, -1, false, fmt.Errorf("%w: the line is longer than the maximum of %d bytes (raise it with --max-line)", ErrLineTooLong, r.maxLine))
+		return
+	}
 	data := c.buf
 	line := c.firstLine - 1
 	var ids [2]int64
@@ -509,6 +645,11 @@ rows:
 		line++
 		if len(ln) > 0 && ln[len(ln)-1] == '\r' {
 			ln = ln[:len(ln)-1]
+		}
+		if len(ln) > r.maxLine {
+			c.rows++
+			bad(line, -1, false, fmt.Errorf("%w: the line is longer than the maximum of %d bytes (raise it with --max-line)", ErrLineTooLong, r.maxLine))
+			continue
 		}
 		if len(ln) == 0 || (ln[0] == ' ' || ln[0] == '\t') && len(textTrimBlanks(ln)) == 0 {
 			continue

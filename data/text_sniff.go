@@ -250,25 +250,24 @@ func (lay *textLayout) resolve(path string, ncols int, c Columns, rep *LoadRepor
 			}
 		}
 	case lay.header:
+		var dup error
 		find := func(name string) int {
-			for i, f := range lay.names {
-				if f == name {
-					return i
-				}
+			i, err := findColumn(lay.names, name)
+			if err != nil && dup == nil {
+				dup = &ParseError{File: path, Err: err}
 			}
-			for i, f := range lay.names {
-				if strings.EqualFold(f, name) {
-					return i
-				}
-			}
-			return -1
+			return i
 		}
 		for r := range lay.col {
 			if r == textRating && c.NoRating() {
 				continue
 			}
 			if given[r] != "" {
-				if lay.col[r] = find(given[r]); lay.col[r] < 0 {
+				lay.col[r] = find(given[r])
+				if dup != nil {
+					return dup
+				}
+				if lay.col[r] < 0 {
 					return &ParseError{File: path, Err: fmt.Errorf("%w: no %s column %q in the header (columns: %s)",
 						ErrNoColumn, textRoleNames[r], given[r], strings.Join(lay.names, ", "))}
 				}
@@ -279,6 +278,9 @@ func (lay *textLayout) resolve(path string, ncols int, c Columns, rep *LoadRepor
 					lay.col[r] = i
 					break
 				}
+			}
+			if dup != nil {
+				return dup
 			}
 			if lay.col[r] < 0 && r != textTime {
 				return &ParseError{File: path, Err: fmt.Errorf("%w: no %s column (tried %s; header has %s); name it with --columns %s=NAME",

@@ -64,6 +64,30 @@ func (u TimeUnit) Start(b int64) int64 {
 	}
 }
 
+// MaxTimeSpanYears bounds the time a dense time mode may cover: 200 years
+// of buckets of its unit (MaxBuckets). Every bucket between the first and
+// the last time stamp is a row of the time factor, so two time stamps far
+// apart (a millisecond column read as seconds, a corrupt date) would
+// otherwise ask for millions of rows from a two-row file.
+const MaxTimeSpanYears = 200
+
+// MaxBuckets returns the largest time mode of unit u: the number of its
+// buckets in MaxTimeSpanYears years of 365.25 days (hour 1,753,200, day
+// 73,050, week 10,436, month 2,400).
+func (u TimeUnit) MaxBuckets() int {
+	const days = MaxTimeSpanYears * 36525 / 100
+	switch u {
+	case TimeHour:
+		return days * 24
+	case TimeWeek:
+		return (days + 6) / 7
+	case TimeMonth:
+		return MaxTimeSpanYears * 12
+	default:
+		return days
+	}
+}
+
 func floorDiv(a, b int64) int64 {
 	q := a / b
 	if (a%b != 0) && ((a < 0) != (b < 0)) {

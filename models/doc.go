@@ -87,9 +87,13 @@
 // Load reads the file once (its size bounds the memory) and checks, in
 // order: the seal, before any Arrow decoding (a truncated file or any
 // flipped byte is rejected with ErrFormat or ErrChecksum without touching
-// the decoder); the flatbuffer footer (every offset inside the footer,
-// every vector count fitting the bytes that remain, only the column types
-// model files use), so no count in a crafted file can size an allocation;
+// the decoder); the flatbuffer footer (every offset inside the footer
+// without the uint32 wrap-around the flatbuffers runtime would apply, every
+// vector count fitting the bytes that remain, only the column types model
+// files use, no field children), so no count in a crafted file can size an
+// allocation and the Arrow decoder, which recurses into field children
+// without a depth limit (a stack overflow is fatal, not a recoverable
+// panic), never recurses;
 // the format name and version (ErrVersion); the header's shapes against the
 // file size, before the model is allocated; then it decodes the record
 // batches with an allocator capped at four times the file size plus 1 MiB,
@@ -98,7 +102,10 @@
 // are recovered into ErrFormat. Nothing in a model file is executed. Tests
 // truncate a model at every byte offset, flip every byte, and flip bytes of
 // a re-sealed file (as a deliberate edit would), including every footer
-// byte; the seal is an integrity check, not an authentication.
+// byte, craft footers whose children offsets wrap around onto the schema's
+// own fields (TestFooterCyclicChildren) or onto a huge count, and FuzzDecode
+// fuzzes Decode with and without re-sealing; the seal is an integrity
+// check, not an authentication.
 //
 // Save writes through data.WriteFileAtomic (temporary file, fsync, rename)
 // and refuses to replace a file unless forced, and refuses models with

@@ -18,7 +18,11 @@ import (
 // int32 offset back to its vtable (uint16 vtable size, uint16 table size,
 // then one uint16 offset per field, 0 when absent); reference fields hold a
 // uint32 offset forward from the field to a table, vector or string; a
-// vector (and a string) starts with a uint32 element count.
+// vector (and a string) starts with a uint32 element count. The flatbuffers
+// runtime computes these positions in uint32 (int32 for the vtable offset)
+// and wraps around; here every position is computed without wrapping and
+// must land inside the footer, so an accepted footer is one in which the
+// Arrow reader follows exactly the positions checked here.
 func checkFooter(b []byte) error {
 	if len(b) < 10 {
 		return fmt.Errorf("%w: file too small", ErrFormat)
@@ -34,12 +38,13 @@ func checkFooter(b []byte) error {
 	}
 	// Footer: 0 version, 1 schema, 2 dictionaries [Block], 3 recordBatches
 	// [Block], 4 custom_metadata [KeyValue]. A Block is a 24-byte struct.
-	if _, ok, err := fb.vector(root, 2, 24); err != nil {
+	if _, _, err := fb.vector(root, 2, 24); err != nil {
 		return err
-	} else if ok {
-		if c, _ := fb.count(root, 2); c != 0 {
-			return fmt.Errorf("%w: dictionary batches in a model file", ErrFormat)
-		}
+	}
+	if c, err := fb.count(root, 2); err != nil {
+		return err
+	} else if c != 0 {
+		return fmt.Errorf("%w: dictionary batches in a model file", ErrFormat)
 	}
 	if _, _, err := fb.vector(root, 3, 24); err != nil {
 		return err
@@ -65,7 +70,10 @@ func checkFooter(b []byte) error {
 	if err != nil || !ok {
 		return fmt.Errorf("%w: schema without fields (%v)", ErrFormat, err)
 	}
-	nf, _ := fb.count(schema, 1)
+	nf, err := fb.count(schema, 1)
+	if err != nil {
+		return err
+	}
 	for i := 0; i < nf; i++ {
 		f, err := fb.uoff(fields + 4*i)
 		if err != nil {
@@ -79,7 +87,18 @@ func checkFooter(b []byte) error {
 		if err := fb.keyValues(f, 6); err != nil {
 			return err
 		}
-		if c, _ := fb.count(f, 5); c != 0 {
+		// Rejecting every child (with a children offset that is itself
+		// checked) is what bounds the Arrow decoder's recursion: its
+		// fieldFromFB recurses into children without a depth limit, so a
+		// crafted children vector pointing back at its own field would
+		// overflow the stack (a fatal error, not a recoverable panic), and
+		// a wrapped count would size a slice of Fields.
+		if _, _, err := fb.vector(f, 5, 4); err != nil {
+			return err
+		}
+		if c, err := fb.count(f, 5); err != nil {
+			return err
+		} else if c != 0 {
 			return fmt.Errorf("%w: nested field in a model file", ErrFormat)
 		}
 		if _, ok, err := fb.table(f, 4); err != nil || ok {
@@ -192,7 +211,10 @@ func (b flat) keyValues(tab, i int) error {
 	if err != nil || !ok {
 		return err
 	}
-	n, _ := b.count(tab, i)
+	n, err := b.count(tab, i)
+	if err != nil {
+		return err
+	}
 	for k := 0; k < n; k++ {
 		kv, err := b.uoff(v + 4*k)
 		if err != nil {

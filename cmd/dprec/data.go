@@ -249,6 +249,11 @@ func datasplitRun(c *cli.Context) error {
 		}
 	}
 	force := c.Bool("force")
+	for _, p := range parts {
+		if err := checkOutputs([]string{in}, p.Path); err != nil {
+			return err
+		}
+	}
 	if !force {
 		for _, p := range parts {
 			if _, err := os.Lstat(p.Path); err == nil {
@@ -309,6 +314,9 @@ func dataconvertRun(c *cli.Context) error {
 	in, out := args[0], args[1]
 	f, err := data.ParseFormat(c.String("out-format"))
 	if err != nil {
+		return err
+	}
+	if err := checkOutputs([]string{in}, out); err != nil {
 		return err
 	}
 	if out != "-" && !c.Bool("force") {

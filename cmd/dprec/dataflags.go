@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"github.com/dprec/dprec/data"
@@ -24,7 +26,30 @@ func dataLoadFlags() []cli.Flag {
 		&cli.StringFlag{Name: "duplicates", Category: cat, Value: "last", Usage: "repeated (user, item, time bucket) cells: last, mean, sum or error (train --objective implicit: sum unless given)"},
 		&cli.BoolFlag{Name: "skip-invalid", Category: cat, Usage: "skip malformed rows (counted, first reasons shown) instead of failing"},
 		&cli.IntFlag{Name: "threads", Category: cat, Usage: "parsing threads", DefaultText: "number of CPUs"},
+		&cli.StringFlag{Name: "max-line", Category: cat, Value: "1MiB", Usage: "longest line of text input (longer lines are malformed rows): bytes, or with a unit (KiB, MiB, GiB)"},
+		&cli.StringFlag{Name: "max-memory", Category: cat, Usage: "refuse a load whose memory estimate exceeds this: bytes with a unit (e.g. 8GiB, 500MiB), or \"none\"", DefaultText: "half of the physical memory"},
 	}
+}
+
+// dataParseBytes parses a byte count: an integer with an optional unit,
+// binary (K, KiB, M, MiB, G, GiB, T, TiB) or decimal (KB, MB, GB, TB).
+func dataParseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := len(t)
+	for i > 0 && (t[i-1] < '0' || t[i-1] > '9') {
+		i--
+	}
+	num, unit := strings.TrimSpace(t[:i]), strings.ToLower(strings.TrimSpace(t[i:]))
+	mul := map[string]int64{"": 1, "b": 1,
+		"k": 1 << 10, "kib": 1 << 10, "kb": 1e3,
+		"m": 1 << 20, "mib": 1 << 20, "mb": 1e6,
+		"g": 1 << 30, "gib": 1 << 30, "gb": 1e9,
+		"t": 1 << 40, "tib": 1 << 40, "tb": 1e12}[unit]
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || mul == 0 || n <= 0 || n > math.MaxInt64/mul {
+		return 0, fmt.Errorf("%q is not a positive byte count (e.g. 1048576, 512KiB, 8GiB)", s)
+	}
+	return n * mul, nil
 }
 
 // dataLoadOptions turns the flags of dataLoadFlags into load options.
@@ -69,6 +94,22 @@ func dataLoadOptions(c *cli.Context) (data.LoadOptions, error) {
 	}
 	if o.Threads == 0 {
 		o.Threads = runtime.GOMAXPROCS(0)
+	}
+	if s := c.String("max-line"); s != "" {
+		n, err := dataParseBytes(s)
+		if err != nil || n > math.MaxInt32 {
+			return o, cli.Exit(fmt.Sprintf("--max-line %s: want a byte count below 2GiB", s), exitUsage)
+		}
+		o.MaxLine = int(n)
+	}
+	switch s := strings.ToLower(c.String("max-memory")); s {
+	case "":
+	case "none", "unlimited":
+		o.MaxMemory = -1
+	default:
+		if o.MaxMemory, err = dataParseBytes(s); err != nil {
+			return o, cli.Exit("--max-memory: "+err.Error(), exitUsage)
+		}
 	}
 	return o, nil
 }
@@ -236,4 +277,17 @@ func dataArgs(c *cli.Context) ([]string, error) {
 		}
 	}
 	return pos, nil
+}
+
+// checkOutputs refuses every output path that resolves to one of the
+// command's input files (the same path after Abs and EvalSymlinks, or the
+// same file by os.SameFile), with or without --force: commands call it
+// before they read or write anything. Empty and "-" paths are ignored.
+func checkOutputs(inputs []string, outputs ...string) error {
+	for _, o := range outputs {
+		if err := data.CheckNotInput(o, inputs...); err != nil {
+			return err
+		}
+	}
+	return nil
 }

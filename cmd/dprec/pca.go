@@ -150,6 +150,9 @@ func pcaRun(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(err.Error(), exitUsage)
 	}
+	if err := checkOutputs(c.StringSlice("data"), c.String("out")); err != nil {
+		return err
+	}
 	mats, err := pcaLoadSites(c)
 	if err != nil {
 		return err

@@ -57,6 +57,9 @@ scoring workers.`,
 }
 
 func recommendRun(c *cli.Context) error {
+	if err := checkOutputs([]string{c.String("model"), c.String("exclude-rated"), c.String("ratings")}, c.String("out")); err != nil {
+		return err
+	}
 	p, err := predictLoad(c, c.String("model"))
 	if err != nil {
 		return err

@@ -80,6 +80,7 @@ pruning rule; --epsilon without a private --method is refused.`,
 			&cli.StringFlag{Name: "out", Category: out, Usage: "also write the full result (every component entry, weights, privacy report) to FILE.json or FILE.arrow (Arrow IPC, long form)"},
 			&cli.BoolFlag{Name: "force", Category: out, Usage: "overwrite --out and --doc-topics"},
 			&cli.StringFlag{Name: "doc-topics", Category: out, Usage: "lda, stm: write the training documents' topic proportions to FILE.csv or FILE.parquet"},
+			&cli.StringFlag{Name: "max-memory", Category: mo, Usage: "refuse a fit whose memory estimate exceeds this: bytes with a unit (e.g. 8GiB, 500MiB), or \"none\"", DefaultText: "half of the physical memory"},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed all randomness: reproducible, and private noise is NOT private"},
 		},
 		Action:      spectralRun,
@@ -109,6 +110,13 @@ func spectralInput(c *cli.Context, model string) (*otd.Input, *data.CorpusStats,
 	// Read every word (text directories: every token of two letters or
 	// more), then prune by the same rules whatever the format.
 	raw := data.CorpusOptions{MinDocLen: 1, KeepStopWords: true}
+	if limit, err := spectralMaxMemory(c); err != nil {
+		return nil, nil, 0, err
+	} else if limit <= 0 {
+		raw.MaxMemory = -1
+	} else {
+		raw.MaxMemory = limit
+	}
 	var corpus *data.Corpus
 	if st.IsDir() {
 		corpus, err = data.ReadTextDir(path, raw)
@@ -320,10 +328,23 @@ func spectralRun(c *cli.Context) error {
 			return fmt.Errorf("%s: %w", outPath, data.ErrExists)
 		}
 	}
+	memLimit, err := spectralMaxMemory(c)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	in, stats, scale, err := spectralInput(c, model)
 	if err != nil {
 		return err
+	}
+	if err := spectralMemCheck(in, c.Int("topics"), memLimit); err != nil {
+		return fmt.Errorf("%s: %w", c.String("corpus"), err)
+	}
+	if in.Corpus != nil && !quiet(c) {
+		if used, v := spectralUsedWords(in.Corpus), in.Corpus.V(); v > otd.DenseWhitenMax && used*10 < v {
+			fmt.Fprintf(os.Stderr, "warning: only %d of the %d vocabulary words occur in the corpus; every word costs memory and time (estimated %s), so drop unused words from the vocabulary\n",
+				used, v, data.FormatBytes(int64(min(spectralMemBytes(v, c.Int("topics")), 1<<62))))
+		}
 	}
 	sigma2 := c.Float64("sigma2")
 	if scale != 1 {
@@ -606,4 +627,71 @@ func spectralCheckVocabK(v, k int, r *data.PruneReport) error {
 	}
 	return fmt.Errorf("after pruning the vocabulary has %d words, fewer than K = %d topics (%s); relax the pruning or lower --topics",
 		v, k, spectralPruneSummary(r))
+}
+
+// spectralMemBytes estimates the peak memory of a spectral fit on
+// D-dimensional observations with K components, before any moment is
+// computed. Every vocabulary-sized structure is D x O(K): the randomized
+// whitening of a corpus (D > otd.DenseWhitenMax) holds the iterate Q, the
+// product Z = M2 Q, their orthonormalization and Ritz vectors (D x (K+10)
+// each), and the whitening matrix and the M3 accumulator are D x K; a
+// measured run (D = 200,000, K = 20: 322 MB peak) used 1.6 KB per word,
+// about 6.7 doubles per column of K+10, so 8 doubles per column are
+// assumed: 64 D (K+10) bytes. Dense paths (D <= otd.DenseWhitenMax, and
+// mixtures) add the D x D second moment and its eigendecomposition: 32 D^2
+// bytes. The corpus itself is already in memory and not counted.
+func spectralMemBytes(d, k int) float64 {
+	est := 64 * float64(d) * float64(k+10)
+	if d <= otd.DenseWhitenMax {
+		est += 32 * float64(d) * float64(d)
+	}
+	return est
+}
+
+// spectralMemCheck refuses a fit whose estimate exceeds limit (0: none),
+// naming the dimension, the estimate and the flag.
+func spectralMemCheck(in *otd.Input, k int, limit int64) error {
+	d := 0
+	switch {
+	case in.Corpus != nil:
+		d = in.Corpus.V()
+	case in.Rows != nil:
+		_, d = in.Rows.Dims()
+	}
+	est := spectralMemBytes(d, k)
+	if limit <= 0 || est <= float64(limit) {
+		return nil
+	}
+	return fmt.Errorf("%w: a spectral fit with %d components on %d dimensions (vocabulary words) needs about %s, more than the limit of %s; raise it with --max-memory, or shrink the vocabulary (--max-vocab, --min-count for text directories; drop unused words from a UCI vocabulary)",
+		data.ErrMemoryLimit, k, d, data.FormatBytes(int64(min(est, 1<<62))), data.FormatBytes(limit))
+}
+
+// spectralMaxMemory returns the --max-memory limit in bytes (0: none); the
+// default is data.DefaultMemoryFraction of the physical memory.
+func spectralMaxMemory(c *cli.Context) (int64, error) {
+	switch s := strings.ToLower(c.String("max-memory")); s {
+	case "":
+		return int64(float64(data.PhysicalMemory()) * data.DefaultMemoryFraction), nil
+	case "none", "unlimited":
+		return 0, nil
+	default:
+		n, err := dataParseBytes(s)
+		if err != nil {
+			return 0, cli.Exit("--max-memory: "+err.Error(), exitUsage)
+		}
+		return n, nil
+	}
+}
+
+// spectralUsedWords counts the vocabulary words that occur in the corpus.
+func spectralUsedWords(c *data.Corpus) int {
+	seen := make([]bool, c.V())
+	n := 0
+	for _, w := range c.Words {
+		if !seen[w] {
+			seen[w] = true
+			n++
+		}
+	}
+	return n
 }

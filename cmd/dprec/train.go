@@ -95,6 +95,9 @@ type trainSummary struct {
 func trainRun(c *cli.Context) error {
 	start := time.Now()
 	out := c.String("out")
+	if err := checkOutputs([]string{c.String("data")}, out); err != nil {
+		return err
+	}
 	if !c.Bool("force") {
 		// Fail before training rather than after.
 		if err := trainCheckOut(out); err != nil {
