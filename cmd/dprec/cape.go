@@ -168,6 +168,9 @@ type capeAggResult struct {
 }
 
 func capeAggregateRun(c *cli.Context) error {
+	if err := checkOutputs([]string{c.String("keys")}, c.String("out")); err != nil {
+		return err
+	}
 	keys, err := capeLoadKeys(c, cape.RoleAggregator)
 	if err != nil {
 		return err
