@@ -1,6 +1,7 @@
 package completion
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -582,7 +583,7 @@ func (t *alsTrainer) alsRegNorms() float64 {
 }
 
 // trainALS is Train for SolverALS (called with validated settings).
-func trainALS(train, valid *data.Store, m *decomposition.Model, cfg *Settings, vals []float64, src rand.Source, progress func(EpochRecord)) (*Result, error) {
+func trainALS(ctx context.Context, train, valid *data.Store, m *decomposition.Model, cfg *Settings, vals []float64, src rand.Source, progress func(EpochRecord)) (*Result, error) {
 	rng := rand.New(src)
 	initModel(m, vals, cfg, rng)
 	t := newALSTrainer(m, train, vals, cfg)
@@ -595,6 +596,10 @@ func trainALS(train, valid *data.Store, m *decomposition.Model, cfg *Settings, v
 	best := math.Inf(1)
 	since := 0
 	for ep := 0; ep < cfg.Epochs; ep++ {
+		if err := ctx.Err(); err != nil {
+			good.restore(m)
+			return res, fmt.Errorf("completion: training stopped before sweep %d: %w", ep+1, err)
+		}
 		t0 := time.Now()
 		sse, err := t.sweep()
 		rec := EpochRecord{Epoch: ep + 1, Seconds: time.Since(t0).Seconds()}

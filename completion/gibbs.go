@@ -1,7 +1,9 @@
 package completion
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -396,7 +398,7 @@ func (g *gibbsTrainer) samplePairs(it int) {
 // first BurnIn discarded; the returned model holds the mean of the
 // parameters over the rest (package doc, "Gibbs"). ValidRMSE records the
 // running average of the samples' predictions.
-func trainGibbs(train, valid *data.Store, m *decomposition.Model, cfg *Settings, vals []float64, src rand.Source, progress func(EpochRecord)) (*Result, error) {
+func trainGibbs(ctx context.Context, train, valid *data.Store, m *decomposition.Model, cfg *Settings, vals []float64, src rand.Source, progress func(EpochRecord)) (*Result, error) {
 	if m.Kind != decomposition.CP {
 		return nil, &SettingsError{Field: "Solver", Value: float64(cfg.Solver), Rule: "the Gibbs sampler fits CP models (use ALS for Tucker)"}
 	}
@@ -428,6 +430,10 @@ func trainGibbs(train, valid *data.Store, m *decomposition.Model, cfg *Settings,
 	res := &Result{Model: m, Settings: *cfg}
 	nValid := 0
 	for it := 0; it < cfg.Epochs; it++ {
+		if err := ctx.Err(); err != nil {
+			pm.finish(m) // the posterior mean so far (the last sample before burn-in ends)
+			return res, fmt.Errorf("completion: sampling stopped before sweep %d: %w", it+1, err)
+		}
 		t0 := time.Now()
 		for mo := range m.Dims {
 			g.sampleHyper(mo)

@@ -1,6 +1,7 @@
 package completion
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -58,6 +59,13 @@ type Result struct {
 //
 // On error the model holds the last finite parameters (never NaN).
 func Train(train, valid *data.Store, m *decomposition.Model, s *Settings, src rand.Source, progress func(EpochRecord)) (*Result, error) {
+	return TrainContext(context.Background(), train, valid, m, s, src, progress)
+}
+
+// TrainContext is Train that stops at the next epoch (sweep) boundary once
+// ctx is done, returning ctx's error (wrapped) with the model at the last
+// finite parameters.
+func TrainContext(ctx context.Context, train, valid *data.Store, m *decomposition.Model, s *Settings, src rand.Source, progress func(EpochRecord)) (*Result, error) {
 	if m == nil {
 		return nil, &ShapeError{Reason: "nil model"}
 	}
@@ -110,13 +118,13 @@ func Train(train, valid *data.Store, m *decomposition.Model, s *Settings, src ra
 		if _, none := cfg.Privacy.(NoPrivacy); !none {
 			return nil, &SettingsError{Field: "Solver", Value: float64(cfg.Solver), Rule: "the Gibbs sampler has no privacy plug points: use SolverSGD with a privacy mode"}
 		}
-		return trainGibbs(train, valid, m, &cfg, vals, src, progress)
+		return trainGibbs(ctx, train, valid, m, &cfg, vals, src, progress)
 	}
 	if cfg.Solver == SolverALS {
 		if _, none := cfg.Privacy.(NoPrivacy); !none {
 			return nil, &SettingsError{Field: "Solver", Value: float64(cfg.Solver), Rule: "ALS has no privacy plug points: use SolverSGD with a privacy mode"}
 		}
-		return trainALS(train, valid, m, &cfg, vals, src, progress)
+		return trainALS(ctx, train, valid, m, &cfg, vals, src, progress)
 	}
 	m.Pairs = nil // SGD trains no pair biases
 	rng := rand.New(src)
@@ -131,6 +139,10 @@ func Train(train, valid *data.Store, m *decomposition.Model, s *Settings, src ra
 	bestRMSE := math.Inf(1)
 	sinceBest := 0
 	for ep := 0; ep < cfg.Epochs; ep++ {
+		if err := ctx.Err(); err != nil {
+			good.restore(m)
+			return res, fmt.Errorf("completion: training stopped before epoch %d: %w", ep+1, err)
+		}
 		lr := cfg.LearningRate / (1 + cfg.Decay*float64(ep))
 		t0 := time.Now()
 		sse := t.epoch(lr, cfg.CoreLearningRate/(1+cfg.Decay*float64(ep)))
