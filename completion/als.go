@@ -27,6 +27,14 @@ type alsTrainer struct {
 	start [][]int
 	ent   [][]int32
 	pairs []pairState
+	// gidx, gval and gpair are, per mode, copies of the entries' indices
+	// (Order per entry), values and pair-bias positions (one per pair bias)
+	// in the row-grouped order of ent[mo], so a row solve reads its entries
+	// sequentially instead of through the permutation (three to four
+	// random memory accesses per entry saved).
+	gidx  [][]int32
+	gval  [][]float64
+	gpair [][]int32
 	// work is per-worker scratch, one per thread.
 	work []*alsWork
 }
@@ -113,6 +121,21 @@ func newALSTrainer(m *decomposition.Model, st *data.Store, vals []float64, cfg *
 		t.start[mo], t.ent[mo] = groupBy(st.Idx[mo], m.Dims[mo])
 	}
 	t.pairs = newPairs(m, st, cfg)
+	n, order, np := st.NNZ(), m.Order(), len(t.pairs)
+	t.gidx, t.gval, t.gpair = make([][]int32, order), make([][]float64, order), make([][]int32, order)
+	for mo := range m.Dims {
+		gi, gv, gp := make([]int32, n*order), make([]float64, n), make([]int32, n*np)
+		for q, e := range t.ent[mo] {
+			for k := 0; k < order; k++ {
+				gi[q*order+k] = st.Idx[k][e]
+			}
+			gv[q] = vals[e]
+			for p := range t.pairs {
+				gp[q*np+p] = t.pairs[p].of[e]
+			}
+		}
+		t.gidx[mo], t.gval[mo], t.gpair[mo] = gi, gv, gp
+	}
 	rmax := slices.Max(m.Ranks) + 1
 	t.work = make([]*alsWork, t.threads)
 	for i := range t.work {
@@ -139,14 +162,26 @@ func (t *alsTrainer) pairSum(e int32) float64 {
 	return s
 }
 
-// offsetWithout is the offset at entry e without mode mo's bias (the pair
-// biases are fixed parameters and stay in).
-func (t *alsTrainer) offsetWithout(e int32, idx []int32, mo int) float64 {
+// grouped loads position q of mode mo's row-grouped entries into idx and
+// returns its value and pair-bias positions.
+func (t *alsTrainer) grouped(mo, q int, idx []int32) (float64, []int32) {
+	order, np := len(idx), len(t.pairs)
+	copy(idx, t.gidx[mo][q*order:q*order+order])
+	return t.gval[mo][q], t.gpair[mo][q*np : q*np+np]
+}
+
+// offsetAt is the offset of an entry with indices idx and pair-bias
+// positions pp, without mode mo's bias (the pair biases are fixed
+// parameters and stay in).
+func (t *alsTrainer) offsetAt(idx, pp []int32, mo int) float64 {
 	m := t.m
 	if !m.HasBias {
 		return 0
 	}
-	s := m.Mean + t.pairSum(e)
+	s := m.Mean
+	for p, pos := range pp {
+		s += m.Pairs[p].Vals[pos]
+	}
 	for k, b := range m.Bias {
 		if k != mo {
 			s += b[idx[k]]
@@ -218,8 +253,8 @@ func (t *alsTrainer) solveRow(mo, i int, ws *alsWork) bool {
 	if mo == 2 {
 		x0, lam = 1, t.cfg.RegTime
 	}
-	ents := t.ent[mo][t.start[mo][i]:t.start[mo][i+1]]
-	if len(ents) == 0 {
+	lo, hi := t.start[mo][i], t.start[mo][i+1]
+	if lo == hi {
 		for p := range row {
 			row[p] = x0
 		}
@@ -237,8 +272,8 @@ func (t *alsTrainer) solveRow(mo, i int, ws *alsWork) bool {
 	clear(b)
 	idx := ws.idx
 	cp3 := m.Kind == decomposition.CP && m.Order() == 3
-	for _, e := range ents {
-		t.entry(e, idx)
+	for q := lo; q < hi; q++ {
+		v, pp := t.grouped(mo, q, idx)
 		switch {
 		case cp3:
 			u, v := otherModes(mo)
@@ -255,7 +290,7 @@ func (t *alsTrainer) solveRow(mo, i int, ws *alsWork) bool {
 		if m.HasBias {
 			z[R] = 1
 		}
-		y := t.vals[e] - t.offsetWithout(e, idx, mo)
+		y := v - t.offsetAt(idx, pp, mo)
 		for p := 0; p < n; p++ {
 			zp := z[p]
 			b[p] += y * zp
@@ -265,7 +300,7 @@ func (t *alsTrainer) solveRow(mo, i int, ws *alsWork) bool {
 			}
 		}
 	}
-	pen := lam * float64(len(ents))
+	pen := lam * float64(hi-lo)
 	for p := 0; p < R; p++ {
 		A[p*n+p] += pen
 		b[p] += pen * x0

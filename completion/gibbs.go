@@ -305,10 +305,10 @@ func (g *gibbsTrainer) sampleMode(it, mo int) error {
 			for p := range b {
 				b[p] = lmu[p]
 			}
-			for _, e := range g.ent[mo][g.start[mo][i]:g.start[mo][i+1]] {
-				g.entry(e, ws.idx)
+			for q := g.start[mo][i]; q < g.start[mo][i+1]; q++ {
+				v, pp := g.grouped(mo, q, ws.idx)
 				g.design(mo, ws, z)
-				y := g.vals[e] - g.offsetWithout(e, ws.idx, mo)
+				y := v - g.offsetAt(ws.idx, pp, mo)
 				for p := 0; p < D; p++ {
 					zp := g.alpha * z[p]
 					b[p] += zp * y
