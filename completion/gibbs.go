@@ -397,7 +397,8 @@ func (g *gibbsTrainer) samplePairs(it int) {
 // trainGibbs is Train for SolverGibbs: Epochs sweeps of the sampler, the
 // first BurnIn discarded; the returned model holds the mean of the
 // parameters over the rest (package doc, "Gibbs"). ValidRMSE records the
-// running average of the samples' predictions.
+// running average of the samples' predictions, except in the last record,
+// which scores the returned model.
 func trainGibbs(ctx context.Context, train, valid *data.Store, m *decomposition.Model, cfg *Settings, vals []float64, src rand.Source, progress func(EpochRecord)) (*Result, error) {
 	if m.Kind != decomposition.CP {
 		return nil, &SettingsError{Field: "Solver", Value: float64(cfg.Solver), Rule: "the Gibbs sampler fits CP models (use ALS for Tucker)"}
@@ -465,6 +466,10 @@ func trainGibbs(ctx context.Context, train, valid *data.Store, m *decomposition.
 	}
 	pm.finish(m)
 	res.BestEpoch = cfg.Epochs
+	if valid != nil && len(res.History) > 0 {
+		// The last record scores the returned (posterior-mean) model itself.
+		res.History[len(res.History)-1].ValidRMSE = RMSE(m, valid, cfg.Threads)
+	}
 	if !modelFinite(m) {
 		return nil, errors.New("completion: Gibbs sampler left non-finite parameters")
 	}
