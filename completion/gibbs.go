@@ -294,6 +294,9 @@ func (g *gibbsTrainer) sampleMode(it, mo int) error {
 			lmu[p] += h.lam[p*D+q] * h.mu[q]
 		}
 	}
+	// The time rows of an order-3 CP model are anchored at all-ones unless
+	// RegTime is off (package doc, "Gibbs").
+	anchored := mo == 2 && g.cfg.RegTime > 0
 	var failed atomic.Bool
 	g.parallel(m.Dims[mo], 64, func(w, lo, hi int) {
 		ws := g.work[w]
@@ -304,6 +307,23 @@ func (g *gibbsTrainer) sampleMode(it, mo int) error {
 			copy(A, h.lam)
 			for p := range b {
 				b[p] = lmu[p]
+			}
+			if anchored {
+				// Time rows: prior N(1, (alpha RegTime n_k)^-1 I) on the
+				// factor part, as ALS's penalty; the bias keeps its
+				// hyperprior (its row and column of Lambda).
+				pr := g.alpha * g.cfg.RegTime * float64(max(1, g.start[mo][i+1]-g.start[mo][i]))
+				for p := 0; p < R; p++ {
+					for q := 0; q < R; q++ {
+						A[p*D+q] = 0
+					}
+					A[p*D+D-1], A[(D-1)*D+p] = 0, 0
+					A[p*D+p] = pr
+					b[p] = pr
+				}
+				if m.HasBias {
+					b[R] = h.lam[R*D+R] * h.mu[R]
+				}
 			}
 			for q := g.start[mo][i]; q < g.start[mo][i+1]; q++ {
 				v, pp := g.grouped(mo, q, ws.idx)
