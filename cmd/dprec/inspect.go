@@ -90,6 +90,13 @@ func inspectText(w io.Writer, h *models.Header) {
 	if h.Bias {
 		fmt.Fprintf(w, "global mean %.6g\n", h.Mean)
 	}
+	for _, p := range h.Pairs {
+		what := "user x time-bucket biases"
+		if p.A == 1 {
+			what = fmt.Sprintf("item x period biases (periods of %d buckets)", p.Div)
+		}
+		fmt.Fprintf(w, "pair bias   %s: %d pairs seen in training\n", what, p.Count)
+	}
 	if h.ClampLo < h.ClampHi {
 		fmt.Fprintf(w, "clamp       [%s, %s]\n", fmtFloat(h.ClampLo), fmtFloat(h.ClampHi))
 	}
