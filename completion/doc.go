@@ -96,6 +96,45 @@
 // Result.Privacy carries Report(). RefitFactor is the exact ridge refit of
 // one factor with the others fixed that output perturbation relies on.
 //
+// # Sensitivities
+//
+// Notation: ratings are clamped to the public range [r_min, r_max],
+// Delta_r = r_max - r_min. Entry-level relation: neighbouring logs have the
+// same observed positions (so every count, the user and item dictionaries
+// and the time range are public) and differ in ONE rating value.
+//
+// Bias mode (TrainPrivateBias, private_bias.go; the billboard model). Two
+// releases, composed by basic composition (epsilon_mu + epsilon_items =
+// epsilon):
+//
+//   - T = sum_e clamp(r_e). Changing one rating changes one term, by at most
+//     Delta_r: |T - T'| <= Delta_r (l1 = l2 = Delta_r). Released with
+//     Laplace(Delta_r/epsilon_mu), epsilon_mu = 2% of epsilon; mu~ =
+//     clamp(T~/n) with n public.
+//   - S_i = sum_{e in item i} clip(clamp(r_e) - mu~, -c, c), c = Delta_r/3,
+//     for every item i, with mu~ the released mean (a fixed public value
+//     for this release, by adaptive composition). One rating lies in
+//     exactly one item's sum and its term moves within [-c, c], so S and S'
+//     differ in one coordinate by at most 2c: ||S - S'||_1 = ||S - S'||_2
+//     <= 2c = 2 Delta_r/3. Released with Laplace(2c/epsilon_items) per item
+//     (default) or Gaussian calibrated to (epsilon_items, delta) with l2
+//     sensitivity 2c.
+//
+// Everything else is post-processing: the prior spread tau^2 of the item
+// biases (method of moments on the released sums and public counts), the
+// item biases beta_i = S~_i/(n_i + sigma_r^2/tau^2 + v/(n_i tau^2)) (the
+// linear MMSE estimate under that prior, sigma_r = Delta_r/4, v the noise
+// variance of one sum), and each user's bias solved at prediction time from
+// the released mu~, beta and that user's own ratings (ridge penalty
+// BiasUserPenalty); user biases are never released, so neither the model
+// file nor the report carries anything computed from a user's ratings
+// except through T~ and S~. TestBiasSensitivityNeighbours checks both
+// bounds on neighbouring logs (and that they are reached).
+//
+// Input mode (private_input.go): the vector of clamped values has l1 = l2
+// sensitivity Delta_r (entry). Gradient and output modes derive theirs in
+// private_gradient.go and private_output.go.
+//
 // # Speed
 //
 // The CP kernels are plain loops over contiguous slices, loading the next

@@ -319,3 +319,72 @@ func itemPriorVariance(sums []float64, counts []int, mu, sr2, v float64) float64
 
 // biasSpreadDivisor sets sigma_r = (r_max - r_min)/biasSpreadDivisor.
 const biasSpreadDivisor = 4.0
+
+// BiasMode is the bias mode as a training mode of its own: it is not an
+// SGD plug-in (Train refuses it in Plan); call Fit instead. It carries the
+// options so a caller that builds every private mode the same way (the CLI)
+// can hold it as a Privacy value.
+type BiasMode struct {
+	o      PrivateOptions
+	report *perturb.Report
+}
+
+var _ Privacy = (*BiasMode)(nil)
+
+// NewBiasMode validates opts for the bias mode.
+func NewBiasMode(opts *PrivateOptions) (*BiasMode, error) {
+	if opts == nil {
+		return nil, errors.New("completion: bias mode: nil options")
+	}
+	oo := *opts
+	oo.MeanFraction = 0
+	o, err := oo.resolve("bias")
+	if err != nil {
+		return nil, err
+	}
+	if o.Unit != UnitEntry {
+		return nil, fmt.Errorf("completion: bias mode: %w: only the entry unit is supported (the user unit would release user-specific counts)", perturb.ErrSensitivity)
+	}
+	o.MeanFraction = opts.MeanFraction
+	return &BiasMode{o: o}, nil
+}
+
+// Fit runs TrainPrivateBias on m and returns a Result with no epochs (the
+// bias mode has none) and the privacy report.
+func (b *BiasMode) Fit(train *data.Store, m *decomposition.Model, s *Settings) (*Result, error) {
+	if b.report != nil {
+		return nil, fmt.Errorf("completion: bias mode: %w: this mode already released once (make a new one)", perturb.ErrBudget)
+	}
+	rep, err := TrainPrivateBias(train, m, &b.o)
+	if err != nil {
+		return nil, err
+	}
+	b.report = rep
+	res := &Result{Model: m, Privacy: rep}
+	if s != nil {
+		res.Settings = s.Resolved()
+	}
+	res.Settings.Privacy = b
+	return res, nil
+}
+
+// Plan refuses: the bias mode does not train by SGD.
+func (b *BiasMode) Plan(*data.Store, *Settings) error {
+	return errors.New("completion: the bias mode is not an SGD plug-in: call BiasMode.Fit")
+}
+
+// PerturbInput is never reached (Plan refuses).
+func (b *BiasMode) PerturbInput([]float64, *data.Store) error {
+	return errors.New("completion: bias mode: use BiasMode.Fit")
+}
+
+// GradientTransform returns nil.
+func (b *BiasMode) GradientTransform(int) GradientTransform { return nil }
+
+// PerturbOutput is never reached (Plan refuses).
+func (b *BiasMode) PerturbOutput(*decomposition.Model, *data.Store) error {
+	return errors.New("completion: bias mode: use BiasMode.Fit")
+}
+
+// Report returns the report of the release (nil before Fit).
+func (b *BiasMode) Report() *perturb.Report { return b.report }

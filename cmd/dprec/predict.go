@@ -324,6 +324,9 @@ func predictFoldIn(c *cli.Context, p *models.Predictor, path string) (models.Row
 			reg = s.Reg
 		}
 		lambda = reg * float64(len(ratings))
+		if f.Privacy != nil && f.Privacy.Mode == "bias" {
+			lambda = completion.BiasUserPenalty // the bias mode's user penalty
+		}
 	}
 	x, err := decomposition.FoldIn(m, items, times, ratings, lambda)
 	if err != nil {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -66,5 +68,52 @@ func TestTrainPrivateModelFile(t *testing.T) {
 		if warned == tc.covered {
 			t.Errorf("%s: inspect coverage warning %v, want %v:\n%s%s", tc.name, warned, !tc.covered, stdout, stderr)
 		}
+	}
+}
+
+// TestTrainPrivateBiasModelFile: --privacy bias (without --validation,
+// which it implies to be 0) writes a model whose user biases and factor
+// rows are all zero (never released), whose report covers everything it
+// releases, and that predict folds a new user into.
+func TestTrainPrivateBiasModelFile(t *testing.T) {
+	dir := t.TempDir()
+	train, _ := trainTestLog(t, dir)
+	out := filepath.Join(dir, "bias.arrow")
+	if _, stderr, err := trainTestRun(t, "--quiet", "train", "--data", train, "--out", out, "--privacy", "bias", "--epsilon", "1"); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	f, err := models.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Privacy == nil || f.Privacy.Mode != "bias" || !f.Privacy.FullyCovered() || f.Privacy.Epsilon > 1+1e-9 {
+		t.Fatalf("report %+v", f.Privacy)
+	}
+	for _, x := range f.Model.Bias[0] {
+		if x != 0 {
+			t.Fatalf("user bias %v in the file", x)
+		}
+	}
+	for mo, fac := range f.Model.Factors {
+		for _, x := range fac {
+			if x != 0 {
+				t.Fatalf("mode %d factor entry %v in the file", mo, x)
+			}
+		}
+	}
+	if f.Header.Data.HasStats() {
+		t.Errorf("private model file carries the data fingerprint")
+	}
+	item := f.Dicts[1].String(0)
+	rat := filepath.Join(dir, "mine.csv")
+	if err := os.WriteFile(rat, []byte("item,rating\n"+item+",5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := trainTestRun(t, "predict", "-m", out, "--ratings", rat, "--item", item)
+	if err != nil || !strings.Contains(stdout, "folded-in") {
+		t.Fatalf("predict --ratings: %v\n%s%s", err, stdout, stderr)
+	}
+	if !strings.Contains(stderr, fmt.Sprintf("lambda %g", completion.BiasUserPenalty)) {
+		t.Errorf("fold-in did not use the bias mode's user penalty: %s", stderr)
 	}
 }
