@@ -131,6 +131,42 @@
 // except through T~ and S~. TestBiasSensitivityNeighbours checks both
 // bounds on neighbouring logs (and that they are reached).
 //
+// Private ALS (TrainPrivateALS, private_als.go; Chien et al. 2021, joint
+// DP, billboard model). The bias releases above come first (80% of
+// epsilon). Then each of T = ALSPrivateSteps item steps releases, for every
+// item i, the upper triangle of G_i = sum_{u rated i} x_u x_u^T and h_i =
+// sum_u z_ui x_u, where (x_u, b_u) is user u's vector solved privately
+// (never released) against the public item rows V (released by the
+// previous step, or a data-independent random start):
+//
+//	(x_u, b_u) = P_Gamma_u( (Z_u^T Z_u + lambda n_u I)^{-1} Z_u^T y_u ),
+//
+// Z_u rows (v_k, 1) with ||v_k|| <= Gamma_v, y_uk = clip(clamp(r_uk) - mu~
+// - beta_k, -c, c), z_uk = y_uk - b_u, P the projection onto the ball of
+// radius Gamma_u = 1, Gamma_v = c, lambda = ALSPrivateReg. When one
+// rating r_uj changes (n_u, the user's public count): y_uj moves by at
+// most 2c, so Z_u^T y_u moves by at most 2c Gamma_z (Gamma_z^2 = Gamma_v^2
+// + 1); the inverse has operator norm <= 1/(lambda n_u) and P is
+// non-expansive, so the user's vector moves by delta_u <= min(2 Gamma_u,
+// 2 c Gamma_z/(lambda n_u)). Only user u's terms change: |z| <= c' = c +
+// Gamma_u, so item j's h_j term moves by at most (2c + delta_u) Gamma_u +
+// c' delta_u, each other item k of the user's by delta_u (Gamma_u + c'),
+// and each Gram term by ||x'x'^T - x x^T||_F <= 2 Gamma_u delta_u (the
+// upper triangle is no larger). Summing squares over the user's n_u
+// items:
+//
+//	Delta_2^2 = ((2c + delta_u) Gamma_u + c' delta_u)^2
+//	          + (n_u - 1) delta_u^2 (Gamma_u + c')^2 + n_u (2 Gamma_u delta_u)^2,
+//
+// maximised over the public user counts (ALSSensitivity). Every step adds
+// Gaussian noise of one sigma to the whole statistics vector; sigma is the
+// smallest with which the bias releases and the T Gaussian steps compose
+// within (epsilon, delta) (RDP). The item rows are then ridge solutions of
+// the noisy statistics (penalty lambda n_i + 3 sigma sqrt(R), doubled until
+// the system is positive definite) projected onto the Gamma_v ball: post-
+// processing. TestALSSensitivityNeighbours checks the bound on neighbouring
+// logs.
+//
 // Input mode (private_input.go): the vector of clamped values has l1 = l2
 // sensitivity Delta_r (entry). Gradient and output modes derive theirs in
 // private_gradient.go and private_output.go.

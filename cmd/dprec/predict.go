@@ -324,8 +324,8 @@ func predictFoldIn(c *cli.Context, p *models.Predictor, path string) (models.Row
 			reg = s.Reg
 		}
 		lambda = reg * float64(len(ratings))
-		if f.Privacy != nil && f.Privacy.Mode == "bias" {
-			lambda = completion.BiasUserPenalty // the bias mode's user penalty
+		if f.Privacy != nil && (f.Privacy.Mode == "bias" || f.Privacy.Mode == "als") {
+			lambda = completion.BiasUserPenalty // the billboard modes fold in with this penalty
 		}
 	}
 	x, err := decomposition.FoldIn(m, items, times, ratings, lambda)

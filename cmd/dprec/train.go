@@ -299,8 +299,8 @@ func trainPrint(c *cli.Context, s *trainSummary) error {
 	if s.EarlyStopped {
 		stop = " (early stop)"
 	}
-	if s.Epochs == 0 && s.Privacy != nil && s.Privacy.Mode == "bias" {
-		fmt.Fprintf(w, "solver          none (bias mode: noisy sums, %.3gs)\n", s.Seconds)
+	if s.Epochs == 0 && s.Privacy != nil && (s.Privacy.Mode == "bias" || s.Privacy.Mode == "als") {
+		fmt.Fprintf(w, "solver          %s mode: noisy statistics, %.3gs\n", s.Privacy.Mode, s.Seconds)
 	} else {
 		fmt.Fprintf(w, "solver          %s\n", s.Solver)
 		fmt.Fprintf(w, "epochs          %d%s, best epoch %d, %.3gs\n", s.Epochs, stop, s.BestEpoch, s.Seconds)

@@ -71,22 +71,28 @@ func TestTrainPrivateModelFile(t *testing.T) {
 	}
 }
 
-// TestTrainPrivateBiasModelFile: --privacy bias (without --validation,
-// which it implies to be 0) writes a model whose user biases and factor
-// rows are all zero (never released), whose report covers everything it
-// releases, and that predict folds a new user into.
+// TestTrainPrivateBiasModelFile: --privacy bias and als (without
+// --validation, which they imply to be 0) write a model whose user biases
+// and user rows are all zero (never released), whose report covers
+// everything it releases, and that predict folds a new user into.
 func TestTrainPrivateBiasModelFile(t *testing.T) {
+	for _, mode := range []string{"bias", "als"} {
+		t.Run(mode, func(t *testing.T) { trainPrivateStatsFile(t, mode) })
+	}
+}
+
+func trainPrivateStatsFile(t *testing.T, mode string) {
 	dir := t.TempDir()
 	train, _ := trainTestLog(t, dir)
-	out := filepath.Join(dir, "bias.arrow")
-	if _, stderr, err := trainTestRun(t, "--quiet", "train", "--data", train, "--out", out, "--privacy", "bias", "--epsilon", "1"); err != nil {
+	out := filepath.Join(dir, mode+".arrow")
+	if _, stderr, err := trainTestRun(t, "--quiet", "train", "--data", train, "--out", out, "--privacy", mode, "--epsilon", "1", "--delta", "1e-5"); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
 	f, err := models.Load(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Privacy == nil || f.Privacy.Mode != "bias" || !f.Privacy.FullyCovered() || f.Privacy.Epsilon > 1+1e-9 {
+	if f.Privacy == nil || f.Privacy.Mode != mode || !f.Privacy.FullyCovered() || f.Privacy.Epsilon > 1+1e-9 {
 		t.Fatalf("report %+v", f.Privacy)
 	}
 	for _, x := range f.Model.Bias[0] {
@@ -94,11 +100,9 @@ func TestTrainPrivateBiasModelFile(t *testing.T) {
 			t.Fatalf("user bias %v in the file", x)
 		}
 	}
-	for mo, fac := range f.Model.Factors {
-		for _, x := range fac {
-			if x != 0 {
-				t.Fatalf("mode %d factor entry %v in the file", mo, x)
-			}
+	for _, x := range f.Model.Factors[0] {
+		if x != 0 {
+			t.Fatalf("user factor entry %v in the file", x)
 		}
 	}
 	if f.Header.Data.HasStats() {

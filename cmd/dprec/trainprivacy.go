@@ -28,7 +28,7 @@ const (
 func trainPrivacyFlags() []cli.Flag {
 	cat := trainPrivacyCategory
 	return []cli.Flag{
-		&cli.StringFlag{Name: "privacy", Category: cat, Value: "none", Usage: "differential privacy mode: none, bias (item biases from noisy sums; user biases solved at prediction time, never released), input (noisy ratings, covers everything), gradient (noisy SGD), output (noisy refit of the last factor); implies --validation 0"},
+		&cli.StringFlag{Name: "privacy", Category: cat, Value: "none", Usage: "differential privacy mode: none, bias (item biases from noisy sums; user biases solved at prediction time, never released), als (private ALS, joint DP: item side released, user rows solved at prediction time; needs --delta), input (noisy ratings, covers everything), gradient (noisy SGD), output (noisy refit of the last factor); implies --validation 0"},
 		&cli.Float64Flag{Name: "epsilon", Category: cat, Usage: "total privacy budget epsilon of the training run (required with --privacy)"},
 		&cli.Float64Flag{Name: "delta", Category: cat, Usage: "total privacy budget delta (0 for pure modes; gradient --protect all and input --mechanism gaussian need > 0)"},
 		&cli.StringFlag{Name: "protect", Category: cat, Value: "C", Usage: "gradient mode target: C (seed Algorithm 2: only the last mode's factor gradient, per-step guarantee) or all (every parameter, Gaussian noise, covers the whole model)"},
@@ -60,7 +60,7 @@ func trainPrivacy(c *cli.Context, train *data.Store) (completion.Privacy, error)
 	if mode == "none" || mode == "" {
 		for _, f := range []string{"epsilon", "delta", "protect", "clip", "mechanism", "privacy-unit", "max-ratings-per-user", "output-lambda"} {
 			if c.IsSet(f) {
-				return nil, fmt.Errorf("--%s needs --privacy bias, input, gradient or output", f)
+				return nil, fmt.Errorf("--%s needs --privacy bias, als, input, gradient or output", f)
 			}
 		}
 		return completion.NoPrivacy{}, nil
@@ -109,6 +109,8 @@ func trainPrivacy(c *cli.Context, train *data.Store) (completion.Privacy, error)
 	switch mode {
 	case "bias":
 		p, err = completion.NewBiasMode(o)
+	case "als":
+		p, err = completion.NewALSMode(o)
 	case "input":
 		p, err = completion.NewInputPerturbation(o)
 	case "gradient":
@@ -116,7 +118,7 @@ func trainPrivacy(c *cli.Context, train *data.Store) (completion.Privacy, error)
 	case "output":
 		p, err = completion.NewOutputPerturbation(o)
 	default:
-		return nil, fmt.Errorf("--privacy %q: want none, bias, input, gradient or output", mode)
+		return nil, fmt.Errorf("--privacy %q: want none, bias, als, input, gradient or output", mode)
 	}
 	if err != nil {
 		return nil, err
@@ -146,10 +148,10 @@ func trainValidationFraction(c *cli.Context) (float64, error) {
 	return 0, nil
 }
 
-// trainFit trains m: by the bias mode's own fit for --privacy bias,
+// trainFit trains m: by the mode's own fit for --privacy bias and als,
 // otherwise by completion.Train.
 func trainFit(train, valid *data.Store, m *decomposition.Model, s *completion.Settings, src rand.Source, progress func(completion.EpochRecord)) (*completion.Result, error) {
-	if b, ok := s.Privacy.(*completion.BiasMode); ok {
+	if b, ok := s.Privacy.(*completion.StatisticsMode); ok {
 		return b.Fit(train, m, s)
 	}
 	return completion.Train(train, valid, m, s, src, progress)

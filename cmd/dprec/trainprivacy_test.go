@@ -54,8 +54,8 @@ func TestTrainPrivacyFlags(t *testing.T) {
 		{nil, "", func(p completion.Privacy) bool { _, ok := p.(completion.NoPrivacy); return ok }},
 		{[]string{"--epsilon", "1"}, "needs --privacy", nil},
 		{[]string{"--privacy", "input"}, "needs --epsilon", nil},
-		{[]string{"--privacy", "bias", "--epsilon", "1"}, "", func(p completion.Privacy) bool { _, ok := p.(*completion.BiasMode); return ok }},
-		{[]string{"--privacy", "bias", "--epsilon", "1", "--mechanism", "gaussian", "--delta", "1e-5"}, "", func(p completion.Privacy) bool { _, ok := p.(*completion.BiasMode); return ok }},
+		{[]string{"--privacy", "bias", "--epsilon", "1"}, "", func(p completion.Privacy) bool { _, ok := p.(*completion.StatisticsMode); return ok }},
+		{[]string{"--privacy", "bias", "--epsilon", "1", "--mechanism", "gaussian", "--delta", "1e-5"}, "", func(p completion.Privacy) bool { _, ok := p.(*completion.StatisticsMode); return ok }},
 		{[]string{"--privacy", "input", "--epsilon", "1"}, "", func(p completion.Privacy) bool { _, ok := p.(*completion.InputPerturbation); return ok }},
 		{[]string{"--privacy", "input", "--epsilon", "1", "--mechanism", "gaussian"}, "delta", nil},
 		{[]string{"--privacy", "gradient", "--epsilon", "1", "--delta", "1e-5", "--protect", "all", "--calibration", "tight"}, "", func(p completion.Privacy) bool { _, ok := p.(*completion.GradientPerturbation); return ok }},
@@ -64,6 +64,11 @@ func TestTrainPrivacyFlags(t *testing.T) {
 		{[]string{"--privacy", "output", "--epsilon", "1", "--privacy-unit", "user", "--max-ratings-per-user", "2"}, "not offered", nil},
 		{[]string{"--privacy", "input", "--epsilon", "1", "--privacy-unit", "user", "--max-ratings-per-user", "100"}, "not offered", nil},
 		{[]string{"--privacy", "gradient", "--epsilon", "1", "--delta", "1e-5", "--protect", "all", "--privacy-unit", "user", "--max-ratings-per-user", "100"}, "not offered", nil},
+		{[]string{"--privacy", "als", "--epsilon", "1", "--delta", "1e-5"}, "", func(p completion.Privacy) bool {
+			s, ok := p.(*completion.StatisticsMode)
+			return ok && s.Mode() == "als"
+		}},
+		{[]string{"--privacy", "als", "--epsilon", "1"}, "delta", nil},
 		{[]string{"--privacy", "bias", "--epsilon", "1", "--privacy-unit", "user", "--max-ratings-per-user", "100"}, "not offered", nil},
 		{[]string{"--privacy", "input", "--epsilon", "1", "--max-ratings-per-user", "2"}, "not offered", nil},
 		{[]string{"--privacy", "input", "--epsilon", "nan"}, "epsilon", nil},
