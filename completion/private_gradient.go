@@ -86,6 +86,9 @@ type GradientPerturbation struct {
 	mean    *perturb.Laplace
 	mu, muT float64 // true and noised mean
 	meanSet bool
+	// meanInModel: the trainer took mu~ as the model's mean (ReleasedMean),
+	// so no residual needs correcting.
+	meanInModel bool
 	report  *perturb.Report
 	planned bool
 }
@@ -341,7 +344,20 @@ func (p *GradientPerturbation) GradientTransform(w int) GradientTransform {
 	if p.o.Protect == ProtectC {
 		return &clipNoiseC{mode: p.pm, clip: p.o.Clip, eps: p.l2.Epsilon(), sens: p.l2.Sensitivity(), r: r}
 	}
-	return &clipNoiseAll{clip: p.o.Clip, g: p.gauss, r: r, shift: p.mu - p.muT, fix: p.meanSet}
+	return &clipNoiseAll{clip: p.o.Clip, g: p.gauss, r: r, shift: p.mu - p.muT, fix: p.meanSet && !p.meanInModel}
+}
+
+// ReleasedMean returns the noisy mean mu~ once PerturbInput has drawn it
+// (--protect all with biases). Train then uses mu~ as the model's mean
+// from the start, so every residual, every training loss and every
+// validation RMSE is computed with the released mean, never the raw one,
+// and the transform's residual correction is switched off.
+func (p *GradientPerturbation) ReleasedMean() (float64, bool) {
+	if !p.meanSet {
+		return 0, false
+	}
+	p.meanInModel = true
+	return p.muT, true
 }
 
 // PerturbOutput writes the noisy mean into the model (--protect all) and

@@ -600,3 +600,30 @@ func TestSecureDefault(t *testing.T) {
 		t.Error("source is not a rand.Source")
 	}
 }
+
+// TestProtectAllValidUsesNoisyMean: with --protect all the validation RMSE
+// in the history is that of the model with the released mean mu~ (the
+// audit found it computed with the raw mean).
+func TestProtectAllValidUsesNoisyMean(t *testing.T) {
+	t.Parallel()
+	st := privStore([]int{30, 20, 5}, 400, 21)
+	valid := privStore([]int{30, 20, 5}, 60, 22)
+	o := baseOpts()
+	o.Protect = ProtectAll
+	o.MeanFraction = 0.001 // a very noisy mean, so a raw-mean RMSE would differ
+	p, err := NewGradientPerturbation(&o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := privModel(t, decomposition.CP, st.Dims, 2, true, 1, 0.1)
+	res, err := Train(st, valid, m, &Settings{Epochs: 1, Patience: -1, Threads: 1, Privacy: p}, rand.NewPCG(1, 2), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Mean == p.mu {
+		t.Fatal("released mean equals the raw mean: test cannot tell them apart")
+	}
+	if got, want := res.History[0].ValidRMSE, RMSE(m, valid, 1); math.Abs(got-want) > 1e-12 {
+		t.Errorf("history validation RMSE %v, model with the released mean %v", got, want)
+	}
+}
