@@ -89,8 +89,8 @@ type GradientPerturbation struct {
 	// meanInModel: the trainer took mu~ as the model's mean (ReleasedMean),
 	// so no residual needs correcting.
 	meanInModel bool
-	report  *perturb.Report
-	planned bool
+	report      *perturb.Report
+	planned     bool
 }
 
 var _ Privacy = (*GradientPerturbation)(nil)
