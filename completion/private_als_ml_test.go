@@ -6,6 +6,7 @@ import (
 
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/perturb"
 )
 
 // TestMovieLensPrivateALS measures private ALS (entry level, delta 1e-5)
@@ -26,7 +27,7 @@ func TestMovieLensPrivateALS(t *testing.T) {
 		var sum, sumV float64
 		const reps = 2
 		for rep := 0; rep < reps; rep++ {
-			o := &PrivateOptions{Epsilon: eps, Delta: 1e-5, RatingMin: 0.5, RatingMax: 5, Seeded: true, Seed: uint64(rep)}
+			o := &PrivateOptions{Epsilon: eps, Delta: 1e-5, RatingMin: 0.5, RatingMax: 5, Noise: perturb.SeededNoise(uint64(rep))}
 			got := fitScoreALS(t, all, test, o)
 			sum += got
 			sumV += fitScoreALS(t, train, valid, o)

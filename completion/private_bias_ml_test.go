@@ -6,6 +6,7 @@ import (
 
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/perturb"
 )
 
 // TestMovieLensPrivateBias measures the bias mode on ml-latest-small
@@ -32,7 +33,7 @@ func TestMovieLensPrivateBias(t *testing.T) {
 			var sum, sumV float64
 			const reps = 5
 			for rep := 0; rep < reps; rep++ {
-				o := &PrivateOptions{Epsilon: eps, Delta: 1e-5, RatingMin: 0.5, RatingMax: 5, Mechanism: mech, Seeded: true, Seed: uint64(rep)}
+				o := &PrivateOptions{Epsilon: eps, Delta: 1e-5, RatingMin: 0.5, RatingMax: 5, Mechanism: mech, Noise: perturb.SeededNoise(uint64(rep))}
 				got := fitScoreBias(t, all, test, o)
 				sum += got
 				sumV += fitScoreBias(t, train, valid, o)

@@ -137,7 +137,7 @@ func TestBiasNoiseScalesWithEpsilon(t *testing.T) {
 		var tot float64
 		for seed := uint64(0); seed < 20; seed++ {
 			lo := baseOpts()
-			lo.Epsilon, lo.Seed = eps, seed
+			lo.Epsilon, lo.Noise = eps, perturb.SeededNoise(seed)
 			hi := lo
 			hi.Epsilon = 600
 			a := privModel(t, decomposition.CP, st.Dims, 1, true, 1, 1)

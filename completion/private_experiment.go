@@ -105,7 +105,7 @@ func RunPrivacyExperiment(cfg PrivacyExpConfig, progress func(PrivacyExpRow)) ([
 
 func privacyExpRun(ds PrivacyExpDataset, mode string, eps, delta, clip float64, seed uint64) (PrivacyExpRow, error) {
 	row := PrivacyExpRow{Dataset: ds.Name, Kind: string(ds.Kind), Mode: mode, Epsilon: eps, Seed: seed}
-	o := &PrivateOptions{Epsilon: eps, RatingMin: ds.RatingMin, RatingMax: ds.RatingMax, Seeded: true, Seed: seed ^ 0x5eed, Clip: clip}
+	o := &PrivateOptions{Epsilon: eps, RatingMin: ds.RatingMin, RatingMax: ds.RatingMax, Noise: perturb.SeededNoise(seed ^ 0x5eed), Clip: clip}
 	var p Privacy = NoPrivacy{}
 	var err error
 	switch mode {

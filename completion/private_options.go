@@ -116,10 +116,10 @@ type PrivateOptions struct {
 	// MeanFraction is the share of Epsilon spent on the global mean in
 	// gradient mode with biases (default DefaultMeanFraction).
 	MeanFraction float64
-	// Seeded selects reproducible noise from perturb.StreamSource(Seed,
-	// stream) (NOT private); otherwise noise comes from perturb.SecureSource.
-	Seeded bool
-	Seed   uint64
+	// Noise selects the noise source: the zero value is secure
+	// (perturb.SecureSource); perturb.SeededNoise(seed) gives reproducible
+	// streams (NOT private). Its provenance is what the report records.
+	Noise perturb.Noise
 }
 
 // resolvedOptions validates o and fills defaults.
@@ -201,10 +201,7 @@ func (o *PrivateOptions) relation() string {
 
 // source returns the noise source of stream id s.
 func (o *PrivateOptions) source(s uint64) rand.Source {
-	if o.Seeded {
-		return perturb.StreamSource(o.Seed, s)
-	}
-	return perturb.SecureSource()
+	return o.Noise.Source(s)
 }
 
 // Stream ids: one per mechanism and per worker, so no two share a stream.
@@ -282,7 +279,7 @@ func baseReport(o *PrivateOptions, mode string, acc *perturb.Accountant, eps, de
 		Delta:       delta,
 		Composition: method,
 		Releases:    acc.Releases(),
-		Randomness:  perturb.RandomnessLabel(o.Seeded),
+		Randomness:  o.Noise.Provenance().String(),
 	}
 }
 

@@ -73,7 +73,7 @@ func privModel(t testing.TB, kind decomposition.Kind, dims []int, rank int, bias
 }
 
 func baseOpts() PrivateOptions {
-	return PrivateOptions{Epsilon: 1, Delta: 1e-5, RatingMin: 1, RatingMax: 5, Seeded: true, Seed: 11}
+	return PrivateOptions{Epsilon: 1, Delta: 1e-5, RatingMin: 1, RatingMax: 5, Noise: perturb.SeededNoise(11)}
 }
 
 func TestPrivateOptionsValidate(t *testing.T) {
@@ -576,7 +576,7 @@ func TestSecureDefault(t *testing.T) {
 	st := privStore(dims, 80, 10)
 	run := func() (*decomposition.Model, *perturb.Report) {
 		o := baseOpts()
-		o.Seeded = false
+		o.Noise = perturb.SecureNoise()
 		p, err := NewInputPerturbation(&o)
 		if err != nil {
 			t.Fatal(err)

@@ -25,6 +25,11 @@ type File struct {
 	Time *data.TimeBucketing
 	// Privacy is the privacy report (nil is saved as non-private).
 	Privacy *perturb.Report
+	// PrivacyCheck is set by Load: the disagreements perturb.Report.Check
+	// finds when it recomputes the report's releases and total from their
+	// mechanisms, scales and sensitivities (nil: the report is consistent).
+	// Save ignores it.
+	PrivacyCheck []string
 }
 
 // ErrFormat is wrapped by every error about a file that is not a valid

@@ -62,8 +62,11 @@ func inspectPrivacyWarnings(r *perturb.Report) []string {
 			w = append(w, fmt.Sprintf("the %s privacy guarantee does not cover every released parameter; released without protection: %s",
 				r.Mode, strings.Join(r.NotCovered, ", ")))
 		}
-		if strings.Contains(strings.ToLower(r.Randomness), "seeded") {
+		if prov, ok := r.Provenance(); ok && !prov.Private() {
 			w = append(w, "the noise was drawn from a seeded generator (reproducible, NOT private)")
+		}
+		for _, p := range r.Check() {
+			w = append(w, "the privacy report does not check out (its numbers disagree; do not trust its guarantee): "+p)
 		}
 	}
 	return w

@@ -277,7 +277,7 @@ func trainRun(c *cli.Context) error {
 			sum.ValidRMSE = &v
 		}
 	}
-	if seeded && res.Privacy != nil && res.Privacy.Private() && !strings.Contains(res.Privacy.Randomness, "seeded") {
+	if prov, _ := res.Privacy.Provenance(); seeded && res.Privacy.Private() && prov != perturb.ProvenanceSeeded {
 		sum.Warnings = append(sum.Warnings, "--seed was given: the run is reproducible and NOT private")
 	}
 	return trainPrint(c, &sum)

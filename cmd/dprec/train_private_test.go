@@ -45,6 +45,9 @@ func TestTrainPrivateModelFile(t *testing.T) {
 		if f.Privacy == nil || f.Privacy.Mode != tc.mode || f.Privacy.Epsilon <= 0 || f.Privacy.Epsilon > 2+1e-9 {
 			t.Errorf("%s: privacy report %+v", tc.name, f.Privacy)
 		}
+		if f.PrivacyCheck != nil {
+			t.Errorf("%s: a freshly trained report does not check: %v", tc.name, f.PrivacyCheck)
+		}
 		if got := f.Privacy.FullyCovered(); got != tc.covered {
 			t.Errorf("%s: fully covered %v, want %v (not covered: %v)", tc.name, got, tc.covered, f.Privacy.NotCovered)
 		}
@@ -92,8 +95,8 @@ func trainPrivateStatsFile(t *testing.T, mode string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Privacy == nil || f.Privacy.Mode != mode || !f.Privacy.FullyCovered() || f.Privacy.Epsilon > 1+1e-9 {
-		t.Fatalf("report %+v", f.Privacy)
+	if f.Privacy == nil || f.Privacy.Mode != mode || !f.Privacy.FullyCovered() || f.Privacy.Epsilon > 1+1e-9 || f.PrivacyCheck != nil {
+		t.Fatalf("report %+v (check: %v)", f.Privacy, f.PrivacyCheck)
 	}
 	for _, x := range f.Model.Bias[0] {
 		if x != 0 {
@@ -119,5 +122,40 @@ func trainPrivateStatsFile(t *testing.T, mode string) {
 	}
 	if !strings.Contains(stderr, fmt.Sprintf("lambda %g", completion.BiasUserPenalty)) {
 		t.Errorf("fold-in did not use the bias mode's user penalty: %s", stderr)
+	}
+}
+
+// TestEditedReportFlagged is the audit's edit: a report whose epsilon was
+// lowered through the library and re-saved (Laplace scale 4.5 at
+// sensitivity 4.5 relabelled epsilon 0.01) is flagged by Load and inspect.
+func TestEditedReportFlagged(t *testing.T) {
+	dir := t.TempDir()
+	train, _ := trainTestLog(t, dir)
+	out := filepath.Join(dir, "input.arrow")
+	if _, stderr, err := trainTestRun(t, "--quiet", "train", "--data", train, "--epochs", "2", "--out", out, "--privacy", "input", "--epsilon", "1"); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	f, err := models.Load(out)
+	if err != nil || f.PrivacyCheck != nil {
+		t.Fatalf("load: %v, check %v", err, f.PrivacyCheck)
+	}
+	f.Privacy.Epsilon = 0.01
+	f.Privacy.Releases[0].Epsilon = 0.01
+	if err := models.Save(out, f, true); err != nil {
+		t.Fatal(err)
+	}
+	g, err := models.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.PrivacyCheck) == 0 {
+		t.Fatal("Load did not flag the edited report")
+	}
+	stdout, stderr, err := trainTestRun(t, "inspect", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout+stderr, "does not check out") {
+		t.Errorf("inspect did not flag the edited report:\n%s%s", stdout, stderr)
 	}
 }

@@ -87,7 +87,7 @@ func trainPrivacy(c *cli.Context, train *data.Store) (completion.Privacy, error)
 		Lambda:            c.Float64("output-lambda"),
 	}
 	if seed, ok := seedOf(c); ok {
-		o.Seeded, o.Seed = true, seed
+		o.Noise = perturb.SeededNoise(seed)
 		if !quiet(c) {
 			fmt.Fprintln(os.Stderr, "warning: --seed makes the privacy noise reproducible: the model is NOT private (never release it)")
 		}
