@@ -160,6 +160,18 @@ func (p *GradientPerturbation) Plan(train *data.Store, s *Settings) error {
 		return fmt.Errorf("completion: gradient perturbation: %w", err)
 	}
 	p.report = baseReport(&p.o, "gradient", &acc, eps, delta, used)
+	var s2 float64
+	if p.o.Protect == ProtectC {
+		// l2-norm noise of scale S in d dimensions has per-coordinate
+		// variance (d+1) S^2; the rank d is unknown here, so d = 1 (the
+		// loosest cap).
+		s2 = 2 * p.l2.Scale() * p.l2.Scale()
+	} else {
+		s2 = p.gauss.Sigma() * p.gauss.Sigma()
+	}
+	if note := capStep(&p.o, s, s2); note != "" {
+		p.report.Notes = append(p.report.Notes, note)
+	}
 	p.planned = true
 	return nil
 }

@@ -212,6 +212,35 @@ const (
 	streamWorker = 1 << 20 // + worker index
 )
 
+// StepCap returns the largest SGD learning rate a private mode allows when
+// every per-entry gradient coordinate of a parameter carries noise of
+// variance s2. SGD with step lr on a parameter whose loss has curvature
+// about 2 per entry (a bias under squared error) keeps the noise's
+// stationary variance near lr s2/4, so lr <= 4 tau^2/s2 keeps it within
+// the public prior spread of a bias, tau^2 = ((r_max - r_min)/4)^2 /
+// BiasItemPenalty (the bias mode's prior). Only public quantities enter
+// (epsilon, delta and the rating range through s2, the number of epochs
+// through the calibration); no run is retried after looking at its
+// error.
+func StepCap(o *PrivateOptions, s2 float64) float64 {
+	t := o.ratingRange() / 4
+	return 4 * t * t / BiasItemPenalty / s2
+}
+
+// capStep lowers s's learning rates to the step cap for noise variance s2
+// (the core's in the same ratio) and notes it in rep.
+func capStep(o *PrivateOptions, s *Settings, s2 float64) string {
+	c := StepCap(o, s2)
+	if !(s.LearningRate > c) {
+		return ""
+	}
+	f := c / s.LearningRate
+	old := s.LearningRate
+	s.LearningRate = c
+	s.CoreLearningRate *= f
+	return fmt.Sprintf("learning rate capped from %g to %.4g = 4 tau^2/s^2 (per-coordinate gradient noise variance s^2 = %.4g, tau^2 = ((r_max-r_min)/4)^2/%g; completion.StepCap)", old, c, s2, BiasItemPenalty)
+}
+
 // clampValue clamps v to [lo, hi].
 func clampValue(v, lo, hi float64) float64 { return math.Min(hi, math.Max(lo, v)) }
 
