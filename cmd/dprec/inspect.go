@@ -140,7 +140,13 @@ func inspectPrivacyText(w io.Writer, r *perturb.Report) {
 	if !r.Private() {
 		fmt.Fprintf(w, "privacy     %s\n", r.Mode)
 	} else {
-		fmt.Fprintf(w, "privacy     %s: (epsilon %g, delta %g), unit %s, %s composition\n", r.Mode, r.Epsilon, r.Delta, r.Unit, r.Composition)
+		if len(r.Covered) == 0 {
+			// A guarantee that covers no released parameter has no headline
+			// (epsilon, delta): print it as what its releases compose to.
+			fmt.Fprintf(w, "privacy     %s: covers NO released parameter (its releases compose to epsilon %g, delta %g), unit %s, %s composition\n", r.Mode, r.Epsilon, r.Delta, r.Unit, r.Composition)
+		} else {
+			fmt.Fprintf(w, "privacy     %s: (epsilon %g, delta %g), unit %s, %s composition\n", r.Mode, r.Epsilon, r.Delta, r.Unit, r.Composition)
+		}
 		if r.Relation != "" {
 			fmt.Fprintf(w, "  relation  %s\n", r.Relation)
 		}

@@ -67,6 +67,9 @@ func TestTrainPrivateModelFile(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: inspect: %v", tc.name, err)
 		}
+		if headline := strings.Contains(stdout, "covers NO released parameter"); headline == tc.covered {
+			t.Errorf("%s: inspect headline says no coverage: %v, want %v:\n%s", tc.name, headline, !tc.covered, stdout)
+		}
 		warned := strings.Contains(strings.ToLower(stdout+stderr), "not covered")
 		if warned == tc.covered {
 			t.Errorf("%s: inspect coverage warning %v, want %v:\n%s%s", tc.name, warned, !tc.covered, stdout, stderr)
