@@ -358,7 +358,6 @@ func TrainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 	publicClamp(&o, m, rep)
 	rep.Covered = []string{"global mean", "item biases", "B (item rows)", "C (time rows: constant ones, data-independent)"}
 	rep.Notes = append(rep.Notes,
-		"public under the relation: the observed positions (user and item dictionaries, who rated what and when), every count, the time range",
 		"not released: user rows and user biases (zero in the model); each user solves them at prediction time from the released item side and their own ratings (billboard model, joint DP)",
 		fmt.Sprintf("item steps: %d, each releasing every item's Gram matrix (upper triangle) and right-hand side with Gaussian noise sigma %.4g at l2 sensitivity %.4g (largest over the public user counts; package doc, Sensitivities)", ALSPrivateSteps, sigma, sens),
 		fmt.Sprintf("public constants: residual clip c = %g, user vector norm <= %g, item row norm <= %g, ridge %g per observation, rank %d", p.c, p.gu, p.gv, p.lambda, R),

@@ -219,7 +219,6 @@ func TrainPrivateBias(train *data.Store, m *decomposition.Model, opts *PrivateOp
 	publicClamp(&o, m, rep)
 	rep.Covered = []string{"global mean", "item biases"}
 	rep.Notes = append(rep.Notes,
-		"public under the relation: the observed positions (user and item dictionaries, who rated what and when), the per-item and total counts, the time range",
 		"not released: user biases and user factor rows (zero in the model); each user's bias is solved at prediction time from the released item biases and that user's own ratings (billboard model; `dprec predict --ratings`)",
 		"factors, core and time biases are zero (bias-only model)",
 		fmt.Sprintf("item bias = (noisy sum - n_i mu)/(n_i + sigma_r^2/tau^2 + v/(n_i tau^2)), sigma_r = (r_max-r_min)/4, v = %.4g the noise variance of a sum, tau^2 = %.4g estimated from the released noisy sums and public counts (post-processing; completion/private_bias.go)", v, tau2),

@@ -309,6 +309,7 @@ func baseReport(o *PrivateOptions, mode string, acc *perturb.Accountant, eps, de
 		Composition: method,
 		Releases:    acc.Releases(),
 		Randomness:  o.Noise.Provenance().String(),
+		Notes:       []string{publicNote(o)},
 	}
 }
 
@@ -336,4 +337,12 @@ func paramNames(order int, tucker, bias bool) []string {
 		out = append(out, "biases", "global mean")
 	}
 	return out
+}
+
+// publicNote names what the relation treats as public.
+func publicNote(o *PrivateOptions) string {
+	if o.Unit == UnitUser {
+		return "public under the relation: the observed positions (user and item dictionaries, who rated what and when), every count, the time range; only the values of one user's ratings are protected, NOT whether the user is in the log"
+	}
+	return "public under the relation: the observed positions (user and item dictionaries, who rated what and when), every count, the time range"
 }
