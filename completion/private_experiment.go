@@ -23,6 +23,11 @@ const (
 	ExpGradientC   = "gradient-C"
 	ExpGradientAll = "gradient-all"
 	ExpOutput      = "output"
+	// ExpBias and ExpALS are the billboard modes (TrainPrivateBias,
+	// TrainPrivateALS), scored by folding each test user in from their own
+	// training ratings (FoldInRMSE with BiasUserPenalty).
+	ExpBias = "bias"
+	ExpALS  = "als"
 )
 
 // PrivacyExpDataset is one train/test pair with its model and public
@@ -121,6 +126,13 @@ func privacyExpRun(ds PrivacyExpDataset, mode string, eps, delta, clip float64, 
 	case ExpOutput:
 		o.Clip = 0
 		p, err = NewOutputPerturbation(o)
+	case ExpBias:
+		o.Clip = 0
+		return statsExpRun(ds, row, o, TrainPrivateBias)
+	case ExpALS:
+		o.Clip, o.Delta = 0, delta
+		row.Delta = delta
+		return statsExpRun(ds, row, o, TrainPrivateALS)
 	default:
 		return row, fmt.Errorf("completion: unknown experiment mode %q", mode)
 	}
@@ -275,4 +287,27 @@ func BiasBaselineRMSE(train, test *data.Store, reg, lo, hi float64) float64 {
 		s += (v - p) * (v - p)
 	}
 	return math.Sqrt(s / float64(test.NNZ()))
+}
+
+// statsExpRun runs a billboard mode (CP with biases at the dataset's rank)
+// and scores it by fold-in.
+func statsExpRun(ds PrivacyExpDataset, row PrivacyExpRow, o *PrivateOptions, fit func(*data.Store, *decomposition.Model, *PrivateOptions) (*perturb.Report, error)) (PrivacyExpRow, error) {
+	row.Kind = string(decomposition.CP)
+	m, err := decomposition.NewModel(decomposition.CP, ds.Train.Dims, []int{ds.Rank}, true)
+	if err != nil {
+		return row, err
+	}
+	t0 := time.Now()
+	rep, err := fit(ds.Train, m, o)
+	if err != nil {
+		row.RMSE, row.Err = math.NaN(), err.Error()
+		return row, nil
+	}
+	row.RMSE, err = FoldInRMSE(m, ds.Train, ds.Test, BiasUserPenalty)
+	row.Seconds = time.Since(t0).Seconds()
+	if err != nil {
+		return row, err
+	}
+	row.Covered = rep.FullyCovered()
+	return row, nil
 }
