@@ -96,6 +96,14 @@
 // Result.Privacy carries Report(). RefitFactor is the exact ridge refit of
 // one factor with the others fixed that output perturbation relies on.
 //
+// Two private modes do not train by SGD and have no plug points:
+// StatisticsMode.Fit runs the bias mode (TrainPrivateBias) or private ALS
+// (TrainPrivateALS), which release noisy statistics and leave user rows
+// and biases out of the model (billboard model; FoldInRMSE scores them).
+// The SGD modes cap their learning rate from public quantities (StepCap)
+// and `--protect all` hands Train its released mean (so losses and
+// validation figures never use the raw one).
+//
 // # Sensitivities
 //
 // Notation: ratings are clamped to the public range [r_min, r_max],
