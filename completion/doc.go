@@ -96,6 +96,89 @@
 // Result.Privacy carries Report(). RefitFactor is the exact ridge refit of
 // one factor with the others fixed that output perturbation relies on.
 //
+// Two private modes do not train by SGD and have no plug points:
+// StatisticsMode.Fit runs the bias mode (TrainPrivateBias) or private ALS
+// (TrainPrivateALS), which release noisy statistics and leave user rows
+// and biases out of the model (billboard model; FoldInRMSE scores them).
+// The SGD modes cap their learning rate from public quantities (StepCap)
+// and `--protect all` hands Train its released mean (so losses and
+// validation figures never use the raw one).
+//
+// # Sensitivities
+//
+// Notation: ratings are clamped to the public range [r_min, r_max],
+// Delta_r = r_max - r_min. Entry-level relation: neighbouring logs have the
+// same observed positions (so every count, the user and item dictionaries
+// and the time range are public) and differ in ONE rating value.
+//
+// Bias mode (TrainPrivateBias, private_bias.go; the billboard model). Two
+// releases, composed by basic composition (epsilon_mu + epsilon_items =
+// epsilon):
+//
+//   - T = sum_e clamp(r_e). Changing one rating changes one term, by at most
+//     Delta_r: |T - T'| <= Delta_r (l1 = l2 = Delta_r). Released with
+//     Laplace(Delta_r/epsilon_mu), epsilon_mu = 2% of epsilon; mu~ =
+//     clamp(T~/n) with n public.
+//   - S_i = sum_{e in item i} clip(clamp(r_e) - mu~, -c, c), c = Delta_r/3,
+//     for every item i, with mu~ the released mean (a fixed public value
+//     for this release, by adaptive composition). One rating lies in
+//     exactly one item's sum and its term moves within [-c, c], so S and S'
+//     differ in one coordinate by at most 2c: ||S - S'||_1 = ||S - S'||_2
+//     <= 2c = 2 Delta_r/3. Released with Laplace(2c/epsilon_items) per item
+//     (default) or Gaussian calibrated to (epsilon_items, delta) with l2
+//     sensitivity 2c.
+//
+// Everything else is post-processing: the prior spread tau^2 of the item
+// biases (method of moments on the released sums and public counts), the
+// item biases beta_i = S~_i/(n_i + sigma_r^2/tau^2 + v/(n_i tau^2)) (the
+// linear MMSE estimate under that prior, sigma_r = Delta_r/4, v the noise
+// variance of one sum), and each user's bias solved at prediction time from
+// the released mu~, beta and that user's own ratings (ridge penalty
+// BiasUserPenalty); user biases are never released, so neither the model
+// file nor the report carries anything computed from a user's ratings
+// except through T~ and S~. TestBiasSensitivityNeighbours checks both
+// bounds on neighbouring logs (and that they are reached).
+//
+// Private ALS (TrainPrivateALS, private_als.go; Chien et al. 2021, joint
+// DP, billboard model). The bias releases above come first (80% of
+// epsilon). Then each of T = ALSPrivateSteps item steps releases, for every
+// item i, the upper triangle of G_i = sum_{u rated i} x_u x_u^T and h_i =
+// sum_u z_ui x_u, where (x_u, b_u) is user u's vector solved privately
+// (never released) against the public item rows V (released by the
+// previous step, or a data-independent random start):
+//
+//	(x_u, b_u) = P_Gamma_u( (Z_u^T Z_u + lambda n_u I)^{-1} Z_u^T y_u ),
+//
+// Z_u rows (v_k, 1) with ||v_k|| <= Gamma_v, y_uk = clip(clamp(r_uk) - mu~
+// - beta_k, -c, c), z_uk = y_uk - b_u, P the projection onto the ball of
+// radius Gamma_u = 1, Gamma_v = c, lambda = ALSPrivateReg. When one
+// rating r_uj changes (n_u, the user's public count): y_uj moves by at
+// most 2c, so Z_u^T y_u moves by at most 2c Gamma_z (Gamma_z^2 = Gamma_v^2
+// + 1); the inverse has operator norm <= 1/(lambda n_u) and P is
+// non-expansive, so the user's vector moves by delta_u <= min(2 Gamma_u,
+// 2 c Gamma_z/(lambda n_u)). Only user u's terms change: |z| <= c' = c +
+// Gamma_u, so item j's h_j term moves by at most (2c + delta_u) Gamma_u +
+// c' delta_u, each other item k of the user's by delta_u (Gamma_u + c'),
+// and each Gram term by ||x'x'^T - x x^T||_F <= 2 Gamma_u delta_u (the
+// upper triangle is no larger). Summing squares over the user's n_u
+// items:
+//
+//	Delta_2^2 = ((2c + delta_u) Gamma_u + c' delta_u)^2
+//	          + (n_u - 1) delta_u^2 (Gamma_u + c')^2 + n_u (2 Gamma_u delta_u)^2,
+//
+// maximised over the public user counts (ALSSensitivity). Every step adds
+// Gaussian noise of one sigma to the whole statistics vector; sigma is the
+// smallest with which the bias releases and the T Gaussian steps compose
+// within (epsilon, delta) (RDP). The item rows are then ridge solutions of
+// the noisy statistics (penalty lambda n_i + 3 sigma sqrt(R), doubled until
+// the system is positive definite) projected onto the Gamma_v ball: post-
+// processing. TestALSSensitivityNeighbours checks the bound on neighbouring
+// logs.
+//
+// Input mode (private_input.go): the vector of clamped values has l1 = l2
+// sensitivity Delta_r (entry). Gradient and output modes derive theirs in
+// private_gradient.go and private_output.go.
+//
 // # Speed
 //
 // The CP kernels are plain loops over contiguous slices, loading the next

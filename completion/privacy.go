@@ -65,3 +65,10 @@ func (NoPrivacy) PerturbInput([]float64, *data.Store) error             { return
 func (NoPrivacy) GradientTransform(int) GradientTransform               { return nil }
 func (NoPrivacy) PerturbOutput(*decomposition.Model, *data.Store) error { return nil }
 func (NoPrivacy) Report() *perturb.Report                               { return perturb.NonPrivate() }
+
+// meanReleaser is implemented by a plug-in that releases a noisy global
+// mean: Train sets the model's mean to it right after initialisation, so
+// nothing the trainer computes (losses, validation RMSE) uses the raw mean.
+type meanReleaser interface {
+	ReleasedMean() (float64, bool)
+}

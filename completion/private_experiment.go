@@ -23,6 +23,11 @@ const (
 	ExpGradientC   = "gradient-C"
 	ExpGradientAll = "gradient-all"
 	ExpOutput      = "output"
+	// ExpBias and ExpALS are the billboard modes (TrainPrivateBias,
+	// TrainPrivateALS), scored by folding each test user in from their own
+	// training ratings (FoldInRMSE with BiasUserPenalty).
+	ExpBias = "bias"
+	ExpALS  = "als"
 )
 
 // PrivacyExpDataset is one train/test pair with its model and public
@@ -105,7 +110,7 @@ func RunPrivacyExperiment(cfg PrivacyExpConfig, progress func(PrivacyExpRow)) ([
 
 func privacyExpRun(ds PrivacyExpDataset, mode string, eps, delta, clip float64, seed uint64) (PrivacyExpRow, error) {
 	row := PrivacyExpRow{Dataset: ds.Name, Kind: string(ds.Kind), Mode: mode, Epsilon: eps, Seed: seed}
-	o := &PrivateOptions{Epsilon: eps, RatingMin: ds.RatingMin, RatingMax: ds.RatingMax, Seeded: true, Seed: seed ^ 0x5eed, Clip: clip}
+	o := &PrivateOptions{Epsilon: eps, RatingMin: ds.RatingMin, RatingMax: ds.RatingMax, Noise: perturb.SeededNoise(seed ^ 0x5eed), Clip: clip}
 	var p Privacy = NoPrivacy{}
 	var err error
 	switch mode {
@@ -121,6 +126,13 @@ func privacyExpRun(ds PrivacyExpDataset, mode string, eps, delta, clip float64, 
 	case ExpOutput:
 		o.Clip = 0
 		p, err = NewOutputPerturbation(o)
+	case ExpBias:
+		o.Clip = 0
+		return statsExpRun(ds, row, o, TrainPrivateBias)
+	case ExpALS:
+		o.Clip, o.Delta = 0, delta
+		row.Delta = delta
+		return statsExpRun(ds, row, o, TrainPrivateALS)
 	default:
 		return row, fmt.Errorf("completion: unknown experiment mode %q", mode)
 	}
@@ -275,4 +287,27 @@ func BiasBaselineRMSE(train, test *data.Store, reg, lo, hi float64) float64 {
 		s += (v - p) * (v - p)
 	}
 	return math.Sqrt(s / float64(test.NNZ()))
+}
+
+// statsExpRun runs a billboard mode (CP with biases at the dataset's rank)
+// and scores it by fold-in.
+func statsExpRun(ds PrivacyExpDataset, row PrivacyExpRow, o *PrivateOptions, fit func(*data.Store, *decomposition.Model, *PrivateOptions) (*perturb.Report, error)) (PrivacyExpRow, error) {
+	row.Kind = string(decomposition.CP)
+	m, err := decomposition.NewModel(decomposition.CP, ds.Train.Dims, []int{ds.Rank}, true)
+	if err != nil {
+		return row, err
+	}
+	t0 := time.Now()
+	rep, err := fit(ds.Train, m, o)
+	if err != nil {
+		row.RMSE, row.Err = math.NaN(), err.Error()
+		return row, nil
+	}
+	row.RMSE, err = FoldInRMSE(m, ds.Train, ds.Test, BiasUserPenalty)
+	row.Seconds = time.Since(t0).Seconds()
+	if err != nil {
+		return row, err
+	}
+	row.Covered = rep.FullyCovered()
+	return row, nil
 }

@@ -86,8 +86,11 @@ type GradientPerturbation struct {
 	mean    *perturb.Laplace
 	mu, muT float64 // true and noised mean
 	meanSet bool
-	report  *perturb.Report
-	planned bool
+	// meanInModel: the trainer took mu~ as the model's mean (ReleasedMean),
+	// so no residual needs correcting.
+	meanInModel bool
+	report      *perturb.Report
+	planned     bool
 }
 
 var _ Privacy = (*GradientPerturbation)(nil)
@@ -157,6 +160,18 @@ func (p *GradientPerturbation) Plan(train *data.Store, s *Settings) error {
 		return fmt.Errorf("completion: gradient perturbation: %w", err)
 	}
 	p.report = baseReport(&p.o, "gradient", &acc, eps, delta, used)
+	var s2 float64
+	if p.o.Protect == ProtectC {
+		// l2-norm noise of scale S in d dimensions has per-coordinate
+		// variance (d+1) S^2; the rank d is unknown here, so d = 1 (the
+		// loosest cap).
+		s2 = 2 * p.l2.Scale() * p.l2.Scale()
+	} else {
+		s2 = p.gauss.Sigma() * p.gauss.Sigma()
+	}
+	if note := capStep(&p.o, s, s2); note != "" {
+		p.report.Notes = append(p.report.Notes, note)
+	}
 	p.planned = true
 	return nil
 }
@@ -341,7 +356,20 @@ func (p *GradientPerturbation) GradientTransform(w int) GradientTransform {
 	if p.o.Protect == ProtectC {
 		return &clipNoiseC{mode: p.pm, clip: p.o.Clip, eps: p.l2.Epsilon(), sens: p.l2.Sensitivity(), r: r}
 	}
-	return &clipNoiseAll{clip: p.o.Clip, g: p.gauss, r: r, shift: p.mu - p.muT, fix: p.meanSet}
+	return &clipNoiseAll{clip: p.o.Clip, g: p.gauss, r: r, shift: p.mu - p.muT, fix: p.meanSet && !p.meanInModel}
+}
+
+// ReleasedMean returns the noisy mean mu~ once PerturbInput has drawn it
+// (--protect all with biases). Train then uses mu~ as the model's mean
+// from the start, so every residual, every training loss and every
+// validation RMSE is computed with the released mean, never the raw one,
+// and the transform's residual correction is switched off.
+func (p *GradientPerturbation) ReleasedMean() (float64, bool) {
+	if !p.meanSet {
+		return 0, false
+	}
+	p.meanInModel = true
+	return p.muT, true
 }
 
 // PerturbOutput writes the noisy mean into the model (--protect all) and

@@ -117,6 +117,23 @@ func (p *InputPerturbation) Plan(train *data.Store, s *Settings) error {
 	}
 	p.report = baseReport(&p.o, "input", &acc, eps, delta, used)
 	p.report.Composition = "single release (" + used + ")"
+	// A noisy value v + z enters the data gradient of a bias as 2 z.
+	s2 := 4 * p.scale() * p.scale()
+	if p.lap != nil {
+		s2 *= 2 // Laplace variance 2 b^2
+	}
+	if note := capStep(&p.o, s, s2); note != "" {
+		p.report.Notes = append(p.report.Notes, note)
+	}
+	// The noise of input perturbation is drawn once, so more epochs fit it
+	// instead of averaging it away: the epochs are cut to the share of the
+	// signal in a noisy value, sigma_r^2/(sigma_r^2 + v), sigma_r =
+	// (r_max - r_min)/4, v the noise variance (at least one epoch).
+	sr := p.o.ratingRange() / 4
+	if e := int(math.Ceil(float64(s.Epochs) * sr * sr / (sr*sr + s2/4))); e < s.Epochs {
+		p.report.Notes = append(p.report.Notes, fmt.Sprintf("epochs cut from %d to %d = ceil(epochs sigma_r^2/(sigma_r^2 + v)), v = %.4g the noise variance of a value (completion/private_input.go)", s.Epochs, e, s2/4))
+		s.Epochs = e
+	}
 	return nil
 }
 

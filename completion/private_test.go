@@ -73,7 +73,7 @@ func privModel(t testing.TB, kind decomposition.Kind, dims []int, rank int, bias
 }
 
 func baseOpts() PrivateOptions {
-	return PrivateOptions{Epsilon: 1, Delta: 1e-5, RatingMin: 1, RatingMax: 5, Seeded: true, Seed: 11}
+	return PrivateOptions{Epsilon: 1, Delta: 1e-5, RatingMin: 1, RatingMax: 5, Noise: perturb.SeededNoise(11)}
 }
 
 func TestPrivateOptionsValidate(t *testing.T) {
@@ -576,7 +576,7 @@ func TestSecureDefault(t *testing.T) {
 	st := privStore(dims, 80, 10)
 	run := func() (*decomposition.Model, *perturb.Report) {
 		o := baseOpts()
-		o.Seeded = false
+		o.Noise = perturb.SecureNoise()
 		p, err := NewInputPerturbation(&o)
 		if err != nil {
 			t.Fatal(err)
@@ -598,5 +598,32 @@ func TestSecureDefault(t *testing.T) {
 	}
 	if _, ok := (&PrivateOptions{}).source(1).(interface{ Uint64() uint64 }); !ok {
 		t.Error("source is not a rand.Source")
+	}
+}
+
+// TestProtectAllValidUsesNoisyMean: with --protect all the validation RMSE
+// in the history is that of the model with the released mean mu~ (the
+// audit found it computed with the raw mean).
+func TestProtectAllValidUsesNoisyMean(t *testing.T) {
+	t.Parallel()
+	st := privStore([]int{30, 20, 5}, 400, 21)
+	valid := privStore([]int{30, 20, 5}, 60, 22)
+	o := baseOpts()
+	o.Protect = ProtectAll
+	o.MeanFraction = 0.001 // a very noisy mean, so a raw-mean RMSE would differ
+	p, err := NewGradientPerturbation(&o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := privModel(t, decomposition.CP, st.Dims, 2, true, 1, 0.1)
+	res, err := Train(st, valid, m, &Settings{Epochs: 1, Patience: -1, Threads: 1, Privacy: p}, rand.NewPCG(1, 2), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Mean == p.mu {
+		t.Fatal("released mean equals the raw mean: test cannot tell them apart")
+	}
+	if got, want := res.History[0].ValidRMSE, RMSE(m, valid, 1); math.Abs(got-want) > 1e-12 {
+		t.Errorf("history validation RMSE %v, model with the released mean %v", got, want)
 	}
 }

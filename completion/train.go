@@ -129,6 +129,11 @@ func TrainContext(ctx context.Context, train, valid *data.Store, m *decompositio
 	m.Pairs = nil // SGD trains no pair biases
 	rng := rand.New(src)
 	initModel(m, vals, &cfg, rng)
+	if r, ok := cfg.Privacy.(meanReleaser); ok && m.HasBias {
+		if mu, ok := r.ReleasedMean(); ok {
+			m.Mean = mu // the released mean, never the raw one (privacy.go)
+		}
+	}
 	// The trainer's layout takes over vals (permuting it into block order).
 	t, err := newTrainer(m, train, vals, &cfg, rng)
 	if err != nil {

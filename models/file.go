@@ -30,6 +30,11 @@ type File struct {
 	// non-private models may store it: the items a user rated are private
 	// data. nil: the file has no seen-items part.
 	Seen *Exclusions
+	// PrivacyCheck is set by Load: the disagreements perturb.Report.Check
+	// finds when it recomputes the report's releases and total from their
+	// mechanisms, scales and sensitivities (nil: the report is consistent).
+	// Save ignores it.
+	PrivacyCheck []string
 }
 
 // ErrFormat is wrapped by every error about a file that is not a valid

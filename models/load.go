@@ -306,6 +306,7 @@ func Decode(b []byte) (f *File, err error) {
 	if f.Privacy == nil {
 		return nil, fmt.Errorf("%w: header has no privacy section", ErrFormat)
 	}
+	f.PrivacyCheck = f.Privacy.Check()
 	for mo := 0; mo < 2; mo++ {
 		if strs[mo] != nil {
 			f.Dicts[mo], err = data.DictFromStrings(h.IDNames[mo], strs[mo])

@@ -154,15 +154,11 @@ import (
 // of ||x|| in any term).
 const mogNormSlack = (1 + 1e-9) * (1 + 1e-9) * (1 + 1e-9)
 
-// isSecure reports whether noise drawn from src is private: a nil src
-// means perturb.SecureSource(), and perturb's secure source is recognised
-// by its type (perturb exports no predicate for it).
+// isSecure reports whether noise drawn from src is private (a nil src
+// means perturb.SecureSource()): perturb.ProvenanceOf decides.
 func isSecure(src rand.Source) bool {
-	return src == nil || fmt.Sprintf("%T", src) == secureSourceType
+	return perturb.ProvenanceOf(src).Private()
 }
-
-// secureSourceType is the dynamic type name of perturb.SecureSource().
-var secureSourceType = fmt.Sprintf("%T", perturb.SecureSource())
 
 // fitPrivate runs the private method opts.Method. Noise (and the power
 // method's restarts) come from src; pass a nil src (or

@@ -214,6 +214,14 @@
 // correlates noise and breaks DP; diffprivlib issue #31), and
 // TestStreamsUncorrelated checks |corr| < 3/sqrt(n) between streams.
 //
+// Provenance is the one place that decides whether noise is private:
+// ProvenanceOf(src) (SecureSource or nil: secure; anything else: seeded),
+// Noise (a secure or seeded selection whose Source gives per-stream
+// sources), and Report.Provenance, which reads a report's label back by
+// exact match. Report.Check recomputes every release's epsilon (delta)
+// from its mechanism, scale and sensitivity and the composed total, and
+// lists disagreements (an edited or inconsistent report).
+//
 // # Concurrency
 //
 // Mechanism values (Laplace, Gaussian, L2Noise) are immutable and safe for

@@ -84,10 +84,11 @@ const (
 )
 
 // RandomnessLabel returns the report label of the noise source:
-// "secure (crypto/rand)" or "seeded (reproducible, NOT private)".
+// "secure (crypto/rand)" or "seeded (reproducible, NOT private)", i.e. the
+// String of the corresponding Provenance (for callers that hold a bool).
 func RandomnessLabel(seeded bool) string {
 	if seeded {
-		return LabelSeeded
+		return ProvenanceSeeded.String()
 	}
-	return LabelSecure
+	return ProvenanceSecure.String()
 }

@@ -74,7 +74,7 @@ func TestCapeProcessesReplayAndBadSite(t *testing.T) {
 		agg, noise := capeFreePort(t), capeFreePort(t)
 		var aout, aerr bytes.Buffer
 		a := run("--seed", "3", "cape", "aggregate", "--keys", "keys/aggregator.json", "--listen", agg, "--sites", "3",
-			"--dim", "3", "--k", "2", "--timeout", "4s", "--deadline", "60s", "--json")
+			"--dim", "3", "--k", "2", "--timeout", "12s", "--deadline", "60s", "--json") // 12 s: a loaded CI machine starts processes slowly
 		a.Stdout, a.Stderr = &aout, &aerr
 		if err := a.Start(); err != nil {
 			t.Fatal(err)
@@ -113,7 +113,7 @@ func TestCapeProcessesReplayAndBadSite(t *testing.T) {
 			}()
 			select {
 			case <-done:
-			case <-time.After(15 * time.Second):
+			case <-time.After(45 * time.Second):
 				_ = c.Process.Kill()
 				<-done
 			}

@@ -29,7 +29,7 @@ func init() {
 			&cli.Float64Flag{Name: "rating-max", Value: 5, Usage: "public rating scale of --ratings (upper end)"},
 			&cli.StringFlag{Name: "datasets", Value: "synthetic-cp,synthetic-tucker,ratings", Usage: "which datasets to run: synthetic-cp, synthetic-tucker, ratings (the last needs --ratings)"},
 			&cli.StringFlag{Name: "epsilons", Value: "0.1,0.5,1,2,5,10", Usage: "comma-separated privacy budgets"},
-			&cli.StringFlag{Name: "modes", Value: "none,input,gradient-C,gradient-all,output", Usage: "comma-separated modes: none, input, gradient-C, gradient-all, output"},
+			&cli.StringFlag{Name: "modes", Value: "none,bias,als,input,gradient-C,gradient-all,output", Usage: "comma-separated modes: none, bias, als, input, gradient-C, gradient-all, output"},
 			&cli.IntFlag{Name: "seeds", Value: 3, Usage: "number of seeds (data split, initialisation and noise) per point"},
 			&cli.Float64Flag{Name: "delta", Value: 1e-5, Usage: "delta of gradient-all"},
 			&cli.IntFlag{Name: "epochs", Value: 30, Usage: "training epochs (all modes, no early stopping)"},
@@ -71,7 +71,7 @@ func expPrivacyRun(c *cli.Context) error {
 	for i, m := range modes {
 		modes[i] = strings.TrimSpace(m)
 		switch modes[i] {
-		case completion.ExpNone, completion.ExpInput, completion.ExpGradientC, completion.ExpGradientAll, completion.ExpOutput:
+		case completion.ExpNone, completion.ExpBias, completion.ExpALS, completion.ExpInput, completion.ExpGradientC, completion.ExpGradientAll, completion.ExpOutput:
 		default:
 			return cli.Exit(fmt.Sprintf("--modes: unknown mode %q", m), exitUsage)
 		}

@@ -63,8 +63,14 @@ func inspectPrivacyWarnings(r *perturb.Report) []string {
 			w = append(w, fmt.Sprintf("the %s privacy guarantee does not cover every released parameter; released without protection: %s",
 				r.Mode, strings.Join(r.NotCovered, ", ")))
 		}
-		if strings.Contains(strings.ToLower(r.Randomness), "seeded") {
+		if r.Mode == "bias" || r.Mode == "als" {
+			w = append(w, "user rows and biases are not in this model (billboard model): predict for a user from their own ratings with --ratings; --user predictions use zero user terms")
+		}
+		if prov, ok := r.Provenance(); ok && !prov.Private() {
 			w = append(w, "the noise was drawn from a seeded generator (reproducible, NOT private)")
+		}
+		for _, p := range r.Check() {
+			w = append(w, "the privacy report does not check out (its numbers disagree; do not trust its guarantee): "+p)
 		}
 	}
 	return w
@@ -160,7 +166,13 @@ func inspectPrivacyText(w io.Writer, r *perturb.Report) {
 	if !r.Private() {
 		fmt.Fprintf(w, "privacy     %s\n", r.Mode)
 	} else {
-		fmt.Fprintf(w, "privacy     %s: (epsilon %s, delta %s), unit %s, %s composition\n", r.Mode, fmtFloat(r.Epsilon), fmtFloat(r.Delta), r.Unit, r.Composition)
+		if len(r.Covered) == 0 {
+			// A guarantee that covers no released parameter has no headline
+			// (epsilon, delta): print it as what its releases compose to.
+			fmt.Fprintf(w, "privacy     %s: covers NO released parameter (its releases compose to epsilon %s, delta %s), unit %s, %s composition\n", r.Mode, fmtFloat(r.Epsilon), fmtFloat(r.Delta), r.Unit, r.Composition)
+		} else {
+			fmt.Fprintf(w, "privacy     %s: (epsilon %s, delta %s), unit %s, %s composition\n", r.Mode, fmtFloat(r.Epsilon), fmtFloat(r.Delta), r.Unit, r.Composition)
+		}
 		if r.Relation != "" {
 			fmt.Fprintf(w, "  relation  %s\n", r.Relation)
 		}

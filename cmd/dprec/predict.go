@@ -334,6 +334,9 @@ func predictFoldIn(c *cli.Context, p *models.Predictor, path string) (models.Row
 			reg = s.Reg
 		}
 		lambda = reg * float64(len(ratings))
+		if f.Privacy != nil && (f.Privacy.Mode == "bias" || f.Privacy.Mode == "als") {
+			lambda = completion.BiasUserPenalty // the billboard modes fold in with this penalty
+		}
 	}
 	x, err := decomposition.FoldIn(m, items, times, ratings, lambda)
 	if err != nil {

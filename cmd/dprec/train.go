@@ -163,7 +163,10 @@ func trainRun(c *cli.Context) error {
 		return cli.Exit(fmt.Sprintf("--objective %q: want rating or implicit", obj), exitUsage)
 	}
 	// Split.
-	frac := c.Float64("validation")
+	frac, err := trainValidationFraction(c)
+	if err != nil {
+		return err
+	}
 	if !(frac >= 0 && frac < 1) {
 		return cli.Exit(fmt.Sprintf("--validation %g: want a fraction in [0, 1)", frac), exitUsage)
 	}
@@ -204,7 +207,7 @@ func trainRun(c *cli.Context) error {
 		warnings = append(warnings, w)
 	}
 	bar := newBar(c, int64(s.Resolved().Epochs), "training")
-	res, err := completion.Train(train, valid, m, s, rng, func(r completion.EpochRecord) {
+	res, err := trainFit(train, valid, m, s, rng, func(r completion.EpochRecord) {
 		desc := fmt.Sprintf("epoch %d loss %.5g train RMSE %.4f", r.Epoch, r.TrainLoss, r.TrainRMSE)
 		if valid != nil {
 			desc += fmt.Sprintf(" valid RMSE %.4f", r.ValidRMSE)
@@ -292,7 +295,7 @@ func trainRun(c *cli.Context) error {
 			sum.ValidRMSE = &v
 		}
 	}
-	if seeded && res.Privacy != nil && res.Privacy.Private() && !strings.Contains(res.Privacy.Randomness, "seeded") {
+	if prov, _ := res.Privacy.Provenance(); seeded && res.Privacy.Private() && prov != perturb.ProvenanceSeeded {
 		sum.Warnings = append(sum.Warnings, "--seed was given: the run is reproducible and NOT private")
 	}
 	return trainPrint(c, &sum)
@@ -314,12 +317,18 @@ func trainPrint(c *cli.Context, s *trainSummary) error {
 	if s.EarlyStopped {
 		stop = " (early stop)"
 	}
-	fmt.Fprintf(w, "solver          %s\n", s.Solver)
-	fmt.Fprintf(w, "epochs          %d%s, best epoch %d, %.3gs\n", s.Epochs, stop, s.BestEpoch, s.Seconds)
+	if s.Epochs == 0 && s.Privacy != nil && (s.Privacy.Mode == "bias" || s.Privacy.Mode == "als") {
+		fmt.Fprintf(w, "solver          %s mode: noisy statistics, %.3gs\n", s.Privacy.Mode, s.Seconds)
+	} else {
+		fmt.Fprintf(w, "solver          %s\n", s.Solver)
+		fmt.Fprintf(w, "epochs          %d%s, best epoch %d, %.3gs\n", s.Epochs, stop, s.BestEpoch, s.Seconds)
+	}
 	if s.Refit {
 		fmt.Fprintf(w, "refit           on all %d ratings for %d epochs\n", s.TrainRatings+s.ValidRatings, s.BestEpoch)
 	}
-	fmt.Fprintf(w, "train RMSE      %.4f\n", s.TrainRMSE)
+	if s.BestEpoch > 0 {
+		fmt.Fprintf(w, "train RMSE      %.4f\n", s.TrainRMSE)
+	}
 	if s.ValidRMSE != nil {
 		fmt.Fprintf(w, "validation RMSE %.4f\n", *s.ValidRMSE)
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -43,6 +45,9 @@ func TestTrainPrivateModelFile(t *testing.T) {
 		if f.Privacy == nil || f.Privacy.Mode != tc.mode || f.Privacy.Epsilon <= 0 || f.Privacy.Epsilon > 2+1e-9 {
 			t.Errorf("%s: privacy report %+v", tc.name, f.Privacy)
 		}
+		if f.PrivacyCheck != nil {
+			t.Errorf("%s: a freshly trained report does not check: %v", tc.name, f.PrivacyCheck)
+		}
 		if got := f.Privacy.FullyCovered(); got != tc.covered {
 			t.Errorf("%s: fully covered %v, want %v (not covered: %v)", tc.name, got, tc.covered, f.Privacy.NotCovered)
 		}
@@ -62,9 +67,98 @@ func TestTrainPrivateModelFile(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: inspect: %v", tc.name, err)
 		}
+		if headline := strings.Contains(stdout, "covers NO released parameter"); headline == tc.covered {
+			t.Errorf("%s: inspect headline says no coverage: %v, want %v:\n%s", tc.name, headline, !tc.covered, stdout)
+		}
 		warned := strings.Contains(strings.ToLower(stdout+stderr), "not covered")
 		if warned == tc.covered {
 			t.Errorf("%s: inspect coverage warning %v, want %v:\n%s%s", tc.name, warned, !tc.covered, stdout, stderr)
 		}
+	}
+}
+
+// TestTrainPrivateBiasModelFile: --privacy bias and als (without
+// --validation, which they imply to be 0) write a model whose user biases
+// and user rows are all zero (never released), whose report covers
+// everything it releases, and that predict folds a new user into.
+func TestTrainPrivateBiasModelFile(t *testing.T) {
+	for _, mode := range []string{"bias", "als"} {
+		t.Run(mode, func(t *testing.T) { trainPrivateStatsFile(t, mode) })
+	}
+}
+
+func trainPrivateStatsFile(t *testing.T, mode string) {
+	dir := t.TempDir()
+	train, _ := trainTestLog(t, dir)
+	out := filepath.Join(dir, mode+".arrow")
+	if _, stderr, err := trainTestRun(t, "--quiet", "train", "--data", train, "--out", out, "--privacy", mode, "--epsilon", "1", "--delta", "1e-5"); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	f, err := models.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Privacy == nil || f.Privacy.Mode != mode || !f.Privacy.FullyCovered() || f.Privacy.Epsilon > 1+1e-9 || f.PrivacyCheck != nil {
+		t.Fatalf("report %+v (check: %v)", f.Privacy, f.PrivacyCheck)
+	}
+	for _, x := range f.Model.Bias[0] {
+		if x != 0 {
+			t.Fatalf("user bias %v in the file", x)
+		}
+	}
+	for _, x := range f.Model.Factors[0] {
+		if x != 0 {
+			t.Fatalf("user factor entry %v in the file", x)
+		}
+	}
+	if f.Header.Data.HasStats() {
+		t.Errorf("private model file carries the data fingerprint")
+	}
+	item := f.Dicts[1].String(0)
+	rat := filepath.Join(dir, "mine.csv")
+	if err := os.WriteFile(rat, []byte("item,rating\n"+item+",5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := trainTestRun(t, "predict", "-m", out, "--ratings", rat, "--item", item)
+	if err != nil || !strings.Contains(stdout, "folded-in") {
+		t.Fatalf("predict --ratings: %v\n%s%s", err, stdout, stderr)
+	}
+	if !strings.Contains(stderr, fmt.Sprintf("lambda %g", completion.BiasUserPenalty)) {
+		t.Errorf("fold-in did not use the bias mode's user penalty: %s", stderr)
+	}
+}
+
+// TestEditedReportFlagged is the audit's edit: a report whose epsilon was
+// lowered through the library and re-saved (Laplace scale 4.5 at
+// sensitivity 4.5 relabelled epsilon 0.01) is flagged by Load and inspect.
+func TestEditedReportFlagged(t *testing.T) {
+	dir := t.TempDir()
+	train, _ := trainTestLog(t, dir)
+	out := filepath.Join(dir, "input.arrow")
+	if _, stderr, err := trainTestRun(t, "--quiet", "train", "--data", train, "--epochs", "2", "--out", out, "--privacy", "input", "--epsilon", "1"); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	f, err := models.Load(out)
+	if err != nil || f.PrivacyCheck != nil {
+		t.Fatalf("load: %v, check %v", err, f.PrivacyCheck)
+	}
+	f.Privacy.Epsilon = 0.01
+	f.Privacy.Releases[0].Epsilon = 0.01
+	if err := models.Save(out, f, true); err != nil {
+		t.Fatal(err)
+	}
+	g, err := models.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.PrivacyCheck) == 0 {
+		t.Fatal("Load did not flag the edited report")
+	}
+	stdout, stderr, err := trainTestRun(t, "inspect", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout+stderr, "does not check out") {
+		t.Errorf("inspect did not flag the edited report:\n%s%s", stdout, stderr)
 	}
 }

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 
 	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
 	"github.com/dprec/dprec/perturb"
 	"github.com/urfave/cli/v2"
 )
@@ -25,7 +28,7 @@ const (
 func trainPrivacyFlags() []cli.Flag {
 	cat := trainPrivacyCategory
 	return []cli.Flag{
-		&cli.StringFlag{Name: "privacy", Category: cat, Value: "none", Usage: "differential privacy mode: none, input (noisy ratings, covers everything), gradient (noisy SGD), output (noisy refit of the last factor)"},
+		&cli.StringFlag{Name: "privacy", Category: cat, Value: "none", Usage: "differential privacy mode: none, bias (item biases from noisy sums; user biases solved at prediction time, never released), als (private ALS, joint DP: item side released, user rows solved at prediction time; needs --delta), input (noisy ratings, covers everything), gradient (noisy SGD), output (noisy refit of the last factor); implies --validation 0"},
 		&cli.Float64Flag{Name: "epsilon", Category: cat, Usage: "total privacy budget epsilon of the training run (required with --privacy)"},
 		&cli.Float64Flag{Name: "delta", Category: cat, Usage: "total privacy budget delta (0 for pure modes; gradient --protect all and input --mechanism gaussian need > 0)"},
 		&cli.StringFlag{Name: "protect", Category: cat, Value: "C", Usage: "gradient mode target: C (Wei et al. 2021, Algorithm 2: only the last mode's factor gradient, per-step guarantee) or all (every parameter, Gaussian noise, covers the whole model)"},
@@ -35,28 +38,32 @@ func trainPrivacyFlags() []cli.Flag {
 		&cli.StringFlag{Name: "mechanism", Category: cat, Value: "laplace", Usage: "input mode noise: laplace (pure epsilon-DP) or gaussian"},
 		&cli.StringFlag{Name: "calibration", Category: cat, Value: "analytic", Usage: "Gaussian calibration: analytic (Balle-Wang, optimal), classic (epsilon <= 1 only) or tight (corrected closed form)"},
 		&cli.StringFlag{Name: "accounting", Category: cat, DefaultText: "best (the tightest that applies)", Usage: "composition used to fit the budget: rdp, advanced, basic or best"},
-		&cli.StringFlag{Name: "privacy-unit", Category: cat, Value: "entry", Usage: "privacy unit: entry (one rating value) or user (all of one user's ratings; needs --max-ratings-per-user)"},
-		&cli.IntFlag{Name: "max-ratings-per-user", Category: cat, Usage: "user unit: keep at most this many ratings per user (chosen at random) before training"},
+		&cli.StringFlag{Name: "privacy-unit", Category: cat, Value: "entry", Usage: "privacy unit: entry (one rating value; positions and counts are public). The user unit is refused: add/remove-one-user privacy does not hold for these models"},
+		&cli.IntFlag{Name: "max-ratings-per-user", Category: cat, Usage: "refused (belongs to the user unit, which is not offered)"},
 		&cli.Float64Flag{Name: "output-lambda", Category: cat, Usage: fmt.Sprintf("output mode: ridge penalty of the refit (default %g); Delta_O = (r_max - r_min) max|z| / lambda", completion.DefaultOutputLambda)},
 	}
 }
 
+// errUserUnit is the refusal of the user unit. The user-level relation of
+// the library's modes keeps every user's positions public (only the
+// values of one user's ratings change), and the model file carries the
+// user dictionary, the mode sizes and (except in the bias mode) user rows:
+// removing one user from the log is visible with certainty. A claim of
+// add/remove-user privacy would be false, so the CLI does not offer it.
+var errUserUnit = errors.New("--privacy-unit user is not offered: the model file would still reveal whether a user is in the log (user dictionary, mode sizes, user rows), so only --privacy-unit entry (one rating value) is guaranteed; --max-ratings-per-user goes with it")
+
 // trainPrivacy builds the privacy plug-in of a `dprec train` run from the
-// flags. With --privacy-unit user it first bounds every user to
-// --max-ratings-per-user ratings, replacing *train's observations in place
-// (positions only are used to choose, so this costs no budget).
+// flags (train is the training part; the entry unit needs nothing from it
+// before training).
 func trainPrivacy(c *cli.Context, train *data.Store) (completion.Privacy, error) {
 	mode := c.String("privacy")
 	if mode == "none" || mode == "" {
 		for _, f := range []string{"epsilon", "delta", "protect", "clip", "mechanism", "privacy-unit", "max-ratings-per-user", "output-lambda"} {
 			if c.IsSet(f) {
-				return nil, fmt.Errorf("--%s needs --privacy input, gradient or output", f)
+				return nil, fmt.Errorf("--%s needs --privacy bias, als, input, gradient or output", f)
 			}
 		}
 		return completion.NoPrivacy{}, nil
-	}
-	if c.Float64("validation") > 0 {
-		return nil, fmt.Errorf("--privacy %s needs --validation 0: held-out ratings would steer early stopping and be reported in the model file without noise", mode)
 	}
 	if !c.IsSet("epsilon") {
 		return nil, fmt.Errorf("--privacy %s needs --epsilon (the total budget)", mode)
@@ -80,7 +87,7 @@ func trainPrivacy(c *cli.Context, train *data.Store) (completion.Privacy, error)
 		Lambda:            c.Float64("output-lambda"),
 	}
 	if seed, ok := seedOf(c); ok {
-		o.Seeded, o.Seed = true, seed
+		o.Noise = perturb.SeededNoise(seed)
 		if !quiet(c) {
 			fmt.Fprintln(os.Stderr, "warning: --seed makes the privacy noise reproducible: the model is NOT private (never release it)")
 		}
@@ -91,20 +98,19 @@ func trainPrivacy(c *cli.Context, train *data.Store) (completion.Privacy, error)
 	switch o.Unit {
 	case completion.UnitEntry:
 		if c.IsSet("max-ratings-per-user") {
-			return nil, fmt.Errorf("--max-ratings-per-user needs --privacy-unit user")
+			return nil, cli.Exit(errUserUnit.Error(), exitUsage)
 		}
 	case completion.UnitUser:
-		if o.MaxRatingsPerUser < 1 {
-			return nil, fmt.Errorf("--privacy-unit user needs --max-ratings-per-user k >= 1")
-		}
-		if mode == "output" {
-			return nil, fmt.Errorf("--privacy output supports only --privacy-unit entry")
-		}
+		return nil, cli.Exit(errUserUnit.Error(), exitUsage)
 	default:
-		return nil, fmt.Errorf("--privacy-unit %q: want entry or user", o.Unit)
+		return nil, fmt.Errorf("--privacy-unit %q: want entry", o.Unit)
 	}
 	var p completion.Privacy
 	switch mode {
+	case "bias":
+		p, err = completion.NewBiasMode(o)
+	case "als":
+		p, err = completion.NewALSMode(o)
 	case "input":
 		p, err = completion.NewInputPerturbation(o)
 	case "gradient":
@@ -112,24 +118,41 @@ func trainPrivacy(c *cli.Context, train *data.Store) (completion.Privacy, error)
 	case "output":
 		p, err = completion.NewOutputPerturbation(o)
 	default:
-		return nil, fmt.Errorf("--privacy %q: want none, input, gradient or output", mode)
+		return nil, fmt.Errorf("--privacy %q: want none, bias, als, input, gradient or output", mode)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if o.Unit == completion.UnitUser {
-		src := perturb.SecureSource()
-		if o.Seeded {
-			src = perturb.StreamSource(o.Seed, 1<<32)
-		}
-		bounded, _, err := completion.BoundUserRatings(train, o.MaxRatingsPerUser, src)
-		if err != nil {
-			return nil, err
-		}
-		if !quiet(c) && bounded.NNZ() < train.NNZ() {
-			fmt.Fprintf(os.Stderr, "user contribution bound: kept %d of %d ratings (at most %d per user)\n", bounded.NNZ(), train.NNZ(), o.MaxRatingsPerUser)
-		}
-		*train = *bounded
-	}
 	return p, nil
+}
+
+// trainValidationFraction returns the held-out fraction of a `dprec train`
+// run. A private run holds nothing out: held-out ratings would steer early
+// stopping and be reported in the model file without noise. Without an
+// explicit --validation it therefore implies 0 (said once on stderr);
+// an explicit --validation > 0 with --privacy is refused.
+func trainValidationFraction(c *cli.Context) (float64, error) {
+	mode := c.String("privacy")
+	if mode == "" || mode == "none" {
+		return c.Float64("validation"), nil
+	}
+	if c.IsSet("validation") {
+		if v := c.Float64("validation"); v != 0 {
+			return 0, cli.Exit(fmt.Sprintf("--privacy %s needs --validation 0 (the default with --privacy): held-out ratings would steer early stopping and be reported in the model file without noise", mode), exitUsage)
+		}
+		return 0, nil
+	}
+	if !quiet(c) {
+		fmt.Fprintf(os.Stderr, "note: --privacy %s implies --validation 0 (no held-out ratings: their error would be released without noise)\n", mode)
+	}
+	return 0, nil
+}
+
+// trainFit trains m: by the mode's own fit for --privacy bias and als,
+// otherwise by completion.Train.
+func trainFit(train, valid *data.Store, m *decomposition.Model, s *completion.Settings, src rand.Source, progress func(completion.EpochRecord)) (*completion.Result, error) {
+	if b, ok := s.Privacy.(*completion.StatisticsMode); ok {
+		return b.Fit(train, m, s)
+	}
+	return completion.Train(train, valid, m, s, src, progress)
 }

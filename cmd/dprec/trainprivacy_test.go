@@ -54,15 +54,23 @@ func TestTrainPrivacyFlags(t *testing.T) {
 		{nil, "", func(p completion.Privacy) bool { _, ok := p.(completion.NoPrivacy); return ok }},
 		{[]string{"--epsilon", "1"}, "needs --privacy", nil},
 		{[]string{"--privacy", "input"}, "needs --epsilon", nil},
-		{[]string{"--privacy", "input", "--epsilon", "1", "--validation", "0.1"}, "--validation 0", nil},
+		{[]string{"--privacy", "bias", "--epsilon", "1"}, "", func(p completion.Privacy) bool { _, ok := p.(*completion.StatisticsMode); return ok }},
+		{[]string{"--privacy", "bias", "--epsilon", "1", "--mechanism", "gaussian", "--delta", "1e-5"}, "", func(p completion.Privacy) bool { _, ok := p.(*completion.StatisticsMode); return ok }},
 		{[]string{"--privacy", "input", "--epsilon", "1"}, "", func(p completion.Privacy) bool { _, ok := p.(*completion.InputPerturbation); return ok }},
 		{[]string{"--privacy", "input", "--epsilon", "1", "--mechanism", "gaussian"}, "delta", nil},
 		{[]string{"--privacy", "gradient", "--epsilon", "1", "--delta", "1e-5", "--protect", "all", "--calibration", "tight"}, "", func(p completion.Privacy) bool { _, ok := p.(*completion.GradientPerturbation); return ok }},
 		{[]string{"--privacy", "gradient", "--epsilon", "1", "--protect", "most"}, "protect", nil},
 		{[]string{"--privacy", "output", "--epsilon", "1"}, "", func(p completion.Privacy) bool { _, ok := p.(*completion.OutputPerturbation); return ok }},
-		{[]string{"--privacy", "output", "--epsilon", "1", "--privacy-unit", "user", "--max-ratings-per-user", "2"}, "entry", nil},
-		{[]string{"--privacy", "input", "--epsilon", "1", "--privacy-unit", "user"}, "max-ratings-per-user", nil},
-		{[]string{"--privacy", "input", "--epsilon", "1", "--max-ratings-per-user", "2"}, "privacy-unit user", nil},
+		{[]string{"--privacy", "output", "--epsilon", "1", "--privacy-unit", "user", "--max-ratings-per-user", "2"}, "not offered", nil},
+		{[]string{"--privacy", "input", "--epsilon", "1", "--privacy-unit", "user", "--max-ratings-per-user", "100"}, "not offered", nil},
+		{[]string{"--privacy", "gradient", "--epsilon", "1", "--delta", "1e-5", "--protect", "all", "--privacy-unit", "user", "--max-ratings-per-user", "100"}, "not offered", nil},
+		{[]string{"--privacy", "als", "--epsilon", "1", "--delta", "1e-5"}, "", func(p completion.Privacy) bool {
+			s, ok := p.(*completion.StatisticsMode)
+			return ok && s.Mode() == "als"
+		}},
+		{[]string{"--privacy", "als", "--epsilon", "1"}, "delta", nil},
+		{[]string{"--privacy", "bias", "--epsilon", "1", "--privacy-unit", "user", "--max-ratings-per-user", "100"}, "not offered", nil},
+		{[]string{"--privacy", "input", "--epsilon", "1", "--max-ratings-per-user", "2"}, "not offered", nil},
 		{[]string{"--privacy", "input", "--epsilon", "nan"}, "epsilon", nil},
 		{[]string{"--privacy", "input", "--epsilon", "1", "--rating-min", "5", "--rating-max", "1"}, "range", nil},
 		{[]string{"--privacy", "input", "--epsilon", "1", "--calibration", "optimal"}, "calibration", nil},
@@ -81,18 +89,39 @@ func TestTrainPrivacyFlags(t *testing.T) {
 	}
 }
 
-// TestTrainPrivacyUserBound: the user unit bounds the store in place before
-// training, so no user exceeds k ratings.
-func TestTrainPrivacyUserBound(t *testing.T) {
-	st := trainPrivacyStore()
-	if _, err := trainPrivacyParse(t, st, "--privacy", "input", "--epsilon", "1", "--privacy-unit", "user", "--max-ratings-per-user", "2", "--seed", "3"); err != nil {
-		t.Fatal(err)
+// TestTrainPrivacyValidation: a private run without --validation holds
+// nothing out (the default 0.1 is not used), an explicit --validation 0 is
+// accepted, an explicit positive fraction is refused, and a non-private
+// run keeps its fraction.
+func TestTrainPrivacyValidation(t *testing.T) {
+	run := func(args ...string) (float64, error) {
+		var frac float64
+		var ferr error
+		flags := append(trainPrivacyFlags(),
+			&cli.Float64Flag{Name: "validation", Value: 0.1}, &cli.BoolFlag{Name: "quiet"})
+		app := &cli.App{Name: "t", Flags: flags, Action: func(c *cli.Context) error {
+			frac, ferr = trainValidationFraction(c)
+			return nil
+		}}
+		if err := app.Run(append([]string{"t", "--quiet"}, args...)); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return frac, ferr
 	}
-	cnt := map[int32]int{}
-	for _, u := range st.Idx[0] {
-		cnt[u]++
-	}
-	if cnt[0] != 2 || cnt[1] != 2 || st.NNZ() != 8 {
-		t.Errorf("after bounding: counts %v, %d ratings (want user 0 cut to 2 of 6, 8 in all)", cnt, st.NNZ())
+	for _, tc := range []struct {
+		args    []string
+		want    float64
+		wantErr bool
+	}{
+		{nil, 0.1, false},
+		{[]string{"--privacy", "bias", "--epsilon", "1"}, 0, false},
+		{[]string{"--privacy", "input", "--epsilon", "1", "--validation", "0"}, 0, false},
+		{[]string{"--privacy", "gradient", "--epsilon", "1", "--validation", "0.2"}, 0, true},
+		{[]string{"--validation", "0.2"}, 0.2, false},
+	} {
+		got, err := run(tc.args...)
+		if (err != nil) != tc.wantErr || (err == nil && got != tc.want) {
+			t.Errorf("%v: fraction %v, err %v; want %v, error %v", tc.args, got, err, tc.want, tc.wantErr)
+		}
 	}
 }

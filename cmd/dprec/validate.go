@@ -33,7 +33,7 @@ var flagChecks = map[string][]flagCheck{
 		checkRanks,
 		fraction("validation"),
 		checkClamp,
-		oneOf("privacy", "none", "input", "gradient", "output"),
+		oneOf("privacy", "none", "bias", "als", "input", "gradient", "output"),
 		oneOf("protect", "C", "c", "all"),
 		oneOf("mechanism", "laplace", "gaussian"),
 		oneOf("accounting", "best", "rdp", "advanced", "basic"),
@@ -292,12 +292,13 @@ func checkTrainPrivacy(c *cli.Context) error {
 	if mode == "none" || mode == "" {
 		for _, f := range []string{"epsilon", "delta", "protect", "clip", "mechanism", "privacy-unit", "max-ratings-per-user", "output-lambda"} {
 			if c.IsSet(f) {
-				return fmt.Errorf("--%s needs --privacy input, gradient or output", f)
+				return fmt.Errorf("--%s needs --privacy bias, als, input, gradient or output", f)
 			}
 		}
 		return nil
 	}
-	if c.Float64("validation") > 0 {
+	if c.IsSet("validation") && c.Float64("validation") > 0 {
+		// Without --validation a private run holds nothing out (train says so).
 		return fmt.Errorf("--privacy %s needs --validation 0: held-out ratings would steer early stopping and be reported in the model file without noise", mode)
 	}
 	if !c.IsSet("epsilon") {

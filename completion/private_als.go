@@ -1,0 +1,366 @@
+package completion
+
+// PRIVATE ALS UNDER JOINT DP (the billboard model; Chien, Jain, Krichene,
+// Rendle, Song, Thakurta and Zhang, "Private Alternating Least Squares",
+// ICML 2021), entry-level relation. The derivation of the sensitivity is in
+// the package doc (Sensitivities, "Private ALS"); this file implements it.
+//
+// Released: the global mean and item biases (the bias mode, with a share of
+// epsilon), the item factor rows, and constant time rows (all ones: the
+// model is the user x item matrix; no time effect is learnt). Never
+// released: user rows and user biases; at prediction time each user solves
+// them from the released item side and their own ratings
+// (decomposition.FoldIn).
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/perturb"
+)
+
+// Public settings of private ALS, fixed from the rating range only.
+const (
+	// ALSPrivateSteps is the number of released item steps T.
+	ALSPrivateSteps = 3
+	// ALSPrivateBiasFraction is the share of epsilon given to the bias
+	// mode's releases (mean and item biases); the item steps get the rest.
+	// Chosen on the validation part of ml-latest-small's training log
+	// (0.8753 at epsilon 1 against 0.8823 with half the budget): on a log
+	// of that size the noisy factors add little, so the biases get most.
+	ALSPrivateBiasFraction = 0.8
+	// ALSPrivateUserClip is Gamma_u, the bound on the norm of a user's
+	// vector (row and bias together) in the item statistics.
+	ALSPrivateUserClip = 1.0
+	// ALSPrivateReg is lambda, the per-observation ridge penalty of the
+	// user solve during training (lambda n_u) and of the item solve
+	// (lambda n_i); it makes a user's vector lambda n_u-stable in each of
+	// their ratings, which bounds the sensitivity (package doc).
+	ALSPrivateReg = 1.0
+)
+
+const streamALSInit, streamALSSteps = 6, 7
+
+// alsPrivateParams are the derived public constants of one run.
+type alsPrivateParams struct {
+	c      float64 // residual clip (BiasResidualClip Delta_r)
+	gu, gv float64 // user and item row norm bounds
+	lambda float64
+}
+
+func newALSPrivateParams(o *PrivateOptions) alsPrivateParams {
+	c := BiasResidualClip * o.ratingRange()
+	return alsPrivateParams{c: c, gu: ALSPrivateUserClip, gv: c / ALSPrivateUserClip, lambda: ALSPrivateReg}
+}
+
+// ALSSensitivity returns the l2 sensitivity of one item step's statistics
+// (every item's Gram matrix upper triangle and right-hand side,
+// concatenated) when one rating of a user with n ratings changes, for the
+// public constants of o (derivation in the package doc):
+//
+//	delta_u  = min(2 Gamma_u, 2 c Gamma_z / (lambda n)),  Gamma_z = sqrt(Gamma_v^2 + 1)
+//	Delta^2 = ((2c + delta_u) Gamma_u + c' delta_u)^2
+//	        + (n - 1) delta_u^2 (Gamma_u + c')^2 + n (2 Gamma_u delta_u)^2,  c' = c + Gamma_u.
+func ALSSensitivity(o *PrivateOptions, n int) float64 {
+	p := newALSPrivateParams(o)
+	return p.sensitivity(n)
+}
+
+func (p alsPrivateParams) sensitivity(n int) float64 {
+	nf := float64(n)
+	gz := math.Sqrt(p.gv*p.gv + 1)
+	du := math.Min(2*p.gu, 2*p.c*gz/(p.lambda*nf))
+	cp := p.c + p.gu
+	a := (2*p.c+du)*p.gu + cp*du
+	return math.Sqrt(a*a + (nf-1)*du*du*(p.gu+cp)*(p.gu+cp) + nf*(2*p.gu*du)*(2*p.gu*du))
+}
+
+// alsUsers groups the training entries by user (positions: public).
+func alsUsers(train *data.Store) [][]int {
+	by := make([][]int, train.Dims[0])
+	for e, u := range train.Idx[0] {
+		by[u] = append(by[u], e)
+	}
+	return by
+}
+
+// alsItemStats runs the private user step against the public item rows V
+// (row-major Dims[1] x R) and returns every item's statistics: the upper
+// triangle (row-major, R(R+1)/2 entries) of sum_u x_u x_u^T over the
+// item's users and sum_u z_ui x_u, where x_u is the user's row (its bias
+// excluded) and z_ui = y_ui - b_u, y_ui = clip(clamp(r_ui) - mu - beta_i,
+// -c, c). The user vector (row, bias) is the ridge solution with penalty
+// lambda n_u, projected onto the ball of radius Gamma_u. Layout: item i
+// occupies stats[i*W : (i+1)*W], W = R(R+1)/2 + R.
+func alsItemStats(train *data.Store, by [][]int, mu float64, itemBias, V []float64, R int, p alsPrivateParams, o *PrivateOptions) []float64 {
+	T := R * (R + 1) / 2
+	W := T + R
+	stats := make([]float64, train.Dims[1]*W)
+	n1 := R + 1
+	ata := make([]float64, n1*n1)
+	atb := make([]float64, n1)
+	x := make([]float64, n1)
+	for _, es := range by {
+		if len(es) == 0 {
+			continue
+		}
+		clear(ata)
+		clear(atb)
+		for _, e := range es {
+			i := train.Idx[1][e]
+			v := V[int(i)*R : int(i+1)*R]
+			y := alsResidual(train.Val[e], mu, itemBias[i], p, o)
+			for a := 0; a < n1; a++ {
+				za := 1.0
+				if a < R {
+					za = v[a]
+				}
+				atb[a] += y * za
+				for b := a; b < n1; b++ {
+					zb := 1.0
+					if b < R {
+						zb = v[b]
+					}
+					ata[a*n1+b] += za * zb
+				}
+			}
+		}
+		reg := p.lambda * float64(len(es))
+		for a := 0; a < n1; a++ {
+			ata[a*n1+a] += reg
+			for b := 0; b < a; b++ {
+				ata[a*n1+b] = ata[b*n1+a]
+			}
+		}
+		copy(x, atb)
+		if !cholSolveInPlace(ata, x, n1) {
+			clear(x) // cannot happen: the system is positive definite
+		}
+		projectBall(x, p.gu)
+		bu := x[R]
+		u := x[:R]
+		for _, e := range es {
+			i := int(train.Idx[1][e])
+			z := alsResidual(train.Val[e], mu, itemBias[i], p, o) - bu
+			s := stats[i*W : (i+1)*W]
+			k := 0
+			for a := 0; a < R; a++ {
+				for b := a; b < R; b++ {
+					s[k] += u[a] * u[b]
+					k++
+				}
+			}
+			for a := 0; a < R; a++ {
+				s[T+a] += z * u[a]
+			}
+		}
+	}
+	return stats
+}
+
+func alsResidual(r, mu, bi float64, p alsPrivateParams, o *PrivateOptions) float64 {
+	return clampValue(clampValue(r, o.RatingMin, o.RatingMax)-mu-bi, -p.c, p.c)
+}
+
+// projectBall scales x onto the ball of radius g if it lies outside.
+func projectBall(x []float64, g float64) {
+	var s float64
+	for _, v := range x {
+		s += v * v
+	}
+	if s > g*g {
+		f := g / math.Sqrt(s)
+		for i := range x {
+			x[i] *= f
+		}
+	}
+}
+
+// cholSolveInPlace solves the symmetric positive definite system a x = b
+// (a row-major n x n, overwritten; b overwritten by x) by Cholesky and
+// reports false when a is not positive definite.
+func cholSolveInPlace(a, b []float64, n int) bool {
+	for j := 0; j < n; j++ {
+		s := a[j*n+j]
+		for k := 0; k < j; k++ {
+			s -= a[j*n+k] * a[j*n+k]
+		}
+		if !(s > 0) {
+			return false
+		}
+		d := math.Sqrt(s)
+		a[j*n+j] = d
+		for i := j + 1; i < n; i++ {
+			t := a[i*n+j]
+			for k := 0; k < j; k++ {
+				t -= a[i*n+k] * a[j*n+k]
+			}
+			a[i*n+j] = t / d
+		}
+	}
+	for i := 0; i < n; i++ {
+		t := b[i]
+		for k := 0; k < i; k++ {
+			t -= a[i*n+k] * b[k]
+		}
+		b[i] = t / a[i*n+i]
+	}
+	for i := n - 1; i >= 0; i-- {
+		t := b[i]
+		for k := i + 1; k < n; k++ {
+			t -= a[k*n+i] * b[k]
+		}
+		b[i] = t / a[i*n+i]
+	}
+	return true
+}
+
+// TrainPrivateALS fits m (CP with biases, order 2 or 3, trained as the
+// user x item matrix) by private ALS under the entry-level relation and
+// returns the privacy report. It spends ALSPrivateBiasFraction of epsilon
+// on the bias mode (TrainPrivateBias) and the rest on ALSPrivateSteps item
+// steps, each releasing every item's statistics with Gaussian noise of the
+// same sigma (the smallest for which all releases compose within (epsilon,
+// delta) by the tightest accounting, RDP in practice); delta must be > 0.
+// After each step item i's row is the ridge solution of its noisy
+// statistics with penalty lambda n_i + 3 sigma sqrt(R) (the second term
+// keeps the noisy Gram matrix positive definite), projected onto the ball
+// of radius Gamma_v. User rows and biases are zero in m (not released).
+func TrainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOptions) (*perturb.Report, error) {
+	if opts == nil {
+		return nil, errors.New("completion: private ALS: nil options")
+	}
+	o, err := opts.resolve("als")
+	if err != nil {
+		return nil, err
+	}
+	if o.Unit != UnitEntry {
+		return nil, fmt.Errorf("completion: private ALS: %w: only the entry unit is supported", perturb.ErrSensitivity)
+	}
+	if err := perturb.CheckPositiveDelta(o.Delta); err != nil {
+		return nil, fmt.Errorf("completion: private ALS: %w", err)
+	}
+	if m == nil || m.Kind != decomposition.CP || !m.HasBias || train == nil || len(m.Dims) != train.Order() || m.Dims[1] != train.Dims[1] || m.Dims[0] != train.Dims[0] {
+		return nil, &ShapeError{Reason: "private ALS needs a CP model with biases whose modes match the training store"}
+	}
+	if train.NNZ() == 0 {
+		return nil, errors.New("completion: private ALS: empty training store")
+	}
+	R := m.Ranks[0]
+	p := newALSPrivateParams(&o)
+	by := alsUsers(train)
+	// The sensitivity is the largest over the users' (public) counts.
+	sens := 0.0
+	for _, es := range by {
+		if len(es) > 0 {
+			sens = math.Max(sens, p.sensitivity(len(es)))
+		}
+	}
+	// Bias releases first.
+	bo := o
+	bo.Epsilon = ALSPrivateBiasFraction * o.Epsilon
+	bo.Delta = 0
+	bo.Mechanism = perturb.MechLaplace
+	bo.MeanFraction = 0
+	brep, err := TrainPrivateBias(train, m, &bo)
+	if err != nil {
+		return nil, fmt.Errorf("completion: private ALS: %w", err)
+	}
+	budget := perturb.Budget{Epsilon: o.Epsilon, Delta: o.Delta}
+	accWith := func(sigma float64) *perturb.Accountant {
+		var acc perturb.Accountant
+		for _, r := range brep.Releases {
+			_ = acc.Add(r, r.Count)
+		}
+		_ = acc.Add(perturb.Release{What: "item statistics", Mechanism: perturb.MechGaussian, SensitivityNorm: "l2", Sensitivity: sens, Scale: sigma, Calibration: "sigma"}, ALSPrivateSteps)
+		return &acc
+	}
+	hi := sens
+	for !budget.Fits(accWith(hi), o.Accounting) {
+		hi *= 2
+		if math.IsInf(hi, 0) {
+			return nil, fmt.Errorf("completion: private ALS: %w: no noise fits epsilon %v, delta %v", perturb.ErrBudget, o.Epsilon, o.Delta)
+		}
+	}
+	lo := 0.0
+	for i := 0; i < 100 && hi-lo > 1e-9*hi; i++ {
+		mid := (lo + hi) / 2
+		if budget.Fits(accWith(mid), o.Accounting) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	sigma := hi
+	g, err := perturb.NewGaussianSigma(sens, sigma)
+	if err != nil {
+		return nil, fmt.Errorf("completion: private ALS: %w", err)
+	}
+	acc := accWith(sigma)
+	eps, delta, used, err := admit(&o, acc)
+	if err != nil {
+		return nil, fmt.Errorf("completion: private ALS: %w", err)
+	}
+
+	// Public initialisation of the item rows.
+	ir := rand.New(o.source(streamALSInit))
+	V := make([]float64, m.Dims[1]*R)
+	for i := range V {
+		V[i] = 0.1 * ir.NormFloat64()
+	}
+	counts := make([]int, m.Dims[1])
+	for _, i := range train.Idx[1] {
+		counts[i]++
+	}
+	T := R * (R + 1) / 2
+	W := T + R
+	nr := rand.New(o.source(streamALSSteps))
+	a := make([]float64, R*R)
+	bvec := make([]float64, R)
+	for step := 0; step < ALSPrivateSteps; step++ {
+		stats := alsItemStats(train, by, m.Mean, m.Bias[1], V, R, p, &o)
+		g.AddTo(stats, nr)
+		for i := 0; i < m.Dims[1]; i++ {
+			s := stats[i*W : (i+1)*W]
+			ridge := p.lambda*float64(counts[i]) + 3*sigma*math.Sqrt(float64(R))
+			row := V[i*R : (i+1)*R]
+			for {
+				k := 0
+				for x := 0; x < R; x++ {
+					for y := x; y < R; y++ {
+						a[x*R+y], a[y*R+x] = s[k], s[k]
+						k++
+					}
+					a[x*R+x] += ridge
+				}
+				copy(bvec, s[T:])
+				if cholSolveInPlace(a, bvec, R) {
+					break
+				}
+				ridge *= 2 // post-processing of released values only
+			}
+			copy(row, bvec)
+			projectBall(row, p.gv)
+		}
+	}
+	copy(m.Factors[1], V)
+	clear(m.Factors[0])
+	if m.Order() == 3 {
+		for i := range m.Factors[2] {
+			m.Factors[2][i] = 1
+		}
+	}
+	rep := baseReport(&o, "als", acc, eps, delta, used)
+	publicClamp(&o, m, rep)
+	rep.Covered = []string{"global mean", "item biases", "B (item rows)", "C (time rows: constant ones, data-independent)"}
+	rep.Notes = append(rep.Notes,
+		"not released: user rows and user biases (zero in the model); each user solves them at prediction time from the released item side and their own ratings (billboard model, joint DP)",
+		fmt.Sprintf("item steps: %d, each releasing every item's Gram matrix (upper triangle) and right-hand side with Gaussian noise sigma %.4g at l2 sensitivity %.4g (largest over the public user counts; package doc, Sensitivities)", ALSPrivateSteps, sigma, sens),
+		fmt.Sprintf("public constants: residual clip c = %g, user vector norm <= %g, item row norm <= %g, ridge %g per observation, rank %d", p.c, p.gu, p.gv, p.lambda, R),
+		fmt.Sprintf("epsilon: %g%% of it calibrates the bias releases (Laplace); the Gaussian steps take the rest under %s composition", 100*ALSPrivateBiasFraction, used))
+	return rep, nil
+}

@@ -1,0 +1,66 @@
+package completion
+
+import (
+	"os"
+	"testing"
+
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/perturb"
+)
+
+// TestMovieLensPrivateBias measures the bias mode on ml-latest-small
+// (random 90/10 split, seed 42, as movieLensSplit): the model is fitted on
+// the whole 90% and scored on the 10% under the billboard model (each test
+// user's bias solved from that user's training ratings, FoldInRMSE). Every
+// setting follows the public rules of private_bias.go; the validation
+// figures (fit on 85.5%, score 4.5%) are the ones the rules were checked
+// on. Set DPREC_ML_PRIVATE=1 (a few seconds):
+//
+//	DPREC_ML_PRIVATE=1 go test -run TestMovieLensPrivateBias -v ./completion/
+//
+// It fails if epsilon 1 regresses above 0.885 (0.8819 measured; the
+// issue-11 target 0.88 is missed by 0.002) or
+// any epsilon scores worse than the global mean (1.047).
+func TestMovieLensPrivateBias(t *testing.T) {
+	if os.Getenv("DPREC_ML_PRIVATE") == "" {
+		t.Skip("set DPREC_ML_PRIVATE=1 to run")
+	}
+	train, valid, test := movieLensSplit(t, data.TimeWeek)
+	all := data.Concat(train, valid)
+	for _, mech := range []string{"laplace", "gaussian"} {
+		for _, eps := range []float64{0.1, 0.5, 1, 2, 5, 10} {
+			var sum, sumV float64
+			const reps = 5
+			for rep := 0; rep < reps; rep++ {
+				o := &PrivateOptions{Epsilon: eps, Delta: 1e-5, RatingMin: 0.5, RatingMax: 5, Mechanism: mech, Noise: perturb.SeededNoise(uint64(rep))}
+				got := fitScoreBias(t, all, test, o)
+				sum += got
+				sumV += fitScoreBias(t, train, valid, o)
+				if got > 1.047 {
+					t.Errorf("%s epsilon %g draw %d: test RMSE %.4f worse than the global mean", mech, eps, rep, got)
+				}
+			}
+			t.Logf("bias mode %s epsilon %g: test RMSE %.4f (valid %.4f), mean of %d noise draws", mech, eps, sum/reps, sumV/reps, reps)
+			if mech == "laplace" && eps == 1 && sum/reps > 0.885 {
+				t.Errorf("epsilon 1: test RMSE %.4f above 0.885 (measured 0.8819 when written; the issue-11 target is 0.88)", sum/reps)
+			}
+		}
+	}
+}
+
+func fitScoreBias(t *testing.T, train, test *data.Store, o *PrivateOptions) float64 {
+	t.Helper()
+	m, err := decomposition.NewModel(decomposition.CP, train.Dims, []int{1}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := TrainPrivateBias(train, m, o); err != nil {
+		t.Fatal(err)
+	}
+	got, err := FoldInRMSE(m, train, test, BiasUserPenalty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}

@@ -1,0 +1,103 @@
+package perturb
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+func checkReport(t *testing.T) *Report {
+	t.Helper()
+	l, err := NewLaplace(4.5, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := NewGaussian(2, 0.5, 1e-6, Analytic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, err := NewGaussianSigma(3, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acc Accountant
+	for _, rel := range []Release{l.Release("a"), g.Release("b")} {
+		if err := acc.Add(rel, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := acc.Add(gs.Release("c"), 5); err != nil {
+		t.Fatal(err)
+	}
+	eps, delta, method := acc.Total(1e-5)
+	return &Report{Mode: "test", Epsilon: eps, Delta: delta, Composition: method, Releases: acc.Releases(), Randomness: SecureNoise().Provenance().String()}
+}
+
+// TestReportCheck: a report built by the mechanisms checks clean; each
+// kind of edit the audit made (a release's epsilon, the total, the
+// randomness label, a Gaussian's sigma) is flagged.
+func TestReportCheck(t *testing.T) {
+	if got := checkReport(t).Check(); got != nil {
+		t.Fatalf("clean report flagged: %v", got)
+	}
+	if got := NonPrivate().Check(); got != nil {
+		t.Fatalf("non-private report flagged: %v", got)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*Report)
+		want string
+	}{
+		{"release epsilon", func(r *Report) { r.Releases[0].Epsilon = 0.01 }, "epsilon 1"},
+		{"total epsilon", func(r *Report) { r.Epsilon /= 2 }, "compose"},
+		{"total delta", func(r *Report) { r.Delta = 1e-9 }, "compose"},
+		{"gaussian sigma", func(r *Report) { r.Releases[1].Scale /= 2 }, "delta"},
+		{"rdp sigma", func(r *Report) { r.Releases[2].Scale /= 10 }, "compose"},
+		{"randomness", func(r *Report) { r.Randomness = "secure-ish" }, "randomness"},
+		{"mechanism", func(r *Report) { r.Releases[0].Mechanism = "magic" }, "unknown mechanism"},
+		{"no releases", func(r *Report) { r.Releases = nil }, "no release"},
+	} {
+		r := checkReport(t)
+		tc.edit(r)
+		got := strings.Join(r.Check(), "\n")
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("%s: Check() = %q, want a line containing %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestProvenance: sources and labels map to one provenance, exactly.
+func TestProvenance(t *testing.T) {
+	if ProvenanceOf(SecureSource()) != ProvenanceSecure || ProvenanceOf(nil) != ProvenanceSecure {
+		t.Error("secure source not recognised")
+	}
+	for _, src := range []rand.Source{SeededSource(1), StreamSource(1, 2), rand.NewPCG(1, 2)} {
+		if ProvenanceOf(src) != ProvenanceSeeded {
+			t.Errorf("%T not seeded", src)
+		}
+	}
+	var zero Noise
+	if zero.Provenance() != ProvenanceSecure || ProvenanceOf(zero.Source(1)) != ProvenanceSecure {
+		t.Error("zero Noise is not secure")
+	}
+	s := SeededNoise(7)
+	if s.Provenance() != ProvenanceSeeded || ProvenanceOf(s.Source(1)) != ProvenanceSeeded {
+		t.Error("seeded Noise not seeded")
+	}
+	if a, b := s.Source(1).Uint64(), SeededNoise(7).Source(1).Uint64(); a != b {
+		t.Error("seeded noise not reproducible")
+	}
+	for _, p := range []Provenance{ProvenanceSecure, ProvenanceSeeded} {
+		if q, err := ParseProvenance(p.String()); err != nil || q != p {
+			t.Errorf("%v does not round-trip", p)
+		}
+	}
+	for _, l := range []string{"seeded", "secure", LabelSecure + " ", "Seeded (reproducible, NOT private)"} {
+		if _, err := ParseProvenance(l); err == nil {
+			t.Errorf("label %q accepted", l)
+		}
+	}
+	if !ProvenanceSecure.Private() || ProvenanceSeeded.Private() || ProvenanceUnknown.Private() {
+		t.Error("Private() wrong")
+	}
+}
