@@ -29,7 +29,8 @@ var flagChecks = map[string][]flagCheck{
 		positiveInt("rank"), positiveInt("epochs"),
 		oneOf("solver", "default", "gibbs", "als", "sgd"),
 		oneOf("time-biases", "default", "on", "off"),
-		nonNegativeInt("item-periods"),
+		nonNegativeInt("item-periods"), nonNegativeInt("burn-in"),
+		checkSolverModel,
 		checkRanks,
 		fraction("validation"),
 		checkClamp,
@@ -351,4 +352,20 @@ func version() string {
 		out += ", " + at
 	}
 	return out + dirty + ", " + bi.GoVersion + ")"
+}
+
+// checkSolverModel refuses solver and model combinations Train cannot run:
+// the Gibbs sampler fits CP models only, a burn-in at or above the sweeps.
+func checkSolverModel(c *cli.Context) error {
+	solver, model := strings.ToLower(c.String("solver")), strings.ToLower(c.String("model"))
+	if solver == "gibbs" && model == "tucker" {
+		return fmt.Errorf("--solver gibbs fits CP models only: use --solver als (the Tucker default) or --model cp")
+	}
+	if c.IsSet("burn-in") && solver != "gibbs" && solver != "default" && solver != "" {
+		return fmt.Errorf("--burn-in is for --solver gibbs")
+	}
+	if c.IsSet("burn-in") && c.IsSet("epochs") && c.Int("burn-in") >= c.Int("epochs") {
+		return fmt.Errorf("--burn-in %d: must be below --epochs %d", c.Int("burn-in"), c.Int("epochs"))
+	}
+	return nil
 }
