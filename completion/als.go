@@ -385,6 +385,27 @@ func (t *alsTrainer) rawAt(e int32, idx []int32, w *decomposition.Work) float64 
 	return s + m.Partial(idx, w)
 }
 
+// multilinear is the model's multilinear term at idx (w: Tucker scratch).
+func (t *alsTrainer) multilinear(idx []int32, w *decomposition.Work) float64 {
+	m := t.m
+	if m.Kind != decomposition.CP {
+		return m.Partial(idx, w)
+	}
+	a, b := m.Row(0, int(idx[0])), m.Row(1, int(idx[1]))
+	s := 0.0
+	if len(idx) == 2 {
+		for r, x := range a {
+			s += x * b[r]
+		}
+		return s
+	}
+	c := m.Row(2, int(idx[2]))
+	for r, x := range a {
+		s += x * b[r] * c[r]
+	}
+	return s
+}
+
 // solvePairs sets every pair bias to its exact minimiser with the rest
 // fixed: b_p = sum_{e in p} (x_e - xhat_e + b_p) / (n_p + RegPair).
 func (t *alsTrainer) solvePairs() {
@@ -560,12 +581,14 @@ func (t *alsTrainer) sse() float64 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// The entries in mode 0's row-grouped order: read sequentially,
+			// each user's row reused across its entries.
 			ws := t.work[w]
 			lo, hi := w*n/len(t.work), (w+1)*n/len(t.work)
 			s := 0.0
-			for e := lo; e < hi; e++ {
-				t.entry(int32(e), ws.idx)
-				d := t.vals[e] - t.rawAt(int32(e), ws.idx, ws.w)
+			for q := lo; q < hi; q++ {
+				v, pp := t.grouped(0, q, ws.idx)
+				d := v - t.offsetAt(ws.idx, pp, -1) - t.multilinear(ws.idx, ws.w)
 				s += d * d
 			}
 			part[w] = s
