@@ -59,7 +59,7 @@ func init() {
 	flags = append(flags, trainObjectiveFlags()...)
 	register(&cli.Command{
 		Name:  "train",
-		Usage: "train a CP or Tucker completion model by SGD and save it",
+		Usage: "train a CP or Tucker completion model (Gibbs sampler, ALS or SGD) and save it",
 		Description: `Without --data, trains on the embedded synthetic rating log. A fraction
 (--validation) of the ratings is held out at random to report validation
 RMSE and stop early. --threads sets both parsing and training workers;
