@@ -329,49 +329,6 @@ func otherModes(mo int) (int, int) {
 	return 0, 1
 }
 
-// cholSolve solves A x = b for the symmetric positive definite n x n matrix
-// whose upper triangle is in A (row-major), in place: A is overwritten by
-// its Cholesky factor and b by x. It reports false when A is not
-// (numerically) positive definite.
-func cholSolve(A, b []float64, n int) bool {
-	// Upper-triangular U with A = U^T U, computed row by row.
-	for j := 0; j < n; j++ {
-		d := A[j*n+j]
-		for k := 0; k < j; k++ {
-			d -= A[k*n+j] * A[k*n+j]
-		}
-		if !(d > 0) {
-			return false
-		}
-		d = math.Sqrt(d)
-		A[j*n+j] = d
-		for i := j + 1; i < n; i++ {
-			s := A[j*n+i]
-			for k := 0; k < j; k++ {
-				s -= A[k*n+j] * A[k*n+i]
-			}
-			A[j*n+i] = s / d
-		}
-	}
-	// U^T y = b.
-	for i := 0; i < n; i++ {
-		s := b[i]
-		for k := 0; k < i; k++ {
-			s -= A[k*n+i] * b[k]
-		}
-		b[i] = s / A[i*n+i]
-	}
-	// U x = y.
-	for i := n - 1; i >= 0; i-- {
-		s := b[i]
-		for k := i + 1; k < n; k++ {
-			s -= A[i*n+k] * b[k]
-		}
-		b[i] = s / A[i*n+i]
-	}
-	return true
-}
-
 // rawAt is the unclamped prediction at entry e (idx loaded).
 func (t *alsTrainer) rawAt(e int32, idx []int32, w *decomposition.Work) float64 {
 	m := t.m

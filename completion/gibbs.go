@@ -204,53 +204,6 @@ func invertSPD(a []float64, D int) []float64 {
 	return out
 }
 
-// cholUpper overwrites the upper triangle of the SPD matrix A (row-major,
-// upper triangle read) with U, A = U^T U. It reports false when A is not
-// positive definite.
-func cholUpper(A []float64, n int) bool {
-	for j := 0; j < n; j++ {
-		d := A[j*n+j]
-		for k := 0; k < j; k++ {
-			d -= A[k*n+j] * A[k*n+j]
-		}
-		if !(d > 0) {
-			return false
-		}
-		d = math.Sqrt(d)
-		A[j*n+j] = d
-		for i := j + 1; i < n; i++ {
-			s := A[j*n+i]
-			for k := 0; k < j; k++ {
-				s -= A[k*n+j] * A[k*n+i]
-			}
-			A[j*n+i] = s / d
-		}
-	}
-	return true
-}
-
-// forwardSolveUpperT solves U^T y = b in place.
-func forwardSolveUpperT(U, b []float64, n int) {
-	for i := 0; i < n; i++ {
-		s := b[i]
-		for k := 0; k < i; k++ {
-			s -= U[k*n+i] * b[k]
-		}
-		b[i] = s / U[i*n+i]
-	}
-}
-
-// backSolveUpper solves U x = b in place.
-func backSolveUpper(U, b []float64, n int) {
-	for i := n - 1; i >= 0; i-- {
-		s := b[i]
-		for k := i + 1; k < n; k++ {
-			s -= U[i*n+k] * b[k]
-		}
-		b[i] = s / U[i*n+i]
-	}
-}
-
 // sampleGamma draws Gamma(shape, 1) (Marsaglia and Tsang 2000; shape < 1 by
 // boosting with U^(1/shape)).
 func sampleGamma(shape float64, r *rand.Rand) float64 {

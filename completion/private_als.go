@@ -137,7 +137,7 @@ func alsItemStats(train *data.Store, by [][]int, mu float64, itemBias, V []float
 			}
 		}
 		copy(x, atb)
-		if !cholSolveInPlace(ata, x, n1) {
+		if !cholSolve(ata, x, n1) {
 			clear(x) // cannot happen: the system is positive definite
 		}
 		projectBall(x, p.gu)
@@ -178,45 +178,6 @@ func projectBall(x []float64, g float64) {
 			x[i] *= f
 		}
 	}
-}
-
-// cholSolveInPlace solves the symmetric positive definite system a x = b
-// (a row-major n x n, overwritten; b overwritten by x) by Cholesky and
-// reports false when a is not positive definite.
-func cholSolveInPlace(a, b []float64, n int) bool {
-	for j := 0; j < n; j++ {
-		s := a[j*n+j]
-		for k := 0; k < j; k++ {
-			s -= a[j*n+k] * a[j*n+k]
-		}
-		if !(s > 0) {
-			return false
-		}
-		d := math.Sqrt(s)
-		a[j*n+j] = d
-		for i := j + 1; i < n; i++ {
-			t := a[i*n+j]
-			for k := 0; k < j; k++ {
-				t -= a[i*n+k] * a[j*n+k]
-			}
-			a[i*n+j] = t / d
-		}
-	}
-	for i := 0; i < n; i++ {
-		t := b[i]
-		for k := 0; k < i; k++ {
-			t -= a[i*n+k] * b[k]
-		}
-		b[i] = t / a[i*n+i]
-	}
-	for i := n - 1; i >= 0; i-- {
-		t := b[i]
-		for k := i + 1; k < n; k++ {
-			t -= a[k*n+i] * b[k]
-		}
-		b[i] = t / a[i*n+i]
-	}
-	return true
 }
 
 // TrainPrivateALS fits m (CP with biases, order 2 or 3, trained as the
@@ -338,7 +299,7 @@ func TrainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 					a[x*R+x] += ridge
 				}
 				copy(bvec, s[T:])
-				if cholSolveInPlace(a, bvec, R) {
+				if cholSolve(a, bvec, R) {
 					break
 				}
 				ridge *= 2 // post-processing of released values only
