@@ -608,8 +608,7 @@ func trainALS(ctx context.Context, train, valid *data.Store, m *decomposition.Mo
 	}
 	res := &Result{Model: m, Settings: *cfg}
 	good := snapshot(m)
-	best := math.Inf(1)
-	since := 0
+	stop := newStopper(good, valid != nil && cfg.Patience >= 0, cfg.Patience)
 	for ep := 0; ep < cfg.Epochs; ep++ {
 		if err := ctx.Err(); err != nil {
 			good.restore(m)
@@ -636,19 +635,7 @@ func trainALS(ctx context.Context, train, valid *data.Store, m *decomposition.Mo
 		if progress != nil {
 			progress(rec)
 		}
-		if valid == nil || cfg.Patience < 0 {
-			good.take(m)
-			res.BestEpoch = ep + 1
-			continue
-		}
-		if rec.ValidRMSE < best {
-			best, since = rec.ValidRMSE, 0
-			good.take(m)
-			res.BestEpoch = ep + 1
-			continue
-		}
-		if since++; since >= cfg.Patience {
-			res.EarlyStopped = true
+		if stop.observe(m, res, rec.ValidRMSE, ep) {
 			break
 		}
 	}

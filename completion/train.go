@@ -141,8 +141,7 @@ func TrainContext(ctx context.Context, train, valid *data.Store, m *decompositio
 	}
 	res := &Result{Model: m, Settings: cfg}
 	good := snapshot(m) // last finite parameters (best epoch when validating)
-	bestRMSE := math.Inf(1)
-	sinceBest := 0
+	stop := newStopper(good, valid != nil && cfg.Patience >= 0, cfg.Patience)
 	for ep := 0; ep < cfg.Epochs; ep++ {
 		if err := ctx.Err(); err != nil {
 			good.restore(m)
@@ -166,21 +165,7 @@ func TrainContext(ctx context.Context, train, valid *data.Store, m *decompositio
 		if progress != nil {
 			progress(rec)
 		}
-		if valid == nil || cfg.Patience < 0 {
-			good.take(m)
-			res.BestEpoch = ep + 1
-			continue
-		}
-		if rec.ValidRMSE < bestRMSE {
-			bestRMSE = rec.ValidRMSE
-			sinceBest = 0
-			good.take(m)
-			res.BestEpoch = ep + 1
-			continue
-		}
-		sinceBest++
-		if sinceBest >= cfg.Patience {
-			res.EarlyStopped = true
+		if stop.observe(m, res, rec.ValidRMSE, ep) {
 			break
 		}
 	}
@@ -516,4 +501,35 @@ func RMSE(m *decomposition.Model, st *data.Store, threads int) float64 {
 		s += v
 	}
 	return math.Sqrt(s / float64(n))
+}
+
+// stopper keeps the parameters of the epoch the result reports (the last
+// one without early stopping, else the best validation epoch) and decides
+// when patience has run out.
+type stopper struct {
+	good     *params
+	validate bool
+	patience int
+	best     float64
+	since    int
+}
+
+func newStopper(good *params, validate bool, patience int) *stopper {
+	return &stopper{good: good, validate: validate, patience: patience, best: math.Inf(1)}
+}
+
+// observe records epoch ep (from 0) with validation RMSE v and reports
+// whether training should stop (res.EarlyStopped is then set).
+func (s *stopper) observe(m *decomposition.Model, res *Result, v float64, ep int) bool {
+	if !s.validate || v < s.best {
+		s.best, s.since = v, 0
+		s.good.take(m)
+		res.BestEpoch = ep + 1
+		return false
+	}
+	if s.since++; s.since >= s.patience {
+		res.EarlyStopped = true
+		return true
+	}
+	return false
 }
