@@ -169,22 +169,7 @@ func exportMode(w io.Writer, f *File, mo int) error {
 	for r := 0; r < R; r++ {
 		fields = append(fields, arrow.Field{Name: "f" + strconv.Itoa(r), Type: arrow.PrimitiveTypes.Float64})
 	}
-	sc := arrow.NewSchema(fields, nil)
-	fw, err := exportWriter(w, sc)
-	if err != nil {
-		return err
-	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
-	defer b.Release()
-	flush := func() error {
-		rec := b.NewRecord()
-		defer rec.Release()
-		if rec.NumRows() == 0 {
-			return nil
-		}
-		return fw.Write(rec)
-	}
-	for i := 0; i < m.Dims[mo]; i++ {
+	return exportRows(w, arrow.NewSchema(fields, nil), m.Dims[mo], func(b *array.RecordBuilder, i int) {
 		c := 0
 		b.Field(c).(*array.Int64Builder).Append(int64(i))
 		c++
@@ -208,6 +193,28 @@ func exportMode(w io.Writer, f *File, mo int) error {
 		for r, v := range m.Row(mo, i) {
 			b.Field(c + r).(*array.Float64Builder).Append(v)
 		}
+	})
+}
+
+// exportRows writes n rows of schema sc as snappy Parquet on w, row i
+// appended by row, in record batches of at most batchRows rows.
+func exportRows(w io.Writer, sc *arrow.Schema, n int, row func(b *array.RecordBuilder, i int)) error {
+	fw, err := exportWriter(w, sc)
+	if err != nil {
+		return err
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	flush := func() error {
+		rec := b.NewRecord()
+		defer rec.Release()
+		if rec.NumRows() == 0 {
+			return nil
+		}
+		return fw.Write(rec)
+	}
+	for i := 0; i < n; i++ {
+		row(b, i)
 		if (i+1)%batchRows == 0 {
 			if err := flush(); err != nil {
 				fw.Close()
@@ -289,32 +296,10 @@ func exportPairs(w io.Writer, pb *decomposition.PairBias, name string) error {
 		{Name: "period", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "bias", Type: arrow.PrimitiveTypes.Float64},
 	}, nil)
-	fw, err := exportWriter(w, sc)
-	if err != nil {
-		return err
-	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
-	defer b.Release()
-	flush := func() error {
-		rec := b.NewRecord()
-		defer rec.Release()
-		if rec.NumRows() == 0 {
-			return nil
-		}
-		return fw.Write(rec)
-	}
-	for e, k := range pb.Keys {
+	return exportRows(w, sc, len(pb.Keys), func(b *array.RecordBuilder, e int) {
+		k := pb.Keys[e]
 		b.Field(0).(*array.Int64Builder).Append(int64(k >> 32))
 		b.Field(1).(*array.Int64Builder).Append(int64(uint32(k)))
 		b.Field(2).(*array.Float64Builder).Append(pb.Vals[e])
-		if (e+1)%batchRows == 0 {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-	}
-	if err := flush(); err != nil {
-		return err
-	}
-	return fw.Close()
+	})
 }
