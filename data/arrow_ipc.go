@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
+	"github.com/apache/arrow/go/v15/arrow/memory"
 )
 
 // arrowFileMagic starts (and ends) an Arrow IPC file; a stream starts with
@@ -52,42 +53,50 @@ func readArrow(path string, f Format, opts *LoadOptions, rep *LoadReport) (s *St
 	}
 	rep.Format = f
 	mem := &arrowCappedAllocator{Allocator: arrowAlloc, limit: arrowAllocLimit(st.Size())}
-
 	if f == FormatArrow {
-		total, err := arrowVerifyFooter(fh, st.Size())
-		if err != nil {
-			return nil, fmt.Errorf("%s: not a valid Arrow IPC file: %w", path, err)
-		}
-		r, err := ipc.NewFileReader(fh, ipc.WithAllocator(mem))
-		if err != nil {
-			return nil, fmt.Errorf("%s: not a valid Arrow IPC file: %w", path, err)
-		}
-		defer r.Close()
-		l, err := arrowNewIPCLoader(path, r.Schema(), total, st.Size(), opts, rep)
-		if err != nil {
-			return nil, err
-		}
-		err = l.pipeline(opts.Threads, func(emit func(*arrowBatch) bool) error {
-			var fileRow int64
-			for i := 0; i < r.NumRecords(); i++ {
-				rec, err := r.RecordAt(i)
-				if err != nil {
-					return fmt.Errorf("%s: batch %d: corrupt or truncated file: %w", path, i, err)
-				}
-				if ok, err := arrowEmitRecord(l, emit, rec, fmt.Sprintf("batch %d", i), 0, fileRow); !ok {
-					return err
-				}
-				fileRow += rec.NumRows()
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		return l.finish()
+		return readArrowFile(path, fh, st.Size(), mem, opts, rep)
 	}
+	return readArrowStream(path, fh, st.Size(), mem, opts, rep)
+}
 
-	total, err := arrowVerifyStream(fh, st.Size())
+// readArrowFile reads an Arrow IPC file (random access, footer verified).
+func readArrowFile(path string, fh *os.File, size int64, mem memory.Allocator, opts *LoadOptions, rep *LoadReport) (*Store, error) {
+	total, err := arrowVerifyFooter(fh, size)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a valid Arrow IPC file: %w", path, err)
+	}
+	r, err := ipc.NewFileReader(fh, ipc.WithAllocator(mem))
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a valid Arrow IPC file: %w", path, err)
+	}
+	defer r.Close()
+	l, err := arrowNewIPCLoader(path, r.Schema(), total, size, opts, rep)
+	if err != nil {
+		return nil, err
+	}
+	err = l.pipeline(opts.Threads, func(emit func(*arrowBatch) bool) error {
+		var fileRow int64
+		for i := 0; i < r.NumRecords(); i++ {
+			rec, err := r.RecordAt(i)
+			if err != nil {
+				return fmt.Errorf("%s: batch %d: corrupt or truncated file: %w", path, i, err)
+			}
+			if ok, err := arrowEmitRecord(l, emit, rec, fmt.Sprintf("batch %d", i), 0, fileRow); !ok {
+				return err
+			}
+			fileRow += rec.NumRows()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return l.finish()
+}
+
+// readArrowStream reads an Arrow IPC stream (sequential batches).
+func readArrowStream(path string, fh *os.File, size int64, mem memory.Allocator, opts *LoadOptions, rep *LoadReport) (*Store, error) {
+	total, err := arrowVerifyStream(fh, size)
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a valid Arrow IPC stream: %w", path, err)
 	}
@@ -96,7 +105,7 @@ func readArrow(path string, f Format, opts *LoadOptions, rep *LoadReport) (s *St
 		return nil, fmt.Errorf("%s: not a valid Arrow IPC stream: %w", path, err)
 	}
 	defer r.Release()
-	l, err := arrowNewIPCLoader(path, r.Schema(), total, st.Size(), opts, rep)
+	l, err := arrowNewIPCLoader(path, r.Schema(), total, size, opts, rep)
 	if err != nil {
 		return nil, err
 	}

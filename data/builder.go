@@ -262,46 +262,7 @@ func textUnixDate(t int64) string {
 // earlier pass); it is merged alongside and returned.
 func dedupe(s *Store, policy DuplicatePolicy, ds *DuplicateStats, w []int32) ([]int32, error) {
 	n := s.NNZ()
-	order := len(s.Dims)
-	key := func(e int32) (uint64, uint32) {
-		hi := uint64(uint32(s.Idx[0][e]))<<32 | uint64(uint32(s.Idx[1][e]))
-		var lo uint32
-		if order > 2 {
-			lo = uint32(s.Idx[2][e])
-		}
-		return hi, lo
-	}
-	// Sort positions by cell, then by position, to find runs of one cell:
-	// a radix sort of packed cell keys when the modes fit in 64 bits (the
-	// usual case), else a comparison sort.
-	var perm []int32
-	var cellKey func(j int) (uint64, uint32)
-	if keys, width, ok := cellKeys(s); ok {
-		var sorted []uint64
-		sorted, perm = radixSortCells(keys, width)
-		cellKey = func(j int) (uint64, uint32) { return sorted[j], 0 }
-	} else {
-		perm = make([]int32, n)
-		for e := range perm {
-			perm[e] = int32(e)
-		}
-		slices.SortFunc(perm, func(a, b int32) int {
-			ha, la := key(a)
-			hb, lb := key(b)
-			switch {
-			case ha < hb:
-				return -1
-			case ha > hb:
-				return 1
-			case la < lb:
-				return -1
-			case la > lb:
-				return 1
-			}
-			return int(a - b)
-		})
-		cellKey = func(j int) (uint64, uint32) { return key(perm[j]) }
-	}
+	perm, cellKey := sortCells(s)
 	var drop []bool
 	for lo := 0; lo < n; {
 		hi := lo + 1
@@ -322,46 +283,7 @@ func dedupe(s *Store, policy DuplicatePolicy, ds *DuplicateStats, w []int32) ([]
 			if drop == nil {
 				drop = make([]bool, n)
 			}
-			// weight is the number of input rows row e stands for.
-			weight := func(e int32) int64 {
-				if w == nil {
-					return 1
-				}
-				return int64(w[e])
-			}
-			var count int64
-			seen := false // the cell was already merged by an earlier pass
-			for _, e := range perm[lo:hi] {
-				count += weight(e)
-				seen = seen || weight(e) > 1
-			}
-			if !seen {
-				ds.Cells++
-			}
-			ds.Dropped += int(count - weight(first))
-			switch policy {
-			case DupMean, DupSum:
-				var sum float64
-				for _, e := range perm[lo:hi] {
-					if policy == DupSum {
-						sum += s.Val[e] // a merged row already holds its rows' sum
-					} else {
-						sum += s.Val[e] * float64(weight(e)) // a merged row holds its rows' mean
-					}
-				}
-				if policy == DupMean {
-					sum /= float64(count)
-				}
-				s.Val[first] = sum
-			default: // DupLast
-				s.Val[first] = s.Val[last]
-				if s.Timestamps != nil {
-					s.Timestamps[first] = s.Timestamps[last]
-				}
-			}
-			if w != nil {
-				w[first] = int32(min(count, math.MaxInt32))
-			}
+			mergeCell(s, policy, ds, w, perm[lo:hi])
 			for _, e := range perm[lo+1 : hi] {
 				drop[e] = true
 			}
@@ -371,8 +293,101 @@ func dedupe(s *Store, policy DuplicatePolicy, ds *DuplicateStats, w []int32) ([]
 	if drop == nil {
 		return w, nil
 	}
+	return compactRows(s, drop, w), nil
+}
+
+// sortCells sorts the row positions by cell, then by position, so that the
+// rows of one cell form a run; cellKey(j) is the key of the j-th sorted
+// row. It radix-sorts packed cell keys when the modes fit in 64 bits (the
+// usual case), else uses a comparison sort.
+func sortCells(s *Store) (perm []int32, cellKey func(j int) (uint64, uint32)) {
+	if keys, width, ok := cellKeys(s); ok {
+		var sorted []uint64
+		sorted, perm = radixSortCells(keys, width)
+		return perm, func(j int) (uint64, uint32) { return sorted[j], 0 }
+	}
+	order := len(s.Dims)
+	key := func(e int32) (uint64, uint32) {
+		hi := uint64(uint32(s.Idx[0][e]))<<32 | uint64(uint32(s.Idx[1][e]))
+		var lo uint32
+		if order > 2 {
+			lo = uint32(s.Idx[2][e])
+		}
+		return hi, lo
+	}
+	perm = make([]int32, s.NNZ())
+	for e := range perm {
+		perm[e] = int32(e)
+	}
+	slices.SortFunc(perm, func(a, b int32) int {
+		ha, la := key(a)
+		hb, lb := key(b)
+		switch {
+		case ha < hb:
+			return -1
+		case ha > hb:
+			return 1
+		case la < lb:
+			return -1
+		case la > lb:
+			return 1
+		}
+		return int(a - b)
+	})
+	return perm, func(j int) (uint64, uint32) { return key(perm[j]) }
+}
+
+// mergeCell merges the rows of one cell (run, in position order) into its
+// first row under policy, counting them in ds (and w, when not nil).
+func mergeCell(s *Store, policy DuplicatePolicy, ds *DuplicateStats, w []int32, run []int32) {
+	first, last := run[0], run[len(run)-1]
+	// weight is the number of input rows row e stands for.
+	weight := func(e int32) int64 {
+		if w == nil {
+			return 1
+		}
+		return int64(w[e])
+	}
+	var count int64
+	seen := false // the cell was already merged by an earlier pass
+	for _, e := range run {
+		count += weight(e)
+		seen = seen || weight(e) > 1
+	}
+	if !seen {
+		ds.Cells++
+	}
+	ds.Dropped += int(count - weight(first))
+	switch policy {
+	case DupMean, DupSum:
+		var sum float64
+		for _, e := range run {
+			if policy == DupSum {
+				sum += s.Val[e] // a merged row already holds its rows' sum
+			} else {
+				sum += s.Val[e] * float64(weight(e)) // a merged row holds its rows' mean
+			}
+		}
+		if policy == DupMean {
+			sum /= float64(count)
+		}
+		s.Val[first] = sum
+	default: // DupLast
+		s.Val[first] = s.Val[last]
+		if s.Timestamps != nil {
+			s.Timestamps[first] = s.Timestamps[last]
+		}
+	}
+	if w != nil {
+		w[first] = int32(min(count, math.MaxInt32))
+	}
+}
+
+// compactRows removes the dropped rows from s (and w), keeping order, and
+// returns the shortened w.
+func compactRows(s *Store, drop []bool, w []int32) []int32 {
 	k := 0
-	for e := 0; e < n; e++ {
+	for e := range drop {
 		if drop[e] {
 			continue
 		}
@@ -398,5 +413,5 @@ func dedupe(s *Store, policy DuplicatePolicy, ds *DuplicateStats, w []int32) ([]
 	if w != nil {
 		w = slices.Clip(w[:k])
 	}
-	return w, nil
+	return w
 }

@@ -93,53 +93,9 @@ func PruneCorpus(c *Corpus, opts PruneOptions) (*Corpus, *PruneReport, error) {
 		cf[w] += int64(c.Counts[i])
 	}
 	rep := &PruneReport{}
-	keep := make([]bool, v)
-	extra := make(map[string]struct{}, len(opts.ExtraStopWords))
-	for _, s := range opts.ExtraStopWords {
-		extra[strings.ToLower(s)] = struct{}{}
-	}
-	nd := float64(c.NumDocs())
-	var maxDF []int
-	for w := 0; w < v; w++ {
-		word := strings.ToLower(c.Vocab[w])
-		_, isExtra := extra[word]
-		switch {
-		case isExtra || (!opts.KeepStopWords && isStopWord(word)):
-			rep.StopWords++
-		case opts.MinCount > 1 && cf[w] < int64(opts.MinCount):
-			rep.MinCount++
-		case opts.MinDF > 1 && df[w] < int64(opts.MinDF):
-			rep.MinDF++
-		case opts.MaxDF > 0 && float64(df[w]) > opts.MaxDF*nd:
-			rep.MaxDF++
-			maxDF = append(maxDF, w)
-		default:
-			keep[w] = true
-		}
-	}
-	sort.SliceStable(maxDF, func(a, b int) bool { return cf[maxDF[a]] > cf[maxDF[b]] })
-	for i := 0; i < len(maxDF) && i < 20; i++ {
-		rep.MaxDFWords = append(rep.MaxDFWords, c.Vocab[maxDF[i]])
-	}
+	keep := pruneRules(c, opts, df, cf, rep)
 	if opts.MaxVocab > 0 {
-		var kept []int
-		for w := 0; w < v; w++ {
-			if keep[w] {
-				kept = append(kept, w)
-			}
-		}
-		if len(kept) > opts.MaxVocab {
-			sort.SliceStable(kept, func(a, b int) bool {
-				if cf[kept[a]] != cf[kept[b]] {
-					return cf[kept[a]] > cf[kept[b]]
-				}
-				return c.Vocab[kept[a]] < c.Vocab[kept[b]]
-			})
-			for _, w := range kept[opts.MaxVocab:] {
-				keep[w] = false
-				rep.MaxVocab++
-			}
-		}
+		pruneMaxVocab(c, opts.MaxVocab, cf, keep, rep)
 	}
 	newID := make([]int32, v)
 	var vocab []string
@@ -183,6 +139,65 @@ func PruneCorpus(c *Corpus, opts PruneOptions) (*Corpus, *PruneReport, error) {
 			ErrEmptyCorpus, rep.EmptiedDocs, rep.ShortDocs, b.minLen, v-len(vocab), v)
 	}
 	return &out, rep, nil
+}
+
+// pruneRules applies the stop-word, count and document-frequency rules
+// and returns which words stay; it counts the removals in rep.
+func pruneRules(c *Corpus, opts PruneOptions, df, cf []int64, rep *PruneReport) []bool {
+	v := c.V()
+	keep := make([]bool, v)
+	extra := make(map[string]struct{}, len(opts.ExtraStopWords))
+	for _, s := range opts.ExtraStopWords {
+		extra[strings.ToLower(s)] = struct{}{}
+	}
+	nd := float64(c.NumDocs())
+	var maxDF []int
+	for w := 0; w < v; w++ {
+		word := strings.ToLower(c.Vocab[w])
+		_, isExtra := extra[word]
+		switch {
+		case isExtra || (!opts.KeepStopWords && isStopWord(word)):
+			rep.StopWords++
+		case opts.MinCount > 1 && cf[w] < int64(opts.MinCount):
+			rep.MinCount++
+		case opts.MinDF > 1 && df[w] < int64(opts.MinDF):
+			rep.MinDF++
+		case opts.MaxDF > 0 && float64(df[w]) > opts.MaxDF*nd:
+			rep.MaxDF++
+			maxDF = append(maxDF, w)
+		default:
+			keep[w] = true
+		}
+	}
+	sort.SliceStable(maxDF, func(a, b int) bool { return cf[maxDF[a]] > cf[maxDF[b]] })
+	for i := 0; i < len(maxDF) && i < 20; i++ {
+		rep.MaxDFWords = append(rep.MaxDFWords, c.Vocab[maxDF[i]])
+	}
+	return keep
+}
+
+// pruneMaxVocab keeps only the maxVocab most frequent of the kept words
+// (ties broken by the word), counting the removals in rep.
+func pruneMaxVocab(c *Corpus, maxVocab int, cf []int64, keep []bool, rep *PruneReport) {
+	var kept []int
+	for w := range keep {
+		if keep[w] {
+			kept = append(kept, w)
+		}
+	}
+	if len(kept) <= maxVocab {
+		return
+	}
+	sort.SliceStable(kept, func(a, b int) bool {
+		if cf[kept[a]] != cf[kept[b]] {
+			return cf[kept[a]] > cf[kept[b]]
+		}
+		return c.Vocab[kept[a]] < c.Vocab[kept[b]]
+	})
+	for _, w := range kept[maxVocab:] {
+		keep[w] = false
+		rep.MaxVocab++
+	}
 }
 
 // ReadStopWords reads a stop-word file: words separated by white space

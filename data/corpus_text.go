@@ -26,22 +26,8 @@ func ReadTextDir(dir string, opts CorpusOptions) (*Corpus, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Memory: each file's bytes, their string copy, the lower-cased tokens
-	// and a map entry per distinct token of the document; a text of short
-	// distinct words costs up to about memTextBytesPerByte times its size.
-	var total int64
-	for _, e := range ents {
-		if e.IsDir() || strings.HasPrefix(e.Name(), ".") || !e.Type().IsRegular() {
-			continue
-		}
-		if info, err := e.Info(); err == nil {
-			total += info.Size()
-		}
-	}
-	lo := LoadOptions{MaxMemory: opts.MaxMemory}
-	if limit, est := lo.memLimit(), total*memTextBytesPerByte; limit > 0 && est > limit {
-		return nil, fmt.Errorf("%s: %w: %s of text need up to about %s to tokenize, more than the limit of %s (--max-memory)",
-			dir, ErrMemoryLimit, FormatBytes(total), FormatBytes(est), FormatBytes(limit))
+	if err := textDirMemory(dir, ents, opts.MaxMemory); err != nil {
+		return nil, err
 	}
 	var docs []map[string]int32
 	var names []string
@@ -57,15 +43,7 @@ func ReadTextDir(dir string, opts CorpusOptions) (*Corpus, error) {
 			return nil, err
 		}
 		if !utf8.Valid(b) {
-			off := 0
-			for off < len(b) {
-				r, n := utf8.DecodeRune(b[off:])
-				if r == utf8.RuneError && n <= 1 {
-					break
-				}
-				off += n
-			}
-			return nil, fmt.Errorf("%s: not valid UTF-8 text (invalid byte 0x%02x at offset %d); convert it, e.g. iconv -f latin1 -t utf-8", path, b[off], off)
+			return nil, invalidUTF8(path, b)
 		}
 		doc := map[string]int32{}
 		for _, tok := range Tokenize(string(b)) {
@@ -82,29 +60,7 @@ func ReadTextDir(dir string, opts CorpusOptions) (*Corpus, error) {
 	if len(docs) == 0 {
 		return nil, fmt.Errorf("%s: %w (no regular files)", dir, ErrEmptyCorpus)
 	}
-	words := make([]string, 0, len(freq))
-	for w, f := range freq {
-		if opts.MinCount > 1 && f < int64(opts.MinCount) {
-			stats.PrunedWords++
-			stats.PrunedTokens += f
-			continue
-		}
-		words = append(words, w)
-	}
-	if opts.MaxVocab > 0 && len(words) > opts.MaxVocab {
-		sort.Slice(words, func(a, b int) bool {
-			if freq[words[a]] != freq[words[b]] {
-				return freq[words[a]] > freq[words[b]]
-			}
-			return words[a] < words[b]
-		})
-		for _, w := range words[opts.MaxVocab:] {
-			stats.PrunedWords++
-			stats.PrunedTokens += freq[w]
-		}
-		words = words[:opts.MaxVocab]
-	}
-	sort.Strings(words)
+	words := textVocab(freq, opts, &stats)
 	id := make(map[string]int32, len(words))
 	for i, w := range words {
 		id[w] = int32(i)
@@ -136,6 +92,73 @@ func ReadTextDir(dir string, opts CorpusOptions) (*Corpus, error) {
 	c.Stats.PrunedTokens = stats.PrunedTokens
 	c.InputNames = names
 	return c, nil
+}
+
+// textDirMemory refuses a directory whose files would need more memory to
+// tokenize than the limit. Memory: each file's bytes, their string copy,
+// the lower-cased tokens and a map entry per distinct token of the
+// document; a text of short distinct words costs up to about
+// memTextBytesPerByte times its size.
+func textDirMemory(dir string, ents []os.DirEntry, maxMemory int64) error {
+	var total int64
+	for _, e := range ents {
+		if e.IsDir() || strings.HasPrefix(e.Name(), ".") || !e.Type().IsRegular() {
+			continue
+		}
+		if info, err := e.Info(); err == nil {
+			total += info.Size()
+		}
+	}
+	lo := LoadOptions{MaxMemory: maxMemory}
+	if limit, est := lo.memLimit(), total*memTextBytesPerByte; limit > 0 && est > limit {
+		return fmt.Errorf("%s: %w: %s of text need up to about %s to tokenize, more than the limit of %s (--max-memory)",
+			dir, ErrMemoryLimit, FormatBytes(total), FormatBytes(est), FormatBytes(limit))
+	}
+	return nil
+}
+
+// invalidUTF8 is the error for a file that is not UTF-8: it names the
+// first invalid byte and its offset.
+func invalidUTF8(path string, b []byte) error {
+	off := 0
+	for off < len(b) {
+		r, n := utf8.DecodeRune(b[off:])
+		if r == utf8.RuneError && n <= 1 {
+			break
+		}
+		off += n
+	}
+	return fmt.Errorf("%s: not valid UTF-8 text (invalid byte 0x%02x at offset %d); convert it, e.g. iconv -f latin1 -t utf-8", path, b[off], off)
+}
+
+// textVocab returns the sorted vocabulary: the words occurring at least
+// opts.MinCount times, cut to the opts.MaxVocab most frequent (ties broken
+// by the word). It counts the removed words and tokens in stats.
+func textVocab(freq map[string]int64, opts CorpusOptions, stats *CorpusStats) []string {
+	words := make([]string, 0, len(freq))
+	for w, f := range freq {
+		if opts.MinCount > 1 && f < int64(opts.MinCount) {
+			stats.PrunedWords++
+			stats.PrunedTokens += f
+			continue
+		}
+		words = append(words, w)
+	}
+	if opts.MaxVocab > 0 && len(words) > opts.MaxVocab {
+		sort.Slice(words, func(a, b int) bool {
+			if freq[words[a]] != freq[words[b]] {
+				return freq[words[a]] > freq[words[b]]
+			}
+			return words[a] < words[b]
+		})
+		for _, w := range words[opts.MaxVocab:] {
+			stats.PrunedWords++
+			stats.PrunedTokens += freq[w]
+		}
+		words = words[:opts.MaxVocab]
+	}
+	sort.Strings(words)
+	return words
 }
 
 // Tokenize lower-cases s and returns its maximal runs of letters of at

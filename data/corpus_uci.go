@@ -52,69 +52,17 @@ func ReadUCIBagOfWords(docwordPath, vocabPath string, opts CorpusOptions) (*Corp
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
 	line := 0
-	var header [3]int64
-	for h := 0; h < 3; {
-		if !sc.Scan() {
-			if err := sc.Err(); err != nil {
-				return nil, fmt.Errorf("%s: %w", docwordPath, err)
-			}
-			return nil, fmt.Errorf("%s: line %d: missing header (want D, W and NNZ lines)", docwordPath, line+1)
-		}
-		line++
-		s := strings.TrimSpace(sc.Text())
-		if s == "" {
-			continue
-		}
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || v < 0 {
-			return nil, fmt.Errorf("%s: line %d: header value %q is not a non-negative integer", docwordPath, line, s)
-		}
-		header[h] = v
-		h++
+	header, err := uciHeader(sc, docwordPath, &line)
+	if err != nil {
+		return nil, err
 	}
 	nd, nw, nnz := header[0], header[1], header[2]
 	if nd > 1<<31-1 || nw > 1<<31-1 {
 		return nil, fmt.Errorf("%s: D = %d or W = %d too large", docwordPath, nd, nw)
 	}
-	type entry struct{ d, w, c int32 }
-	capHint := nnz
-	if capHint > 1<<24 {
-		capHint = 1 << 24 // the header is untrusted: grow beyond 16M on demand
-	}
-	ents := make([]entry, 0, capHint)
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		f := strings.Fields(string(b))
-		if len(f) != 3 {
-			return nil, fmt.Errorf("%s: line %d: want \"docID wordID count\", got %q", docwordPath, line, b)
-		}
-		var v [3]int64
-		for i := range f {
-			x, err := strconv.ParseInt(f[i], 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("%s: line %d: field %d %q is not an integer", docwordPath, line, i+1, f[i])
-			}
-			v[i] = x
-		}
-		switch {
-		case v[0] < 1 || v[0] > nd:
-			return nil, fmt.Errorf("%s: line %d: document id %d outside [1, %d]", docwordPath, line, v[0], nd)
-		case v[1] < 1 || v[1] > nw:
-			return nil, fmt.Errorf("%s: line %d: unknown word id %d (vocabulary has %d words)", docwordPath, line, v[1], nw)
-		case v[2] < 1 || v[2] > 1<<31-1:
-			return nil, fmt.Errorf("%s: line %d: count %d must be a positive 32-bit integer", docwordPath, line, v[2])
-		}
-		ents = append(ents, entry{int32(v[0] - 1), int32(v[1] - 1), int32(v[2])})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: line %d: %w", docwordPath, line+1, err)
-	}
-	if int64(len(ents)) != nnz {
-		return nil, fmt.Errorf("%s: header says NNZ = %d but the file has %d entries (truncated?)", docwordPath, nnz, len(ents))
+	ents, err := uciEntries(sc, docwordPath, &line, nd, nw, nnz)
+	if err != nil {
+		return nil, err
 	}
 	var vocab []string
 	if vocabPath != "" {
@@ -125,24 +73,8 @@ func ReadUCIBagOfWords(docwordPath, vocabPath string, opts CorpusOptions) (*Corp
 		if int64(len(vocab)) != nw {
 			return nil, fmt.Errorf("%s: %d words, but %s declares W = %d", vocabPath, len(vocab), docwordPath, nw)
 		}
-	} else {
-		// Without vocab.txt, words are named by their 1-based ids up to the
-		// largest id used (the header's W is untrusted and may be huge).
-		var maxW int32 = -1
-		for _, e := range ents {
-			if e.w > maxW {
-				maxW = e.w
-			}
-		}
-		lo := LoadOptions{MaxMemory: opts.MaxMemory}
-		if limit, est := lo.memLimit(), int64(maxW+1)*memVocabWordBytes; limit > 0 && est > limit {
-			return nil, fmt.Errorf("%s: %w: word id %d makes a generated vocabulary of about %s, more than the limit of %s (--max-memory); give the vocab.txt or renumber the words",
-				docwordPath, ErrMemoryLimit, maxW+1, FormatBytes(est), FormatBytes(limit))
-		}
-		vocab = make([]string, maxW+1)
-		for i := range vocab {
-			vocab[i] = strconv.Itoa(i + 1)
-		}
+	} else if vocab, err = uciNumberedVocab(ents, docwordPath, opts.MaxMemory); err != nil {
+		return nil, err
 	}
 	sort.Slice(ents, func(a, b int) bool {
 		if ents[a].d != ents[b].d {
@@ -179,6 +111,101 @@ func ReadUCIBagOfWords(docwordPath, vocabPath string, opts CorpusOptions) (*Corp
 		return nil, fmt.Errorf("%s: %w", docwordPath, err)
 	}
 	return c, nil
+}
+
+// uciEntry is one docword line, 0-based.
+type uciEntry struct{ d, w, c int32 }
+
+// uciHeader reads the D, W and NNZ header lines (blank lines skipped).
+func uciHeader(sc *bufio.Scanner, path string, line *int) ([3]int64, error) {
+	var header [3]int64
+	for h := 0; h < 3; {
+		if !sc.Scan() {
+			if err := sc.Err(); err != nil {
+				return header, fmt.Errorf("%s: %w", path, err)
+			}
+			return header, fmt.Errorf("%s: line %d: missing header (want D, W and NNZ lines)", path, *line+1)
+		}
+		*line++
+		s := strings.TrimSpace(sc.Text())
+		if s == "" {
+			continue
+		}
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || v < 0 {
+			return header, fmt.Errorf("%s: line %d: header value %q is not a non-negative integer", path, *line, s)
+		}
+		header[h] = v
+		h++
+	}
+	return header, nil
+}
+
+// uciEntries reads the "docID wordID count" lines, checking the ids
+// against [1, nd] and [1, nw] and their number against nnz.
+func uciEntries(sc *bufio.Scanner, path string, line *int, nd, nw, nnz int64) ([]uciEntry, error) {
+	capHint := nnz
+	if capHint > 1<<24 {
+		capHint = 1 << 24 // the header is untrusted: grow beyond 16M on demand
+	}
+	ents := make([]uciEntry, 0, capHint)
+	for sc.Scan() {
+		*line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		f := strings.Fields(string(b))
+		if len(f) != 3 {
+			return nil, fmt.Errorf("%s: line %d: want \"docID wordID count\", got %q", path, *line, b)
+		}
+		var v [3]int64
+		for i := range f {
+			x, err := strconv.ParseInt(f[i], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s: line %d: field %d %q is not an integer", path, *line, i+1, f[i])
+			}
+			v[i] = x
+		}
+		switch {
+		case v[0] < 1 || v[0] > nd:
+			return nil, fmt.Errorf("%s: line %d: document id %d outside [1, %d]", path, *line, v[0], nd)
+		case v[1] < 1 || v[1] > nw:
+			return nil, fmt.Errorf("%s: line %d: unknown word id %d (vocabulary has %d words)", path, *line, v[1], nw)
+		case v[2] < 1 || v[2] > 1<<31-1:
+			return nil, fmt.Errorf("%s: line %d: count %d must be a positive 32-bit integer", path, *line, v[2])
+		}
+		ents = append(ents, uciEntry{int32(v[0] - 1), int32(v[1] - 1), int32(v[2])})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: line %d: %w", path, *line+1, err)
+	}
+	if int64(len(ents)) != nnz {
+		return nil, fmt.Errorf("%s: header says NNZ = %d but the file has %d entries (truncated?)", path, nnz, len(ents))
+	}
+	return ents, nil
+}
+
+// uciNumberedVocab names the words, without vocab.txt, by their 1-based
+// ids up to the largest id used (the header's W is untrusted and may be
+// huge).
+func uciNumberedVocab(ents []uciEntry, path string, maxMemory int64) ([]string, error) {
+	var maxW int32 = -1
+	for _, e := range ents {
+		if e.w > maxW {
+			maxW = e.w
+		}
+	}
+	lo := LoadOptions{MaxMemory: maxMemory}
+	if limit, est := lo.memLimit(), int64(maxW+1)*memVocabWordBytes; limit > 0 && est > limit {
+		return nil, fmt.Errorf("%s: %w: word id %d makes a generated vocabulary of about %s, more than the limit of %s (--max-memory); give the vocab.txt or renumber the words",
+			path, ErrMemoryLimit, maxW+1, FormatBytes(est), FormatBytes(limit))
+	}
+	vocab := make([]string, maxW+1)
+	for i := range vocab {
+		vocab[i] = strconv.Itoa(i + 1)
+	}
+	return vocab, nil
 }
 
 func readVocab(path string) ([]string, error) {

@@ -86,56 +86,13 @@ func readParquet(path string, opts *LoadOptions, rep *LoadReport) (s *Store, err
 	if err != nil {
 		return nil, err
 	}
-	ctx := context.Background()
+	src := &parquetSource{path: path, pf: pf, fr: fr, cols: cols, leaves: leaves, size: st.Size(), mem: mem}
 	err = l.pipeline(opts.Threads, func(emit func(*arrowBatch) bool) error {
 		var fileRow int64
 		for g := 0; g < pf.NumRowGroups(); g++ {
-			where := fmt.Sprintf("row group %d", g)
-			want := pf.MetaData().RowGroup(g).NumRows()
-			// The field readers are made here, one after another, rather than
-			// by GetRecordReader, which makes them on goroutines of its own
-			// where a panic on a corrupt file could not be recovered.
-			if err := parquetCheckChunks(pf, g, leaves, st.Size()); err != nil {
-				return fmt.Errorf("%s: %s: corrupt file: %w", path, where, err)
+			if ok, err := src.emitRowGroup(l, emit, g, &fileRow); !ok {
+				return err
 			}
-			var (
-				readers []*pqarrow.ColumnReader
-				fields  []arrow.Field
-			)
-			release := func() {
-				for _, r := range readers {
-					r.Release()
-				}
-			}
-			for _, c := range cols {
-				if c < 0 {
-					continue
-				}
-				cr, err := fr.GetFieldReader(ctx, c, map[int]bool{fr.Manifest.Fields[c].ColIndex: true}, []int{g})
-				if err != nil {
-					release()
-					return fmt.Errorf("%s: %s: %w", path, where, err)
-				}
-				readers = append(readers, cr)
-				fields = append(fields, *cr.Field())
-			}
-			rsc := arrow.NewSchema(fields, nil)
-			var first int64
-			for first < want {
-				rec, err := parquetNextRecord(readers, rsc, min(parquetReadBatch, want-first), mem)
-				if err != nil {
-					release()
-					return fmt.Errorf("%s: %s near row %d: corrupt or truncated file: %w", path, where, first, err)
-				}
-				n := rec.NumRows()
-				if ok, err := arrowEmitRecord(l, emit, rec, where, first, fileRow); !ok {
-					release()
-					return err
-				}
-				first += n
-				fileRow += n
-			}
-			release()
 		}
 		return nil
 	})
@@ -143,6 +100,66 @@ func readParquet(path string, opts *LoadOptions, rep *LoadReport) (s *Store, err
 		return nil, err
 	}
 	return l.finish()
+}
+
+// parquetSource is an open Parquet file and the columns a load reads.
+type parquetSource struct {
+	path   string
+	pf     *file.Reader
+	fr     *pqarrow.FileReader
+	cols   [4]int // schema field per role, -1 if absent
+	leaves []int  // the leaf column indices of the read fields
+	size   int64
+	mem    memory.Allocator
+}
+
+// emitRowGroup reads row group g in record batches and emits them;
+// fileRow counts the rows of the file emitted so far. It returns false
+// when the load must end, with the error (nil when the consumer stopped).
+func (p *parquetSource) emitRowGroup(l *arrowLoader, emit func(*arrowBatch) bool, g int, fileRow *int64) (bool, error) {
+	where := fmt.Sprintf("row group %d", g)
+	want := p.pf.MetaData().RowGroup(g).NumRows()
+	// The field readers are made here, one after another, rather than
+	// by GetRecordReader, which makes them on goroutines of its own
+	// where a panic on a corrupt file could not be recovered.
+	if err := parquetCheckChunks(p.pf, g, p.leaves, p.size); err != nil {
+		return false, fmt.Errorf("%s: %s: corrupt file: %w", p.path, where, err)
+	}
+	var (
+		readers []*pqarrow.ColumnReader
+		fields  []arrow.Field
+	)
+	defer func() {
+		for _, r := range readers {
+			r.Release()
+		}
+	}()
+	for _, c := range p.cols {
+		if c < 0 {
+			continue
+		}
+		cr, err := p.fr.GetFieldReader(context.Background(), c, map[int]bool{p.fr.Manifest.Fields[c].ColIndex: true}, []int{g})
+		if err != nil {
+			return false, fmt.Errorf("%s: %s: %w", p.path, where, err)
+		}
+		readers = append(readers, cr)
+		fields = append(fields, *cr.Field())
+	}
+	rsc := arrow.NewSchema(fields, nil)
+	var first int64
+	for first < want {
+		rec, err := parquetNextRecord(readers, rsc, min(parquetReadBatch, want-first), p.mem)
+		if err != nil {
+			return false, fmt.Errorf("%s: %s near row %d: corrupt or truncated file: %w", p.path, where, first, err)
+		}
+		n := rec.NumRows()
+		if ok, err := arrowEmitRecord(l, emit, rec, where, first, *fileRow); !ok {
+			return false, err
+		}
+		first += n
+		*fileRow += n
+	}
+	return true, nil
 }
 
 // writeParquet writes s as Parquet: snappy-compressed (pure Go, fast to

@@ -161,8 +161,60 @@ func Synth(opts SynthOptions, src rand.Source) (*Store, *SynthTruth, error) {
 		order = 3
 	}
 	full := []int{o.Users, o.Items, max(o.Times, 1)}[:order]
+	tr := synthDrawTruth(o, full, r)
+	keys, err := synthCells(o, full, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	n := len(keys)
+	cells := synthDecode(keys, o.Items, full)
+	keys = nil
+	idx := cells.idx
+	// Noiseless values at the original indices.
+	tr.Dims = full
+	tr.Clean = make([]float64, n)
+	cell := make([]int32, order)
+	for e := range tr.Clean {
+		for m := range cell {
+			cell[m] = idx[m][e]
+		}
+		tr.Clean[e] = tr.Value(cell)
+	}
+	dims := []int{int(cells.counts[0]), int(cells.counts[1])}
+	synthRelabel(tr, idx, cells.relabel, dims)
+	s := &Store{Idx: idx, Dicts: make([]*Dict, order)}
+	names := [2]string{"userId", "movieId"}
+	for m := 0; m < 2; m++ {
+		ids := make([]int64, dims[m])
+		for i := range ids {
+			ids[i] = int64(i) + 1
+		}
+		if s.Dicts[m], err = DictFromInts(names[m], ids); err != nil {
+			return nil, nil, err
+		}
+	}
+	if order == 3 {
+		dims = synthShiftTime(s, tr, o, cells.minT, cells.maxT, dims, r)
+	}
+	s.Dims = dims
+	tr.Dims = slices.Clone(dims)
+	// Noise and rounding.
+	s.Val = make([]float64, n)
+	for e, c := range tr.Clean {
+		v := c
+		if o.Noise > 0 {
+			v += o.Noise * r.NormFloat64()
+		}
+		s.Val[e] = synthRound(v, o.Scale)
+	}
+	return s, tr, nil
+}
+
+// synthDrawTruth draws the model parameters at full size: factors, the
+// Tucker core and the biases, in that order from r.
+func synthDrawTruth(o SynthOptions, full []int, r *rand.Rand) *SynthTruth {
+	order := len(full)
 	tr := &SynthTruth{Kind: o.Kind, Mean: o.Mean, Noise: o.Noise, Scale: o.Scale}
-	// Model parameters, drawn at full size first.
 	tr.Ranks = make([]int, order)
 	for m := range tr.Ranks {
 		if o.Kind == "cp" {
@@ -209,61 +261,60 @@ func Synth(opts SynthOptions, src rand.Source) (*Store, *SynthTruth, error) {
 			tr.Bias[m] = b
 		}
 	}
+	return tr
+}
 
-	keys, err := synthCells(o, full, r)
-	if err != nil {
-		return nil, nil, err
+// synthDecoded are the drawn cells at their original indices, with the
+// relabelling of users and items by first appearance and the observed
+// time range.
+type synthDecoded struct {
+	idx        [][]int32
+	relabel    [][]int32 // original index -> new index, -1 if unobserved
+	counts     [2]int32  // observed users and items
+	minT, maxT int32
+}
+
+// synthDecode decodes the sorted cell keys (user-major).
+func synthDecode(keys []uint64, items int, full []int) synthDecoded {
+	order, n := len(full), len(keys)
+	d := synthDecoded{idx: make([][]int32, order), relabel: make([][]int32, 2)}
+	for m := range d.idx {
+		d.idx[m] = make([]int32, n)
 	}
-	n := len(keys)
-	// Decode the sorted cells (user-major) and relabel users and items by
-	// first appearance; shift time so the first observed bucket is 0.
-	idx := make([][]int32, order)
-	for m := range idx {
-		idx[m] = make([]int32, n)
-	}
-	relabel := make([][]int32, 2)
-	for m := range relabel {
-		relabel[m] = make([]int32, full[m])
-		for i := range relabel[m] {
-			relabel[m][i] = -1
+	for m := range d.relabel {
+		d.relabel[m] = make([]int32, full[m])
+		for i := range d.relabel[m] {
+			d.relabel[m][i] = -1
 		}
 	}
-	counts := [2]int32{}
 	T := uint64(full[len(full)-1])
 	if order == 2 {
 		T = 1
 	}
-	minT, maxT := int32(math.MaxInt32), int32(-1)
+	d.minT, d.maxT = int32(math.MaxInt32), int32(-1)
 	for e, k := range keys {
 		t := int32(k % T)
 		k /= T
-		i := int32(k % uint64(o.Items))
-		u := int32(k / uint64(o.Items))
+		i := int32(k % uint64(items))
+		u := int32(k / uint64(items))
 		for m, v := range [2]int32{u, i} {
-			if relabel[m][v] < 0 {
-				relabel[m][v] = counts[m]
-				counts[m]++
+			if d.relabel[m][v] < 0 {
+				d.relabel[m][v] = d.counts[m]
+				d.counts[m]++
 			}
 		}
-		idx[0][e], idx[1][e] = u, i
+		d.idx[0][e], d.idx[1][e] = u, i
 		if order == 3 {
-			idx[2][e] = t
-			minT, maxT = min(minT, t), max(maxT, t)
+			d.idx[2][e] = t
+			d.minT, d.maxT = min(d.minT, t), max(d.maxT, t)
 		}
 	}
-	keys = nil
-	// Noiseless values at the original indices.
-	tr.Dims = full
-	tr.Clean = make([]float64, n)
-	cell := make([]int32, order)
-	for e := range tr.Clean {
-		for m := range cell {
-			cell[m] = idx[m][e]
-		}
-		tr.Clean[e] = tr.Value(cell)
-	}
-	// Reindex the truth and the store.
-	dims := []int{int(counts[0]), int(counts[1])}
+	return d
+}
+
+// synthRelabel reindexes the user and item factors, biases and indices to
+// the observed users and items (dims).
+func synthRelabel(tr *SynthTruth, idx, relabel [][]int32, dims []int) {
 	for m := 0; m < 2; m++ {
 		rk := tr.Ranks[m]
 		f := make([]float64, dims[m]*rk)
@@ -288,48 +339,31 @@ func Synth(opts SynthOptions, src rand.Source) (*Store, *SynthTruth, error) {
 			idx[m][e] = relabel[m][v]
 		}
 	}
-	s := &Store{Idx: idx, Dicts: make([]*Dict, order)}
-	names := [2]string{"userId", "movieId"}
-	for m := 0; m < 2; m++ {
-		ids := make([]int64, dims[m])
-		for i := range ids {
-			ids[i] = int64(i) + 1
-		}
-		if s.Dicts[m], err = DictFromInts(names[m], ids); err != nil {
-			return nil, nil, err
-		}
+}
+
+// synthShiftTime shifts time so that the first observed bucket is 0, sets
+// the store's bucketing and draws a timestamp inside each row's bucket. It
+// returns dims with the time mode appended.
+func synthShiftTime(s *Store, tr *SynthTruth, o SynthOptions, minT, maxT int32, dims []int, r *rand.Rand) []int {
+	idx := s.Idx
+	rk := tr.Ranks[2]
+	tr.Factors[2] = slices.Clone(tr.Factors[2][int(minT)*rk : int(maxT+1)*rk])
+	if tr.Bias != nil {
+		tr.Bias[2] = slices.Clone(tr.Bias[2][minT : maxT+1])
 	}
-	if order == 3 {
-		rk := tr.Ranks[2]
-		tr.Factors[2] = slices.Clone(tr.Factors[2][int(minT)*rk : int(maxT+1)*rk])
-		if tr.Bias != nil {
-			tr.Bias[2] = slices.Clone(tr.Bias[2][minT : maxT+1])
-		}
-		for e := range idx[2] {
-			idx[2][e] -= minT
-		}
-		dims = append(dims, int(maxT-minT+1))
-		first := o.TimeUnit.AbsBucket(o.Start) + int64(minT)
-		s.Time = &TimeBucketing{Unit: o.TimeUnit, First: first, Count: dims[2]}
-		s.Timestamps = make([]int64, n)
-		for e, k := range idx[2] {
-			start := s.Time.Start(k)
-			width := s.Time.Start(k+1) - start
-			s.Timestamps[e] = start + r.Int64N(width)
-		}
+	for e := range idx[2] {
+		idx[2][e] -= minT
 	}
-	s.Dims = dims
-	tr.Dims = slices.Clone(dims)
-	// Noise and rounding.
-	s.Val = make([]float64, n)
-	for e, c := range tr.Clean {
-		v := c
-		if o.Noise > 0 {
-			v += o.Noise * r.NormFloat64()
-		}
-		s.Val[e] = synthRound(v, o.Scale)
+	dims = append(dims, int(maxT-minT+1))
+	first := o.TimeUnit.AbsBucket(o.Start) + int64(minT)
+	s.Time = &TimeBucketing{Unit: o.TimeUnit, First: first, Count: dims[2]}
+	s.Timestamps = make([]int64, len(idx[2]))
+	for e, k := range idx[2] {
+		start := s.Time.Start(k)
+		width := s.Time.Start(k+1) - start
+		s.Timestamps[e] = start + r.Int64N(width)
 	}
-	return s, tr, nil
+	return dims
 }
 
 func synthRound(v float64, scale string) float64 {

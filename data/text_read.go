@@ -135,111 +135,162 @@ func (c *textCountingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// run performs one load attempt.
-func (r *textReader) run() (*Store, error) {
-	path, opts, rep := r.path, r.opts, r.rep
-	for m := range r.str {
-		r.str[m] = r.strWhy[m] != ""
-	}
+// textInput is an opened rating file: the (decompressed) byte stream and
+// the counters that progress reports read.
+type textInput struct {
+	src   io.Reader
+	cr    *textCountingReader
+	br    *bufio.Reader
+	total int64 // the file size, -1 if unknown
+	close func()
+}
+
+// openText opens path, decompressing it when it starts with the gzip magic.
+func openText(path string, rep *LoadReport) (*textInput, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	var total int64 = -1
+	in := &textInput{total: -1, close: func() { f.Close() }}
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-		total = st.Size()
+		in.total = st.Size()
 	}
-	cr := &textCountingReader{r: f}
-	br := bufio.NewReaderSize(cr, 64<<10)
-	var src io.Reader = br
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
+	in.cr = &textCountingReader{r: f}
+	in.br = bufio.NewReaderSize(in.cr, 64<<10)
+	in.src = in.br
+	if magic, _ := in.br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(in.br)
 		if err != nil {
+			f.Close()
 			return nil, fmt.Errorf("%s: gzip: %w", path, err)
 		}
-		defer zr.Close()
-		src = zr
+		in.close = func() {
+			zr.Close()
+			f.Close()
+		}
+		in.src = zr
 		rep.Detected = append(rep.Detected, "gzip-compressed")
 	}
-	readErr := func(err error) error { return fmt.Errorf("%s: read: %w", path, err) }
-	maxLine := opts.maxLine()
-	tooLong := func(line int) *ParseError {
-		return &ParseError{File: path, Line: line, Err: fmt.Errorf("%w: the line is longer than the maximum of %d bytes (raise it with --max-line)", ErrLineTooLong, maxLine)}
-	}
+	return in, nil
+}
 
-	// The first block: sniff the layout, then drop the header line. The
-	// block grows until it holds a whole line or more than maxLine bytes;
-	// leading lines longer than that are skipped (SkipInvalid) or fail.
-	line := 1
-	headRaw := make([]byte, textChunkSize)
-	n, err := io.ReadFull(src, headRaw)
-	eof := err == io.EOF || err == io.ErrUnexpectedEOF
-	if err != nil && !eof {
-		return nil, readErr(err)
+// pos returns the bytes of the (possibly compressed) file consumed so far.
+func (in *textInput) pos() int64 { return in.cr.n - int64(in.br.Buffered()) }
+
+func (r *textReader) readErr(err error) error { return fmt.Errorf("%s: read: %w", r.path, err) }
+
+func (r *textReader) tooLong(line int) *ParseError {
+	return &ParseError{File: r.path, Line: line, Err: fmt.Errorf("%w: the line is longer than the maximum of %d bytes (raise it with --max-line)", ErrLineTooLong, r.maxLine)}
+}
+
+// textHead is the first block of a file.
+type textHead struct {
+	raw  []byte // the allocated buffer
+	buf  []byte // the bytes not yet consumed, a subslice of raw
+	eof  bool   // the file ends with buf
+	line int    // the 1-based number of the line buf starts with
+}
+
+// readHead reads the first block. The block grows until it holds a whole
+// line or more than maxLine bytes; leading lines longer than that are
+// skipped (SkipInvalid, recorded in preErrs) or fail.
+func (r *textReader) readHead(src io.Reader) (*textHead, error) {
+	h := &textHead{raw: make([]byte, textChunkSize), line: 1}
+	n, err := io.ReadFull(src, h.raw)
+	h.eof = err == io.EOF || err == io.ErrUnexpectedEOF
+	if err != nil && !h.eof {
+		return nil, r.readErr(err)
 	}
-	head := headRaw[:n]
-	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")) // UTF-8 byte-order mark
+	h.buf = bytes.TrimPrefix(h.raw[:n], []byte("\xef\xbb\xbf")) // UTF-8 byte-order mark
 	r.preErrs = nil
 	for {
-		for !eof && bytes.IndexByte(head, '\n') < 0 && len(head) <= maxLine {
-			more := make([]byte, max(len(head)+textChunkSize, 2*len(head)))
-			copy(more, head)
-			n, err := io.ReadFull(src, more[len(head):])
-			if eof = err == io.EOF || err == io.ErrUnexpectedEOF; err != nil && !eof {
-				return nil, readErr(err)
+		for !h.eof && bytes.IndexByte(h.buf, '\n') < 0 && len(h.buf) <= r.maxLine {
+			more := make([]byte, max(len(h.buf)+textChunkSize, 2*len(h.buf)))
+			copy(more, h.buf)
+			n, err := io.ReadFull(src, more[len(h.buf):])
+			if h.eof = err == io.EOF || err == io.ErrUnexpectedEOF; err != nil && !h.eof {
+				return nil, r.readErr(err)
 			}
-			headRaw, head = more, more[:len(head)+n]
+			h.raw, h.buf = more, more[:len(h.buf)+n]
 		}
-		if eof || bytes.IndexByte(head, '\n') >= 0 {
-			break
+		if h.eof || bytes.IndexByte(h.buf, '\n') >= 0 {
+			return h, nil
 		}
-		if !opts.SkipInvalid {
-			return nil, tooLong(line)
+		if !r.opts.SkipInvalid {
+			return nil, r.tooLong(h.line)
 		}
-		r.preErrs = append(r.preErrs, tooLong(line))
-		line++
-		rest, atEOF, err := textDiscardLine(src, headRaw)
+		r.preErrs = append(r.preErrs, r.tooLong(h.line))
+		h.line++
+		rest, atEOF, err := textDiscardLine(src, h.raw)
 		if err != nil {
-			return nil, readErr(err)
+			return nil, r.readErr(err)
 		}
-		head, eof = rest, atEOF
+		h.buf, h.eof = rest, atEOF
+	}
+}
+
+// skipHeader drops the blank lines and the header line at the start of h.
+func (h *textHead) skipHeader() {
+	for {
+		i := bytes.IndexByte(h.buf, '\n')
+		var l []byte
+		if i < 0 {
+			l, h.buf = h.buf, h.buf[len(h.buf):]
+		} else {
+			l, h.buf = h.buf[:i], h.buf[i+1:]
+		}
+		h.line++
+		if len(textTrimBlanks(bytes.TrimRight(l, "\r"))) > 0 || i < 0 {
+			return
+		}
+	}
+}
+
+// textReportFormat is the format a load reports: the one asked for, else
+// the one the sniffed delimiter implies.
+func textReportFormat(hint Format, delimiter string) Format {
+	switch {
+	case hint == FormatCSV || hint == FormatTSV || hint == FormatDat:
+		return hint
+	case delimiter == "\t":
+		return FormatTSV
+	case delimiter == "::":
+		return FormatDat
+	default:
+		return FormatCSV
+	}
+}
+
+// run performs one load attempt: a reader goroutine cuts the file into
+// chunks of whole lines, parser goroutines convert them, and the consumer
+// builds the store in file order.
+func (r *textReader) run() (*Store, error) {
+	opts, rep := r.opts, r.rep
+	for m := range r.str {
+		r.str[m] = r.strWhy[m] != ""
+	}
+	in, err := openText(r.path, rep)
+	if err != nil {
+		return nil, err
+	}
+	defer in.close()
+	r.maxLine = opts.maxLine()
+	h, err := r.readHead(in.src)
+	if err != nil {
+		return nil, err
 	}
 	hint := opts.Format
 	if hint == FormatAuto {
-		hint = DetectFormat(path)
+		hint = DetectFormat(r.path)
 	}
-	lay, err := textSniff(path, head, eof, hint, opts, rep)
+	lay, err := textSniff(r.path, h.buf, h.eof, hint, opts, rep)
 	if err != nil {
 		return nil, err
 	}
 	r.lay = lay
-	r.maxLine = maxLine
-	switch {
-	case hint == FormatCSV || hint == FormatTSV || hint == FormatDat:
-		rep.Format = hint
-	case rep.Delimiter == "\t":
-		rep.Format = FormatTSV
-	case rep.Delimiter == "::":
-		rep.Format = FormatDat
-	default:
-		rep.Format = FormatCSV
-	}
+	rep.Format = textReportFormat(hint, rep.Delimiter)
 	if lay.header {
-		// Skip blank lines and the header line.
-		for {
-			i := bytes.IndexByte(head, '\n')
-			var l []byte
-			if i < 0 {
-				l, head = head, head[len(head):]
-			} else {
-				l, head = head[:i], head[i+1:]
-			}
-			line++
-			if len(textTrimBlanks(bytes.TrimRight(l, "\r"))) > 0 || i < 0 {
-				break
-			}
-		}
+		h.skipHeader()
 	}
 	for m, why := range r.strWhy {
 		if why != "" {
@@ -251,123 +302,31 @@ func (r *textReader) run() (*Store, error) {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	work := make(chan *textChunk, threads)
-	order := make(chan *textChunk, 2*threads+2)
-	stop := make(chan struct{})
-	// free recycles parsed chunks (buffers and arrays) from the consumer
-	// back to the reader.
-	free := make(chan *textChunk, 3*threads+4)
+	p := &textPipe{
+		work:  make(chan *textChunk, threads),
+		order: make(chan *textChunk, 2*threads+2),
+		stop:  make(chan struct{}),
+		free:  make(chan *textChunk, 3*threads+4),
+	}
 	var wg sync.WaitGroup
-	var ioErr error // set by the reader before it closes order
+	var ioErr error // set by the reader before wg.Done
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		defer close(order)
-		defer close(work)
-		buf := head
-		owner := &textChunk{raw: headRaw} // the chunk whose raw holds buf
-		var carry, scratch []byte
-		for {
-			var data []byte
-			if eof {
-				data, buf = buf, nil
-			} else if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
-				data, buf = buf[:i+1], buf[i+1:]
-			}
-			carry = append(carry[:0], buf...)
-			long := len(carry) > maxLine
-			if long {
-				// The unfinished line is already too long: report it
-				// after the complete lines before it, then stop (or,
-				// under SkipInvalid, drop the rest of the line unread).
-				carry = carry[:0]
-			}
-			if data != nil {
-				c := owner
-				c.reset(data, line, cr.n-int64(br.Buffered()))
-				line += bytes.Count(data, []byte{'\n'})
-				select {
-				case work <- c:
-				case <-stop:
-					return
-				}
-				select {
-				case order <- c:
-				case <-stop:
-					return
-				}
-				select {
-				case owner = <-free:
-				default:
-					owner = &textChunk{}
-				}
-			}
-			if long {
-				c := &textChunk{}
-				c.reset(nil, line, cr.n-int64(br.Buffered()))
-				c.tooLong = true
-				line++
-				select {
-				case work <- c:
-				case <-stop:
-					return
-				}
-				select {
-				case order <- c:
-				case <-stop:
-					return
-				}
-				if !opts.SkipInvalid {
-					return
-				}
-				if scratch == nil {
-					scratch = make([]byte, 64<<10)
-				}
-				rest, atEOF, err := textDiscardLine(src, scratch)
-				if err != nil {
-					ioErr = readErr(err)
-					return
-				}
-				carry = append(carry[:0], rest...)
-				if atEOF {
-					// The rest after the long line is the last block.
-					eof = true
-					buf, carry = carry, nil
-					continue
-				}
-			}
-			if eof {
-				return
-			}
-			// Next block: the unfinished line, then fresh bytes (a line
-			// longer than a block makes the block grow).
-			need := len(carry) + textChunkSize
-			if cap(owner.raw) < need {
-				owner.raw = make([]byte, need)
-			}
-			nb := owner.raw[:need]
-			copy(nb, carry)
-			n, err := io.ReadFull(src, nb[len(carry):])
-			if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
-				ioErr = readErr(err)
-				return
-			}
-			eof = err != nil
-			buf = nb[:len(carry)+n]
-		}
+		ioErr = r.produce(in, h, p)
 	}()
 	for w := 0; w < threads; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for c := range work {
+			for c := range p.work {
 				r.parse(c)
 				close(c.done)
 			}
 		}()
 	}
-	s, err := r.consume(order, free, total)
-	close(stop)
+	s, err := r.consume(p.order, p.free, in.total)
+	close(p.stop)
 	wg.Wait()
 	if err == nil && ioErr != nil {
 		err = ioErr
@@ -378,24 +337,116 @@ func (r *textReader) run() (*Store, error) {
 	return s, nil
 }
 
+// textPipe connects the stages of a load: the reader sends each chunk to
+// the parsers (work) and, in file order, to the consumer (order); the
+// consumer recycles parsed chunks (buffers and arrays) back to the reader
+// (free); stop closes when the consumer is done.
+type textPipe struct {
+	work, order, free chan *textChunk
+	stop              chan struct{}
+}
+
+// send hands c to the parsers and the consumer. It returns false once the
+// consumer has stopped.
+func (p *textPipe) send(c *textChunk) bool {
+	select {
+	case p.work <- c:
+	case <-p.stop:
+		return false
+	}
+	select {
+	case p.order <- c:
+	case <-p.stop:
+		return false
+	}
+	return true
+}
+
+// produce cuts the input after the head into chunks of whole lines and
+// sends them down the pipe, closing it at the end. It returns the read
+// error, if any.
+func (r *textReader) produce(in *textInput, h *textHead, p *textPipe) error {
+	defer close(p.order)
+	defer close(p.work)
+	buf, eof, line := h.buf, h.eof, h.line
+	owner := &textChunk{raw: h.raw} // the chunk whose raw holds buf
+	var carry, scratch []byte
+	for {
+		var data []byte
+		if eof {
+			data, buf = buf, nil
+		} else if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+			data, buf = buf[:i+1], buf[i+1:]
+		}
+		carry = append(carry[:0], buf...)
+		long := len(carry) > r.maxLine
+		if long {
+			// The unfinished line is already too long: report it
+			// after the complete lines before it, then stop (or,
+			// under SkipInvalid, drop the rest of the line unread).
+			carry = carry[:0]
+		}
+		if data != nil {
+			c := owner
+			c.reset(data, line, in.pos())
+			line += bytes.Count(data, []byte{'\n'})
+			if !p.send(c) {
+				return nil
+			}
+			select {
+			case owner = <-p.free:
+			default:
+				owner = &textChunk{}
+			}
+		}
+		if long {
+			c := &textChunk{}
+			c.reset(nil, line, in.pos())
+			c.tooLong = true
+			line++
+			if !p.send(c) || !r.opts.SkipInvalid {
+				return nil
+			}
+			if scratch == nil {
+				scratch = make([]byte, 64<<10)
+			}
+			rest, atEOF, err := textDiscardLine(in.src, scratch)
+			if err != nil {
+				return r.readErr(err)
+			}
+			carry = append(carry[:0], rest...)
+			if atEOF {
+				// The rest after the long line is the last block.
+				eof = true
+				buf, carry = carry, nil
+				continue
+			}
+		}
+		if eof {
+			return nil
+		}
+		// Next block: the unfinished line, then fresh bytes (a line
+		// longer than a block makes the block grow).
+		need := len(carry) + textChunkSize
+		if cap(owner.raw) < need {
+			owner.raw = make([]byte, need)
+		}
+		nb := owner.raw[:need]
+		copy(nb, carry)
+		n, err := io.ReadFull(in.src, nb[len(carry):])
+		if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+			return r.readErr(err)
+		}
+		eof = err != nil
+		buf = nb[:len(carry)+n]
+	}
+}
+
 // consume feeds the parsed chunks to a Builder in file order, so that
 // dictionaries get first-appearance order whatever the thread count.
 func (r *textReader) consume(order <-chan *textChunk, free chan<- *textChunk, total int64) (*Store, error) {
 	opts, rep, lay := r.opts, r.rep, r.lay
-	var dicts [2]*Dict
-	var interners [2]textInterner
-	for m := range dicts {
-		name := textRoleNames[m]
-		if lay.header && lay.col[m] < len(lay.names) {
-			name = lay.names[lay.col[m]]
-		}
-		if r.str[m] {
-			dicts[m] = NewStringDict(name)
-		} else {
-			dicts[m] = NewIntDict(name)
-		}
-		interners[m].d = dicts[m]
-	}
+	dicts, interners := r.newDicts()
 	b := NewBuilder(dicts[0], dicts[1], lay.col[textTime] >= 0, opts.Builder)
 	var fatal *ParseError
 	var kept []textRows
@@ -405,9 +456,7 @@ func (r *textReader) consume(order <-chan *textChunk, free chan<- *textChunk, to
 	for _, e := range r.preErrs {
 		rep.Rows++
 		rep.Skipped++
-		if len(rep.SkipReasons) < textMaxReasons {
-			rep.SkipReasons = append(rep.SkipReasons, e.Error())
-		}
+		r.reason(e)
 	}
 	for c := range order {
 		<-c.done
@@ -436,26 +485,10 @@ func (r *textReader) consume(order <-chan *textChunk, free chan<- *textChunk, to
 			}
 			rep.Skipped += c.nbad
 			for _, e := range c.errs {
-				if len(rep.SkipReasons) < textMaxReasons {
-					rep.SkipReasons = append(rep.SkipReasons, e.Error())
-				}
+				r.reason(e)
 			}
 		}
-		var ustart, istart int32
-		for k := range c.val {
-			if r.str[0] {
-				c.du[k] = interners[0].bytesID(c.uStrs[ustart:c.uEnd[k]])
-				ustart = c.uEnd[k]
-			} else {
-				c.du[k] = interners[0].intID(c.uid[k])
-			}
-			if r.str[1] {
-				c.di[k] = interners[1].bytesID(c.iStrs[istart:c.iEnd[k]])
-				istart = c.iEnd[k]
-			} else {
-				c.di[k] = interners[1].intID(c.iid[k])
-			}
-		}
+		r.intern(c, &interners)
 		// The chunk's rows are kept as they are and concatenated once at
 		// the end (in parallel, at the exact size): cheaper than growing
 		// one big array in this serial loop.
@@ -483,6 +516,59 @@ func (r *textReader) consume(order <-chan *textChunk, free chan<- *textChunk, to
 	interners[0].finish()
 	interners[1].finish()
 	b.textAdopt(kept, nrows)
+	return r.finish(b)
+}
+
+// newDicts makes the user and item dictionaries of a load (string or
+// integer, named after the header when there is one) and their interners.
+func (r *textReader) newDicts() ([2]*Dict, [2]textInterner) {
+	var dicts [2]*Dict
+	var interners [2]textInterner
+	for m := range dicts {
+		name := textRoleNames[m]
+		if r.lay.header && r.lay.col[m] < len(r.lay.names) {
+			name = r.lay.names[r.lay.col[m]]
+		}
+		if r.str[m] {
+			dicts[m] = NewStringDict(name)
+		} else {
+			dicts[m] = NewIntDict(name)
+		}
+		interners[m].d = dicts[m]
+	}
+	return dicts, interners
+}
+
+// reason keeps the reason a row was skipped while there is room.
+func (r *textReader) reason(e *ParseError) {
+	if len(r.rep.SkipReasons) < textMaxReasons {
+		r.rep.SkipReasons = append(r.rep.SkipReasons, e.Error())
+	}
+}
+
+// intern sets the chunk's dense user and item indices.
+func (r *textReader) intern(c *textChunk, interners *[2]textInterner) {
+	var ustart, istart int32
+	for k := range c.val {
+		if r.str[0] {
+			c.du[k] = interners[0].bytesID(c.uStrs[ustart:c.uEnd[k]])
+			ustart = c.uEnd[k]
+		} else {
+			c.du[k] = interners[0].intID(c.uid[k])
+		}
+		if r.str[1] {
+			c.di[k] = interners[1].bytesID(c.iStrs[istart:c.iEnd[k]])
+			istart = c.iEnd[k]
+		} else {
+			c.di[k] = interners[1].intID(c.iid[k])
+		}
+	}
+}
+
+// finish builds the store and turns an empty result into the error that
+// says why it is empty.
+func (r *textReader) finish(b *Builder) (*Store, error) {
+	rep, lay := r.rep, r.lay
 	s, ds, err := b.Finish()
 	rep.Duplicates = ds
 	switch {
@@ -581,60 +667,22 @@ func textJoin(names []string) string {
 
 // parse splits and converts the rows of one chunk.
 func (r *textReader) parse(c *textChunk) {
-	lay := r.lay
-	fields := make([][]byte, lay.need)
-	scratch := make([]byte, 0, 256)
-	est := len(c.buf)/20 + 16 // MovieLens rows are 20-30 bytes
-	c.val = textReuse(c.val, est)
+	r.reserve(c)
 	defer func() {
 		// Room for the consumer's dense indices, allocated here, in
 		// parallel, rather than in the serial consumer.
 		c.du = make([]int32, len(c.val))
 		c.di = make([]int32, len(c.val))
 	}()
-	if r.str[0] {
-		c.uEnd = textReuse(c.uEnd, est)
-	} else {
-		c.uid = textReuse(c.uid, est)
-	}
-	if r.str[1] {
-		c.iEnd = textReuse(c.iEnd, est)
-	} else {
-		c.iid = textReuse(c.iid, est)
-	}
-	if r.str[0] {
-		c.uStrs = textReuse(c.uStrs, len(c.buf)/4)
-	}
-	if r.str[1] {
-		c.iStrs = textReuse(c.iStrs, len(c.buf)/4)
-	}
-	hasTime := lay.col[textTime] >= 0
-	if hasTime {
-		c.ts = textReuse(c.ts, est)
-	}
-	bad := func(line, role int, idErr bool, err error) {
-		col := ""
-		if role >= 0 {
-			col = lay.colMsg[role]
-		}
-		c.nbad++
-		if c.nbad == 1 {
-			c.fatalIDOnly = idErr
-		}
-		if len(c.errs) < textMaxReasons {
-			c.errs = append(c.errs, &ParseError{File: r.path, Line: line, Column: col, Err: err})
-		}
-	}
 	if c.tooLong {
 		c.rows++
-		bad(c.firstLine, -1, false, fmt.Errorf("%w: the line is longer than the maximum of %d bytes (raise it with --max-line)", ErrLineTooLong, r.maxLine))
+		r.bad(c, c.firstLine, -1, false, r.tooLong(c.firstLine).Err)
 		return
 	}
+	fields := make([][]byte, r.lay.need)
+	scratch := make([]byte, 0, 256)
 	data := c.buf
 	line := c.firstLine - 1
-	var ids [2]int64
-	var idf [2][]byte
-rows:
 	for len(data) > 0 {
 		var ln []byte
 		if j := bytes.IndexByte(data, '\n'); j >= 0 {
@@ -648,7 +696,7 @@ rows:
 		}
 		if len(ln) > r.maxLine {
 			c.rows++
-			bad(line, -1, false, fmt.Errorf("%w: the line is longer than the maximum of %d bytes (raise it with --max-line)", ErrLineTooLong, r.maxLine))
+			r.bad(c, line, -1, false, r.tooLong(line).Err)
 			continue
 		}
 		if len(ln) == 0 || (ln[0] == ' ' || ln[0] == '\t') && len(textTrimBlanks(ln)) == 0 {
@@ -658,74 +706,120 @@ rows:
 		if cap(scratch) < len(ln) {
 			scratch = make([]byte, 0, len(ln))
 		}
-		n, err := lay.split.split(ln, fields, scratch[:0])
-		if err != nil {
-			bad(line, -1, false, err)
+		r.parseRow(c, line, ln, fields, scratch[:0])
+	}
+}
+
+// reserve readies the chunk's row arrays, sized from its byte length.
+func (r *textReader) reserve(c *textChunk) {
+	est := len(c.buf)/20 + 16 // MovieLens rows are 20-30 bytes
+	c.val = textReuse(c.val, est)
+	if r.str[0] {
+		c.uEnd = textReuse(c.uEnd, est)
+		c.uStrs = textReuse(c.uStrs, len(c.buf)/4)
+	} else {
+		c.uid = textReuse(c.uid, est)
+	}
+	if r.str[1] {
+		c.iEnd = textReuse(c.iEnd, est)
+		c.iStrs = textReuse(c.iStrs, len(c.buf)/4)
+	} else {
+		c.iid = textReuse(c.iid, est)
+	}
+	if r.lay.col[textTime] >= 0 {
+		c.ts = textReuse(c.ts, est)
+	}
+}
+
+// bad records a malformed row of c; role is the column at fault (-1 for
+// the whole row) and idErr says the fault is a negative or overflowing
+// integer ID.
+func (r *textReader) bad(c *textChunk, line, role int, idErr bool, err error) {
+	col := ""
+	if role >= 0 {
+		col = r.lay.colMsg[role]
+	}
+	c.nbad++
+	if c.nbad == 1 {
+		c.fatalIDOnly = idErr
+	}
+	if len(c.errs) < textMaxReasons {
+		c.errs = append(c.errs, &ParseError{File: r.path, Line: line, Column: col, Err: err})
+	}
+}
+
+// parseRow converts one non-blank line and appends it to c (or records
+// why it is malformed). fields and scratch are reusable buffers.
+func (r *textReader) parseRow(c *textChunk, line int, ln []byte, fields [][]byte, scratch []byte) {
+	lay := r.lay
+	n, err := lay.split.split(ln, fields, scratch)
+	if err != nil {
+		r.bad(c, line, -1, false, err)
+		return
+	}
+	if n < lay.need {
+		r.bad(c, line, -1, false, fmt.Errorf("%w: the row has %d field(s), need %d", ErrFieldCount, n, lay.need))
+		return
+	}
+	var ids [2]int64
+	var idf [2][]byte
+	for m := range ids {
+		f := fields[lay.col[m]]
+		idf[m] = f
+		if len(f) == 0 {
+			r.bad(c, line, m, false, fmt.Errorf("%w: empty ID", ErrBadID))
+			return
+		}
+		if r.str[m] {
 			continue
 		}
-		if n < lay.need {
-			bad(line, -1, false, fmt.Errorf("%w: the row has %d field(s), need %d", ErrFieldCount, n, lay.need))
-			continue
-		}
-		for m := range ids {
-			f := fields[lay.col[m]]
-			idf[m] = f
-			if len(f) == 0 {
-				bad(line, m, false, fmt.Errorf("%w: empty ID", ErrBadID))
-				continue rows
+		v, kind := textParseID(f)
+		switch kind {
+		case textIDNotInt:
+			if c.needWhy[m] == "" {
+				c.needWhy[m] = fmt.Sprintf("non-integer value %q on line %d", textShort(f), line)
 			}
-			if r.str[m] {
-				continue
-			}
-			v, kind := textParseID(f)
-			switch kind {
-			case textIDNotInt:
-				if c.needWhy[m] == "" {
-					c.needWhy[m] = fmt.Sprintf("non-integer value %q on line %d", textShort(f), line)
-				}
-				continue rows
-			case textIDNegative:
-				bad(line, m, true, fmt.Errorf("%w: negative ID %s", ErrBadID, textShort(f)))
-				continue rows
-			case textIDOverflow:
-				bad(line, m, true, fmt.Errorf("%w: ID %s overflows int64", ErrBadID, textShort(f)))
-				continue rows
-			}
-			ids[m] = v
+			return
+		case textIDNegative:
+			r.bad(c, line, m, true, fmt.Errorf("%w: negative ID %s", ErrBadID, textShort(f)))
+			return
+		case textIDOverflow:
+			r.bad(c, line, m, true, fmt.Errorf("%w: ID %s overflows int64", ErrBadID, textShort(f)))
+			return
 		}
-		v, reason := 1.0, ""
-		if lay.col[textRating] >= 0 {
-			v, reason = textParseFloat(fields[lay.col[textRating]])
+		ids[m] = v
+	}
+	v, reason := 1.0, ""
+	if lay.col[textRating] >= 0 {
+		v, reason = textParseFloat(fields[lay.col[textRating]])
+	}
+	if reason != "" {
+		if reason == "empty" {
+			reason = "empty rating"
 		}
+		r.bad(c, line, textRating, false, fmt.Errorf("%w: %s", ErrBadRating, reason))
+		return
+	}
+	if lay.col[textTime] >= 0 {
+		t, reason := textParseTime(fields[lay.col[textTime]])
 		if reason != "" {
-			if reason == "empty" {
-				reason = "empty rating"
-			}
-			bad(line, textRating, false, fmt.Errorf("%w: %s", ErrBadRating, reason))
-			continue
+			r.bad(c, line, textTime, false, fmt.Errorf("%w: %s", ErrBadTime, reason))
+			return
 		}
-		var t int64
-		if hasTime {
-			t, reason = textParseTime(fields[lay.col[textTime]])
-			if reason != "" {
-				bad(line, textTime, false, fmt.Errorf("%w: %s", ErrBadTime, reason))
-				continue
-			}
-			c.ts = append(c.ts, t)
-		}
-		c.val = append(c.val, v)
-		if r.str[0] {
-			c.uStrs = append(c.uStrs, idf[0]...)
-			c.uEnd = append(c.uEnd, int32(len(c.uStrs)))
-		} else {
-			c.uid = append(c.uid, ids[0])
-		}
-		if r.str[1] {
-			c.iStrs = append(c.iStrs, idf[1]...)
-			c.iEnd = append(c.iEnd, int32(len(c.iStrs)))
-		} else {
-			c.iid = append(c.iid, ids[1])
-		}
+		c.ts = append(c.ts, t)
+	}
+	c.val = append(c.val, v)
+	if r.str[0] {
+		c.uStrs = append(c.uStrs, idf[0]...)
+		c.uEnd = append(c.uEnd, int32(len(c.uStrs)))
+	} else {
+		c.uid = append(c.uid, ids[0])
+	}
+	if r.str[1] {
+		c.iStrs = append(c.iStrs, idf[1]...)
+		c.iEnd = append(c.iEnd, int32(len(c.iStrs)))
+	} else {
+		c.iid = append(c.iid, ids[1])
 	}
 }
 

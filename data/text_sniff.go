@@ -115,54 +115,13 @@ func textSniff(path string, head []byte, complete bool, hint Format, opts *LoadO
 		minFields = 2
 	}
 
-	// Delimiter.
 	delim := opts.Delimiter
 	if delim != "" {
 		rep.Detected = append(rep.Detected, fmt.Sprintf("delimiter %s (given)", textDelimName(delim)))
 	} else {
-		cands := textDelimiters
-		switch hint {
-		case FormatDat:
-			cands = append([]string{"::"}, cands...)
-		case FormatTSV:
-			cands = append([]string{"\t"}, cands...)
-		case FormatCSV:
-			cands = append([]string{","}, cands...)
-		}
-		// The first candidate that splits every sampled line into the same
-		// number (at least 3) of fields wins; failing that, the first that
-		// gives the first line at least 3 fields (the bad lines then fail
-		// with their line numbers).
-		for _, d := range cands {
-			sp := textSplitter{delim: []byte(d), spaces: d == " "}
-			n0 := textCountFields(&sp, lines[0], fields)
-			if n0 < minFields {
-				continue
-			}
-			consistent := true
-			for _, l := range lines[1:] {
-				if textCountFields(&sp, l, fields) != n0 {
-					consistent = false
-					break
-				}
-			}
-			if consistent {
-				delim = d
-				break
-			}
-			if delim == "" {
-				delim = d
-			}
-		}
-		if delim == "" {
-			n := 1
-			for _, d := range cands {
-				sp := textSplitter{delim: []byte(d), spaces: d == " "}
-				n = max(n, textCountFields(&sp, lines[0], fields))
-			}
-			return nil, &ParseError{File: path, Line: nums[0], Err: fmt.Errorf(
-				"%w: the first line has at most %d field(s) with any delimiter (comma, tab, \"::\", semicolon, pipe, space); need at least user, item and rating columns",
-				ErrFieldCount, n)}
+		var err error
+		if delim, err = textSniffDelimiter(path, lines, nums[0], hint, minFields, fields); err != nil {
+			return nil, err
 		}
 		rep.Detected = append(rep.Detected, fmt.Sprintf("delimiter %s (detected)", textDelimName(delim)))
 	}
@@ -176,29 +135,8 @@ func textSniff(path string, head []byte, complete bool, hint Format, opts *LoadO
 	}
 	n0 = min(n0, len(fields))
 	first := fields[:n0]
-	switch strings.ToLower(opts.Header) {
-	case "yes", "true":
-		lay.header = true
-		rep.Detected = append(rep.Detected, "header row (given)")
-	case "no", "false":
-		rep.Detected = append(rep.Detected, "no header row (given)")
-	case "", "auto":
-		// A data row always has a numeric rating, so a first line without
-		// any numeric field can only be a header.
-		lay.header = true
-		for _, f := range first {
-			if textNumeric(f) {
-				lay.header = false
-				break
-			}
-		}
-		if lay.header {
-			rep.Detected = append(rep.Detected, "header row (detected: no numeric field on line "+strconv.Itoa(nums[0])+")")
-		} else {
-			rep.Detected = append(rep.Detected, "no header row (detected: line "+strconv.Itoa(nums[0])+" has numbers)")
-		}
-	default:
-		return nil, fmt.Errorf("%s: header option %q: want auto, yes or no", path, opts.Header)
+	if lay.header, err = textSniffHeader(path, opts.Header, first, nums[0], rep); err != nil {
+		return nil, err
 	}
 	rep.Header = lay.header
 	if lay.header {
@@ -219,90 +157,98 @@ func textSniff(path string, head []byte, complete bool, hint Format, opts *LoadO
 	return lay, nil
 }
 
+// textSniffDelimiter picks the delimiter of lines (the first is on line
+// line0 of the file), trying the one the format hint implies first. The
+// first candidate that splits every sampled line into the same number (at
+// least minFields) of fields wins; failing that, the first that gives the
+// first line at least minFields fields (the bad lines then fail with their
+// line numbers). fields is scratch.
+func textSniffDelimiter(path string, lines [][]byte, line0 int, hint Format, minFields int, fields [][]byte) (string, error) {
+	cands := textDelimiters
+	switch hint {
+	case FormatDat:
+		cands = append([]string{"::"}, cands...)
+	case FormatTSV:
+		cands = append([]string{"\t"}, cands...)
+	case FormatCSV:
+		cands = append([]string{","}, cands...)
+	}
+	delim := ""
+	for _, d := range cands {
+		sp := textSplitter{delim: []byte(d), spaces: d == " "}
+		n0 := textCountFields(&sp, lines[0], fields)
+		if n0 < minFields {
+			continue
+		}
+		consistent := true
+		for _, l := range lines[1:] {
+			if textCountFields(&sp, l, fields) != n0 {
+				consistent = false
+				break
+			}
+		}
+		if consistent {
+			return d, nil
+		}
+		if delim == "" {
+			delim = d
+		}
+	}
+	if delim != "" {
+		return delim, nil
+	}
+	n := 1
+	for _, d := range cands {
+		sp := textSplitter{delim: []byte(d), spaces: d == " "}
+		n = max(n, textCountFields(&sp, lines[0], fields))
+	}
+	return "", &ParseError{File: path, Line: line0, Err: fmt.Errorf(
+		"%w: the first line has at most %d field(s) with any delimiter (comma, tab, \"::\", semicolon, pipe, space); need at least user, item and rating columns",
+		ErrFieldCount, n)}
+}
+
+// textSniffHeader decides whether the first line (first, on line line0)
+// is a header: as the header option says, else detected.
+func textSniffHeader(path, option string, first [][]byte, line0 int, rep *LoadReport) (bool, error) {
+	switch strings.ToLower(option) {
+	case "yes", "true":
+		rep.Detected = append(rep.Detected, "header row (given)")
+		return true, nil
+	case "no", "false":
+		rep.Detected = append(rep.Detected, "no header row (given)")
+		return false, nil
+	case "", "auto":
+		// A data row always has a numeric rating, so a first line without
+		// any numeric field can only be a header.
+		for _, f := range first {
+			if textNumeric(f) {
+				rep.Detected = append(rep.Detected, "no header row (detected: line "+strconv.Itoa(line0)+" has numbers)")
+				return false, nil
+			}
+		}
+		rep.Detected = append(rep.Detected, "header row (detected: no numeric field on line "+strconv.Itoa(line0)+")")
+		return true, nil
+	default:
+		return false, fmt.Errorf("%s: header option %q: want auto, yes or no", path, option)
+	}
+}
+
 // resolve sets the column of each role.
 func (lay *textLayout) resolve(path string, ncols int, c Columns, rep *LoadReport) error {
 	for r := range lay.col {
 		lay.col[r] = -1
 	}
-	given := [4]string{c.User, c.Item, c.Rating, c.Time}
+	var err error
 	switch {
 	case len(c.Order) > 0:
-		for i, role := range c.Order {
-			r := -1
-			for k, name := range textRoleNames {
-				if strings.EqualFold(role, name) {
-					r = k
-				}
-			}
-			switch {
-			case r < 0 && role != "-" && role != "":
-				return fmt.Errorf("%s: column order: unknown role %q (want user, item, rating, time or -)", path, role)
-			case r < 0:
-				continue
-			case lay.col[r] >= 0:
-				return fmt.Errorf("%s: column order: role %s given twice", path, role)
-			}
-			lay.col[r] = i
-		}
-		for r := textUser; r <= textRating; r++ {
-			if lay.col[r] < 0 && !(r == textRating && c.NoRating()) {
-				return fmt.Errorf("%s: column order %q has no %s column", path, strings.Join(c.Order, ","), textRoleNames[r])
-			}
-		}
+		err = lay.byOrder(path, c)
 	case lay.header:
-		var dup error
-		find := func(name string) int {
-			i, err := findColumn(lay.names, name)
-			if err != nil && dup == nil {
-				dup = &ParseError{File: path, Err: err}
-			}
-			return i
-		}
-		for r := range lay.col {
-			if r == textRating && c.NoRating() {
-				continue
-			}
-			if given[r] != "" {
-				lay.col[r] = find(given[r])
-				if dup != nil {
-					return dup
-				}
-				if lay.col[r] < 0 {
-					return &ParseError{File: path, Err: fmt.Errorf("%w: no %s column %q in the header (columns: %s)",
-						ErrNoColumn, textRoleNames[r], given[r], strings.Join(lay.names, ", "))}
-				}
-				continue
-			}
-			for _, name := range textDefaultNames[r] {
-				if i := find(name); i >= 0 {
-					lay.col[r] = i
-					break
-				}
-			}
-			if dup != nil {
-				return dup
-			}
-			if lay.col[r] < 0 && r != textTime {
-				return &ParseError{File: path, Err: fmt.Errorf("%w: no %s column (tried %s; header has %s); name it with --columns %s=NAME",
-					ErrNoColumn, textRoleNames[r], strings.Join(textDefaultNames[r], ", "), strings.Join(lay.names, ", "), textRoleNames[r])}
-			}
-		}
+		err = lay.byHeader(path, c)
 	default:
-		for r, g := range given {
-			if g != "" {
-				return fmt.Errorf("%s: the %s column is named %q but the file has no header row; give the columns by position (--columns user,item,rating,time)", path, textRoleNames[r], g)
-			}
-		}
-		lay.col = [4]int{0, 1, 2, -1}
-		if ncols >= 4 {
-			lay.col[textTime] = 3
-		}
-		if c.NoRating() {
-			lay.col = [4]int{0, 1, -1, -1}
-			if ncols >= 3 {
-				lay.col[textTime] = 2
-			}
-		}
+		err = lay.byPosition(path, ncols, c)
+	}
+	if err != nil {
+		return err
 	}
 	for a := range lay.col {
 		for b := a + 1; b < len(lay.col); b++ {
@@ -311,6 +257,12 @@ func (lay *textLayout) resolve(path string, ncols int, c Columns, rep *LoadRepor
 			}
 		}
 	}
+	lay.describe(rep)
+	return nil
+}
+
+// describe sets the column messages and reports the columns in rep.
+func (lay *textLayout) describe(rep *LoadReport) {
 	var desc []string
 	for r, i := range lay.col {
 		if i < 0 {
@@ -333,5 +285,97 @@ func (lay *textLayout) resolve(path string, ncols int, c Columns, rep *LoadRepor
 	}
 	rep.UserColumn, rep.ItemColumn, rep.RatingColumn, rep.TimeColumn = lay.colMsg[0], lay.colMsg[1], lay.colMsg[2], lay.colMsg[3]
 	rep.Detected = append(rep.Detected, "columns "+strings.Join(desc, " "))
+}
+
+// byOrder sets the columns from an explicit order of roles.
+func (lay *textLayout) byOrder(path string, c Columns) error {
+	for i, role := range c.Order {
+		r := -1
+		for k, name := range textRoleNames {
+			if strings.EqualFold(role, name) {
+				r = k
+			}
+		}
+		switch {
+		case r < 0 && role != "-" && role != "":
+			return fmt.Errorf("%s: column order: unknown role %q (want user, item, rating, time or -)", path, role)
+		case r < 0:
+			continue
+		case lay.col[r] >= 0:
+			return fmt.Errorf("%s: column order: role %s given twice", path, role)
+		}
+		lay.col[r] = i
+	}
+	for r := textUser; r <= textRating; r++ {
+		if lay.col[r] < 0 && !(r == textRating && c.NoRating()) {
+			return fmt.Errorf("%s: column order %q has no %s column", path, strings.Join(c.Order, ","), textRoleNames[r])
+		}
+	}
+	return nil
+}
+
+// byHeader finds the columns in the header, by the names given or else by
+// the default names of each role.
+func (lay *textLayout) byHeader(path string, c Columns) error {
+	given := [4]string{c.User, c.Item, c.Rating, c.Time}
+	var dup error
+	find := func(name string) int {
+		i, err := findColumn(lay.names, name)
+		if err != nil && dup == nil {
+			dup = &ParseError{File: path, Err: err}
+		}
+		return i
+	}
+	for r := range lay.col {
+		if r == textRating && c.NoRating() {
+			continue
+		}
+		if given[r] != "" {
+			lay.col[r] = find(given[r])
+			if dup != nil {
+				return dup
+			}
+			if lay.col[r] < 0 {
+				return &ParseError{File: path, Err: fmt.Errorf("%w: no %s column %q in the header (columns: %s)",
+					ErrNoColumn, textRoleNames[r], given[r], strings.Join(lay.names, ", "))}
+			}
+			continue
+		}
+		for _, name := range textDefaultNames[r] {
+			if i := find(name); i >= 0 {
+				lay.col[r] = i
+				break
+			}
+		}
+		if dup != nil {
+			return dup
+		}
+		if lay.col[r] < 0 && r != textTime {
+			return &ParseError{File: path, Err: fmt.Errorf("%w: no %s column (tried %s; header has %s); name it with --columns %s=NAME",
+				ErrNoColumn, textRoleNames[r], strings.Join(textDefaultNames[r], ", "), strings.Join(lay.names, ", "), textRoleNames[r])}
+		}
+	}
+	return nil
+}
+
+// byPosition sets the columns of a file without a header: user, item,
+// rating (unless there is none), then time when there is a further column.
+func (lay *textLayout) byPosition(path string, ncols int, c Columns) error {
+	given := [4]string{c.User, c.Item, c.Rating, c.Time}
+	for r, g := range given {
+		if g != "" {
+			return fmt.Errorf("%s: the %s column is named %q but the file has no header row; give the columns by position (--columns user,item,rating,time)", path, textRoleNames[r], g)
+		}
+	}
+	lay.col = [4]int{0, 1, 2, -1}
+	if ncols >= 4 {
+		lay.col[textTime] = 3
+	}
+	if c.NoRating() {
+		lay.col = [4]int{0, 1, -1, -1}
+		if ncols >= 3 {
+			lay.col[textTime] = 2
+		}
+	}
 	return nil
 }

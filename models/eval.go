@@ -85,25 +85,78 @@ type EvalResult struct {
 // items to the model by external id (the test store has its own
 // dictionaries) and its times through the model's time bucketing.
 func Evaluate(p *Predictor, test *data.Store, opt EvalOptions) (*EvalResult, error) {
+	k, err := evalCheck(test, opt)
+	if err != nil {
+		return nil, err
+	}
+	res := &EvalResult{N: test.NNZ(), K: k, Threshold: opt.Threshold, Fallbacks: map[string]int{}}
+	umap := mapDict(test.Dicts[0], p.users)
+	imap := mapDict(test.Dicts[1], p.items)
+	evalAccuracy(p, test, umap, imap, res)
+
+	ranked := evalRankedUsers(test, umap, opt.Threshold, res)
+	var excl, trainEx *Exclusions
+	if seen := p.f.Seen; seen != nil && !opt.IncludeSeen {
+		excl = seen
+		res.ExcludedSeen = seen.Pairs()
+	}
+	if opt.Train != nil {
+		if trainEx, err = p.NewExclusions(opt.Train); err != nil {
+			return nil, err
+		}
+		res.ExcludedTrain = len(trainEx.items)
+		excl = excl.Union(trainEx)
+	}
+	// Popularity: distinct training users per item.
+	var popOrder []int32
+	switch {
+	case p.f.Seen != nil:
+		popOrder = popularityOrder(p.f.Seen.Support(p.m.Dims[1]))
+	case trainEx != nil:
+		popOrder = popularityOrder(trainEx.Support(p.m.Dims[1]))
+	}
+	J := p.m.Dims[1]
+	res.Catalogue = J
+	out := evalRank(p, ranked, imap, excl, popOrder, k, opt)
+	res.RankedUsers = len(ranked)
+	var pop RankMetrics
+	seenM, seenB := make([]bool, J), make([]bool, J)
+	for _, l := range out {
+		res.RankMetrics.add(l.m, l.model, seenM)
+		pop.add(l.b, l.pop, seenB)
+	}
+	res.RankMetrics.finish(len(ranked), J)
+	if popOrder != nil {
+		pop.finish(len(ranked), J)
+		res.Popularity = &pop
+	}
+	return res, nil
+}
+
+// evalCheck validates the arguments of Evaluate and returns the cut-off.
+func evalCheck(test *data.Store, opt EvalOptions) (int, error) {
 	if test == nil || test.NNZ() == 0 {
-		return nil, errors.New("models: empty test set")
+		return 0, errors.New("models: empty test set")
 	}
 	if len(test.Dicts) < 2 || test.Dicts[0] == nil || test.Dicts[1] == nil {
-		return nil, errors.New("models: the test store has no user and item dictionaries")
+		return 0, errors.New("models: the test store has no user and item dictionaries")
 	}
 	if math.IsNaN(opt.Threshold) || math.IsInf(opt.Threshold, 0) {
-		return nil, fmt.Errorf("models: relevance threshold %v is not finite", opt.Threshold)
+		return 0, fmt.Errorf("models: relevance threshold %v is not finite", opt.Threshold)
 	}
 	k := opt.K
 	if k == 0 {
 		k = 10
 	}
 	if k < 0 {
-		return nil, fmt.Errorf("models: cut-off k=%d must be positive", k)
+		return 0, fmt.Errorf("models: cut-off k=%d must be positive", k)
 	}
-	res := &EvalResult{N: test.NNZ(), K: k, Threshold: opt.Threshold, Fallbacks: map[string]int{}}
-	umap := mapDict(test.Dicts[0], p.users)
-	imap := mapDict(test.Dicts[1], p.items)
+	return k, nil
+}
+
+// evalAccuracy sets the RMSE, MAE and fallback counts over every test
+// rating.
+func evalAccuracy(p *Predictor, test *data.Store, umap, imap []int32, res *EvalResult) {
 	timeOf := func(e int) *int64 {
 		switch {
 		case test.Timestamps != nil:
@@ -115,7 +168,6 @@ func Evaluate(p *Predictor, test *data.Store, opt EvalOptions) (*EvalResult, err
 		}
 		return nil
 	}
-	// Accuracy over every test rating.
 	var se, ae float64
 	for e, x := range test.Val {
 		u, j := umap[test.Idx[0][e]], imap[test.Idx[1][e]]
@@ -135,25 +187,31 @@ func Evaluate(p *Predictor, test *data.Store, opt EvalOptions) (*EvalResult, err
 	}
 	res.RMSE = math.Sqrt(se / float64(res.N))
 	res.MAE = ae / float64(res.N)
+}
 
-	// Ranking: group the relevant test items by test user.
-	type user struct {
-		u   int32   // model index, -1 unknown
-		rel []int32 // relevant items (test indices, distinct after sorting)
-	}
-	byUser := map[int32]*user{}
+// evalUser is a test user to rank for.
+type evalUser struct {
+	u   int32   // model index, -1 unknown
+	rel []int32 // relevant items (test indices, distinct after sorting)
+}
+
+// evalRankedUsers groups the relevant test items by test user and returns
+// the users known to the model with at least one, by model index; unknown
+// users are counted in res.SkippedUsers.
+func evalRankedUsers(test *data.Store, umap []int32, threshold float64, res *EvalResult) []*evalUser {
+	byUser := map[int32]*evalUser{}
 	for e, x := range test.Val {
 		tu := test.Idx[0][e]
 		us := byUser[tu]
 		if us == nil {
-			us = &user{u: umap[tu]}
+			us = &evalUser{u: umap[tu]}
 			byUser[tu] = us
 		}
-		if x >= opt.Threshold {
+		if x >= threshold {
 			us.rel = append(us.rel, test.Idx[1][e])
 		}
 	}
-	var ranked []*user
+	var ranked []*evalUser
 	for _, us := range byUser {
 		if len(us.rel) == 0 {
 			continue
@@ -166,39 +224,27 @@ func Evaluate(p *Predictor, test *data.Store, opt EvalOptions) (*EvalResult, err
 		us.rel = slices.Compact(us.rel)
 		ranked = append(ranked, us)
 	}
-	slices.SortFunc(ranked, func(a, b *user) int { return int(a.u) - int(b.u) })
-	var excl, trainEx *Exclusions
-	if seen := p.f.Seen; seen != nil && !opt.IncludeSeen {
-		excl = seen
-		res.ExcludedSeen = seen.Pairs()
-	}
-	if opt.Train != nil {
-		var err error
-		if trainEx, err = p.NewExclusions(opt.Train); err != nil {
-			return nil, err
-		}
-		res.ExcludedTrain = len(trainEx.items)
-		excl = excl.Union(trainEx)
-	}
-	// Popularity: distinct training users per item.
-	var popOrder []int32
-	switch {
-	case p.f.Seen != nil:
-		popOrder = popularityOrder(p.f.Seen.Support(p.m.Dims[1]))
-	case trainEx != nil:
-		popOrder = popularityOrder(trainEx.Support(p.m.Dims[1]))
-	}
+	slices.SortFunc(ranked, func(a, b *evalUser) int { return int(a.u) - int(b.u) })
+	return ranked
+}
+
+// evalLists are one user's top-k lists (model and popularity) and their
+// scores.
+type evalLists struct {
+	model, pop []int32
+	m, b       rankScore
+}
+
+// evalRank ranks the catalogue for each user, in parallel, and scores the
+// model's and the popularity baseline's top-k lists against the user's
+// relevant items.
+func evalRank(p *Predictor, ranked []*evalUser, imap []int32, excl *Exclusions, popOrder []int32, k int, opt EvalOptions) []evalLists {
 	threads := opt.Threads
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
 	J := p.m.Dims[1]
-	res.Catalogue = J
-	type lists struct {
-		model, pop []int32
-		m, b       rankScore
-	}
-	out := make([]lists, len(ranked))
+	out := make([]evalLists, len(ranked))
 	var wg sync.WaitGroup
 	for w := 0; w < threads; w++ {
 		wg.Add(1)
@@ -217,7 +263,7 @@ func Evaluate(p *Predictor, test *data.Store, opt EvalOptions) (*EvalResult, err
 				ex := excl.Items(us.u)
 				p.scan(&q, &h, ex)
 				top := p.sorted(&h)
-				l := lists{model: make([]int32, len(top))}
+				l := evalLists{model: make([]int32, len(top))}
 				for r, s := range top {
 					l.model[r] = s.Item
 				}
@@ -238,19 +284,7 @@ func Evaluate(p *Predictor, test *data.Store, opt EvalOptions) (*EvalResult, err
 		}(w)
 	}
 	wg.Wait()
-	res.RankedUsers = len(ranked)
-	var pop RankMetrics
-	seenM, seenB := make([]bool, J), make([]bool, J)
-	for _, l := range out {
-		res.RankMetrics.add(l.m, l.model, seenM)
-		pop.add(l.b, l.pop, seenB)
-	}
-	res.RankMetrics.finish(len(ranked), J)
-	if popOrder != nil {
-		pop.finish(len(ranked), J)
-		res.Popularity = &pop
-	}
-	return res, nil
+	return out
 }
 
 // popularityOrder returns the items by decreasing support, ties by index.

@@ -63,6 +63,24 @@ func (f *File) check() error {
 	if m.Kind != decomposition.CP && m.Kind != decomposition.Tucker {
 		return fmt.Errorf("models: unknown model kind %q", m.Kind)
 	}
+	if err := checkParams(m); err != nil {
+		return err
+	}
+	for _, v := range []float64{m.Mean, m.ClampLo, m.ClampHi} {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("models: global mean or clamp range is not finite (%v)", v)
+		}
+	}
+	if err := f.checkSeen(); err != nil {
+		return err
+	}
+	return f.checkDicts()
+}
+
+// checkParams checks the shapes and values of the factors, biases, pair
+// biases and core of a model of order 2 or 3.
+func checkParams(m *decomposition.Model) error {
+	n := m.Order()
 	for mo := 0; mo < n; mo++ {
 		if m.Dims[mo] <= 0 || m.Ranks[mo] <= 0 {
 			return fmt.Errorf("models: mode %d has size %d and rank %d", mo, m.Dims[mo], m.Ranks[mo])
@@ -120,32 +138,42 @@ func (f *File) check() error {
 			}
 		}
 	}
-	for _, v := range []float64{m.Mean, m.ClampLo, m.ClampHi} {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("models: global mean or clamp range is not finite (%v)", v)
+	return nil
+}
+
+// checkSeen checks the stored training items: none for a private model,
+// one sorted distinct segment per user, items inside the model.
+func (f *File) checkSeen() error {
+	m := f.Model
+	if f.Seen == nil {
+		return nil
+	}
+	if f.Privacy.Private() {
+		return errors.New("models: a private model cannot store its users' training items (they are the private data); save it without Seen")
+	}
+	if f.Seen.Users() != m.Dims[0] {
+		return fmt.Errorf("models: seen items for %d users, the model has %d", f.Seen.Users(), m.Dims[0])
+	}
+	for _, j := range f.Seen.items {
+		if j < 0 || int(j) >= m.Dims[1] {
+			return fmt.Errorf("models: seen item %d outside the model's %d items", j, m.Dims[1])
 		}
 	}
-	if f.Seen != nil {
-		if f.Privacy.Private() {
-			return errors.New("models: a private model cannot store its users' training items (they are the private data); save it without Seen")
-		}
-		if f.Seen.Users() != m.Dims[0] {
-			return fmt.Errorf("models: seen items for %d users, the model has %d", f.Seen.Users(), m.Dims[0])
-		}
-		for _, j := range f.Seen.items {
-			if j < 0 || int(j) >= m.Dims[1] {
-				return fmt.Errorf("models: seen item %d outside the model's %d items", j, m.Dims[1])
-			}
-		}
-		for u := 0; u < m.Dims[0]; u++ {
-			seg := f.Seen.Items(int32(u))
-			for k := 1; k < len(seg); k++ {
-				if seg[k] <= seg[k-1] {
-					return fmt.Errorf("models: seen items of user %d are not sorted and distinct", u)
-				}
+	for u := 0; u < m.Dims[0]; u++ {
+		seg := f.Seen.Items(int32(u))
+		for k := 1; k < len(seg); k++ {
+			if seg[k] <= seg[k-1] {
+				return fmt.Errorf("models: seen items of user %d are not sorted and distinct", u)
 			}
 		}
 	}
+	return nil
+}
+
+// checkDicts checks the dictionaries and the time bucketing against the
+// model's modes.
+func (f *File) checkDicts() error {
+	m, n := f.Model, f.Model.Order()
 	if len(f.Dicts) != n {
 		return fmt.Errorf("models: %d dictionaries for %d modes", len(f.Dicts), n)
 	}

@@ -246,22 +246,61 @@ func Decode(b []byte) (f *File, err error) {
 		return nil, fmt.Errorf("%w: %v", ErrFormat, err)
 	}
 	m.Mean, m.ClampLo, m.ClampHi = h.Mean, h.ClampLo, h.ClampHi
+	rows := newDecodeRows(h, m)
+	if err := rows.read(fr, h, m); err != nil {
+		return nil, err
+	}
+	f = &File{Header: *h, Model: m, Dicts: make([]*data.Dict, len(h.Dims)), Privacy: h.Privacy}
+	if f.Privacy == nil {
+		return nil, fmt.Errorf("%w: header has no privacy section", ErrFormat)
+	}
+	f.PrivacyCheck = f.Privacy.Check()
+	if err := rows.dicts(f, h); err != nil {
+		return nil, err
+	}
+	md := fr.Schema().Metadata()
+	raw := md.Values()[md.FindKey(metaHeader)]
+	seenRaw, err := decodeSeenMeta(md, h, f)
+	if err != nil {
+		return nil, err
+	}
+	got := payloadSum([]byte(raw), m, f.Dicts, f.Time, seenRaw)
+	if hex.EncodeToString(got[:]) != hex.EncodeToString(sum) {
+		return nil, ErrChecksum
+	}
+	return f, nil
+}
+
+// decodeRows collects the per-mode rows of a model file while its record
+// batches are read: the IDs (integer or string) and which rows (and core
+// entries) were seen.
+type decodeRows struct {
+	ints     [][]int64
+	strs     [][]string
+	seen     [][]bool
+	coreSeen []bool
+}
+
+func newDecodeRows(h *Header, m *decomposition.Model) *decodeRows {
 	n := len(h.Dims)
-	ints := make([][]int64, n)
-	strs := make([][]string, n)
-	seen := make([][]bool, n)
+	r := &decodeRows{ints: make([][]int64, n), strs: make([][]string, n), seen: make([][]bool, n)}
 	for mo := 0; mo < n; mo++ {
-		seen[mo] = make([]bool, h.Dims[mo])
+		r.seen[mo] = make([]bool, h.Dims[mo])
 		if h.IDTypes[mo] == "string" {
-			strs[mo] = make([]string, h.Dims[mo])
+			r.strs[mo] = make([]string, h.Dims[mo])
 		} else {
-			ints[mo] = make([]int64, h.Dims[mo])
+			r.ints[mo] = make([]int64, h.Dims[mo])
 		}
 	}
-	var coreSeen []bool
 	if h.Kind == decomposition.Tucker {
-		coreSeen = make([]bool, len(m.Core))
+		r.coreSeen = make([]bool, len(m.Core))
 	}
+	return r
+}
+
+// read reads every record batch into m and r, then checks that every row,
+// core entry and pair-bias row the header announces is there.
+func (r *decodeRows) read(fr *ipc.FileReader, h *Header, m *decomposition.Model) error {
 	for _, p := range h.Pairs {
 		m.Pairs = append(m.Pairs, decomposition.PairBias{A: p.A, B: p.B, Div: p.Div,
 			Keys: make([]uint64, 0, p.Count), Vals: make([]float64, 0, p.Count)})
@@ -270,84 +309,89 @@ func Decode(b []byte) (f *File, err error) {
 	for b := 0; b < fr.NumRecords(); b++ {
 		rec, err := fr.RecordAt(b)
 		if err != nil {
-			return nil, fmt.Errorf("%w: record batch %d: %v", ErrFormat, b, err)
+			return fmt.Errorf("%w: record batch %d: %v", ErrFormat, b, err)
 		}
-		err = readBatch(rec, h, m, rmax, ints, strs, seen, coreSeen)
+		err = readBatch(rec, h, m, rmax, r.ints, r.strs, r.seen, r.coreSeen)
 		if err == nil {
 			err = readPairs(rec, m, rmax)
 		}
 		rec.Release()
 		if err != nil {
-			return nil, fmt.Errorf("%w: record batch %d: %v", ErrFormat, b, err)
+			return fmt.Errorf("%w: record batch %d: %v", ErrFormat, b, err)
 		}
 	}
-	for mo := range seen {
-		for i, ok := range seen[mo] {
+	for mo := range r.seen {
+		for i, ok := range r.seen[mo] {
 			if !ok {
-				return nil, fmt.Errorf("%w: row %d of mode %s is missing", ErrFormat, i, modeNames[mo])
+				return fmt.Errorf("%w: row %d of mode %s is missing", ErrFormat, i, modeNames[mo])
 			}
 		}
 	}
-	for e, ok := range coreSeen {
+	for e, ok := range r.coreSeen {
 		if !ok {
-			return nil, fmt.Errorf("%w: core entry %d is missing", ErrFormat, e)
+			return fmt.Errorf("%w: core entry %d is missing", ErrFormat, e)
 		}
 	}
 	for i := range m.Pairs {
 		p := &m.Pairs[i]
 		if len(p.Keys) != h.Pairs[i].Count {
-			return nil, fmt.Errorf("%w: pair bias %d has %d rows, the header says %d", ErrFormat, i, len(p.Keys), h.Pairs[i].Count)
+			return fmt.Errorf("%w: pair bias %d has %d rows, the header says %d", ErrFormat, i, len(p.Keys), h.Pairs[i].Count)
 		}
 		if err := p.Validate(m.Dims); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrFormat, err)
+			return fmt.Errorf("%w: %v", ErrFormat, err)
 		}
 	}
-	f = &File{Header: *h, Model: m, Dicts: make([]*data.Dict, n), Privacy: h.Privacy}
-	if f.Privacy == nil {
-		return nil, fmt.Errorf("%w: header has no privacy section", ErrFormat)
-	}
-	f.PrivacyCheck = f.Privacy.Check()
+	return nil
+}
+
+// dicts builds f's user and item dictionaries from the IDs read and, for a
+// time mode, checks the stored bucket starts against the header's
+// bucketing.
+func (r *decodeRows) dicts(f *File, h *Header) error {
+	var err error
 	for mo := 0; mo < 2; mo++ {
-		if strs[mo] != nil {
-			f.Dicts[mo], err = data.DictFromStrings(h.IDNames[mo], strs[mo])
+		if r.strs[mo] != nil {
+			f.Dicts[mo], err = data.DictFromStrings(h.IDNames[mo], r.strs[mo])
 		} else {
-			f.Dicts[mo], err = data.DictFromInts(h.IDNames[mo], ints[mo])
+			f.Dicts[mo], err = data.DictFromInts(h.IDNames[mo], r.ints[mo])
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrFormat, err)
+			return fmt.Errorf("%w: %v", ErrFormat, err)
 		}
 	}
-	if n == 3 {
+	if len(h.Dims) == 3 {
 		t := *h.Time
 		f.Time = &t
-		for k, start := range ints[2] {
+		for k, start := range r.ints[2] {
 			if f.Time.Start(int32(k)) != start {
-				return nil, fmt.Errorf("%w: time bucket %d starts at %d, the header's bucketing says %d", ErrFormat, k, start, f.Time.Start(int32(k)))
+				return fmt.Errorf("%w: time bucket %d starts at %d, the header's bucketing says %d", ErrFormat, k, start, f.Time.Start(int32(k)))
 			}
 		}
 	}
-	md := fr.Schema().Metadata()
-	raw := md.Values()[md.FindKey(metaHeader)]
-	var seenRaw []byte
-	switch k := md.FindKey(metaSeen); {
+	return nil
+}
+
+// decodeSeenMeta decodes the seen items stored in the schema metadata
+// into f.Seen, checking them against the header, and returns their raw
+// bytes (nil if none) for the checksum.
+func decodeSeenMeta(md arrow.Metadata, h *Header, f *File) ([]byte, error) {
+	k := md.FindKey(metaSeen)
+	switch {
 	case k >= 0 && h.Seen == nil:
 		return nil, fmt.Errorf("%w: seen items without a header entry", ErrFormat)
 	case k < 0 && h.Seen != nil:
 		return nil, fmt.Errorf("%w: the header announces seen items the file does not hold", ErrFormat)
-	case k >= 0:
-		if f.Privacy.Private() {
-			return nil, fmt.Errorf("%w: a private model with seen items", ErrFormat)
-		}
-		seenRaw = []byte(md.Values()[k])
-		if f.Seen, err = decodeSeen(md.Values()[k], h.Seen, h.Dims[0], h.Dims[1]); err != nil {
-			return nil, err
-		}
+	case k < 0:
+		return nil, nil
 	}
-	got := payloadSum([]byte(raw), m, f.Dicts, f.Time, seenRaw)
-	if hex.EncodeToString(got[:]) != hex.EncodeToString(sum) {
-		return nil, ErrChecksum
+	if f.Privacy.Private() {
+		return nil, fmt.Errorf("%w: a private model with seen items", ErrFormat)
 	}
-	return f, nil
+	var err error
+	if f.Seen, err = decodeSeen(md.Values()[k], h.Seen, h.Dims[0], h.Dims[1]); err != nil {
+		return nil, err
+	}
+	return []byte(md.Values()[k]), nil
 }
 
 func readBatch(rec arrow.Record, h *Header, m *decomposition.Model, rmax int, ints [][]int64, strs [][]string, seen [][]bool, coreSeen []bool) error {

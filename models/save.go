@@ -81,6 +81,9 @@ func write(w io.Writer, f *File, version string, edit func([]byte) []byte) error
 	return err
 }
 
+// writeArrow writes the model as Arrow IPC record batches of at most
+// batchRows rows: the factor rows of each mode, then the Tucker core, then
+// the pair biases.
 func writeArrow(w io.Writer, f *File, schema *arrow.Schema) error {
 	pw := &posWriter{w: w}
 	fw, err := ipc.NewFileWriter(pw, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
@@ -89,92 +92,125 @@ func writeArrow(w io.Writer, f *File, schema *arrow.Schema) error {
 	}
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
-	flush := func() error {
+	m := f.Model
+	rw := &rowWriter{col: columnsOf(b, maxRank(m)), flush: func() error {
 		rec := b.NewRecord()
 		defer rec.Release()
 		return fw.Write(rec)
-	}
-	m := f.Model
-	rmax := maxRank(m)
-	col := columnsOf(b, rmax)
+	}}
 	for mo := range m.Dims {
-		r := m.Ranks[mo]
-		d := f.Dicts[mo]
-		for i := 0; i < m.Dims[mo]; i++ {
-			col.part.Append(modeNames[mo])
-			col.mode.Append(int32(mo))
-			col.index.Append(int64(i))
-			switch {
-			case d == nil:
-				start := f.Time.Start(int32(i))
-				col.id.Append(time.Unix(start, 0).UTC().Format(time.RFC3339))
-				col.idInt.Append(start)
-			case d.IsString:
-				col.id.Append(d.String(int32(i)))
-				col.idInt.AppendNull()
-			default:
-				col.id.Append(d.String(int32(i)))
-				col.idInt.Append(d.Int(int32(i)))
-			}
-			if m.HasBias {
-				col.bias.Append(m.Bias[mo][i])
-			} else {
-				col.bias.AppendNull()
-			}
-			row := m.Factors[mo][i*r : (i+1)*r]
-			for c := 0; c < rmax; c++ {
-				if c < r {
-					col.f[c].Append(row[c])
-				} else {
-					col.f[c].AppendNull()
-				}
-			}
-			for _, cb := range col.core {
-				cb.AppendNull()
-			}
-			col.value.AppendNull()
-			if (i+1)%batchRows == 0 || i == m.Dims[mo]-1 {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
+		if err := rw.modeRows(f, mo); err != nil {
+			return err
 		}
 	}
 	if m.Kind == decomposition.Tucker {
-		idx := make([]int, len(m.Ranks))
-		for e, v := range m.Core {
-			col.part.Append("core")
-			col.mode.Append(-1)
-			col.index.Append(int64(e))
-			col.id.AppendNull()
+		if err := rw.coreRows(m); err != nil {
+			return err
+		}
+	}
+	if err := rw.pairRows(m); err != nil {
+		return err
+	}
+	return fw.Close()
+}
+
+// rowWriter appends model rows to the column builders; flush writes the
+// rows appended so far as one record batch.
+type rowWriter struct {
+	col   builders
+	flush func() error
+}
+
+// modeRows appends the rows of mode mo: ID, bias and factor row.
+func (rw *rowWriter) modeRows(f *File, mo int) error {
+	m, col := f.Model, rw.col
+	rmax := len(col.f)
+	r := m.Ranks[mo]
+	d := f.Dicts[mo]
+	for i := 0; i < m.Dims[mo]; i++ {
+		col.part.Append(modeNames[mo])
+		col.mode.Append(int32(mo))
+		col.index.Append(int64(i))
+		switch {
+		case d == nil:
+			start := f.Time.Start(int32(i))
+			col.id.Append(time.Unix(start, 0).UTC().Format(time.RFC3339))
+			col.idInt.Append(start)
+		case d.IsString:
+			col.id.Append(d.String(int32(i)))
 			col.idInt.AppendNull()
+		default:
+			col.id.Append(d.String(int32(i)))
+			col.idInt.Append(d.Int(int32(i)))
+		}
+		if m.HasBias {
+			col.bias.Append(m.Bias[mo][i])
+		} else {
 			col.bias.AppendNull()
-			for _, fb := range col.f {
-				fb.AppendNull()
+		}
+		row := m.Factors[mo][i*r : (i+1)*r]
+		for c := 0; c < rmax; c++ {
+			if c < r {
+				col.f[c].Append(row[c])
+			} else {
+				col.f[c].AppendNull()
 			}
-			for c, cb := range col.core {
-				if c < len(idx) {
-					cb.Append(int32(idx[c]))
-				} else {
-					cb.AppendNull()
-				}
-			}
-			col.value.Append(v)
-			// Advance the row-major multi-index (last mode fastest).
-			for c := len(idx) - 1; c >= 0; c-- {
-				idx[c]++
-				if idx[c] < m.Ranks[c] {
-					break
-				}
-				idx[c] = 0
-			}
-			if (e+1)%batchRows == 0 || e == len(m.Core)-1 {
-				if err := flush(); err != nil {
-					return err
-				}
+		}
+		for _, cb := range col.core {
+			cb.AppendNull()
+		}
+		col.value.AppendNull()
+		if (i+1)%batchRows == 0 || i == m.Dims[mo]-1 {
+			if err := rw.flush(); err != nil {
+				return err
 			}
 		}
 	}
+	return nil
+}
+
+// coreRows appends the Tucker core, one entry a row with its multi-index.
+func (rw *rowWriter) coreRows(m *decomposition.Model) error {
+	col := rw.col
+	idx := make([]int, len(m.Ranks))
+	for e, v := range m.Core {
+		col.part.Append("core")
+		col.mode.Append(-1)
+		col.index.Append(int64(e))
+		col.id.AppendNull()
+		col.idInt.AppendNull()
+		col.bias.AppendNull()
+		for _, fb := range col.f {
+			fb.AppendNull()
+		}
+		for c, cb := range col.core {
+			if c < len(idx) {
+				cb.Append(int32(idx[c]))
+			} else {
+				cb.AppendNull()
+			}
+		}
+		col.value.Append(v)
+		// Advance the row-major multi-index (last mode fastest).
+		for c := len(idx) - 1; c >= 0; c-- {
+			idx[c]++
+			if idx[c] < m.Ranks[c] {
+				break
+			}
+			idx[c] = 0
+		}
+		if (e+1)%batchRows == 0 || e == len(m.Core)-1 {
+			if err := rw.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// pairRows appends the pair biases, one key a row.
+func (rw *rowWriter) pairRows(m *decomposition.Model) error {
+	col := rw.col
 	for pi, p := range m.Pairs {
 		for e, k := range p.Keys {
 			col.part.Append("pair")
@@ -195,13 +231,13 @@ func writeArrow(w io.Writer, f *File, schema *arrow.Schema) error {
 			}
 			col.value.Append(p.Vals[e])
 			if (e+1)%batchRows == 0 || e == len(p.Keys)-1 {
-				if err := flush(); err != nil {
+				if err := rw.flush(); err != nil {
 					return err
 				}
 			}
 		}
 	}
-	return fw.Close()
+	return nil
 }
 
 func maxRank(m *decomposition.Model) int {

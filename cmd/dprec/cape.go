@@ -175,22 +175,9 @@ func capeAggregateRun(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cal, err := perturb.ParseCalibration(c.String("calibration"))
+	job, err := capeAggJob(c)
 	if err != nil {
-		return cli.Exit(err.Error(), exitUsage)
-	}
-	job := cape.Job{Kind: c.String("job"), D: c.Int("dim"), K: c.Int("k"), Sigma2: c.Float64("sigma2"),
-		Split: c.Float64("split"), Calibration: cal, EqualWeights: c.Bool("equal-weights")}
-	if job.Kind == cape.JobAGN {
-		switch m := c.String("model"); m {
-		case cape.ModelMOG, cape.ModelSTM:
-			job.Model = m
-		default:
-			return cli.Exit(fmt.Sprintf("--model %q: want mog or stm", m), exitUsage)
-		}
-	}
-	if err := job.Validate(); err != nil {
-		return cli.Exit(err.Error(), exitUsage)
+		return err
 	}
 	ln, err := capeListen(c, cape.RoleAggregator)
 	if err != nil {
@@ -222,18 +209,7 @@ func capeAggregateRun(c *cli.Context) error {
 		fmt.Fprintf(os.Stderr, "aggregator: %d request(s) rejected in this run (see above)\n", n)
 	}
 	if runErr != nil {
-		if out != nil && len(out.Stages) == 0 {
-			missing := []string{}
-			for _, e := range out.Excluded {
-				if strings.HasPrefix(e.Reason, "no hello") {
-					missing = append(missing, cape.SiteRole(e.Site))
-				}
-			}
-			if len(missing) > 0 {
-				return fmt.Errorf("%w (no hello from %s within --timeout %s: are those site processes running with the right --aggregator address?)", runErr, strings.Join(missing, ", "), c.Duration("timeout"))
-			}
-		}
-		return runErr
+		return capeAggRunError(c, out, runErr)
 	}
 	for _, e := range out.Excluded {
 		fmt.Fprintf(os.Stderr, "aggregator: excluded %s in stage %d: %s\n", cape.SiteRole(e.Site), e.Stage, e.Reason)
@@ -241,28 +217,9 @@ func capeAggregateRun(c *cli.Context) error {
 	if len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "note: messages to %v were never fetched\n", left)
 	}
-	run := &cape.Run{Outcome: out, Randomness: perturb.RandomnessLabel(opts.Seeded)}
-	res := capeAggResult{Job: job, Stages: out.Stages, Excluded: out.Excluded, Privacy: run.Report(), Guarantees: run.Guarantees()}
-	var matrix *mat.Dense
-	switch job.Kind {
-	case cape.JobMean:
-		res.Estimate = out.Stages[0].Estimate
-	case cape.JobPCA:
-		pr, err := cape.PCAFromOutcome(out)
-		if err != nil {
-			return err
-		}
-		res.Eigenvalues, matrix = pr.Values, pr.V
-	case cape.JobAGN:
-		var src rand.Source = perturb.SecureSource()
-		if opts.Seeded {
-			src = perturb.StreamSource(opts.Seed, 3)
-		}
-		ar, err := cape.AGNFromOutcome(out, otd.TPMOptions{}, src)
-		if err != nil {
-			return err
-		}
-		res.Weights, matrix = ar.Weights, ar.A
+	res, matrix, err := capeAggResults(job, out, opts)
+	if err != nil {
+		return err
 	}
 	if p := c.String("out"); p != "" && matrix != nil {
 		if err := data.WriteFileAtomic(p, c.Bool("force"), func(w io.Writer) error { return pcaWriteCSV(w, matrix) }); err != nil {
@@ -274,8 +231,82 @@ func capeAggregateRun(c *cli.Context) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	w := os.Stdout
-	fmt.Fprintf(w, "CAPE %s: %d stage(s)\n", job.Kind, len(out.Stages))
+	capeAggPrint(os.Stdout, res, out)
+	return nil
+}
+
+// capeAggJob builds the job from the flags and validates it.
+func capeAggJob(c *cli.Context) (cape.Job, error) {
+	cal, err := perturb.ParseCalibration(c.String("calibration"))
+	if err != nil {
+		return cape.Job{}, cli.Exit(err.Error(), exitUsage)
+	}
+	job := cape.Job{Kind: c.String("job"), D: c.Int("dim"), K: c.Int("k"), Sigma2: c.Float64("sigma2"),
+		Split: c.Float64("split"), Calibration: cal, EqualWeights: c.Bool("equal-weights")}
+	if job.Kind == cape.JobAGN {
+		switch m := c.String("model"); m {
+		case cape.ModelMOG, cape.ModelSTM:
+			job.Model = m
+		default:
+			return job, cli.Exit(fmt.Sprintf("--model %q: want mog or stm", m), exitUsage)
+		}
+	}
+	if err := job.Validate(); err != nil {
+		return job, cli.Exit(err.Error(), exitUsage)
+	}
+	return job, nil
+}
+
+// capeAggRunError adds to a failed run's error the sites that never said
+// hello, when that is why nothing ran.
+func capeAggRunError(c *cli.Context, out *cape.Outcome, runErr error) error {
+	if out != nil && len(out.Stages) == 0 {
+		missing := []string{}
+		for _, e := range out.Excluded {
+			if strings.HasPrefix(e.Reason, "no hello") {
+				missing = append(missing, cape.SiteRole(e.Site))
+			}
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("%w (no hello from %s within --timeout %s: are those site processes running with the right --aggregator address?)", runErr, strings.Join(missing, ", "), c.Duration("timeout"))
+		}
+	}
+	return runErr
+}
+
+// capeAggResults turns the run's outcome into the job's result (mean
+// estimate, PCA eigenpairs or AGN components) with its privacy report;
+// matrix is the PCA subspace or the AGN components, nil for a mean.
+func capeAggResults(job cape.Job, out *cape.Outcome, opts cape.RunOptions) (capeAggResult, *mat.Dense, error) {
+	run := &cape.Run{Outcome: out, Randomness: perturb.RandomnessLabel(opts.Seeded)}
+	res := capeAggResult{Job: job, Stages: out.Stages, Excluded: out.Excluded, Privacy: run.Report(), Guarantees: run.Guarantees()}
+	var matrix *mat.Dense
+	switch job.Kind {
+	case cape.JobMean:
+		res.Estimate = out.Stages[0].Estimate
+	case cape.JobPCA:
+		pr, err := cape.PCAFromOutcome(out)
+		if err != nil {
+			return res, nil, err
+		}
+		res.Eigenvalues, matrix = pr.Values, pr.V
+	case cape.JobAGN:
+		var src rand.Source = perturb.SecureSource()
+		if opts.Seeded {
+			src = perturb.StreamSource(opts.Seed, 3)
+		}
+		ar, err := cape.AGNFromOutcome(out, otd.TPMOptions{}, src)
+		if err != nil {
+			return res, nil, err
+		}
+		res.Weights, matrix = ar.Weights, ar.A
+	}
+	return res, matrix, nil
+}
+
+// capeAggPrint prints the aggregator's result for people.
+func capeAggPrint(w io.Writer, res capeAggResult, out *cape.Outcome) {
+	fmt.Fprintf(w, "CAPE %s: %d stage(s)\n", res.Job.Kind, len(out.Stages))
 	for _, st := range out.Stages {
 		fmt.Fprintf(w, "stage %d: sites %v, noise variance %.4g (target %.4g, conventional %.4g)\n", st.Stage, st.Sites, st.Variance, st.TargetVariance, st.ConvVariance)
 		if len(st.Dropped) > 0 {
@@ -295,7 +326,6 @@ func capeAggregateRun(c *cli.Context) error {
 		fmt.Fprintf(w, "component weights: %v\n", res.Weights)
 	}
 	capePrintReport(w, res.Privacy)
-	return nil
 }
 
 func capeNoiseCmd() *cli.Command {

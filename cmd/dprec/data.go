@@ -155,23 +155,9 @@ func datasplitRun(c *cli.Context) error {
 		return cli.Exit("data split needs exactly one FILE", exitUsage)
 	}
 	in := args[0]
-	method := c.String("method")
-	switch method {
-	case "random", "user", "time", "kfold":
-	default:
-		return cli.Exit(fmt.Sprintf("--method %q: want random, user, time or kfold", method), exitUsage)
-	}
-	if (c.IsSet("train") || c.IsSet("test")) && (method == "kfold" || !c.IsSet("train") || !c.IsSet("test")) {
-		return cli.Exit("--train and --test go together, and not with --method kfold (use --out-dir)", exitUsage)
-	}
-	var cutoff int64
-	if c.IsSet("cutoff") {
-		if method != "time" {
-			return cli.Exit("--cutoff needs --method time", exitUsage)
-		}
-		if cutoff, err = dataParseTime(c.String("cutoff")); err != nil {
-			return cli.Exit("--cutoff: "+err.Error(), exitUsage)
-		}
+	method, cutoff, err := datasplitFlags(c)
+	if err != nil {
+		return err
 	}
 	opts, err := dataLoadOptions(c)
 	if err != nil {
@@ -197,32 +183,78 @@ func datasplitRun(c *cli.Context) error {
 		}
 		fmt.Fprintf(os.Stderr, "split seed %d%s\n", seed, note)
 	}
-	src := rand.NewPCG(seed, seed)
-	var splits []data.Split
+	splits, err := datasplitSplits(c, s, method, cutoff, rand.NewPCG(seed, seed))
+	if err != nil {
+		return fmt.Errorf("%s: %w", in, err)
+	}
+	parts, stores := datasplitParts(c, in, s, f, method, splits)
+	if err := datasplitWrite(c, in, f, parts, stores); err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		enc := json.NewEncoder(c.App.Writer)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Input  string          `json:"input"`
+			Method string          `json:"method"`
+			Seed   uint64          `json:"seed"`
+			Parts  []datasplitPart `json:"parts"`
+		}{in, method, seed, parts})
+	}
+	for _, p := range parts {
+		fmt.Fprintf(c.App.Writer, "%-5s %9d observations  %s\n", p.Part, p.Observations, p.Path)
+	}
+	return nil
+}
+
+// datasplitFlags checks --method, --train/--test and --cutoff before any
+// file is read, and returns the method and the parsed cutoff.
+func datasplitFlags(c *cli.Context) (method string, cutoff int64, err error) {
+	method = c.String("method")
+	switch method {
+	case "random", "user", "time", "kfold":
+	default:
+		return "", 0, cli.Exit(fmt.Sprintf("--method %q: want random, user, time or kfold", method), exitUsage)
+	}
+	if (c.IsSet("train") || c.IsSet("test")) && (method == "kfold" || !c.IsSet("train") || !c.IsSet("test")) {
+		return "", 0, cli.Exit("--train and --test go together, and not with --method kfold (use --out-dir)", exitUsage)
+	}
+	if c.IsSet("cutoff") {
+		if method != "time" {
+			return "", 0, cli.Exit("--cutoff needs --method time", exitUsage)
+		}
+		if cutoff, err = dataParseTime(c.String("cutoff")); err != nil {
+			return "", 0, cli.Exit("--cutoff: "+err.Error(), exitUsage)
+		}
+	}
+	return method, cutoff, nil
+}
+
+// datasplitSplits splits s by method.
+func datasplitSplits(c *cli.Context, s *data.Store, method string, cutoff int64, src rand.Source) ([]data.Split, error) {
+	var sp data.Split
+	var err error
 	switch method {
 	case "random":
-		var sp data.Split
 		sp, err = data.RandomSplit(s, c.Float64("fraction"), src)
-		splits = []data.Split{sp}
 	case "user":
-		var sp data.Split
 		sp, err = data.PerUserSplit(s, c.Int("per-user-k"), c.Float64("fraction"), src)
-		splits = []data.Split{sp}
 	case "time":
-		var sp data.Split
 		if c.IsSet("cutoff") {
 			sp, err = data.CutoffSplit(s, cutoff)
 		} else {
 			sp, err = data.TimeSplit(s, c.Float64("fraction"))
 		}
-		splits = []data.Split{sp}
 	case "kfold":
-		splits, err = data.KFold(s, c.Int("k"), src)
+		return data.KFold(s, c.Int("k"), src)
 	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", in, err)
-	}
-	// Output paths, all checked before anything is written.
+	return []data.Split{sp}, err
+}
+
+// datasplitParts names the output of every split's train and test part
+// (--train/--test, else IN's base name, the part, the fold and format f
+// under --out-dir) and returns them with their stores.
+func datasplitParts(c *cli.Context, in string, s *data.Store, f data.Format, method string, splits []data.Split) ([]datasplitPart, []*data.Store) {
 	base := filepath.Base(in)
 	base = strings.TrimSuffix(base, ".gz")
 	base = strings.TrimSuffix(base, filepath.Ext(base))
@@ -248,6 +280,12 @@ func datasplitRun(c *cli.Context) error {
 			stores = append(stores, p.st)
 		}
 	}
+	return parts, stores
+}
+
+// datasplitWrite checks every output path before anything is written,
+// then writes the parts.
+func datasplitWrite(c *cli.Context, in string, f data.Format, parts []datasplitPart, stores []*data.Store) error {
 	force := c.Bool("force")
 	for _, p := range parts {
 		if err := checkOutputs([]string{in}, p.Path); err != nil {
@@ -269,19 +307,6 @@ func datasplitRun(c *cli.Context) error {
 		if err := data.Save(p.Path, stores[i], data.WriteOptions{Format: pf, Force: force}); err != nil {
 			return err
 		}
-	}
-	if c.Bool("json") {
-		enc := json.NewEncoder(c.App.Writer)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
-			Input  string          `json:"input"`
-			Method string          `json:"method"`
-			Seed   uint64          `json:"seed"`
-			Parts  []datasplitPart `json:"parts"`
-		}{in, method, seed, parts})
-	}
-	for _, p := range parts {
-		fmt.Fprintf(c.App.Writer, "%-5s %9d observations  %s\n", p.Part, p.Observations, p.Path)
 	}
 	return nil
 }

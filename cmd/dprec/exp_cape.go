@@ -4,16 +4,13 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 
 	"github.com/dprec/dprec/data"
-	"github.com/dprec/dprec/otd/cape"
+	"github.com/dprec/dprec/internal/experiment/capeexp"
 	"github.com/urfave/cli/v2"
-	"gonum.org/v1/gonum/mat"
 )
 
 func init() {
@@ -43,29 +40,32 @@ func expCapeRun(c *cli.Context) error {
 	if !ok {
 		seed = 1
 	}
-	cfg := cape.ExperimentConfig{Quick: c.Bool("quick"), Reps: c.Int("reps"), Seed: seed}
+	cfg := capeexp.Config{Quick: c.Bool("quick"), Reps: c.Int("reps"), Seed: seed}
 	if p := c.String("real-ratings"); p != "" {
-		x, err := expCapeRatingRows(p, c.Int("real-items"))
+		if d := c.Int("real-items"); d < 2 {
+			return cli.Exit(fmt.Sprintf("--real-items %d: want at least 2", d), exitUsage)
+		}
+		x, err := capeexp.RatingRows(p, c.Int("real-items"))
 		if err != nil {
 			return err
 		}
 		cfg.Real = x
 		cfg.RealName = fmt.Sprintf("%s, users x top-%d items", filepath.Base(p), c.Int("real-items"))
 	}
-	var runs []func(cape.ExperimentConfig) ([]cape.Table, error)
+	var runs []func(capeexp.Config) ([]capeexp.Table, error)
 	switch c.String("only") {
 	case "all":
-		runs = append(runs, cape.PCAExperiment, cape.AGNExperiment)
+		runs = append(runs, capeexp.PCA, capeexp.AGN)
 	case "pca":
-		runs = append(runs, cape.PCAExperiment)
+		runs = append(runs, capeexp.PCA)
 	case "agn":
-		runs = append(runs, cape.AGNExperiment)
+		runs = append(runs, capeexp.AGN)
 	case "real":
 		if cfg.Real == nil {
 			return cli.Exit("--only real needs --real-ratings FILE", exitUsage)
 		}
 		cfg.RealOnly = true
-		runs = append(runs, cape.PCAExperiment)
+		runs = append(runs, capeexp.PCA)
 	default:
 		return cli.Exit(fmt.Sprintf("--only %q: want pca, agn or all", c.String("only")), exitUsage)
 	}
@@ -92,85 +92,7 @@ func expCapeRun(c *cli.Context) error {
 	return nil
 }
 
-// expCapeRatingRows reads a ratings CSV (header, then user,item,rating,...)
-// into a users x D matrix over the D most-rated items, each rating divided
-// by 5 sqrt(D) (ratings are at most 5: a public bound) so every row has
-// norm <= 1.
-func expCapeRatingRows(path string, d int) (*mat.Dense, error) {
-	if d < 2 {
-		return nil, cli.Exit(fmt.Sprintf("--real-items %d: want at least 2", d), exitUsage)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	cr := csv.NewReader(f)
-	cr.FieldsPerRecord = -1
-	type rating struct {
-		u, i string
-		r    float64
-	}
-	var all []rating
-	count := map[string]int{}
-	for line := 1; ; line++ {
-		rec, err := cr.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if len(rec) < 3 {
-			return nil, fmt.Errorf("%s: line %d: %d fields, want user,item,rating", path, line, len(rec))
-		}
-		r, err := strconv.ParseFloat(rec[2], 64)
-		if err != nil {
-			if line == 1 {
-				continue // header
-			}
-			return nil, fmt.Errorf("%s: line %d: rating %q: %v", path, line, rec[2], err)
-		}
-		if !(r >= 0 && r <= 5) {
-			return nil, fmt.Errorf("%s: line %d: rating %v outside [0, 5]", path, line, r)
-		}
-		all = append(all, rating{rec[0], rec[1], r})
-		count[rec[1]]++
-	}
-	items := make([]string, 0, len(count))
-	for it := range count {
-		items = append(items, it)
-	}
-	sort.Slice(items, func(a, b int) bool {
-		if count[items[a]] != count[items[b]] {
-			return count[items[a]] > count[items[b]]
-		}
-		return items[a] < items[b]
-	})
-	if len(items) < d {
-		return nil, fmt.Errorf("%s: only %d items, --real-items %d", path, len(items), d)
-	}
-	col := map[string]int{}
-	for j, it := range items[:d] {
-		col[it] = j
-	}
-	row := map[string]int{}
-	for _, r := range all {
-		if _, ok := row[r.u]; !ok {
-			row[r.u] = len(row)
-		}
-	}
-	x := mat.NewDense(len(row), d, nil)
-	scale := 5 * math.Sqrt(float64(d))
-	for _, r := range all {
-		if j, ok := col[r.i]; ok {
-			x.Set(row[r.u], j, r.r/scale)
-		}
-	}
-	return x, nil
-}
-
-func expCapeWrite(dir string, force bool, t cape.Table) error {
+func expCapeWrite(dir string, force bool, t capeexp.Table) error {
 	csvPath := filepath.Join(dir, t.Name+".csv")
 	err := data.WriteFileAtomic(csvPath, force, func(w io.Writer) error {
 		cw := csv.NewWriter(w)
@@ -203,7 +125,7 @@ func expCapeWrite(dir string, force bool, t cape.Table) error {
 	return plotLines(filepath.Join(dir, t.Name+".png"), force, t.Title, t.XLabel, t.YLabel, t.LogX, false, series)
 }
 
-func expCapePrint(w io.Writer, t cape.Table) {
+func expCapePrint(w io.Writer, t capeexp.Table) {
 	fmt.Fprintf(w, "\n%s\n%-10s", t.Title, t.XLabel)
 	for _, s := range t.Series {
 		fmt.Fprintf(w, " %20s", s.Name)

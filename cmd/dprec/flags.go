@@ -107,6 +107,14 @@ type flagOcc struct {
 	tokens []string
 }
 
+// argLevel is one command of the path (the app at level 0): its flags,
+// its subcommands and the flags typed for it.
+type argLevel struct {
+	flags []cli.Flag
+	subs  []*cli.Command
+	occ   []flagOcc
+}
+
 // normalizeArgs reorders args (args[0] is the program name) so that every
 // flag sits with the command that defines it; see the comment at the top of
 // this file. Usage mistakes are returned as *usageError.
@@ -120,12 +128,7 @@ func normalizeArgs(app *cli.App, args []string) (*cmdLine, error) {
 			return l, nil // shell completion: leave urfave's protocol alone
 		}
 	}
-	type level struct {
-		flags []cli.Flag
-		subs  []*cli.Command
-		occ   []flagOcc
-	}
-	levels := []*level{{flags: app.Flags, subs: app.Commands}}
+	levels := []*argLevel{{flags: app.Flags, subs: app.Commands}}
 	var pos []string
 	var afterBool, boolHint string // a boolean flag just before; hint for "--bias false"
 	rest := args[1:]
@@ -141,32 +144,11 @@ func normalizeArgs(app *cli.App, args []string) (*cmdLine, error) {
 			// no positional argument has been seen.
 			if len(cur.subs) > 0 && len(pos) == 0 {
 				if a == "help" || a == "h" {
-					// urfave's help command: check the topic's path.
-					l.help = true
-					subs := cur.subs
-					for _, name := range rest[i+1:] {
-						if strings.HasPrefix(name, "-") || len(subs) == 0 {
-							break
-						}
-						c := findCommand(subs, name)
-						if c == nil {
-							return l, unknownCommand(l, subs, name)
-						}
-						l.path = append(l.path, c)
-						subs = c.Subcommands
-					}
-					// "help data split" shows what "data split --help"
-					// shows (urfave's help command looks one level down).
-					l.args = []string{args[0]}
-					for _, c := range l.path {
-						l.args = append(l.args, c.Name)
-					}
-					l.args = append(l.args, "--help")
-					return l, nil
+					return helpArgs(l, args[0], cur.subs, rest[i+1:])
 				}
 				if c := findCommand(cur.subs, a); c != nil {
 					l.path = append(l.path, c)
-					levels = append(levels, &level{flags: c.Flags, subs: c.Subcommands})
+					levels = append(levels, &argLevel{flags: c.Flags, subs: c.Subcommands})
 					continue
 				}
 				if len(l.path) == 0 || l.path[len(l.path)-1].Action == nil {
@@ -180,77 +162,13 @@ func normalizeArgs(app *cli.App, args []string) (*cmdLine, error) {
 			afterBool = ""
 			continue
 		}
-		afterBool = ""
-		name, _, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if name == "" || strings.HasPrefix(a, "---") {
-			return l, &usageError{cmd: l.name(), msg: fmt.Sprintf("malformed flag %s", a)}
+		var err error
+		if i, afterBool, err = placeFlag(l, levels, rest, i); err != nil {
+			return l, err
 		}
-		if builtinFlag(name, true) {
-			if name == "version" {
-				levels[0].occ = append(levels[0].occ, flagOcc{name, []string{a}})
-			} else {
-				l.help = true
-				cur.occ = append(cur.occ, flagOcc{name, []string{a}})
-			}
-			continue
-		}
-		// The deepest command on the path so far that defines the flag,
-		// else (before the subcommand is named) any command below.
-		var def cli.Flag
-		at := -1
-		for j := len(levels) - 1; j >= 0 && def == nil; j-- {
-			if def = flagDef(levels[j].flags, name); def != nil {
-				at = j
-			}
-		}
-		if def == nil {
-			def = flagDef(descendantFlags(cur.subs), name)
-		}
-		if def == nil {
-			return l, unknownFlag(l, levels[len(levels)-1].flags, levels[0].flags, cur.subs, a, name)
-		}
-		o := flagOcc{name: name, tokens: []string{a}}
-		if !takesValue(def) && !hasVal {
-			afterBool = a
-		}
-		if takesValue(def) && !hasVal {
-			if i+1 >= len(rest) {
-				return l, &usageError{cmd: l.name(), msg: fmt.Sprintf("flag %s needs a value", a)}
-			}
-			i++
-			o.tokens = append(o.tokens, rest[i])
-		}
-		if at < 0 {
-			// Not defined on the path yet: it belongs to a subcommand
-			// named later; resolved below.
-			at = len(levels) - 1
-			o.name = "\x00" + name
-		}
-		levels[at].occ = append(levels[at].occ, o)
 	}
-	// Flags typed before the command that defines them move down to the
-	// deepest command of the path that defines them.
-	for j, lv := range levels {
-		kept := lv.occ[:0:0]
-		for _, o := range lv.occ {
-			if !strings.HasPrefix(o.name, "\x00") {
-				kept = append(kept, o)
-				continue
-			}
-			o.name = o.name[1:]
-			to := -1
-			for k := len(levels) - 1; k > j; k-- {
-				if flagDef(levels[k].flags, o.name) != nil {
-					to = k
-					break
-				}
-			}
-			if to < 0 {
-				return l, unknownFlag(l, levels[len(levels)-1].flags, levels[0].flags, nil, o.tokens[0], o.name)
-			}
-			levels[to].occ = append(levels[to].occ, o)
-		}
-		lv.occ = kept
+	if err := moveEarlyFlags(l, levels); err != nil {
+		return l, err
 	}
 	if n := len(l.path); !l.help && n > 0 && l.path[n-1].Action != nil && len(pos) > 0 && !takesArgs(l.path[n-1]) {
 		return l, &usageError{cmd: l.name(), msg: fmt.Sprintf("unexpected argument %q: %s takes only flags%s", pos[0], l.name(), boolHint)}
@@ -277,6 +195,116 @@ func normalizeArgs(app *cli.App, args []string) (*cmdLine, error) {
 	}
 	l.args = append(out, pos...)
 	return l, nil
+}
+
+// helpArgs handles urfave's help command ("help data split", topics after
+// it): it checks the topic's path and rewrites the line to what "data
+// split --help" shows (urfave's help command looks one level down).
+func helpArgs(l *cmdLine, prog string, subs []*cli.Command, topics []string) (*cmdLine, error) {
+	l.help = true
+	for _, name := range topics {
+		if strings.HasPrefix(name, "-") || len(subs) == 0 {
+			break
+		}
+		c := findCommand(subs, name)
+		if c == nil {
+			return l, unknownCommand(l, subs, name)
+		}
+		l.path = append(l.path, c)
+		subs = c.Subcommands
+	}
+	l.args = []string{prog}
+	for _, c := range l.path {
+		l.args = append(l.args, c.Name)
+	}
+	l.args = append(l.args, "--help")
+	return l, nil
+}
+
+// placeFlag files the flag rest[i] (with its value, if it takes one) under
+// the deepest command on the path so far that defines it; a flag only a
+// later subcommand defines is marked for moveEarlyFlags. It returns the
+// index of the last token used and, for a boolean flag without a value,
+// the flag (for the "--bias false" hint).
+func placeFlag(l *cmdLine, levels []*argLevel, rest []string, i int) (int, string, error) {
+	a := rest[i]
+	cur := levels[len(levels)-1]
+	afterBool := ""
+	name, _, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+	if name == "" || strings.HasPrefix(a, "---") {
+		return i, "", &usageError{cmd: l.name(), msg: fmt.Sprintf("malformed flag %s", a)}
+	}
+	if builtinFlag(name, true) {
+		if name == "version" {
+			levels[0].occ = append(levels[0].occ, flagOcc{name, []string{a}})
+		} else {
+			l.help = true
+			cur.occ = append(cur.occ, flagOcc{name, []string{a}})
+		}
+		return i, "", nil
+	}
+	// The deepest command on the path so far that defines the flag,
+	// else (before the subcommand is named) any command below.
+	var def cli.Flag
+	at := -1
+	for j := len(levels) - 1; j >= 0 && def == nil; j-- {
+		if def = flagDef(levels[j].flags, name); def != nil {
+			at = j
+		}
+	}
+	if def == nil {
+		def = flagDef(descendantFlags(cur.subs), name)
+	}
+	if def == nil {
+		return i, "", unknownFlag(l, levels[len(levels)-1].flags, levels[0].flags, cur.subs, a, name)
+	}
+	o := flagOcc{name: name, tokens: []string{a}}
+	if !takesValue(def) && !hasVal {
+		afterBool = a
+	}
+	if takesValue(def) && !hasVal {
+		if i+1 >= len(rest) {
+			return i, "", &usageError{cmd: l.name(), msg: fmt.Sprintf("flag %s needs a value", a)}
+		}
+		i++
+		o.tokens = append(o.tokens, rest[i])
+	}
+	if at < 0 {
+		// Not defined on the path yet: it belongs to a subcommand
+		// named later; resolved by moveEarlyFlags.
+		at = len(levels) - 1
+		o.name = "\x00" + name
+	}
+	levels[at].occ = append(levels[at].occ, o)
+	return i, afterBool, nil
+}
+
+// moveEarlyFlags moves flags typed before the command that defines them
+// down to the deepest command of the path that defines them.
+func moveEarlyFlags(l *cmdLine, levels []*argLevel) error {
+	for j, lv := range levels {
+		kept := lv.occ[:0:0]
+		for _, o := range lv.occ {
+			if !strings.HasPrefix(o.name, "\x00") {
+				kept = append(kept, o)
+				continue
+			}
+			o.name = o.name[1:]
+			to := -1
+			for k := len(levels) - 1; k > j; k-- {
+				if flagDef(levels[k].flags, o.name) != nil {
+					to = k
+					break
+				}
+			}
+			if to < 0 {
+				return unknownFlag(l, levels[len(levels)-1].flags, levels[0].flags, nil, o.tokens[0], o.name)
+			}
+			levels[to].occ = append(levels[to].occ, o)
+		}
+		lv.occ = kept
+	}
+	return nil
 }
 
 // checkRequired refuses a command line that lacks a required flag of the

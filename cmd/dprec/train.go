@@ -105,55 +105,21 @@ func trainRun(c *cli.Context) error {
 			return err
 		}
 	}
-	kind := decomposition.Kind(strings.ToLower(c.String("model")))
-	if kind != decomposition.CP && kind != decomposition.Tucker {
-		return cli.Exit(fmt.Sprintf("--model %q: want cp or tucker", c.String("model")), exitUsage)
-	}
-	if c.String("objective") == models.ObjectiveImplicit && !c.IsSet("duplicates") {
-		_ = c.Set("duplicates", string(data.DupSum)) // repeated events add up as confidence
-	}
-	solver, err := completion.ParseSolver(strings.ToLower(c.String("solver")))
+	tf, err := trainParseFlags(c)
 	if err != nil {
-		return cli.Exit("--solver: "+err.Error(), exitUsage)
+		return err
 	}
-	var timeBiases completion.Toggle
-	if err := timeBiases.UnmarshalText([]byte(strings.ToLower(c.String("time-biases")))); err != nil {
-		return cli.Exit("--time-biases: "+err.Error(), exitUsage)
+	st, src, err := trainLoad(c)
+	if err != nil {
+		return err
 	}
-	private := c.String("privacy") != "" && c.String("privacy") != "none"
-	if private && solver == completion.SolverALS {
-		return cli.Exit("--solver als has no private mode yet: the --privacy modes train by SGD (--solver sgd)", exitUsage)
-	}
-	if c.Int("epochs") < 0 {
-		return cli.Exit(fmt.Sprintf("--epochs %d: must be positive", c.Int("epochs")), exitUsage)
-	}
-	// Load.
-	var st *data.Store
-	src := "embedded synthetic log"
-	if path := c.String("data"); path != "" {
-		s, _, err := dataLoad(c, path)
-		if err != nil {
-			return err
-		}
-		st, src = s, path
-	} else {
-		s, _, err := data.DefaultSynth()
-		if err != nil {
-			return fmt.Errorf("embedded synthetic log: %w", err)
-		}
-		st = s
-	}
-	ranks, err := trainRanks(c, kind, st.Order())
+	ranks, err := trainRanks(c, tf.kind, st.Order())
 	if err != nil {
 		return cli.Exit(err.Error(), exitUsage)
 	}
-	seed, seeded := seedOf(c)
-	if !seeded {
-		var b [8]byte
-		if _, err := crand.Read(b[:]); err != nil {
-			return err
-		}
-		seed = binary.LittleEndian.Uint64(b[:])
+	seed, seeded, err := trainSeed(c)
+	if err != nil {
+		return err
 	}
 	rng := rand.NewPCG(seed, 0x9e3779b97f4a7c15) // second PCG word: any fixed constant
 	switch obj := c.String("objective"); obj {
@@ -178,7 +144,7 @@ func trainRun(c *cli.Context) error {
 		return err
 	}
 	bias := c.Bool("bias") && !c.Bool("no-bias")
-	m, err := decomposition.NewModel(kind, train.Dims, ranks, bias)
+	m, err := decomposition.NewModel(tf.kind, train.Dims, ranks, bias)
 	if err != nil {
 		return err
 	}
@@ -186,10 +152,131 @@ func trainRun(c *cli.Context) error {
 	if err := trainClamp(c, m, info); err != nil {
 		return err
 	}
-	s := &completion.Settings{
-		Solver:       solver,
+	s := trainSettings(c, tf, priv)
+	var warnings []string
+	if w := timeBucketWarning(train); w != "" {
+		warnings = append(warnings, w)
+	}
+	res, err := trainWithBar(c, train, valid, m, s, rng)
+	if err != nil {
+		return err
+	}
+	refitted := false
+	if valid != nil && c.Bool("refit") && !tf.private && res.BestEpoch > 0 {
+		// Early stopping chose the number of epochs on the held-out part;
+		// the final model is trained on every rating for that many.
+		m2, err := trainRefit(st, res, rng)
+		if err != nil {
+			return fmt.Errorf("refit on all ratings: %w", err)
+		}
+		m, refitted = m2, true
+		info = models.Fingerprint(st)
+		if err := trainClamp(c, m, info); err != nil {
+			return err
+		}
+	}
+	final := train
+	if refitted {
+		final = st
+	}
+	if err := trainSave(c, out, st, final, m, res, info); err != nil {
+		return err
+	}
+	// Summary.
+	sum := trainSummary{Out: out, Data: src, Kind: tf.kind, Dims: m.Dims, Ranks: m.Ranks,
+		TrainRatings: train.NNZ(), Epochs: len(res.History), BestEpoch: res.BestEpoch,
+		EarlyStopped: res.EarlyStopped, Seconds: time.Since(start).Seconds(), History: res.History,
+		Privacy: res.Privacy, Warnings: append(warnings, inspectPrivacyWarnings(res.Privacy)...),
+		Solver: res.Settings.Solver.String(), Refit: refitted}
+	if valid != nil {
+		sum.ValidRatings = valid.NNZ()
+	}
+	if n := len(res.History); n > 0 && res.BestEpoch > 0 {
+		best := res.History[res.BestEpoch-1]
+		sum.TrainRMSE = best.TrainRMSE
+		if valid != nil {
+			v := best.ValidRMSE
+			sum.ValidRMSE = &v
+		}
+	}
+	if prov, _ := res.Privacy.Provenance(); seeded && res.Privacy.Private() && prov != perturb.ProvenanceSeeded {
+		sum.Warnings = append(sum.Warnings, "--seed was given: the run is reproducible and NOT private")
+	}
+	return trainPrint(c, &sum)
+}
+
+// trainFlags are train's parsed enum flags.
+type trainFlags struct {
+	kind       decomposition.Kind
+	solver     completion.Solver
+	timeBiases completion.Toggle
+	private    bool // a --privacy mode other than none
+}
+
+// trainParseFlags parses and checks the flags train can check before
+// reading any data (usage errors exit 2).
+func trainParseFlags(c *cli.Context) (trainFlags, error) {
+	var tf trainFlags
+	tf.kind = decomposition.Kind(strings.ToLower(c.String("model")))
+	if tf.kind != decomposition.CP && tf.kind != decomposition.Tucker {
+		return tf, cli.Exit(fmt.Sprintf("--model %q: want cp or tucker", c.String("model")), exitUsage)
+	}
+	if c.String("objective") == models.ObjectiveImplicit && !c.IsSet("duplicates") {
+		_ = c.Set("duplicates", string(data.DupSum)) // repeated events add up as confidence
+	}
+	var err error
+	if tf.solver, err = completion.ParseSolver(strings.ToLower(c.String("solver"))); err != nil {
+		return tf, cli.Exit("--solver: "+err.Error(), exitUsage)
+	}
+	if err := tf.timeBiases.UnmarshalText([]byte(strings.ToLower(c.String("time-biases")))); err != nil {
+		return tf, cli.Exit("--time-biases: "+err.Error(), exitUsage)
+	}
+	tf.private = c.String("privacy") != "" && c.String("privacy") != "none"
+	if tf.private && tf.solver == completion.SolverALS {
+		return tf, cli.Exit("--solver als has no private mode yet: the --privacy modes train by SGD (--solver sgd)", exitUsage)
+	}
+	if c.Int("epochs") < 0 {
+		return tf, cli.Exit(fmt.Sprintf("--epochs %d: must be positive", c.Int("epochs")), exitUsage)
+	}
+	return tf, nil
+}
+
+// trainLoad loads --data, or the embedded synthetic log without it, and
+// returns the store and a name for it.
+func trainLoad(c *cli.Context) (*data.Store, string, error) {
+	if path := c.String("data"); path != "" {
+		s, _, err := dataLoad(c, path)
+		if err != nil {
+			return nil, "", err
+		}
+		return s, path, nil
+	}
+	s, _, err := data.DefaultSynth()
+	if err != nil {
+		return nil, "", fmt.Errorf("embedded synthetic log: %w", err)
+	}
+	return s, "embedded synthetic log", nil
+}
+
+// trainSeed returns --seed, or a seed from crypto/rand without it.
+func trainSeed(c *cli.Context) (seed uint64, seeded bool, err error) {
+	seed, seeded = seedOf(c)
+	if !seeded {
+		var b [8]byte
+		if _, err := crand.Read(b[:]); err != nil {
+			return 0, false, err
+		}
+		seed = binary.LittleEndian.Uint64(b[:])
+	}
+	return seed, seeded, nil
+}
+
+// trainSettings builds the completion settings from the flags.
+func trainSettings(c *cli.Context, tf trainFlags, priv completion.Privacy) *completion.Settings {
+	return &completion.Settings{
+		Solver:       tf.solver,
 		RegTime:      c.Float64("reg-time"),
-		TimeBiases:   timeBiases,
+		TimeBiases:   tf.timeBiases,
 		ItemPeriods:  c.Int("item-periods"),
 		RegPair:      c.Float64("reg-pair"),
 		BurnIn:       c.Int("burn-in"),
@@ -204,10 +291,11 @@ func trainRun(c *cli.Context) error {
 		Patience:     c.Int("patience"),
 		Privacy:      priv,
 	}
-	var warnings []string
-	if w := timeBucketWarning(train); w != "" {
-		warnings = append(warnings, w)
-	}
+}
+
+// trainWithBar trains with a progress bar showing each epoch's loss and
+// RMSE.
+func trainWithBar(c *cli.Context, train, valid *data.Store, m *decomposition.Model, s *completion.Settings, rng rand.Source) (*completion.Result, error) {
 	bar := newBar(c, int64(s.Resolved().Epochs), "training")
 	res, err := trainFit(train, valid, m, s, rng, func(r completion.EpochRecord) {
 		desc := fmt.Sprintf("epoch %d loss %.5g train RMSE %.4f", r.Epoch, r.TrainLoss, r.TrainRMSE)
@@ -221,25 +309,17 @@ func trainRun(c *cli.Context) error {
 	if err != nil {
 		var div *completion.ErrDiverged
 		if errors.As(err, &div) {
-			return fmt.Errorf("%w (no model saved; try a smaller --lr or a larger --reg)", err)
+			return nil, fmt.Errorf("%w (no model saved; try a smaller --lr or a larger --reg)", err)
 		}
-		return err
+		return nil, err
 	}
-	refitted := false
-	if valid != nil && c.Bool("refit") && !private && res.BestEpoch > 0 {
-		// Early stopping chose the number of epochs on the held-out part;
-		// the final model is trained on every rating for that many.
-		m2, err := trainRefit(st, res, rng)
-		if err != nil {
-			return fmt.Errorf("refit on all ratings: %w", err)
-		}
-		m, refitted = m2, true
-		info = models.Fingerprint(st)
-		if err := trainClamp(c, m, info); err != nil {
-			return err
-		}
-	}
-	// Save.
+	return res, nil
+}
+
+// trainSave saves the model trained on final (the training part, or every
+// rating of st after a refit) to out, with its settings, released history,
+// data fingerprint and, for a non-private model, the seen items of st.
+func trainSave(c *cli.Context, out string, st, final *data.Store, m *decomposition.Model, res *completion.Result, info *models.DataInfo) error {
 	settingsJSON, err := trainSettingsJSON(res.Settings)
 	if err != nil {
 		return err
@@ -247,10 +327,6 @@ func trainRun(c *cli.Context) error {
 	hist, err := json.Marshal(trainReleasedHistory(res.History, res.Privacy))
 	if err != nil {
 		return err
-	}
-	final := train
-	if refitted {
-		final = st
 	}
 	dicts := final.Dicts
 	if len(dicts) < m.Order() {
@@ -277,30 +353,7 @@ func trainRun(c *cli.Context) error {
 		Privacy: res.Privacy,
 		Seen:    seen, // every rated item, validation part included (non-private only)
 	}
-	if err := models.Save(out, f, c.Bool("force")); err != nil {
-		return err
-	}
-	// Summary.
-	sum := trainSummary{Out: out, Data: src, Kind: kind, Dims: m.Dims, Ranks: m.Ranks,
-		TrainRatings: train.NNZ(), Epochs: len(res.History), BestEpoch: res.BestEpoch,
-		EarlyStopped: res.EarlyStopped, Seconds: time.Since(start).Seconds(), History: res.History,
-		Privacy: res.Privacy, Warnings: append(warnings, inspectPrivacyWarnings(res.Privacy)...),
-		Solver: res.Settings.Solver.String(), Refit: refitted}
-	if valid != nil {
-		sum.ValidRatings = valid.NNZ()
-	}
-	if n := len(res.History); n > 0 && res.BestEpoch > 0 {
-		best := res.History[res.BestEpoch-1]
-		sum.TrainRMSE = best.TrainRMSE
-		if valid != nil {
-			v := best.ValidRMSE
-			sum.ValidRMSE = &v
-		}
-	}
-	if prov, _ := res.Privacy.Provenance(); seeded && res.Privacy.Private() && prov != perturb.ProvenanceSeeded {
-		sum.Warnings = append(sum.Warnings, "--seed was given: the run is reproducible and NOT private")
-	}
-	return trainPrint(c, &sum)
+	return models.Save(out, f, c.Bool("force"))
 }
 
 func trainPrint(c *cli.Context, s *trainSummary) error {

@@ -33,43 +33,9 @@ func trainObjectiveFlags() []cli.Flag {
 // --objective implicit branch of train). The time mode of an order-3 log is
 // collapsed: the model is users x items.
 func trainImplicitRun(c *cli.Context, st *data.Store, srcName string, rng rand.Source, start time.Time) error {
-	if c.String("model") != string(decomposition.CP) {
-		return cli.Exit("--objective implicit trains a CP (matrix factorisation) model: drop --model tucker", exitUsage)
-	}
-	if p := c.String("privacy"); p != "" && p != "none" {
-		return cli.Exit("--objective implicit has no private mode: drop --privacy", exitUsage)
-	}
-	for _, f := range []string{"ranks", "solver", "lr", "decay", "reg-core", "reg-bias", "reg-time", "time-biases", "item-periods", "reg-pair", "refit", "patience", "epochs", "validation", "clamp"} {
-		if c.IsSet(f) {
-			return cli.Exit(fmt.Sprintf("--%s is not used by --objective implicit", f), exitUsage)
-		}
-	}
-	rank := completion.DefaultImplicitRank
-	if c.IsSet("rank") {
-		rank = c.Int("rank")
-	}
-	if rank <= 0 {
-		return cli.Exit(fmt.Sprintf("--rank %d: must be positive", rank), exitUsage)
-	}
-	conf, err := completion.ParseConfidenceFunc(c.String("confidence"))
+	rank, s, err := trainImplicitSettings(c)
 	if err != nil {
-		return cli.Exit(err.Error(), exitUsage)
-	}
-	s := &completion.ImplicitSettings{
-		Iterations:       c.Int("iterations"),
-		Alpha:            c.Float64("alpha"),
-		Confidence:       conf,
-		UnobservedWeight: c.Float64("unobserved-weight"),
-		Threads:          c.Int("threads"),
-	}
-	if c.IsSet("reg") {
-		s.Reg = c.Float64("reg")
-	}
-	if c.IsSet("init-scale") {
-		s.InitScale = c.Float64("init-scale")
-	}
-	if s.Iterations <= 0 {
-		return cli.Exit(fmt.Sprintf("--iterations %d: must be positive", s.Iterations), exitUsage)
+		return err
 	}
 	if len(st.Dicts) < 2 || st.Dicts[0] == nil || st.Dicts[1] == nil {
 		return fmt.Errorf("%s: the log has no user and item dictionaries", srcName)
@@ -124,21 +90,71 @@ func trainImplicitRun(c *cli.Context, st *data.Store, srcName string, rng rand.S
 	if n := len(res.History); n > 0 {
 		sum.Loss = res.History[n-1].Loss
 	}
+	return trainImplicitPrint(c, &sum, seen.Pairs())
+}
+
+// trainImplicitSettings checks the flags of --objective implicit and
+// returns the rank and the settings.
+func trainImplicitSettings(c *cli.Context) (int, *completion.ImplicitSettings, error) {
+	if c.String("model") != string(decomposition.CP) {
+		return 0, nil, cli.Exit("--objective implicit trains a CP (matrix factorisation) model: drop --model tucker", exitUsage)
+	}
+	if p := c.String("privacy"); p != "" && p != "none" {
+		return 0, nil, cli.Exit("--objective implicit has no private mode: drop --privacy", exitUsage)
+	}
+	for _, f := range []string{"ranks", "solver", "lr", "decay", "reg-core", "reg-bias", "reg-time", "time-biases", "item-periods", "reg-pair", "refit", "patience", "epochs", "validation", "clamp"} {
+		if c.IsSet(f) {
+			return 0, nil, cli.Exit(fmt.Sprintf("--%s is not used by --objective implicit", f), exitUsage)
+		}
+	}
+	rank := completion.DefaultImplicitRank
+	if c.IsSet("rank") {
+		rank = c.Int("rank")
+	}
+	if rank <= 0 {
+		return 0, nil, cli.Exit(fmt.Sprintf("--rank %d: must be positive", rank), exitUsage)
+	}
+	conf, err := completion.ParseConfidenceFunc(c.String("confidence"))
+	if err != nil {
+		return 0, nil, cli.Exit(err.Error(), exitUsage)
+	}
+	s := &completion.ImplicitSettings{
+		Iterations:       c.Int("iterations"),
+		Alpha:            c.Float64("alpha"),
+		Confidence:       conf,
+		UnobservedWeight: c.Float64("unobserved-weight"),
+		Threads:          c.Int("threads"),
+	}
+	if c.IsSet("reg") {
+		s.Reg = c.Float64("reg")
+	}
+	if c.IsSet("init-scale") {
+		s.InitScale = c.Float64("init-scale")
+	}
+	if s.Iterations <= 0 {
+		return 0, nil, cli.Exit(fmt.Sprintf("--iterations %d: must be positive", s.Iterations), exitUsage)
+	}
+	return rank, s, nil
+}
+
+// trainImplicitPrint prints the summary (seen is the number of stored
+// seen pairs).
+func trainImplicitPrint(c *cli.Context, sum *trainImplicitSummary, seen int) error {
 	w := c.App.Writer
 	if c.Bool("json") {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(&sum)
+		return enc.Encode(sum)
 	}
-	fmt.Fprintf(w, "trained implicit-feedback CP model, rank %d, on %s: %d users x %d items, %d stored observations in %d (user, item) cells", rank, srcName, dims[0], dims[1], sum.Events, sum.Cells)
+	fmt.Fprintf(w, "trained implicit-feedback CP model, rank %d, on %s: %d users x %d items, %d stored observations in %d (user, item) cells", sum.Rank, sum.Data, sum.Dims[0], sum.Dims[1], sum.Events, sum.Cells)
 	if sum.TimeCollapsed {
 		fmt.Fprint(w, " (time mode collapsed)")
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "confidence      1 + %g %s(v), unobserved weight %g, reg %g\n", res.Settings.Alpha, res.Settings.Confidence, res.Settings.UnobservedWeight, res.Settings.Reg)
-	fmt.Fprintf(w, "sweeps          %d, final loss %.6g, %.3gs\n", len(res.History), sum.Loss, sum.Seconds)
-	fmt.Fprintf(w, "seen items      %d (user, item) pairs stored: recommend leaves them out\n", seen.Pairs())
-	fmt.Fprintf(w, "saved           %s\n", out)
+	fmt.Fprintf(w, "confidence      1 + %g %s(v), unobserved weight %g, reg %g\n", sum.Settings.Alpha, sum.Settings.Confidence, sum.Settings.UnobservedWeight, sum.Settings.Reg)
+	fmt.Fprintf(w, "sweeps          %d, final loss %.6g, %.3gs\n", len(sum.History), sum.Loss, sum.Seconds)
+	fmt.Fprintf(w, "seen items      %d (user, item) pairs stored: recommend leaves them out\n", seen)
+	fmt.Fprintf(w, "saved           %s\n", sum.Out)
 	return nil
 }
 

@@ -569,86 +569,112 @@ func (t *HTTPTransport) post(ctx context.Context, server, path string, env envel
 			return nil, err
 		}
 	}
+	pc := &postCall{server: server, base: base, path: path, session: session, a: a, mk: mk, plain: plain}
 	for {
-		// A fresh sequence number, time and nonce for every attempt.
-		h := &reqHeader{path: path, from: t.cfg.Role, to: server, session: session, seq: t.seq.Add(1), time: time.Now().UnixMilli()}
-		body := seal(a, plain, reqAAD(h))
-		h.length = int64(len(body))
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(base, "/")+path, bytes.NewReader(body))
-		if err != nil {
-			return nil, err
+		m, retry, err := t.postAttempt(ctx, pc)
+		if !retry {
+			return m, err
 		}
-		req.Header.Set(hdrRole, t.cfg.Role)
-		req.Header.Set(hdrSession, session)
-		req.Header.Set(hdrSeq, strconv.FormatUint(h.seq, 10))
-		req.Header.Set(hdrTime, strconv.FormatInt(h.time, 10))
-		req.Header.Set(hdrAuth, h.mac(mk))
-		resp, err := t.cfg.Client.Do(req)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("cape: %s: %s at %s did not answer: %w (%w)", t.cfg.Role, server, base, ErrDropped, ctx.Err())
-			}
-			// The server may not be up yet: retry until the context ends.
-			if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
-				return nil, fmt.Errorf("cape: %s cannot reach %s at %s (is it running?): %v: %w", t.cfg.Role, server, base, err, ErrDropped)
-			}
-			continue
-		}
-		rb, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-		resp.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-		switch resp.StatusCode {
-		case http.StatusOK:
-		case http.StatusNoContent:
-			return nil, nil
-		case http.StatusServiceUnavailable:
-			// The noise generator has not learnt the session yet.
-			if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
-				return nil, fmt.Errorf("cape: %s: %s at %s not ready: %s: %w", t.cfg.Role, server, base, strings.TrimSpace(string(rb)), ErrDropped)
-			}
-			continue
-		case http.StatusConflict:
-			if path == httpPathSend {
-				// Only this role can have sent that message in this run:
-				// an earlier attempt whose answer was lost was delivered.
-				return nil, nil
-			}
-			return nil, fmt.Errorf("cape: %s answered %s: %s", server, resp.Status, strings.TrimSpace(string(rb)))
-		case http.StatusUnauthorized:
-			return nil, fmt.Errorf("cape: %s refused %s's credentials: %s", server, t.cfg.Role, strings.TrimSpace(string(rb)))
-		default:
-			return nil, fmt.Errorf("cape: %s answered %s: %s", server, resp.Status, strings.TrimSpace(string(rb)))
-		}
-		plainResp, err := open(a, rb, respAAD(h, body[:a.NonceSize()]))
-		if err != nil {
-			return nil, fmt.Errorf("cape: response claiming to come from %s failed authentication", server)
-		}
-		switch path {
-		case httpPathSend:
-			return nil, nil
-		case httpPathSession:
-			var sr sessionReply
-			if err := json.Unmarshal(plainResp, &sr); err != nil || sr.Session == "" {
-				return nil, fmt.Errorf("cape: bad session reply from %s", server)
-			}
-			t.mu.Lock()
-			if t.session == "" {
-				t.session = sr.Session
-			}
-			t.mu.Unlock()
-			return nil, nil
-		}
-		var m Message
-		if err := json.Unmarshal(plainResp, &m); err != nil {
-			return nil, err
-		}
-		if m.From != server || m.To != t.cfg.Role {
-			return nil, fmt.Errorf("cape: %s delivered a message from %s to %s", server, m.From, m.To)
-		}
-		return &m, nil
 	}
+}
+
+// postCall is one request that post sends, attempt after attempt.
+type postCall struct {
+	server, base, path, session string
+	a                           cipher.AEAD
+	mk                          []byte
+	plain                       []byte // the envelope, not yet sealed
+}
+
+// postAttempt makes one attempt at pc with a fresh sequence number, time
+// and nonce. retry (after a pause) means the server was not reachable or
+// not ready and the caller should try again.
+func (t *HTTPTransport) postAttempt(ctx context.Context, pc *postCall) (m *Message, retry bool, err error) {
+	server, base, path, a := pc.server, pc.base, pc.path, pc.a
+	h := &reqHeader{path: path, from: t.cfg.Role, to: server, session: pc.session, seq: t.seq.Add(1), time: time.Now().UnixMilli()}
+	body := seal(a, pc.plain, reqAAD(h))
+	h.length = int64(len(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(base, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, false, err
+	}
+	req.Header.Set(hdrRole, t.cfg.Role)
+	req.Header.Set(hdrSession, pc.session)
+	req.Header.Set(hdrSeq, strconv.FormatUint(h.seq, 10))
+	req.Header.Set(hdrTime, strconv.FormatInt(h.time, 10))
+	req.Header.Set(hdrAuth, h.mac(pc.mk))
+	resp, err := t.cfg.Client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, false, fmt.Errorf("cape: %s: %s at %s did not answer: %w (%w)", t.cfg.Role, server, base, ErrDropped, ctx.Err())
+		}
+		// The server may not be up yet: retry until the context ends.
+		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+			return nil, false, fmt.Errorf("cape: %s cannot reach %s at %s (is it running?): %v: %w", t.cfg.Role, server, base, err, ErrDropped)
+		}
+		return nil, true, nil
+	}
+	rb, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	resp.Body.Close()
+	if err != nil {
+		return nil, false, err
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusNoContent:
+		return nil, false, nil
+	case http.StatusServiceUnavailable:
+		// The noise generator has not learnt the session yet.
+		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+			return nil, false, fmt.Errorf("cape: %s: %s at %s not ready: %s: %w", t.cfg.Role, server, base, strings.TrimSpace(string(rb)), ErrDropped)
+		}
+		return nil, true, nil
+	case http.StatusConflict:
+		if path == httpPathSend {
+			// Only this role can have sent that message in this run:
+			// an earlier attempt whose answer was lost was delivered.
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("cape: %s answered %s: %s", server, resp.Status, strings.TrimSpace(string(rb)))
+	case http.StatusUnauthorized:
+		return nil, false, fmt.Errorf("cape: %s refused %s's credentials: %s", server, t.cfg.Role, strings.TrimSpace(string(rb)))
+	default:
+		return nil, false, fmt.Errorf("cape: %s answered %s: %s", server, resp.Status, strings.TrimSpace(string(rb)))
+	}
+	plainResp, err := open(a, rb, respAAD(h, body[:a.NonceSize()]))
+	if err != nil {
+		return nil, false, fmt.Errorf("cape: response claiming to come from %s failed authentication", server)
+	}
+	m, err = t.postReply(server, path, plainResp)
+	return m, false, err
+}
+
+// postReply decodes the authenticated reply to a request on path: nothing
+// for send, the run's session for session, the message for recv.
+func (t *HTTPTransport) postReply(server, path string, plainResp []byte) (*Message, error) {
+	switch path {
+	case httpPathSend:
+		return nil, nil
+	case httpPathSession:
+		var sr sessionReply
+		if err := json.Unmarshal(plainResp, &sr); err != nil || sr.Session == "" {
+			return nil, fmt.Errorf("cape: bad session reply from %s", server)
+		}
+		t.mu.Lock()
+		if t.session == "" {
+			t.session = sr.Session
+		}
+		t.mu.Unlock()
+		return nil, nil
+	}
+	var m Message
+	if err := json.Unmarshal(plainResp, &m); err != nil {
+		return nil, err
+	}
+	if m.From != server || m.To != t.cfg.Role {
+		return nil, fmt.Errorf("cape: %s delivered a message from %s to %s", server, m.From, m.To)
+	}
+	return &m, nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -680,60 +706,11 @@ func (t *HTTPTransport) refuse(w http.ResponseWriter, role string, code int, rea
 // handle serves the endpoints. Everything up to the body read depends only
 // on the headers, so an unauthenticated request costs no body memory.
 func (t *HTTPTransport) handle(w http.ResponseWriter, r *http.Request) {
-	peer := r.Header.Get(hdrRole)
-	if len(peer) > 64 {
-		peer = peer[:64] + "..."
-	}
-	path := r.URL.Path
-	if r.Method != http.MethodPost {
-		t.refuse(w, peer, http.StatusMethodNotAllowed, "POST only")
+	peer, a, h, ok := t.authenticate(w, r)
+	if !ok {
 		return
 	}
-	a, err := t.cfg.Keys.aead(peer)
-	if err != nil {
-		t.refuse(w, peer, http.StatusUnauthorized, fmt.Sprintf("unknown role %q on %s", peer, path))
-		return
-	}
-	mk, _ := t.cfg.Keys.macKey(peer)
-	if r.ContentLength < 0 {
-		t.refuse(w, peer, http.StatusLengthRequired, "request without Content-Length")
-		return
-	}
-	seq, err1 := strconv.ParseUint(r.Header.Get(hdrSeq), 10, 64)
-	tm, err2 := strconv.ParseInt(r.Header.Get(hdrTime), 10, 64)
-	h := &reqHeader{path: path, from: peer, to: t.cfg.Role, session: r.Header.Get(hdrSession), seq: seq, time: tm, length: r.ContentLength}
-	if err1 != nil || err2 != nil || !hmac.Equal([]byte(r.Header.Get(hdrAuth)), []byte(h.mac(mk))) {
-		t.refuse(w, peer, http.StatusUnauthorized, fmt.Sprintf("forged or unauthenticated request on %s: header MAC missing or wrong", path))
-		return
-	}
-	if d := time.Since(time.UnixMilli(tm)); d > maxClockSkew || d < -maxClockSkew {
-		t.refuse(w, peer, http.StatusUnauthorized, fmt.Sprintf("stale request on %s: timestamp %v away (clock skew or replay)", path, d.Round(time.Second)))
-		return
-	}
-	if path != httpPathSession {
-		cur := t.Session()
-		if cur == "" {
-			// The noise generator has not fetched the session yet.
-			http.Error(w, "session not established yet", http.StatusServiceUnavailable)
-			return
-		}
-		if h.session != cur {
-			t.refuse(w, peer, http.StatusUnauthorized, fmt.Sprintf("replay on %s: sealed for session %.12q, not this run's (a message recorded in another run)", path, h.session))
-			return
-		}
-		t.mu.Lock()
-		win := t.windows[peer]
-		if win == nil {
-			win = &seqWin{}
-			t.windows[peer] = win
-		}
-		ok := win.accept(seq)
-		t.mu.Unlock()
-		if !ok {
-			t.refuse(w, peer, http.StatusUnauthorized, fmt.Sprintf("replay on %s: sequence number %d already used or too old", path, seq))
-			return
-		}
-	}
+	path := h.path
 	limit := t.bodyLimit(path)
 	if r.ContentLength > limit {
 		t.refuse(w, peer, http.StatusRequestEntityTooLarge, fmt.Sprintf("body of %d bytes on %s exceeds the limit of %d", r.ContentLength, path, limit))
@@ -760,39 +737,9 @@ func (t *HTTPTransport) handle(w http.ResponseWriter, r *http.Request) {
 	case httpPathSession:
 		out, _ = json.Marshal(sessionReply{Session: t.Session()})
 	case httpPathSend:
-		m := env.Msg
-		if m == nil || m.To != t.cfg.Role {
-			t.refuse(w, peer, http.StatusBadRequest, "message not addressed to this role")
+		if !t.enqueue(w, peer, env.Msg) {
 			return
 		}
-		if !knownKind(m.Kind) || m.Stage < 0 || m.Stage >= maxMsgStage {
-			t.refuse(w, peer, http.StatusBadRequest, fmt.Sprintf("message of unknown kind %.20q or stage %d", m.Kind, m.Stage))
-			return
-		}
-		m.From = peer // authenticated sender, never the claimed one
-		key := peer + "|" + m.Kind + "|" + strconv.Itoa(m.Stage)
-		t.mu.Lock()
-		if t.seen[key] {
-			t.mu.Unlock()
-			t.refuse(w, peer, http.StatusConflict, fmt.Sprintf("duplicate %s %d: one per run accepted (replay or reorder)", m.Kind, m.Stage))
-			return
-		}
-		n := 0
-		for _, q := range t.inbox {
-			if q.From == peer {
-				n++
-			}
-		}
-		if n >= t.cfg.MaxQueue {
-			t.mu.Unlock()
-			t.refuse(w, peer, http.StatusTooManyRequests, fmt.Sprintf("queue full: %d undelivered messages", n))
-			return
-		}
-		t.seen[key] = true
-		t.inbox = append(t.inbox, m)
-		t.sending++ // the sender waits for this answer: Drain must not close first
-		t.notify()
-		t.mu.Unlock()
 		defer t.doneSending()
 		out = []byte("{}")
 	case httpPathRecv:
@@ -814,6 +761,115 @@ func (t *HTTPTransport) handle(w http.ResponseWriter, r *http.Request) {
 	// Push the complete response to the connection before doneSending
 	// lets Drain close the server.
 	_ = http.NewResponseController(w).Flush()
+}
+
+// authenticate checks a request's headers: method, known role, length,
+// header MAC, clock skew and, outside the session endpoint, this run's
+// session and a fresh sequence number. It answers a refused request
+// itself and then returns ok = false.
+func (t *HTTPTransport) authenticate(w http.ResponseWriter, r *http.Request) (peer string, a cipher.AEAD, h *reqHeader, ok bool) {
+	peer = r.Header.Get(hdrRole)
+	if len(peer) > 64 {
+		peer = peer[:64] + "..."
+	}
+	path := r.URL.Path
+	if r.Method != http.MethodPost {
+		t.refuse(w, peer, http.StatusMethodNotAllowed, "POST only")
+		return peer, nil, nil, false
+	}
+	a, err := t.cfg.Keys.aead(peer)
+	if err != nil {
+		t.refuse(w, peer, http.StatusUnauthorized, fmt.Sprintf("unknown role %q on %s", peer, path))
+		return peer, nil, nil, false
+	}
+	mk, _ := t.cfg.Keys.macKey(peer)
+	if r.ContentLength < 0 {
+		t.refuse(w, peer, http.StatusLengthRequired, "request without Content-Length")
+		return peer, nil, nil, false
+	}
+	seq, err1 := strconv.ParseUint(r.Header.Get(hdrSeq), 10, 64)
+	tm, err2 := strconv.ParseInt(r.Header.Get(hdrTime), 10, 64)
+	h = &reqHeader{path: path, from: peer, to: t.cfg.Role, session: r.Header.Get(hdrSession), seq: seq, time: tm, length: r.ContentLength}
+	if err1 != nil || err2 != nil || !hmac.Equal([]byte(r.Header.Get(hdrAuth)), []byte(h.mac(mk))) {
+		t.refuse(w, peer, http.StatusUnauthorized, fmt.Sprintf("forged or unauthenticated request on %s: header MAC missing or wrong", path))
+		return peer, nil, nil, false
+	}
+	if d := time.Since(time.UnixMilli(tm)); d > maxClockSkew || d < -maxClockSkew {
+		t.refuse(w, peer, http.StatusUnauthorized, fmt.Sprintf("stale request on %s: timestamp %v away (clock skew or replay)", path, d.Round(time.Second)))
+		return peer, nil, nil, false
+	}
+	if path != httpPathSession && !t.checkReplay(w, peer, h) {
+		return peer, nil, nil, false
+	}
+	return peer, a, h, true
+}
+
+// checkReplay refuses a request sealed for another run's session or
+// carrying a sequence number already used (or too old) for its peer.
+func (t *HTTPTransport) checkReplay(w http.ResponseWriter, peer string, h *reqHeader) bool {
+	cur := t.Session()
+	if cur == "" {
+		// The noise generator has not fetched the session yet.
+		http.Error(w, "session not established yet", http.StatusServiceUnavailable)
+		return false
+	}
+	if h.session != cur {
+		t.refuse(w, peer, http.StatusUnauthorized, fmt.Sprintf("replay on %s: sealed for session %.12q, not this run's (a message recorded in another run)", h.path, h.session))
+		return false
+	}
+	t.mu.Lock()
+	win := t.windows[peer]
+	if win == nil {
+		win = &seqWin{}
+		t.windows[peer] = win
+	}
+	ok := win.accept(h.seq)
+	t.mu.Unlock()
+	if !ok {
+		t.refuse(w, peer, http.StatusUnauthorized, fmt.Sprintf("replay on %s: sequence number %d already used or too old", h.path, h.seq))
+		return false
+	}
+	return true
+}
+
+// enqueue queues a message sent by peer (its authenticated sender) for
+// this role: one per kind and stage per run, at most MaxQueue undelivered
+// per peer. On success the sender counts as waiting for its answer, and
+// the caller must call doneSending once it has answered.
+func (t *HTTPTransport) enqueue(w http.ResponseWriter, peer string, m *Message) bool {
+	if m == nil || m.To != t.cfg.Role {
+		t.refuse(w, peer, http.StatusBadRequest, "message not addressed to this role")
+		return false
+	}
+	if !knownKind(m.Kind) || m.Stage < 0 || m.Stage >= maxMsgStage {
+		t.refuse(w, peer, http.StatusBadRequest, fmt.Sprintf("message of unknown kind %.20q or stage %d", m.Kind, m.Stage))
+		return false
+	}
+	m.From = peer // authenticated sender, never the claimed one
+	key := peer + "|" + m.Kind + "|" + strconv.Itoa(m.Stage)
+	t.mu.Lock()
+	if t.seen[key] {
+		t.mu.Unlock()
+		t.refuse(w, peer, http.StatusConflict, fmt.Sprintf("duplicate %s %d: one per run accepted (replay or reorder)", m.Kind, m.Stage))
+		return false
+	}
+	n := 0
+	for _, q := range t.inbox {
+		if q.From == peer {
+			n++
+		}
+	}
+	if n >= t.cfg.MaxQueue {
+		t.mu.Unlock()
+		t.refuse(w, peer, http.StatusTooManyRequests, fmt.Sprintf("queue full: %d undelivered messages", n))
+		return false
+	}
+	t.seen[key] = true
+	t.inbox = append(t.inbox, m)
+	t.sending++ // the sender waits for this answer: Drain must not close first
+	t.notify()
+	t.mu.Unlock()
+	return true
 }
 
 func knownKind(k string) bool {

@@ -416,29 +416,15 @@ func (a *Aggregator) recv(ctx context.Context, from, kind string, stage int) (*M
 	return a.T.Recv(ctx, from, kind, stage)
 }
 
+// stage runs one stage of a job over the present sites: it plans the
+// noise, sends the plan, the site noise (and for the AGN projection W),
+// then combines the sites' releases.
 func (a *Aggregator) stage(ctx context.Context, stage int, present []int, out *Outcome, r *rand.Rand, last bool) (*StageResult, error) {
 	job := a.Job
 	S := len(present)
-	tau2 := make([]float64, S)
-	mu := make([]float64, S)
-	specs := make([]SiteSpec, S)
-	var total float64
-	for i, s := range present {
-		sp := out.Specs[s-1]
-		specs[i] = sp
-		t, err := job.Tau2(stage, sp)
-		if err != nil {
-			return nil, fmt.Errorf("site %d: %w", s, err)
-		}
-		tau2[i] = t
-		total += float64(sp.N)
-	}
-	for i := range mu {
-		if job.EqualWeights {
-			mu[i] = 1 / float64(S)
-		} else {
-			mu[i] = float64(specs[i].N) / total
-		}
+	specs, tau2, mu, err := a.weights(stage, present, out)
+	if err != nil {
+		return nil, err
 	}
 	plan, err := NewPlan(tau2, mu)
 	if err != nil {
@@ -458,8 +444,72 @@ func (a *Aggregator) stage(ctx context.Context, stage int, present []int, out *O
 			}
 		}
 	}
+	fs, err := a.sendNoise(ctx, stage, present, rp, out, r)
+	if err != nil {
+		return nil, err
+	}
+	project := job.Kind == JobAGN && stage == 1
+	outLen := job.Length(stage)
+	if project {
+		outLen = packedLen3(job.K)
+	}
+	res := &StageResult{Stage: stage, Plan: plan, Sites: present}
+	est, mask, msum, err := a.combine(ctx, stage, present, fs, mu, outLen, out, res)
+	if err != nil {
+		return nil, err
+	}
+	if len(res.Dropped) == S {
+		return nil, fmt.Errorf("every site dropped out (%v) after the plan was sent: check that the noise generator is running and reachable by the sites (their own errors say more)", res.Dropped)
+	}
+	if len(res.Dropped) > 0 {
+		for k := range est {
+			est[k] /= msum
+		}
+	}
+	res.Estimate = est
+	res.Variance = plan.AggregateVar(mask)
+	res.TargetVariance = plan.TauC2
+	res.ConvVariance = plan.ConvVar(mask)
+	return res, nil
+}
+
+// weights returns the specs of the present sites, their noise targets
+// tau2 for this stage and their weights mu (equal, or by site size).
+func (a *Aggregator) weights(stage int, present []int, out *Outcome) (specs []SiteSpec, tau2, mu []float64, err error) {
+	job := a.Job
+	S := len(present)
+	tau2 = make([]float64, S)
+	mu = make([]float64, S)
+	specs = make([]SiteSpec, S)
+	var total float64
+	for i, s := range present {
+		sp := out.Specs[s-1]
+		specs[i] = sp
+		t, err := job.Tau2(stage, sp)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("site %d: %w", s, err)
+		}
+		tau2[i] = t
+		total += float64(sp.N)
+	}
+	for i := range mu {
+		if job.EqualWeights {
+			mu[i] = 1 / float64(S)
+		} else {
+			mu[i] = float64(specs[i].N) / total
+		}
+	}
+	return specs, tau2, mu, nil
+}
+
+// sendNoise sends the round plan to the sites, draws each site's noise
+// f_s from r and sends it (with W first, for the AGN projection stage).
+// It returns the noise vectors.
+func (a *Aggregator) sendNoise(ctx context.Context, stage int, present []int, rp RoundPlan, out *Outcome, r *rand.Rand) ([][]float64, error) {
+	job, plan := a.Job, rp.Plan
 	L := job.Length(stage)
-	fs := make([][]float64, S)
+	fs := make([][]float64, len(present))
+	var err error
 	for i, s := range present {
 		if err := sendJSON(ctx, a.T, SiteRole(s), KindPlan, stage, rp); err != nil && !errors.Is(err, ErrDropped) {
 			return nil, err
@@ -482,14 +532,18 @@ func (a *Aggregator) stage(ctx context.Context, stage int, present []int, out *O
 			return nil, err
 		}
 	}
-	outLen := L
-	if project {
-		outLen = packedLen3(job.K)
-	}
-	est := make([]float64, outLen)
-	res := &StageResult{Stage: stage, Plan: plan, Sites: present}
-	mask := make([]bool, S)
-	var msum float64
+	return fs, nil
+}
+
+// combine receives the sites' releases and sums mu_s (release_s - f_s)
+// into the estimate; dropped and malformed releases are recorded in res
+// (and out.Excluded). It returns the estimate, which sites counted and the
+// sum of their weights.
+func (a *Aggregator) combine(ctx context.Context, stage int, present []int, fs [][]float64, mu []float64, outLen int, out *Outcome, res *StageResult) (est []float64, mask []bool, msum float64, err error) {
+	job := a.Job
+	project := job.Kind == JobAGN && stage == 1
+	est = make([]float64, outLen)
+	mask = make([]bool, len(present))
 	for i, s := range present {
 		m, err := a.recv(ctx, SiteRole(s), KindRelease, stage)
 		if err != nil {
@@ -497,7 +551,7 @@ func (a *Aggregator) stage(ctx context.Context, stage int, present []int, out *O
 				res.Dropped = append(res.Dropped, s)
 				continue
 			}
-			return nil, err
+			return nil, nil, 0, err
 		}
 		if reason := checkRelease(m.Values, outLen); reason != "" {
 			// A malformed release is dropped like a drop-out (its e_s no
@@ -509,7 +563,7 @@ func (a *Aggregator) stage(ctx context.Context, stage int, present []int, out *O
 		f := fs[i]
 		if project {
 			if f, err = projectPacked(job.D, f, out.W); err != nil {
-				return nil, err
+				return nil, nil, 0, err
 			}
 		}
 		for k, v := range m.Values {
@@ -518,19 +572,7 @@ func (a *Aggregator) stage(ctx context.Context, stage int, present []int, out *O
 		mask[i] = true
 		msum += mu[i]
 	}
-	if len(res.Dropped) == S {
-		return nil, fmt.Errorf("every site dropped out (%v) after the plan was sent: check that the noise generator is running and reachable by the sites (their own errors say more)", res.Dropped)
-	}
-	if len(res.Dropped) > 0 {
-		for k := range est {
-			est[k] /= msum
-		}
-	}
-	res.Estimate = est
-	res.Variance = plan.AggregateVar(mask)
-	res.TargetVariance = plan.TauC2
-	res.ConvVariance = plan.ConvVar(mask)
-	return res, nil
+	return est, mask, msum, nil
 }
 
 // checkRelease returns why a release of want values is malformed, or "".
