@@ -67,7 +67,8 @@ func TestBiasSensitivityNeighbours(t *testing.T) {
 
 // TestPrivateBiasRelease checks what the bias mode releases: the mean and
 // item biases, never user biases or rows (zero in the model), a report
-// whose releases compose to the budget, and a refusal of the user unit.
+// whose releases compose to the budget, and a refusal of the user unit on
+// a store whose contributions are not bounded.
 func TestPrivateBiasRelease(t *testing.T) {
 	t.Parallel()
 	st := privStore([]int{30, 20, 5}, 400, 2)
@@ -117,8 +118,8 @@ func TestPrivateBiasRelease(t *testing.T) {
 	o := baseOpts()
 	o.Unit, o.MaxRatingsPerUser = UnitUser, 10
 	m := privModel(t, decomposition.CP, st.Dims, 2, true, 1, 1)
-	if _, err := TrainPrivateBias(st, m, &o); !errors.Is(err, perturb.ErrSensitivity) {
-		t.Errorf("user unit: got %v, want a refusal", err)
+	if _, err := TrainPrivateBias(st, m, &o); !errors.Is(err, ErrUserBound) {
+		t.Errorf("user unit on an unbounded store: got %v, want ErrUserBound", err)
 	}
 	o = baseOpts()
 	o.Epsilon = 0
