@@ -351,3 +351,26 @@ const (
 	streamSelect    = 40
 	streamUserStats = 41
 )
+
+// streamBound is the stream of the contribution bounding's random subset.
+const streamBound = 42
+
+// BoundForUnit bounds train's user contributions for o's user unit
+// (BoundUserContributions with k = o.MaxRatingsPerUser) drawing the random
+// subset from o's noise source (secure unless seeded).
+func BoundForUnit(train *data.Store, o *PrivateOptions) (*data.Store, error) {
+	b, _, err := BoundUserContributions(train, o.MaxRatingsPerUser, o.Noise.Source(streamBound))
+	return b, err
+}
+
+// Compose adds the selection to the report of the training that used its
+// items: its release comes first, and the totals add (basic composition of
+// the selection with the training's own guarantee).
+func (s *ItemSelection) Compose(rep *perturb.Report) {
+	rep.Releases = append([]perturb.Release{s.Release}, rep.Releases...)
+	rep.Epsilon += s.Release.Epsilon
+	rep.Delta += s.Release.Delta
+	rep.Composition = "basic (item selection + training); training: " + rep.Composition
+	rep.Covered = append(rep.Covered, "item set (private selection)")
+	rep.Notes = append(rep.Notes, fmt.Sprintf("item selection: epsilon %g, delta %.3g of the total (its own release, first above)", s.Release.Epsilon, s.Release.Delta))
+}

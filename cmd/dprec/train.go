@@ -173,12 +173,17 @@ func trainRun(c *cli.Context) error {
 	}
 	train, valid := trainSplit(st, frac, rng)
 	// Privacy, model, settings.
-	priv, err := trainPrivacy(c, train)
+	ul, priv, err := trainPrivacyPlan(c, train)
 	if err != nil {
 		return err
 	}
+	dims := train.Dims
+	if ul != nil {
+		train = ul.store
+		dims = append([]int{1}, train.Dims[1:]...) // no user is released
+	}
 	bias := c.Bool("bias") && !c.Bool("no-bias")
-	m, err := decomposition.NewModel(kind, train.Dims, ranks, bias)
+	m, err := decomposition.NewModel(kind, dims, ranks, bias)
 	if err != nil {
 		return err
 	}
@@ -257,7 +262,16 @@ func trainRun(c *cli.Context) error {
 		dicts = append(append([]*data.Dict(nil), dicts...), make([]*data.Dict, m.Order()-len(dicts))...)
 	}
 	var seen *models.Exclusions
-	if res.Privacy != nil && res.Privacy.Private() {
+	if ul != nil {
+		// Add/remove-user privacy: no user dictionary, no exact count.
+		if dicts, err = ul.publicDicts(dicts); err != nil {
+			return err
+		}
+		info = &models.DataInfo{Dims: append([]int(nil), m.Dims...)}
+		if ul.selection != nil {
+			ul.selection.Compose(res.Privacy)
+		}
+	} else if res.Privacy != nil && res.Privacy.Private() {
 		// The hash and statistics are functions of the private ratings.
 		info = info.Public()
 	} else if seen, err = models.SeenFromStore(st, m.Dims[0], m.Dims[1]); err != nil {
