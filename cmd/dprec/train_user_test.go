@@ -41,7 +41,6 @@ func trainUserLogs(t *testing.T, dir string) (with, without, items string) {
 	return train, without, items
 }
 
-
 // TestTrainUserLevelNeighbours is the neighbouring-log experiment through
 // the CLI: train --privacy-unit user (bias and als) on a log and on the log
 // minus one user, and check that the two model files cannot reveal the
