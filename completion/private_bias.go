@@ -133,6 +133,7 @@ type biasFit struct {
 	counts       []float64
 	notes        []string
 	itemsVar     float64 // noise variance of one item sum
+	lapScale     float64 // Laplace scale of the item sums (0: Gaussian)
 	frac         float64
 	noisyUsers   float64 // user unit: the released number of users
 	noisyRatings float64 // user unit: the released number of ratings
@@ -224,6 +225,9 @@ func trainBiasEntry(train *data.Store, m *decomposition.Model, o *PrivateOptions
 	relI := items.release("per-item sums of the clipped residuals r - mu~")
 	relI.Derivation = fmt.Sprintf("one rating changes one item's sum of residuals clipped to [-c, c], c = (r_max - r_min)/3, by at most 2c = %g; the counts are public (completion doc, Sensitivities)", itemsL1)
 	fit := &biasFit{o: *o, frac: frac, itemsVar: items.variance()}
+	if items.lap != nil {
+		fit.lapScale = items.lap.Scale()
+	}
 	for _, r := range []perturb.Release{relMu, relI} {
 		if err := fit.acc.Add(r, 1); err != nil {
 			return nil, err
@@ -288,9 +292,18 @@ func (s sumNoise) addTo(x []float64, r *rand.Rand) {
 
 // setItemBiases sets m's mean to mu and its item biases from the noisy
 // residual sums (Y_i = S~_i - n_i mu~, relative to mu) and f.counts, whose
-// noise variance is countVar (0 when public), by the linear MMSE estimate
-// under the prior spread estimated from the released values
-// (itemPriorVariance; post-processing).
+// noise variance is countVar (0 when public), under the prior beta_i ~
+// N(0, tau^2) with tau^2 estimated from the released values
+// (itemPriorVariance; post-processing). With Gaussian noise the posterior
+// mean is linear, n_i tau^2 Y_i/(n_i^2 tau^2 + n_i sigma_r^2 + v). With
+// Laplace noise L of scale b, Y_i = X_i + L with X_i = n_i beta_i + (rating
+// noise) ~ N(0, s_i^2), s_i^2 = n_i^2 tau^2 + n_i sigma_r^2, and the exact
+// posterior mean is n_i tau^2/s_i^2 (Y_i - E[L | Y_i])
+// (laplacePosteriorNoise): a large |Y_i| is more likely heavy-tailed noise
+// than signal, which the linear estimate ignores. Validation part of
+// ml-latest-small, entry level, mean of 8 noise draws: 0.8806 against
+// 0.8814 linear at epsilon 0.5, 0.8700 against 0.8704 at 1, 0.8625
+// against 0.8626 at 2.
 func (f *biasFit) setItemBiases(m *decomposition.Model, mu float64, resid []float64, countVar float64) {
 	sr := f.o.ratingRange() / biasSpreadDivisor
 	v := f.itemsVar
@@ -300,9 +313,18 @@ func (f *biasFit) setItemBiases(m *decomposition.Model, mu float64, resid []floa
 		if n <= 0 {
 			continue
 		}
+		if f.lapScale > 0 {
+			s2 := n*n*tau2 + n*sr*sr
+			m.Bias[1][i] = n * tau2 / s2 * (resid[i] - laplacePosteriorNoise(resid[i], s2, f.lapScale))
+			continue
+		}
 		m.Bias[1][i] = n * tau2 * resid[i] / (n*n*tau2 + n*sr*sr + v)
 	}
-	f.notes = append(f.notes, fmt.Sprintf("item bias = n_i tau^2 Y_i/(n_i^2 tau^2 + n_i sigma_r^2 + v) with Y_i the noisy sum of residuals, sigma_r = (r_max-r_min)/4, v = %.4g the noise variance of a sum, tau^2 = %.4g estimated from the released noisy sums and counts (post-processing; completion/private_bias.go)", v, tau2))
+	est := "n_i tau^2 Y_i/(n_i^2 tau^2 + n_i sigma_r^2 + v) (linear MMSE)"
+	if f.lapScale > 0 {
+		est = "n_i tau^2/s_i^2 (Y_i - E[L | Y_i]), s_i^2 = n_i^2 tau^2 + n_i sigma_r^2 (the posterior mean under the Gaussian prior and the exact Laplace noise L)"
+	}
+	f.notes = append(f.notes, fmt.Sprintf("item bias = %s with Y_i the noisy sum of residuals, sigma_r = (r_max-r_min)/4, v = %.4g the noise variance of a sum, tau^2 = %.4g estimated from the released noisy sums and counts (post-processing; completion/private_bias.go)", est, v, tau2))
 }
 
 // report builds the privacy report of a bias-mode run.
@@ -546,4 +568,40 @@ func trainBiasUser(train *data.Store, m *decomposition.Model, o *PrivateOptions)
 		fmt.Sprintf("released with noise: number of users %.1f, number of ratings %.1f (after bounding each user to %d ratings, one per item); global mean %.4g = (r_min+r_max)/2 + noisy centred sum / noisy count", scal[0], scal[1], o.MaxRatingsPerUser, mu),
 		fmt.Sprintf("budget shares (%s): users %g, ratings %g, sum %g, item counts %g, item sums %g", o.Mechanism, userShareUsers, userShareRatings, userShareSum, userShareCounts, userShareSums))
 	return fit, nil
+}
+
+// laplacePosteriorNoise returns E[L | Y = y] for Y = X + L with X ~ N(0,
+// s2) and L ~ Laplace(b) independent: the posterior of L is a two-piece
+// truncated Gaussian (l >= 0: N(y - s2/b, s2) weighted exp(-y/b +
+// s2/(2b^2)); l < 0: N(y + s2/b, s2) weighted exp(y/b + s2/(2b^2))).
+func laplacePosteriorNoise(y, s2, b float64) float64 {
+	s := math.Sqrt(s2)
+	mp, mm := y-s2/b, y+s2/b
+	// log weights (the common s2/(2b^2) cancels).
+	lp := -y/b + logPhi(mp/s)
+	lm := y/b + logPhi(-mm/s)
+	ep := mp + s*millsRatio(mp/s)  // E[l | l >= 0 piece]
+	em := mm - s*millsRatio(-mm/s) // E[l | l < 0 piece]
+	mx := math.Max(lp, lm)
+	wp, wm := math.Exp(lp-mx), math.Exp(lm-mx)
+	return (wp*ep + wm*em) / (wp + wm)
+}
+
+// logPhi is log of the standard normal CDF, stable far in the lower tail.
+func logPhi(z float64) float64 {
+	if z > -30 {
+		return math.Log(0.5 * math.Erfc(-z/math.Sqrt2))
+	}
+	// Phi(z) ~ phi(z)/|z| (1 - 1/z^2 + 3/z^4)
+	z2 := z * z
+	return -z2/2 - math.Log(-z*math.Sqrt(2*math.Pi)) + math.Log1p(-1/z2+3/(z2*z2))
+}
+
+// millsRatio is phi(z)/Phi(z).
+func millsRatio(z float64) float64 {
+	if z > -30 {
+		return math.Exp(-z*z/2-0.5*math.Log(2*math.Pi)) / (0.5 * math.Erfc(-z/math.Sqrt2))
+	}
+	z2 := z * z
+	return -z / (1 - 1/z2 + 3/(z2*z2))
 }

@@ -206,3 +206,22 @@ func TestPrivacyExperimentBillboardModes(t *testing.T) {
 		}
 	}
 }
+
+// TestLaplacePosteriorNoise checks E[L | X + L = y] (X ~ N(0, s2), L ~
+// Laplace(b)) against numerical integration of the posterior density on a
+// grid (step 1e-3 over [-200, 200]), including far tails.
+func TestLaplacePosteriorNoise(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ y, s2, b float64 }{{3, 4, 2}, {-10, 4, 2}, {0.5, 1, 5}, {40, 9, 3}, {0, 2, 1}, {-150, 1, 0.5}} {
+		var num, den float64
+		for i := -200000; i <= 200000; i++ {
+			l := float64(i) * 1e-3
+			w := math.Exp(-math.Abs(l)/c.b - (c.y-l)*(c.y-l)/(2*c.s2) + math.Abs(c.y)/c.b)
+			num += w * l
+			den += w
+		}
+		if got := laplacePosteriorNoise(c.y, c.s2, c.b); math.Abs(got-num/den) > 1e-4*(1+math.Abs(got)) {
+			t.Errorf("%+v: %v, numerically %v", c, got, num/den)
+		}
+	}
+}
