@@ -68,12 +68,6 @@ import (
 	"github.com/dprec/dprec/perturb"
 )
 
-// Protection targets of gradient perturbation.
-const (
-	ProtectC   = "C"
-	ProtectAll = "all"
-)
-
 // GradientPerturbation is the gradient-perturbation plug-in (Algorithm 2).
 // One value serves one training run; GradientTransform values are per
 // worker.
@@ -101,13 +95,6 @@ func NewGradientPerturbation(opts *PrivateOptions) (*GradientPerturbation, error
 	o, err := opts.resolve("gradient")
 	if err != nil {
 		return nil, err
-	}
-	switch o.Protect {
-	case "", ProtectC, "c":
-		o.Protect = ProtectC
-	case ProtectAll:
-	default:
-		return nil, fmt.Errorf("completion: gradient perturbation: unknown protect target %q (want C or all)", o.Protect)
 	}
 	if o.Clip == 0 {
 		o.Clip = DefaultClip

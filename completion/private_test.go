@@ -440,7 +440,7 @@ func TestPrivateTrain(t *testing.T) {
 			o := baseOpts()
 			md.mod(&o)
 			switch {
-			case !rep.Private() || rep.Relation == "" || rep.Unit != UnitEntry || rep.Composition == "":
+			case !rep.Private() || rep.Relation == "" || rep.Unit != string(UnitEntry) || rep.Composition == "":
 				t.Errorf("%s %s: incomplete report %+v", kind, md.name, rep)
 			case rep.Epsilon > o.Epsilon*(1+1e-9) || rep.Delta > o.Delta*(1+1e-9):
 				t.Errorf("%s %s: report (%v, %v) over budget (%v, %v)", kind, md.name, rep.Epsilon, rep.Delta, o.Epsilon, o.Delta)
@@ -544,7 +544,7 @@ func TestUserLevelGradient(t *testing.T) {
 	dims := []int{12, 10, 3}
 	st := privStore(dims, 200, 9)
 	b, _, _ := BoundUserRatings(st, 3, rand.NewPCG(2, 2))
-	sigma := func(unit string) float64 {
+	sigma := func(unit Unit) float64 {
 		o := baseOpts()
 		o.Protect, o.Unit, o.MaxRatingsPerUser = ProtectAll, unit, 3
 		p, err := NewGradientPerturbation(&o)
@@ -554,7 +554,7 @@ func TestUserLevelGradient(t *testing.T) {
 		if err := p.Plan(b, &Settings{Epochs: 4}); err != nil {
 			t.Fatal(err)
 		}
-		if p.steps != 4*map[string]int{UnitEntry: 1, UnitUser: 3}[unit] {
+		if p.steps != 4*map[Unit]int{UnitEntry: 1, UnitUser: 3}[unit] {
 			t.Errorf("%s: %d steps", unit, p.steps)
 		}
 		return p.gauss.Sigma()
