@@ -20,7 +20,7 @@ func logANumeric(q, s, alpha float64) float64 {
 	for i := range vals {
 		z := lo + float64(i)*h
 		l0 := -z*z/(2*s*s) - math.Log(s*math.Sqrt(2*math.Pi))
-		ratio := math.Log((1-q)+q*math.Exp((2*z-1)/(2*s*s)))
+		ratio := math.Log((1 - q) + q*math.Exp((2*z-1)/(2*s*s)))
 		if math.IsInf(ratio, 1) { // e^{...} overflows: use its log
 			ratio = math.Log(q) + (2*z-1)/(2*s*s)
 		}
