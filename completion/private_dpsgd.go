@@ -151,7 +151,7 @@ const (
 	DPSGDDamping = 0.5
 	// DefaultWarmFraction is the share of epsilon spent on the bias-mode
 	// warm start (global mean and item biases) when the model has biases.
-	DefaultWarmFraction = 0.5
+	DefaultWarmFraction = 0.1
 	// dpsgdPriorDivisor sets tau = sigma_r/dpsgdPriorDivisor, the prior
 	// spread of a bias (BiasItemPenalty = 25 = 5^2 in the bias mode).
 	dpsgdPriorDivisor = 5
