@@ -405,31 +405,48 @@ func (d *dpsgdState) trained() int { return len(d.buf) }
 // step runs one DP-SGD step and returns the sum of squared residuals of
 // the sampled ratings and their number.
 func (d *dpsgdState) step(train *data.Store, vals []float64, r *rand.Rand) (float64, int) {
-	mb := d.mb
-	buf := d.buf
-	clear(buf)
-	n := len(vals)
-	sse, k := 0.0, 0
-	lq := math.Log1p(-mb.q)
-	e := -1
-	for {
-		// Poisson sampling by geometric gaps: the gap to the next sampled
-		// rating is 1 + floor(log U / log(1-q)).
-		if mb.q >= 1 {
-			e++
-		} else {
-			u := 1 - r.Float64() // in (0, 1]
-			e += 1 + int(math.Floor(math.Log(u)/lq))
-		}
-		if e >= n || e < 0 {
-			break
-		}
-		sse += d.addClipped(train, vals, e)
-		k++
-	}
-	mb.gauss.AddToFast(buf, r)
+	sse, k := d.noisySum(train, vals, r)
 	d.apply()
 	return sse, k
+}
+
+// noisySum leaves in buf the noisy sum of the clipped gradients of one
+// Poisson batch (the released quantity of a step) and returns the batch's
+// sum of squared residuals and size.
+func (d *dpsgdState) noisySum(train *data.Store, vals []float64, r *rand.Rand) (float64, int) {
+	clear(d.buf)
+	sse, k := 0.0, 0
+	poissonBatch(len(vals), d.mb.q, r, func(e int) {
+		sse += d.addClipped(train, vals, e)
+		k++
+	})
+	d.mb.gauss.AddToFast(d.buf, r)
+	return sse, k
+}
+
+// poissonBatch calls f for every index in [0, n) kept by Poisson sampling
+// at rate q (each independently with probability q), in increasing order,
+// drawing geometric gaps 1 + floor(log U / log(1-q)) from r.
+func poissonBatch(n int, q float64, r *rand.Rand, f func(int)) {
+	if q >= 1 {
+		for e := 0; e < n; e++ {
+			f(e)
+		}
+		return
+	}
+	lq := math.Log1p(-q)
+	for e := -1; ; {
+		u := 1 - r.Float64() // in (0, 1]
+		gap := math.Floor(math.Log(u) / lq)
+		if gap >= float64(n) {
+			return
+		}
+		e += 1 + int(gap)
+		if e >= n {
+			return
+		}
+		f(e)
+	}
 }
 
 // addClipped adds rating e's clipped gradient (projected on the trained
