@@ -163,6 +163,16 @@ type PrivateOptions struct {
 	// item mode came from SelectItems rather than a public catalogue; it
 	// only changes what the report names as public.
 	SelectedItems bool
+	// DPSGD selects the algorithm of gradient mode with Protect "all":
+	// DPSGDMinibatch (the zero value; Poisson-subsampled minibatch DP-SGD,
+	// private_dpsgd.go) or DPSGDPerEntry.
+	DPSGD DPSGDVariant
+	// SampleRate is the Poisson sampling rate q of minibatch DP-SGD, in
+	// (0, 1] (default DefaultDPSGDRate).
+	SampleRate float64
+	// WarmFraction is the share of Epsilon spent on the bias-mode warm
+	// start of minibatch DP-SGD in (0, 1) (default DefaultWarmFraction).
+	WarmFraction float64
 	// Noise selects the noise source: the zero value is secure
 	// (perturb.SecureSource); perturb.SeededNoise(seed) gives reproducible
 	// streams (NOT private). Its provenance is what the report records.
@@ -214,13 +224,19 @@ func (o *PrivateOptions) resolve(mode string) (PrivateOptions, error) {
 	for _, p := range []struct {
 		name string
 		v    float64
-	}{{"clip", r.Clip}, {"lambda", r.Lambda}, {"sigma", r.Sigma}, {"step epsilon", r.StepEpsilon}, {"mean fraction", r.MeanFraction}} {
+	}{{"clip", r.Clip}, {"lambda", r.Lambda}, {"sigma", r.Sigma}, {"step epsilon", r.StepEpsilon}, {"mean fraction", r.MeanFraction}, {"sample rate", r.SampleRate}, {"warm fraction", r.WarmFraction}} {
 		if !fin(p.v) || p.v < 0 {
 			return r, fmt.Errorf("completion: %s perturbation: %w: %s is %v, must be finite and >= 0 (0 = default)", mode, perturb.ErrSensitivity, p.name, p.v)
 		}
 	}
 	if r.MeanFraction == 0 {
 		r.MeanFraction = DefaultMeanFraction
+	}
+	if r.SampleRate > 1 || r.WarmFraction >= 1 {
+		return r, fmt.Errorf("completion: %s perturbation: sample rate %v must be <= 1 and warm fraction %v < 1", mode, r.SampleRate, r.WarmFraction)
+	}
+	if r.DPSGD > DPSGDPerEntry {
+		return r, fmt.Errorf("completion: %s perturbation: unknown DP-SGD variant %v", mode, r.DPSGD)
 	}
 	if r.MeanFraction >= 1 {
 		return r, fmt.Errorf("completion: %s perturbation: mean fraction %v must be < 1", mode, r.MeanFraction)

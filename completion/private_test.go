@@ -413,7 +413,8 @@ func TestPrivateTrain(t *testing.T) {
 		{"gradient-C", func(o *PrivateOptions) (Privacy, error) { return NewGradientPerturbation(o) }, func(o *PrivateOptions) {}, false},
 		{"gradient-C-basic", func(o *PrivateOptions) (Privacy, error) { return NewGradientPerturbation(o) }, func(o *PrivateOptions) { o.Accounting = "basic"; o.Delta = 0 }, false},
 		{"gradient-all", func(o *PrivateOptions) (Privacy, error) { return NewGradientPerturbation(o) }, func(o *PrivateOptions) { o.Protect = ProtectAll }, true},
-		{"gradient-all-advanced", func(o *PrivateOptions) (Privacy, error) { return NewGradientPerturbation(o) }, func(o *PrivateOptions) { o.Protect = ProtectAll; o.Accounting = "advanced" }, true},
+		{"gradient-all-advanced", func(o *PrivateOptions) (Privacy, error) { return NewGradientPerturbation(o) }, func(o *PrivateOptions) { o.Protect = ProtectAll; o.Accounting = "advanced"; o.DPSGD = DPSGDPerEntry }, true},
+		{"gradient-all-per-entry", func(o *PrivateOptions) (Privacy, error) { return NewGradientPerturbation(o) }, func(o *PrivateOptions) { o.Protect = ProtectAll; o.DPSGD = DPSGDPerEntry }, true},
 		{"output", func(o *PrivateOptions) (Privacy, error) { return NewOutputPerturbation(o) }, func(o *PrivateOptions) { o.Delta = 0 }, false},
 	}
 	for _, kind := range []decomposition.Kind{decomposition.CP, decomposition.Tucker} {
@@ -495,10 +496,16 @@ func TestPrivateRefusals(t *testing.T) {
 		return err
 	}
 	o := baseOpts()
-	o.Protect, o.Sigma = ProtectAll, 0.5 // far too little noise for eps = 1 over 5 epochs
+	o.Protect, o.Sigma, o.DPSGD = ProtectAll, 0.5, DPSGDPerEntry // far too little noise for eps = 1 over 5 epochs
 	p, _ := NewGradientPerturbation(&o)
 	if err := train(p); !errors.Is(err, perturb.ErrBudget) {
 		t.Errorf("under-noised --protect all: %v, want ErrBudget", err)
+	}
+	o = baseOpts()
+	o.Protect, o.Sigma = ProtectAll, 0.3 // minibatch: noise multiplier 0.3 over 20 steps at q = 0.25
+	p, _ = NewGradientPerturbation(&o)
+	if err := train(p); !errors.Is(err, perturb.ErrBudget) {
+		t.Errorf("under-noised minibatch DP-SGD: %v, want ErrBudget", err)
 	}
 	o = baseOpts()
 	o.StepEpsilon = 0.5 // 5 epochs x 0.5 > 1 by every method
@@ -546,7 +553,7 @@ func TestUserLevelGradient(t *testing.T) {
 	b, _, _ := BoundUserRatings(st, 3, rand.NewPCG(2, 2))
 	sigma := func(unit Unit) float64 {
 		o := baseOpts()
-		o.Protect, o.Unit, o.MaxRatingsPerUser = ProtectAll, unit, 3
+		o.Protect, o.Unit, o.MaxRatingsPerUser, o.DPSGD = ProtectAll, unit, 3, DPSGDPerEntry
 		p, err := NewGradientPerturbation(&o)
 		if err != nil {
 			t.Fatal(err)
@@ -609,7 +616,7 @@ func TestProtectAllValidUsesNoisyMean(t *testing.T) {
 	st := privStore([]int{30, 20, 5}, 400, 21)
 	valid := privStore([]int{30, 20, 5}, 60, 22)
 	o := baseOpts()
-	o.Protect = ProtectAll
+	o.Protect, o.DPSGD = ProtectAll, DPSGDPerEntry
 	o.MeanFraction = 0.001 // a very noisy mean, so a raw-mean RMSE would differ
 	p, err := NewGradientPerturbation(&o)
 	if err != nil {

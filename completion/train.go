@@ -102,6 +102,7 @@ func TrainContext(ctx context.Context, train, valid *data.Store, m *decompositio
 	if m.Kind == decomposition.Tucker && len(m.Core) == 0 {
 		return nil, &ShapeError{Reason: "Tucker model without a core"}
 	}
+	cfg.hasBias = m.HasBias
 	if err := cfg.Privacy.Plan(train, &cfg); err != nil {
 		return nil, err
 	}
@@ -133,6 +134,18 @@ func TrainContext(ctx context.Context, train, valid *data.Store, m *decompositio
 		if mu, ok := r.ReleasedMean(); ok {
 			m.Mean = mu // the released mean, never the raw one (privacy.go)
 		}
+	}
+	if lo, ok := cfg.Privacy.(loopOwner); ok && lo.ownsLoop() {
+		// Minibatch DP-SGD runs its own loop (private_dpsgd.go).
+		res := &Result{Model: m, Settings: cfg}
+		if err := lo.runLoop(ctx, train, valid, m, &cfg, vals, res, progress); err != nil {
+			return res, err
+		}
+		if err := cfg.Privacy.PerturbOutput(m, train); err != nil {
+			return nil, err
+		}
+		res.Privacy = cfg.Privacy.Report()
+		return res, nil
 	}
 	// The trainer's layout takes over vals (permuting it into block order).
 	t, err := newTrainer(m, train, vals, &cfg, rng)
