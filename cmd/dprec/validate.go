@@ -54,7 +54,7 @@ var flagChecks = map[string][]flagCheck{
 		oneOf("model", "stm", "lda", "mog"),
 		oneOf("method", spectralMethods...),
 		oneOf("estimator", "all-triples", "first-three"),
-		positiveInt("topics"),
+		positiveInt("topics"), nonNegativeInt("private-vocab"),
 		checkSpectralPrivacy,
 	},
 	"dprec pca": {positiveInt("k"), checkCalibration, positiveFloat("epsilon"), openFraction("delta")},
