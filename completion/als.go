@@ -155,29 +155,26 @@ func newPairs(m *decomposition.Model, st *data.Store, cfg *Settings) []pairState
 
 func newALSTrainer(m *decomposition.Model, st *data.Store, vals []float64, cfg *Settings) *alsTrainer {
 	t := &alsTrainer{m: m, st: st, vals: vals, cfg: cfg, threads: max(1, cfg.Threads)}
-	t.start = make([][]int, m.Order())
-	t.ent = make([][]int32, m.Order())
-	t.rowSSE = make([][]float64, m.Order())
-	for mo := range m.Dims {
-		t.start[mo], t.ent[mo] = rowOrder(st, mo)
-		t.rowSSE[mo] = make([]float64, m.Dims[mo])
-	}
+	order := m.Order()
+	t.start = make([][]int, order)
+	t.ent = make([][]int32, order)
+	t.rowSSE = make([][]float64, order)
 	t.pairs = newPairs(m, st, cfg)
-	n, order, np := st.NNZ(), m.Order(), len(t.pairs)
+	n, np := st.NNZ(), len(t.pairs)
 	t.gidx, t.gval, t.gpair = make([][]int32, order), make([][]float64, order), make([][]int32, order)
-	for mo := range m.Dims {
-		gi, gv, gp := make([]int32, n*order), make([]float64, n), make([]int32, n*np)
-		for q, e := range t.ent[mo] {
-			for k := 0; k < order; k++ {
-				gi[q*order+k] = st.Idx[k][e]
-			}
-			gv[q] = vals[e]
-			for p := range t.pairs {
-				gp[q*np+p] = t.pairs[p].of[e]
-			}
-		}
-		t.gidx[mo], t.gval[mo], t.gpair[mo] = gi, gv, gp
+	// The modes' row orders and entry copies are independent: build them
+	// on up to Threads goroutines (each mode's result is the same whatever
+	// the schedule).
+	modes := make(chan int, order)
+	for mo := range order {
+		modes <- mo
 	}
+	close(modes)
+	parallelFor(min(t.threads, order), func(int) {
+		for mo := range modes {
+			t.buildMode(mo, n, np)
+		}
+	})
 	rmax := slices.Max(m.Ranks) + 1
 	t.work = make([]*alsWork, t.threads)
 	for i := range t.work {
@@ -188,6 +185,25 @@ func newALSTrainer(m *decomposition.Model, st *data.Store, vals []float64, cfg *
 			core: make([]float64, len(m.Core))}
 	}
 	return t
+}
+
+// buildMode fills mode mo's row order (start, ent), its row-grouped
+// entry copies (gidx, gval, gpair) and its rowSSE slots.
+func (t *alsTrainer) buildMode(mo, n, np int) {
+	st, order := t.st, t.m.Order()
+	t.start[mo], t.ent[mo] = rowOrder(st, mo)
+	t.rowSSE[mo] = make([]float64, t.m.Dims[mo])
+	gi, gv, gp := make([]int32, n*order), make([]float64, n), make([]int32, n*np)
+	for q, e := range t.ent[mo] {
+		for k := 0; k < order; k++ {
+			gi[q*order+k] = st.Idx[k][e]
+		}
+		gv[q] = t.vals[e]
+		for p := range t.pairs {
+			gp[q*np+p] = t.pairs[p].of[e]
+		}
+	}
+	t.gidx[mo], t.gval[mo], t.gpair[mo] = gi, gv, gp
 }
 
 // entry loads entry e's indices into idx.

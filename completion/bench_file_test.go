@@ -99,3 +99,29 @@ func BenchmarkFileALS(b *testing.B) {
 	b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu-s/epoch")
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/sweep")
 }
+
+// BenchmarkFileWholeSGD times what `dprec train --solver sgd` does on
+// DPREC_BENCH_DAY_TSV (user, item, time in seconds, value; the 10M tensor
+// with its third index in days): load with data.Load (parse, dictionaries,
+// day buckets), build the layout and run 5 SGD epochs at rank 10, no
+// biases, 2 threads. Profile with -cpuprofile to split the phases.
+func BenchmarkFileWholeSGD(b *testing.B) {
+	path := os.Getenv("DPREC_BENCH_DAY_TSV")
+	if path == "" {
+		b.Skip("set DPREC_BENCH_DAY_TSV to a user, item, time, value file")
+	}
+	for i := 0; i < b.N; i++ {
+		st, _, err := data.Load(path, data.LoadOptions{Columns: data.Columns{Order: []string{"user", "item", "time", "rating"}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := decomposition.NewModel(decomposition.CP, st.Dims, []int{10}, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := &Settings{Solver: SolverSGD, Threads: runtime.GOMAXPROCS(0), LearningRate: 0.005, Reg: 0.005, Epochs: 5, Patience: -1}
+		if _, err := Train(st, nil, m, s, rand.NewPCG(1, 2), nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
