@@ -182,11 +182,20 @@ func trainRun(c *cli.Context) error {
 	if err := trainSave(c, out, st, final, m, res, info); err != nil {
 		return err
 	}
-	// Summary.
-	sum := trainSummary{Out: out, Data: src, Kind: tf.kind, Dims: m.Dims, Ranks: m.Ranks,
+	sum := trainSummarize(out, src, tf.kind, m, train, valid, res, time.Since(start), refitted)
+	sum.Warnings = append(warnings, sum.Warnings...)
+	if prov, _ := res.Privacy.Provenance(); seeded && res.Privacy.Private() && prov != perturb.ProvenanceSeeded {
+		sum.Warnings = append(sum.Warnings, "--seed was given: the run is reproducible and NOT private")
+	}
+	return trainPrint(c, &sum)
+}
+
+// trainSummary builds what train prints from the result.
+func trainSummarize(out, src string, kind decomposition.Kind, m *decomposition.Model, train, valid *data.Store, res *completion.Result, took time.Duration, refitted bool) trainSummary {
+	sum := trainSummary{Out: out, Data: src, Kind: kind, Dims: m.Dims, Ranks: m.Ranks,
 		TrainRatings: train.NNZ(), Epochs: len(res.History), BestEpoch: res.BestEpoch,
-		EarlyStopped: res.EarlyStopped, Seconds: time.Since(start).Seconds(), History: res.History,
-		Privacy: res.Privacy, Warnings: append(warnings, inspectPrivacyWarnings(res.Privacy)...),
+		EarlyStopped: res.EarlyStopped, Seconds: took.Seconds(), History: res.History,
+		Privacy: res.Privacy, Warnings: inspectPrivacyWarnings(res.Privacy),
 		Solver: res.Settings.Solver.String(), Refit: refitted}
 	if valid != nil {
 		sum.ValidRatings = valid.NNZ()
@@ -199,10 +208,7 @@ func trainRun(c *cli.Context) error {
 			sum.ValidRMSE = &v
 		}
 	}
-	if prov, _ := res.Privacy.Provenance(); seeded && res.Privacy.Private() && prov != perturb.ProvenanceSeeded {
-		sum.Warnings = append(sum.Warnings, "--seed was given: the run is reproducible and NOT private")
-	}
-	return trainPrint(c, &sum)
+	return sum
 }
 
 // trainFlags are train's parsed enum flags.
