@@ -37,6 +37,8 @@ type alsTrainer struct {
 	gpair [][]int32
 	// work is per-worker scratch, one per thread.
 	work []*alsWork
+	// rowSSE[mo][i] is row i's training SSE right after its last solve.
+	rowSSE [][]float64
 }
 
 // pairState is the training-side view of one pair bias.
@@ -52,11 +54,23 @@ type alsWork struct {
 	a, b []float64 // normal equations (n x n) and right-hand side
 	z    []float64
 	core []float64 // Tucker core accumulator
+	// ad, bd: the data part of the last row's normal equations.
+	ad, bd []float64
+	sink   float64 // prefetch loads (kept so they are not optimised away)
+	// zc and ys hold a batch of design vectors (column by column) and
+	// targets for gramAdd.
+	zc, ys []float64
 }
 
 // groupBy buckets the entry positions 0..len(idx)-1 by their value in idx
 // (counting sort, stable).
 func groupBy(idx []int32, d int) (start []int, ent []int32) {
+	return groupOrder(idx, d, nil)
+}
+
+// groupOrder is groupBy over the entries in the order seq (all entries in
+// position order when seq is nil): within a bucket they keep seq's order.
+func groupOrder(idx []int32, d int, seq []int32) (start []int, ent []int32) {
 	start = make([]int, d+1)
 	for _, i := range idx {
 		start[i+1]++
@@ -66,11 +80,37 @@ func groupBy(idx []int32, d int) (start []int, ent []int32) {
 	}
 	ent = make([]int32, len(idx))
 	next := append([]int(nil), start[:d]...)
-	for e, i := range idx {
-		ent[next[i]] = int32(e)
+	if seq == nil {
+		for e, i := range idx {
+			ent[next[i]] = int32(e)
+			next[i]++
+		}
+		return start, ent
+	}
+	for _, e := range seq {
+		i := idx[e]
+		ent[next[i]] = e
 		next[i]++
 	}
 	return start, ent
+}
+
+// rowOrder groups the entries by their index in mode mo and, within a row,
+// orders them by their index in the largest other mode, so a row solve
+// reads that mode's factor rows in increasing address order (fewer cache
+// and TLB misses than a random order).
+func rowOrder(st *data.Store, mo int) (start []int, ent []int32) {
+	if st.Order() < 3 {
+		return groupBy(st.Idx[mo], st.Dims[mo])
+	}
+	w := -1
+	for k, d := range st.Dims {
+		if k != mo && (w < 0 || d > st.Dims[w]) {
+			w = k
+		}
+	}
+	_, byW := groupBy(st.Idx[w], st.Dims[w])
+	return groupOrder(st.Idx[mo], st.Dims[mo], byW)
 }
 
 // newPairs builds the model's pair biases from the training positions:
@@ -117,8 +157,10 @@ func newALSTrainer(m *decomposition.Model, st *data.Store, vals []float64, cfg *
 	t := &alsTrainer{m: m, st: st, vals: vals, cfg: cfg, threads: max(1, cfg.Threads)}
 	t.start = make([][]int, m.Order())
 	t.ent = make([][]int32, m.Order())
+	t.rowSSE = make([][]float64, m.Order())
 	for mo := range m.Dims {
-		t.start[mo], t.ent[mo] = groupBy(st.Idx[mo], m.Dims[mo])
+		t.start[mo], t.ent[mo] = rowOrder(st, mo)
+		t.rowSSE[mo] = make([]float64, m.Dims[mo])
 	}
 	t.pairs = newPairs(m, st, cfg)
 	n, order, np := st.NNZ(), m.Order(), len(t.pairs)
@@ -141,6 +183,8 @@ func newALSTrainer(m *decomposition.Model, st *data.Store, vals []float64, cfg *
 	for i := range t.work {
 		t.work[i] = &alsWork{w: m.NewWork(), idx: make([]int32, m.Order()),
 			a: make([]float64, rmax*rmax), b: make([]float64, rmax), z: make([]float64, rmax),
+			ad: make([]float64, rmax*rmax), bd: make([]float64, rmax),
+			zc: make([]float64, rmax*gramBatch), ys: make([]float64, gramBatch),
 			core: make([]float64, len(m.Core))}
 	}
 	return t
@@ -261,45 +305,27 @@ func (t *alsTrainer) solveRow(mo, i int, ws *alsWork) bool {
 		if m.HasBias {
 			m.Bias[mo][i] = 0
 		}
+		t.rowSSE[mo][i] = 0
 		return true
 	}
 	n := R
 	if m.HasBias {
 		n++
 	}
-	A, b, z := ws.a[:n*n], ws.b[:n], ws.z[:n]
+	A, b := ws.a[:n*n], ws.b[:n]
 	clear(A)
 	clear(b)
-	idx := ws.idx
-	cp3 := m.Kind == decomposition.CP && m.Order() == 3
-	for q := lo; q < hi; q++ {
-		v, pp := t.grouped(mo, q, idx)
-		switch {
-		case cp3:
-			u, v := otherModes(mo)
-			fu, fv := m.Row(u, int(idx[u])), m.Row(v, int(idx[v]))
-			for p := 0; p < R; p++ {
-				z[p] = fu[p] * fv[p]
-			}
-		case m.Kind == decomposition.CP:
-			copy(z, m.Row(1-mo, int(idx[1-mo])))
-		default:
-			m.Partial(idx, ws.w)
-			copy(z, ws.w.Factor[mo])
-		}
-		if m.HasBias {
-			z[R] = 1
-		}
-		y := v - t.offsetAt(idx, pp, mo)
-		for p := 0; p < n; p++ {
-			zp := z[p]
-			b[p] += y * zp
-			r := A[p*n : p*n+n]
-			for q := p; q < n; q++ {
-				r[q] += zp * z[q]
-			}
-		}
+	var yy float64
+	if m.Kind == decomposition.CP && m.Order() == 3 {
+		yy = t.accumulateCP3(mo, lo, hi, A, b, n, ws)
+	} else {
+		yy = t.accumulate(mo, lo, hi, A, b, n, ws)
 	}
+	// Keep the data part of the normal equations: with them the row's
+	// training SSE at the solution x is yy - 2 x.b + x'Ax, with no pass
+	// over the entries (sweep uses it for the last mode).
+	copy(ws.ad[:n*n], A)
+	copy(ws.bd[:n], b)
 	pen := lam * float64(hi-lo)
 	for p := 0; p < R; p++ {
 		A[p*n+p] += pen
@@ -315,7 +341,166 @@ func (t *alsTrainer) solveRow(mo, i int, ws *alsWork) bool {
 	if m.HasBias {
 		m.Bias[mo][i] = b[R]
 	}
+	t.rowSSE[mo][i] = quadSSE(ws.ad[:n*n], ws.bd[:n], b, yy, n)
 	return true
+}
+
+// quadSSE is sum_e (y_e - z_e.x)^2 = yy - 2 x.b + x'Ax for the data part
+// of a row's normal equations (A = sum z z' with its upper triangle
+// filled, b = sum y z, yy = sum y^2), floored at 0 against rounding.
+func quadSSE(A, b, x []float64, yy float64, n int) float64 {
+	s := yy
+	for p := 0; p < n; p++ {
+		xp := x[p]
+		r := A[p*n : p*n+n]
+		t := 0.5 * r[p] * xp
+		for q := p + 1; q < n; q++ {
+			t += r[q] * x[q]
+		}
+		s += 2*xp*t - 2*xp*b[p]
+	}
+	return max(s, 0)
+}
+
+// accumulate adds the data part of row i's normal equations (rows lo..hi
+// of mode mo's row-grouped entries) to A and b, for any model; it returns
+// the sum of the squared targets.
+func (t *alsTrainer) accumulate(mo, lo, hi int, A, b []float64, n int, ws *alsWork) float64 {
+	m := t.m
+	R := m.Ranks[mo]
+	z, idx := ws.z[:n], ws.idx
+	yy := 0.0
+	for q := lo; q < hi; q++ {
+		v, pp := t.grouped(mo, q, idx)
+		if m.Kind == decomposition.CP {
+			copy(z, m.Row(1-mo, int(idx[1-mo])))
+		} else {
+			m.Partial(idx, ws.w)
+			copy(z, ws.w.Factor[mo])
+		}
+		if m.HasBias {
+			z[R] = 1
+		}
+		y := v - t.offsetAt(idx, pp, mo)
+		yy += y * y
+		addOuter(A, b, z, y, n)
+	}
+	return yy
+}
+
+// addOuter adds z z' (upper triangle) to the n x n matrix A and y z to b.
+func addOuter(A, b, z []float64, y float64, n int) {
+	z = z[:n]
+	for p, zp := range z {
+		b[p] += y * zp
+		r := A[p*n+p : p*n+n]
+		zz := z[p:]
+		zz = zz[:len(r)]
+		for q, zq := range zz {
+			r[q] += zp * zq
+		}
+	}
+}
+
+// accumulateCP3 is accumulate for an order-3 CP model: the design vector
+// of an entry is the elementwise product of its rows in the two other
+// modes. Those rows are random accesses into the factor matrices, so, as
+// in the SGD kernel (prefetchDist), at the start of every group of
+// prefetchDist entries it loads the rows of the next group together, to
+// have their cache misses in flight at once instead of one after another.
+// The design vectors are gathered gramBatch at a time and added to the
+// normal equations by gramAdd.
+func (t *alsTrainer) accumulateCP3(mo, lo, hi int, A, b []float64, n int, ws *alsWork) float64 {
+	m := t.m
+	R := m.Ranks[mo]
+	u, v := otherModes(mo)
+	Fu, Fv := m.Factors[u], m.Factors[v]
+	gi := t.gidx[mo][3*lo : 3*hi]
+	gv := t.gval[mo][lo:hi]
+	np := len(t.pairs)
+	gp := t.gpair[mo][np*lo : np*hi]
+	zc, ys := ws.zc[:n*gramBatch], ws.ys[:gramBatch]
+	var bu, bv []float64
+	mean := 0.0
+	if m.HasBias {
+		bu, bv, mean = m.Bias[u], m.Bias[v], m.Mean
+		ones := zc[R*gramBatch : R*gramBatch+gramBatch]
+		for e := range ones {
+			ones[e] = 1
+		}
+	}
+	yy, sink := 0.0, 0.0
+	nb := 0
+	for e, y := range gv {
+		if e%prefetchDist == 0 {
+			for f := e + prefetchDist; f < min(e+2*prefetchDist, len(gv)); f++ {
+				ju, jv := int(gi[3*f+u])*R, int(gi[3*f+v])*R
+				sink += Fu[ju] + Fu[ju+R-1] + Fv[jv] + Fv[jv+R-1]
+			}
+		}
+		ju, jv := int(gi[3*e+u]), int(gi[3*e+v])
+		fu := Fu[ju*R : ju*R+R]
+		fv := Fv[jv*R : jv*R+R]
+		fv = fv[:len(fu)]
+		for p, x := range fu {
+			zc[p*gramBatch+nb] = x * fv[p]
+		}
+		if bu != nil {
+			y -= mean + bu[ju] + bv[jv]
+			for p := range np {
+				y -= m.Pairs[p].Vals[gp[np*e+p]]
+			}
+		}
+		yy += y * y
+		ys[nb] = y
+		nb++
+		if nb == gramBatch {
+			gramAdd(A, b, zc, ys, n, nb)
+			nb = 0
+		}
+	}
+	if nb > 0 {
+		gramAdd(A, b, zc, ys, n, nb)
+	}
+	ws.sink += sink
+	return yy
+}
+
+// gramBatch is the number of design vectors gramAdd takes at once.
+const gramBatch = 16
+
+// gramAdd adds Z'Z (upper triangle) to the n x n matrix A and Z'y to b,
+// for the nb <= gramBatch design vectors stored column by column in zc
+// (z_e[p] at zc[p*gramBatch+e]) and their targets y. Each element of A is
+// read and written once per batch instead of once per entry, and its sum
+// runs in four independent chains.
+func gramAdd(A, b, zc, y []float64, n, nb int) {
+	y = y[:nb]
+	for p := 0; p < n; p++ {
+		zp := zc[p*gramBatch : p*gramBatch+nb]
+		s := 0.0
+		for e, ye := range y {
+			s += ye * zp[e]
+		}
+		b[p] += s
+		r := A[p*n : p*n+n]
+		for q := p; q < n; q++ {
+			zq := zc[q*gramBatch : q*gramBatch+nb]
+			zq = zq[:len(zp)]
+			var s0, s1, s2, s3 float64
+			e := 0
+			for ; e+4 <= len(zp); e += 4 {
+				s0 += zp[e] * zq[e]
+				s1 += zp[e+1] * zq[e+1]
+				s2 += zp[e+2] * zq[e+2]
+				s3 += zp[e+3] * zq[e+3]
+			}
+			for ; e < len(zp); e++ {
+				s0 += zp[e] * zq[e]
+			}
+			r[q] += (s0 + s1) + (s2 + s3)
+		}
+	}
 }
 
 // otherModes returns the two modes of an order-3 model other than mo.
@@ -525,8 +710,15 @@ func (t *alsTrainer) sweep() (float64, error) {
 	}
 	if t.m.Core != nil {
 		t.solveCore(3)
+		return t.sse(), nil
 	}
-	return t.sse(), nil
+	// Nothing changed after the last mode's solve, so the training SSE is
+	// the sum of its rows' SSEs (summed in row order: deterministic).
+	s := 0.0
+	for _, v := range t.rowSSE[len(t.rowSSE)-1] {
+		s += v
+	}
+	return s, nil
 }
 
 // sse is the sum of squared (unclamped) training residuals.

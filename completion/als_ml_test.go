@@ -16,7 +16,7 @@ import (
 // ml-latest-small split (never the test part unless DPREC_ALS_TEST=1 for
 // the final, chosen settings). Settings come from DPREC_ALS as
 // "key=value ..." with keys unit, model, rank, reg, regbias, regtime,
-// regpair, regcore, periods, timebias, sweeps:
+// regpair, regcore, periods, timebias, sweeps, solver (als, gibbs, sgd):
 //
 //	DPREC_ALS="unit=day rank=20 reg=0.1" go test -run TestALSTune -v ./completion/
 func TestALSTune(t *testing.T) {
@@ -40,9 +40,12 @@ func TestALSTune(t *testing.T) {
 	train, valid, test := movieLensSplit(t, unit)
 	s := &Settings{Threads: 2, Solver: SolverALS, Reg: fl("reg"), RegBias: fl("regbias"), RegTime: fl("regtime"),
 		RegPair: fl("regpair"), RegCore: fl("regcore"), ItemPeriods: int(fl("periods")), Epochs: int(fl("sweeps"))}
-	if kv["solver"] == "gibbs" {
+	switch kv["solver"] {
+	case "gibbs":
 		s.Solver = SolverGibbs
 		s.BurnIn = int(fl("burnin"))
+	case "sgd":
+		s.Solver = SolverSGD
 	}
 	if kv["timebias"] == "off" {
 		s.TimeBiases = ToggleOff

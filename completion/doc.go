@@ -175,6 +175,61 @@
 // processing. TestALSSensitivityNeighbours checks the bound on neighbouring
 // logs.
 //
+// User unit (add/remove one user; bias and als modes; private_user.go).
+// Neighbouring logs D, D' differ by one user u and ALL of u's ratings.
+// Before anything is computed: the item mode is a public catalogue (or a
+// private selection, below) and the time mode a public range
+// (RestrictToDomain drops rows outside; a per-row filter with public
+// parameters), and every user keeps at most k ratings, at most one per
+// item, chosen at random from that user's own rows
+// (BoundUserContributions; per user, so no other user's rows depend on
+// u). Ratings are clamped to [r_min, r_max]. Removing u then changes:
+//
+//   - the number of users by 1 (l1 = l2 = 1);
+//   - the number of ratings by n_u <= k (l1 = l2 = k);
+//   - the sum of the centred ratings clamp(r) - (r_min + r_max)/2 by at
+//     most k Delta_r/2 (each term has size <= Delta_r/2);
+//   - the item counts: at most k coordinates (one rating per item), each
+//     by 1, so l1 <= k and l2 <= sqrt(k);
+//   - the item sums of residuals clip(clamp(r) - mu~, -c, c) (mu~ released
+//     first, a public value by adaptive composition): at most k
+//     coordinates, each by at most c (a term disappears; under add/remove
+//     it is c, not the 2c of a changed value), so l1 <= k c and l2 <=
+//     sqrt(k) c. (With unclipped centred ratings the same argument gives
+//     sqrt(k) Delta_r/2, and with raw values in [0, r_max] sqrt(k) r_max:
+//     the general form is sqrt(k) times the largest term.)
+//
+// Each is released with Gaussian noise (the default; l2) or Laplace (l1),
+// budget shared by fixed public fractions (userShare*): for Gaussian,
+// sigma_j = Delta_j / (s sqrt(share_j)) with s the largest for which the
+// five releases compose within (epsilon, delta) (exact GDP composition);
+// for Laplace, epsilon_j = share_j epsilon. The item biases are then the
+// linear MMSE estimate from the noisy sums and noisy counts (negative
+// counts set to 0), post-processing. Nothing else is released: no user
+// dictionary (the CLI saves one placeholder id), no user rows or biases,
+// no exact count. TestUserSensitivityNeighbours removes every user of a
+// bounded log in turn and checks each bound (and that sqrt(k) is reached
+// for the counts).
+//
+// Private ALS, user unit: each item step adds, for every item j the user
+// rated, the Gram term x_u x_u^T (Frobenius norm <= ||x_u||^2 <= Gamma_u^2;
+// its upper triangle is no larger) and z_uj x_u (|z| <= c + Gamma_u), and
+// user u's vector depends only on u's own ratings and the public item
+// side, so removing u removes exactly these terms:
+//
+//	Delta_2 = sqrt(k) Gamma_u sqrt(Gamma_u^2 + (c + Gamma_u)^2)
+//
+// (ALSUserSensitivity); the item ridge uses the bias mode's noisy counts.
+// TestALSUserSensitivityNeighbours checks it on neighbouring logs.
+//
+// Private item selection (SelectItems), when no catalogue is given: each
+// user adds 1/sqrt(n_u) to each item they rated (l2 norm 1), Gaussian
+// noise calibrated to (epsilon_sel, delta_sel/2) at sensitivity 1, and
+// items whose noisy weight exceeds tau are kept, tau set so that an item
+// only the added user rated is kept with probability at most delta_sel/2
+// (max over m = 1..k of 1 - Phi((tau - 1/sqrt(m))/sigma)^m). Only the set
+// is released; it composes with the training by basic composition.
+//
 // Input mode (private_input.go): the vector of clamped values has l1 = l2
 // sensitivity Delta_r (entry). Gradient and output modes derive theirs in
 // private_gradient.go and private_output.go.

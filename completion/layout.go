@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
+	"sync"
 
 	"github.com/dprec/dprec/data"
 )
@@ -28,10 +29,19 @@ type layout struct {
 }
 
 // newLayout buckets the observations of st (values vals) into p^order
-// blocks. It takes ownership of vals, which it permutes in place into
-// block order (so the working space stays at 16 bytes per observation). Each
-// mode's indices are assigned to contiguous blocks balanced by observation
-// count, and each block starts in a random order.
+// blocks, each in a uniformly random order, using p goroutines. It takes
+// ownership of vals (the result holds a permuted copy). Each mode's indices
+// are assigned to contiguous blocks balanced by observation count.
+//
+// The random order is the Rao-Sandelius shuffle: every observation is sent
+// to its block and to one of S sub-buckets drawn uniformly at random, and
+// each sub-bucket (a few thousand entries, in cache) is then shuffled by
+// Fisher-Yates; given the sub-bucket sizes every arrangement is equally
+// likely, so each block is a uniformly random permutation. The scatter
+// writes to p^order x S sequential streams, where an in-place cycle-
+// following permutation or a Fisher-Yates pass over a whole block would
+// make a random memory access per observation. The result depends on the
+// seed and on p only.
 func newLayout(st *data.Store, vals []float64, p int, rng *rand.Rand) (*layout, error) {
 	n := st.NNZ()
 	L := &layout{order: st.Order(), p: p}
@@ -48,14 +58,105 @@ func newLayout(st *data.Store, vals []float64, p int, rng *rand.Rand) (*layout, 
 	if total > 63 {
 		return nil, &ShapeError{Reason: fmt.Sprintf("mode sizes %v need %d bits per packed coordinate (limit 63)", st.Dims, total)}
 	}
-	// blockOf[m][i] is the block of index i in mode m. Blocks are
-	// contiguous index ranges cut where the running observation count
-	// crosses multiples of n/p, so they are balanced by work and each
-	// worker's factor rows and biases sit in its own stretch of memory (a
-	// random relabelling balances too, but interleaves rows of different
-	// workers within cache lines: false sharing made 2 threads slower than
-	// 1 on MovieLens-sized data).
-	blockOf := make([][]int32, L.order)
+	blockOf := blockRanges(st, p)
+	nb := 1
+	for range L.order {
+		nb *= p
+	}
+	S := max(1, n/(nb*subBucketLen))
+	keys := nb * S
+	// The observations are cut into p contiguous ranges, one per
+	// goroutine, each drawing its sub-buckets from its own stream; the
+	// scatter pass redraws the same numbers from the same seeds.
+	seeds := make([][2]uint64, p)
+	for w := range seeds {
+		seeds[w] = [2]uint64{rng.Uint64(), rng.Uint64()}
+	}
+	rangeOf := func(w int) (int, int) { return w * n / p, (w + 1) * n / p }
+	keyOf := func(e int, r *rand.Rand) int {
+		b := 0
+		for m := range L.order {
+			b = b*p + int(blockOf[m][st.Idx[m][e]])
+		}
+		if S == 1 {
+			return b
+		}
+		return b*S + int(r.Uint64N(uint64(S)))
+	}
+	counts := make([][]int, p)
+	parallelFor(p, func(w int) {
+		c := make([]int, keys)
+		r := rand.New(rand.NewPCG(seeds[w][0], seeds[w][1]))
+		lo, hi := rangeOf(w)
+		for e := lo; e < hi; e++ {
+			c[keyOf(e, r)]++
+		}
+		counts[w] = c
+	})
+	// next[w][k] is where range w writes its next observation of key k:
+	// keys in order, and within a key the ranges in order.
+	next := make([][]int, p)
+	for w := range next {
+		next[w] = make([]int, keys)
+	}
+	keyStart := make([]int, keys+1)
+	pos := 0
+	for k := 0; k < keys; k++ {
+		keyStart[k] = pos
+		for w := 0; w < p; w++ {
+			next[w][k] = pos
+			pos += counts[w][k]
+		}
+	}
+	keyStart[keys] = pos
+	L.coords = make([]uint64, n)
+	out := make([]float64, n)
+	parallelFor(p, func(w int) {
+		r := rand.New(rand.NewPCG(seeds[w][0], seeds[w][1]))
+		nx := next[w]
+		lo, hi := rangeOf(w)
+		for e := lo; e < hi; e++ {
+			k := keyOf(e, r)
+			c := uint64(0)
+			for m := range L.order {
+				c |= uint64(st.Idx[m][e]) << L.shift[m]
+			}
+			L.coords[nx[k]], out[nx[k]] = c, vals[e]
+			nx[k]++
+		}
+	})
+	L.vals = out
+	L.start = make([]int, nb+1)
+	for b := 0; b <= nb; b++ {
+		L.start[b] = keyStart[b*S]
+	}
+	// Shuffle the sub-buckets, each from its own stream, dealt out to the
+	// goroutines in a fixed pattern.
+	bseeds := make([][2]uint64, keys)
+	for k := range bseeds {
+		bseeds[k] = [2]uint64{rng.Uint64(), rng.Uint64()}
+	}
+	parallelFor(p, func(w int) {
+		for k := w; k < keys; k += p {
+			L.shuffleRange(keyStart[k], keyStart[k+1], rand.New(rand.NewPCG(bseeds[k][0], bseeds[k][1])))
+		}
+	})
+	return L, nil
+}
+
+// subBucketLen is the target sub-bucket size of newLayout's shuffle: 8192
+// entries are 128 KiB of coordinates and values, which fit in L2.
+var subBucketLen = 8192 // a variable so tests can exercise several sub-buckets
+
+// blockRanges returns, per mode, the block of every index: contiguous index
+// ranges cut where the running observation count crosses multiples of
+// n/p, so blocks are balanced by work and each worker's factor rows and
+// biases sit in their own stretch of memory (a random relabelling balances
+// too, but interleaves rows of different workers within cache lines: false
+// sharing made 2 threads slower than 1 on MovieLens-sized data).
+func blockRanges(st *data.Store, p int) [][]int32 {
+	n := st.NNZ()
+	blockOf := make([][]int32, st.Order())
 	for m, d := range st.Dims {
 		cnt := make([]int64, d)
 		for _, i := range st.Idx[m] {
@@ -74,70 +175,25 @@ func newLayout(st *data.Store, vals []float64, p int, rng *rand.Rand) (*layout, 
 		}
 		blockOf[m] = bo
 	}
-	nb := 1
-	for range L.order {
-		nb *= p
-	}
-	blockID := func(e int) int {
-		b := 0
-		for m := range L.order {
-			b = b*p + int(blockOf[m][st.Idx[m][e]])
-		}
-		return b
-	}
-	L.start = make([]int, nb+1)
-	for e := 0; e < n; e++ {
-		L.start[blockID(e)+1]++
-	}
-	for b := 0; b < nb; b++ {
-		L.start[b+1] += L.start[b]
-	}
-	// Move every observation e to its position pos(e) in block order
-	// (stable within a block) without a second copy: coords first holds
-	// pos(e) at index e; following the cycles of that permutation, each
-	// slot receives its packed coordinates (marked by the top bit until the
-	// pass ends) and vals is permuted in place.
-	next := append([]int(nil), L.start[:nb]...)
-	L.coords = make([]uint64, n)
-	for e := 0; e < n; e++ {
-		b := blockID(e)
-		L.coords[e] = uint64(next[b])
-		next[b]++
-	}
-	const done = 1 << 63
-	pack := func(e int) uint64 {
-		c := uint64(0)
-		for m := range L.order {
-			c |= uint64(st.Idx[m][e]) << L.shift[m]
-		}
-		return c | done
-	}
-	for e0 := 0; e0 < n; e0++ {
-		if L.coords[e0]&done != 0 {
-			continue
-		}
-		// Carry observation e0 along its cycle e0 -> pos(e0) -> ... -> e0,
-		// reading each slot's pos before overwriting it.
-		v, c, dst := vals[e0], pack(e0), int(L.coords[e0])
-		for dst != e0 {
-			ndst, nv, nc := int(L.coords[dst]), vals[dst], pack(dst)
-			L.coords[dst], vals[dst] = c, v
-			dst, v, c = ndst, nv, nc
-		}
-		L.coords[e0], vals[e0] = c, v
-	}
-	for i := range L.coords {
-		L.coords[i] &^= done
-	}
-	L.vals = vals
-	for b := 0; b < nb; b++ {
-		L.shuffle(b, rng)
-	}
-	return L, nil
+	return blockOf
 }
 
-// shuffle permutes block b uniformly at random (Fisher-Yates).
-func (L *layout) shuffle(b int, rng *rand.Rand) { L.shuffleRange(L.start[b], L.start[b+1], rng) }
+// parallelFor runs fn(0..p-1) on p goroutines and waits for them.
+func parallelFor(p int, fn func(w int)) {
+	if p == 1 {
+		fn(0)
+		return
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < p; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(w)
+		}()
+	}
+	wg.Wait()
+}
 
 // shuffleRange permutes positions [lo, hi) uniformly at random.
 func (L *layout) shuffleRange(lo, hi int, rng *rand.Rand) {

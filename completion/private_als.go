@@ -181,60 +181,133 @@ func projectBall(x []float64, g float64) {
 }
 
 // TrainPrivateALS fits m (CP with biases, order 2 or 3, trained as the
-// user x item matrix) by private ALS under the entry-level relation and
-// returns the privacy report. It spends ALSPrivateBiasFraction of epsilon
-// on the bias mode (TrainPrivateBias) and the rest on ALSPrivateSteps item
-// steps, each releasing every item's statistics with Gaussian noise of the
-// same sigma (the smallest for which all releases compose within (epsilon,
-// delta) by the tightest accounting, RDP in practice); delta must be > 0.
-// After each step item i's row is the ridge solution of its noisy
-// statistics with penalty lambda n_i + 3 sigma sqrt(R) (the second term
-// keeps the noisy Gram matrix positive definite), projected onto the ball
-// of radius Gamma_v. User rows and biases are zero in m (not released).
+// user x item matrix) by private ALS and returns the privacy report. It
+// spends ALSPrivateBiasFraction of epsilon on the bias mode
+// (TrainPrivateBias) and the rest on ALSPrivateSteps item steps, each
+// releasing every item's statistics with Gaussian noise of the same sigma
+// (the smallest for which all releases compose within (epsilon, delta) by
+// the tightest accounting); delta must be > 0. After each step item i's
+// row is the ridge solution of its noisy statistics with penalty lambda
+// n_i + 3 sigma sqrt(R) (the second term keeps the noisy Gram matrix
+// positive definite), projected onto the ball of radius Gamma_v. User rows
+// and biases are zero in m (not released).
+//
+// Under the entry unit n_i and the user counts are public. Under the user
+// unit (add or remove one user; train re-indexed onto a public domain and
+// bounded as for TrainPrivateBias, m's user mode of any size) n_i is the
+// bias mode's noisy count and the steps' sensitivity is that of one
+// user's whole contribution (ALSUserSensitivity).
 func TrainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOptions) (*perturb.Report, error) {
-	if opts == nil {
-		return nil, errors.New("completion: private ALS: nil options")
-	}
-	o, err := opts.resolve("als")
+	o, err := resolveALS(train, m, opts)
 	if err != nil {
 		return nil, err
-	}
-	if o.Unit != UnitEntry {
-		return nil, fmt.Errorf("completion: private ALS: %w: only the entry unit is supported", perturb.ErrSensitivity)
-	}
-	if err := perturb.CheckPositiveDelta(o.Delta); err != nil {
-		return nil, fmt.Errorf("completion: private ALS: %w", err)
-	}
-	if m == nil || m.Kind != decomposition.CP || !m.HasBias || train == nil || len(m.Dims) != train.Order() || m.Dims[1] != train.Dims[1] || m.Dims[0] != train.Dims[0] {
-		return nil, &ShapeError{Reason: "private ALS needs a CP model with biases whose modes match the training store"}
-	}
-	if train.NNZ() == 0 {
-		return nil, errors.New("completion: private ALS: empty training store")
 	}
 	R := m.Ranks[0]
 	p := newALSPrivateParams(&o)
 	by := alsUsers(train)
-	// The sensitivity is the largest over the users' (public) counts.
+	bo := o
+	bo.Epsilon = ALSPrivateBiasFraction * o.Epsilon
+	bo.MeanFraction = 0
+	if o.Unit == UnitEntry {
+		bo.Delta, bo.Mechanism = 0, perturb.MechLaplace
+	} else {
+		bo.Mechanism = perturb.MechGaussian
+	}
+	bias, err := fitPrivateBias(train, m, &bo)
+	if err != nil {
+		return nil, fmt.Errorf("completion: private ALS: %w", err)
+	}
+	sens := alsStepSensitivity(&o, p, by)
+	sigma, acc, err := planALSSteps(&o, bias.acc.Releases(), sens)
+	if err != nil {
+		return nil, err
+	}
+	eps, delta, used, err := admit(&o, acc)
+	if err != nil {
+		return nil, fmt.Errorf("completion: private ALS: %w", err)
+	}
+	g, err := perturb.NewGaussianSigma(sens, sigma)
+	if err != nil {
+		return nil, fmt.Errorf("completion: private ALS: %w", err)
+	}
+	V := alsPrivateSteps(train, by, m, bias.counts, g, p, &o)
+	copy(m.Factors[1], V)
+	clear(m.Factors[0])
+	if m.Order() == 3 {
+		for i := range m.Factors[2] {
+			m.Factors[2][i] = 1
+		}
+	}
+	rep := baseReport(&o, "als", acc, eps, delta, used)
+	publicClamp(&o, m, rep)
+	rep.Covered = []string{"global mean", "item biases", "B (item rows)", "C (time rows: constant ones, data-independent)"}
+	rep.Notes = append(rep.Notes,
+		"not released: user rows and user biases (zero in the model); each user solves them at prediction time from the released item side and their own ratings (billboard model, joint DP)",
+		fmt.Sprintf("item steps: %d, each releasing every item's Gram matrix (upper triangle) and right-hand side with Gaussian noise sigma %.4g at l2 sensitivity %.4g (package doc, Sensitivities)", ALSPrivateSteps, sigma, sens),
+		fmt.Sprintf("public constants: residual clip c = %g, user vector norm <= %g, item row norm <= %g, ridge %g per observation, rank %d", p.c, p.gu, p.gv, p.lambda, R),
+		fmt.Sprintf("epsilon: %g%% of it calibrates the bias releases (%s); the Gaussian steps take the rest under %s composition", 100*ALSPrivateBiasFraction, bo.Mechanism, used))
+	rep.Notes = append(rep.Notes, bias.notes...)
+	return rep, nil
+}
+
+// resolveALS validates the options and shapes of TrainPrivateALS.
+func resolveALS(train *data.Store, m *decomposition.Model, opts *PrivateOptions) (PrivateOptions, error) {
+	if opts == nil {
+		return PrivateOptions{}, errors.New("completion: private ALS: nil options")
+	}
+	o, err := opts.resolve("als")
+	if err != nil {
+		return o, err
+	}
+	if err := perturb.CheckPositiveDelta(o.Delta); err != nil {
+		return o, fmt.Errorf("completion: private ALS: %w", err)
+	}
+	if m == nil || m.Kind != decomposition.CP || !m.HasBias || train == nil || len(m.Dims) != train.Order() || m.Dims[1] != train.Dims[1] || (o.Unit == UnitEntry && m.Dims[0] != train.Dims[0]) {
+		return o, &ShapeError{Reason: "private ALS needs a CP model with biases whose modes match the training store"}
+	}
+	if train.NNZ() == 0 {
+		return o, errors.New("completion: private ALS: empty training store")
+	}
+	return o, nil
+}
+
+// ALSUserSensitivity returns the l2 sensitivity of one item step's
+// statistics when one user with at most k ratings (one per item) is added
+// or removed (package doc, Sensitivities, "User unit"): the user's vector
+// has norm <= Gamma_u and |z| <= c + Gamma_u, so each of at most k items
+// gains a Gram term of Frobenius norm <= Gamma_u^2 and a right-hand side
+// term of norm <= (c + Gamma_u) Gamma_u:
+//
+//	Delta_2 = sqrt(k) Gamma_u sqrt(Gamma_u^2 + (c + Gamma_u)^2).
+func ALSUserSensitivity(o *PrivateOptions) float64 {
+	p := newALSPrivateParams(o)
+	cp := p.c + p.gu
+	return math.Sqrt(float64(o.MaxRatingsPerUser)) * p.gu * math.Sqrt(p.gu*p.gu+cp*cp)
+}
+
+// alsStepSensitivity is the l2 sensitivity of one item step: under the
+// entry unit the largest over the users' (public) counts.
+func alsStepSensitivity(o *PrivateOptions, p alsPrivateParams, by [][]int) float64 {
+	if o.Unit == UnitUser {
+		return ALSUserSensitivity(o)
+	}
 	sens := 0.0
 	for _, es := range by {
 		if len(es) > 0 {
 			sens = math.Max(sens, p.sensitivity(len(es)))
 		}
 	}
-	// Bias releases first.
-	bo := o
-	bo.Epsilon = ALSPrivateBiasFraction * o.Epsilon
-	bo.Delta = 0
-	bo.Mechanism = perturb.MechLaplace
-	bo.MeanFraction = 0
-	brep, err := TrainPrivateBias(train, m, &bo)
-	if err != nil {
-		return nil, fmt.Errorf("completion: private ALS: %w", err)
-	}
+	return sens
+}
+
+// planALSSteps returns the smallest sigma for which the bias releases and
+// ALSPrivateSteps Gaussian steps of l2 sensitivity sens compose within
+// o's budget, and their accountant.
+func planALSSteps(o *PrivateOptions, biasRels []perturb.Release, sens float64) (float64, *perturb.Accountant, error) {
 	budget := perturb.Budget{Epsilon: o.Epsilon, Delta: o.Delta}
 	accWith := func(sigma float64) *perturb.Accountant {
 		var acc perturb.Accountant
-		for _, r := range brep.Releases {
+		for _, r := range biasRels {
 			_ = acc.Add(r, r.Count)
 		}
 		_ = acc.Add(perturb.Release{What: "item statistics", Mechanism: perturb.MechGaussian, SensitivityNorm: "l2", Sensitivity: sens, Scale: sigma, Calibration: "sigma"}, ALSPrivateSteps)
@@ -244,7 +317,7 @@ func TrainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 	for !budget.Fits(accWith(hi), o.Accounting) {
 		hi *= 2
 		if math.IsInf(hi, 0) {
-			return nil, fmt.Errorf("completion: private ALS: %w: no noise fits epsilon %v, delta %v", perturb.ErrBudget, o.Epsilon, o.Delta)
+			return 0, nil, fmt.Errorf("completion: private ALS: %w: no noise fits epsilon %v, delta %v", perturb.ErrBudget, o.Epsilon, o.Delta)
 		}
 	}
 	lo := 0.0
@@ -256,39 +329,30 @@ func TrainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 			lo = mid
 		}
 	}
-	sigma := hi
-	g, err := perturb.NewGaussianSigma(sens, sigma)
-	if err != nil {
-		return nil, fmt.Errorf("completion: private ALS: %w", err)
-	}
-	acc := accWith(sigma)
-	eps, delta, used, err := admit(&o, acc)
-	if err != nil {
-		return nil, fmt.Errorf("completion: private ALS: %w", err)
-	}
+	return hi, accWith(hi), nil
+}
 
-	// Public initialisation of the item rows.
+// alsPrivateSteps runs the released item steps from a data-independent
+// start and returns the item rows (row-major Dims[1] x R).
+func alsPrivateSteps(train *data.Store, by [][]int, m *decomposition.Model, counts []float64, g *perturb.Gaussian, p alsPrivateParams, o *PrivateOptions) []float64 {
+	R := m.Ranks[0]
 	ir := rand.New(o.source(streamALSInit))
 	V := make([]float64, m.Dims[1]*R)
 	for i := range V {
 		V[i] = 0.1 * ir.NormFloat64()
-	}
-	counts := make([]int, m.Dims[1])
-	for _, i := range train.Idx[1] {
-		counts[i]++
 	}
 	T := R * (R + 1) / 2
 	W := T + R
 	nr := rand.New(o.source(streamALSSteps))
 	a := make([]float64, R*R)
 	bvec := make([]float64, R)
+	sigma := g.Sigma()
 	for step := 0; step < ALSPrivateSteps; step++ {
-		stats := alsItemStats(train, by, m.Mean, m.Bias[1], V, R, p, &o)
+		stats := alsItemStats(train, by, m.Mean, m.Bias[1], V, R, p, o)
 		g.AddTo(stats, nr)
 		for i := 0; i < m.Dims[1]; i++ {
 			s := stats[i*W : (i+1)*W]
-			ridge := p.lambda*float64(counts[i]) + 3*sigma*math.Sqrt(float64(R))
-			row := V[i*R : (i+1)*R]
+			ridge := p.lambda*counts[i] + 3*sigma*math.Sqrt(float64(R))
 			for {
 				k := 0
 				for x := 0; x < R; x++ {
@@ -304,24 +368,10 @@ func TrainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 				}
 				ridge *= 2 // post-processing of released values only
 			}
+			row := V[i*R : (i+1)*R]
 			copy(row, bvec)
 			projectBall(row, p.gv)
 		}
 	}
-	copy(m.Factors[1], V)
-	clear(m.Factors[0])
-	if m.Order() == 3 {
-		for i := range m.Factors[2] {
-			m.Factors[2][i] = 1
-		}
-	}
-	rep := baseReport(&o, "als", acc, eps, delta, used)
-	publicClamp(&o, m, rep)
-	rep.Covered = []string{"global mean", "item biases", "B (item rows)", "C (time rows: constant ones, data-independent)"}
-	rep.Notes = append(rep.Notes,
-		"not released: user rows and user biases (zero in the model); each user solves them at prediction time from the released item side and their own ratings (billboard model, joint DP)",
-		fmt.Sprintf("item steps: %d, each releasing every item's Gram matrix (upper triangle) and right-hand side with Gaussian noise sigma %.4g at l2 sensitivity %.4g (largest over the public user counts; package doc, Sensitivities)", ALSPrivateSteps, sigma, sens),
-		fmt.Sprintf("public constants: residual clip c = %g, user vector norm <= %g, item row norm <= %g, ridge %g per observation, rank %d", p.c, p.gu, p.gv, p.lambda, R),
-		fmt.Sprintf("epsilon: %g%% of it calibrates the bias releases (Laplace); the Gaussian steps take the rest under %s composition", 100*ALSPrivateBiasFraction, used))
-	return rep, nil
+	return V
 }

@@ -62,7 +62,7 @@ func TestDPAudit(t *testing.T) {
 	}
 	d1, d2 := mk(1), mk(5) // neighbours: entry 0 is r_min or r_max
 	const eps = 1.0
-	base := PrivateOptions{Epsilon: eps, Delta: 1e-5, RatingMin: 1, RatingMax: 5, Protect: ProtectAll, Clip: 1}
+	base := PrivateOptions{Epsilon: eps, Delta: 1e-5, RatingMin: 1, RatingMax: 5, Protect: ProtectAll, Clip: 1, DPSGD: DPSGDPerEntry}
 	// Solve sigma once (Plan's bisection is the slow part), then fix it:
 	// each run's Plan re-checks it against the budget.
 	p0, _ := NewGradientPerturbation(&base)

@@ -67,7 +67,8 @@ func TestBiasSensitivityNeighbours(t *testing.T) {
 
 // TestPrivateBiasRelease checks what the bias mode releases: the mean and
 // item biases, never user biases or rows (zero in the model), a report
-// whose releases compose to the budget, and a refusal of the user unit.
+// whose releases compose to the budget, and a refusal of the user unit on
+// a store whose contributions are not bounded.
 func TestPrivateBiasRelease(t *testing.T) {
 	t.Parallel()
 	st := privStore([]int{30, 20, 5}, 400, 2)
@@ -117,8 +118,8 @@ func TestPrivateBiasRelease(t *testing.T) {
 	o := baseOpts()
 	o.Unit, o.MaxRatingsPerUser = UnitUser, 10
 	m := privModel(t, decomposition.CP, st.Dims, 2, true, 1, 1)
-	if _, err := TrainPrivateBias(st, m, &o); !errors.Is(err, perturb.ErrSensitivity) {
-		t.Errorf("user unit: got %v, want a refusal", err)
+	if _, err := TrainPrivateBias(st, m, &o); !errors.Is(err, ErrUserBound) {
+		t.Errorf("user unit on an unbounded store: got %v, want ErrUserBound", err)
 	}
 	o = baseOpts()
 	o.Epsilon = 0
@@ -183,5 +184,24 @@ func TestFoldInRMSEIgnoresUserRows(t *testing.T) {
 	}
 	if a != b || math.IsNaN(a) {
 		t.Errorf("fold-in RMSE %v changed to %v with the user side", a, b)
+	}
+}
+
+// TestLaplacePosteriorNoise checks E[L | X + L = y] (X ~ N(0, s2), L ~
+// Laplace(b)) against numerical integration of the posterior density on a
+// grid (step 1e-3 over [-200, 200]), including far tails.
+func TestLaplacePosteriorNoise(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ y, s2, b float64 }{{3, 4, 2}, {-10, 4, 2}, {0.5, 1, 5}, {40, 9, 3}, {0, 2, 1}, {-150, 1, 0.5}} {
+		var num, den float64
+		for i := -200000; i <= 200000; i++ {
+			l := float64(i) * 1e-3
+			w := math.Exp(-math.Abs(l)/c.b - (c.y-l)*(c.y-l)/(2*c.s2) + math.Abs(c.y)/c.b)
+			num += w * l
+			den += w
+		}
+		if got := laplacePosteriorNoise(c.y, c.s2, c.b); math.Abs(got-num/den) > 1e-4*(1+math.Abs(got)) {
+			t.Errorf("%+v: %v, numerically %v", c, got, num/den)
+		}
 	}
 }

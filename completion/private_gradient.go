@@ -68,12 +68,6 @@ import (
 	"github.com/dprec/dprec/perturb"
 )
 
-// Protection targets of gradient perturbation.
-const (
-	ProtectC   = "C"
-	ProtectAll = "all"
-)
-
 // GradientPerturbation is the gradient-perturbation plug-in (Algorithm 2).
 // One value serves one training run; GradientTransform values are per
 // worker.
@@ -91,6 +85,7 @@ type GradientPerturbation struct {
 	meanInModel bool
 	report      *perturb.Report
 	planned     bool
+	mb          *minibatchPlan // minibatch DP-SGD (nil for the other variants)
 }
 
 var _ Privacy = (*GradientPerturbation)(nil)
@@ -102,15 +97,8 @@ func NewGradientPerturbation(opts *PrivateOptions) (*GradientPerturbation, error
 	if err != nil {
 		return nil, err
 	}
-	switch o.Protect {
-	case "", ProtectC, "c":
-		o.Protect = ProtectC
-	case ProtectAll:
-	default:
-		return nil, fmt.Errorf("completion: gradient perturbation: unknown protect target %q (want C or all)", o.Protect)
-	}
-	if o.Clip == 0 {
-		o.Clip = DefaultClip
+	if o.Clip == 0 && (o.Protect != ProtectAll || o.DPSGD == DPSGDPerEntry) {
+		o.Clip = DefaultClip // minibatch DP-SGD sets its own (DPSGDClip)
 	}
 	return &GradientPerturbation{o: o}, nil
 }
@@ -131,6 +119,9 @@ func (p *GradientPerturbation) Plan(train *data.Store, s *Settings) error {
 		if err := checkUserBound(train, p.o.MaxRatingsPerUser); err != nil {
 			return err
 		}
+	}
+	if p.o.Protect == ProtectAll && p.o.DPSGD == DPSGDMinibatch {
+		return p.planMinibatch(train, s, s.hasBias)
 	}
 	order := train.Order()
 	p.pm = order - 1
@@ -380,6 +371,13 @@ func (p *GradientPerturbation) PerturbOutput(m *decomposition.Model, train *data
 	}
 	all := paramNames(m.Order(), m.Kind == decomposition.Tucker, m.HasBias)
 	publicClamp(&p.o, m, p.report)
+	if p.mb != nil {
+		if m.HasBias && p.meanSet {
+			m.Mean = p.muT
+		}
+		p.report.Covered = all
+		return nil
+	}
 	if p.o.Protect == ProtectAll {
 		if m.HasBias && p.meanSet {
 			m.Mean = p.muT

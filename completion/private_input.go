@@ -43,6 +43,9 @@ type InputPerturbation struct {
 	gauss  *perturb.Gaussian
 	report *perturb.Report
 	done   bool
+	// fallback holds the bias-only release when the rule of
+	// private_input_fallback.go applies (nil otherwise).
+	fallback *decomposition.Model
 }
 
 var _ Privacy = (*InputPerturbation)(nil)
@@ -87,6 +90,20 @@ func (p *InputPerturbation) Plan(train *data.Store, s *Settings) error {
 		}
 	}
 	l1, l2 := InputSensitivity(&p.o)
+	if s.hasBias && p.o.Unit == UnitEntry {
+		v := 2 * l1 * l1 / (p.o.Epsilon * p.o.Epsilon) // Laplace variance
+		if p.o.Mechanism == perturb.MechGaussian {
+			sg, err := perturb.GaussianSigma(l2, p.o.Epsilon, p.o.Delta, p.o.Calibration)
+			if err != nil {
+				return fmt.Errorf("completion: input perturbation: %w", err)
+			}
+			v = sg * sg
+		}
+		if InputFallsBack(&p.o, v, train.NNZ()) {
+			p.done = true
+			return p.planFallback(train, v)
+		}
+	}
 	var acc perturb.Accountant
 	var rel perturb.Release
 	what := "observed ratings (clamped)"
@@ -142,6 +159,12 @@ func (p *InputPerturbation) PerturbInput(vals []float64, train *data.Store) erro
 	if p.report == nil {
 		return fmt.Errorf("completion: input perturbation: PerturbInput before Plan")
 	}
+	if p.fallback != nil {
+		for i, v := range vals { // the fallback trains nothing on them
+			vals[i] = clampValue(v, p.o.RatingMin, p.o.RatingMax)
+		}
+		return nil
+	}
 	if p.done {
 		return fmt.Errorf("completion: input perturbation: %w: noise already drawn once", perturb.ErrBudget)
 	}
@@ -163,6 +186,11 @@ func (p *InputPerturbation) GradientTransform(int) GradientTransform { return ni
 
 // PerturbOutput records the covered parameters (everything).
 func (p *InputPerturbation) PerturbOutput(m *decomposition.Model, train *data.Store) error {
+	if p.fallback != nil {
+		publicClamp(&p.o, m, p.report)
+		p.report.Covered = paramNames(m.Order(), m.Kind == decomposition.Tucker, m.HasBias)
+		return nil
+	}
 	if p.report != nil {
 		publicClamp(&p.o, m, p.report)
 		p.report.Covered = paramNames(m.Order(), m.Kind == decomposition.Tucker, m.HasBias)

@@ -41,11 +41,54 @@ import (
 	"github.com/dprec/dprec/perturb"
 )
 
-// Privacy units.
+// Unit is the privacy unit of a private training mode: what two
+// neighbouring rating logs differ in. The zero value means UnitEntry.
+type Unit string
+
+// Privacy units (the CLI's --privacy-unit values).
 const (
-	UnitEntry = "entry"
-	UnitUser  = "user"
+	// UnitEntry: neighbours differ in one rating value (positions public).
+	UnitEntry Unit = "entry"
+	// UnitUser: neighbours differ by adding or removing one user with at
+	// most MaxRatingsPerUser ratings (the bias and als modes), or in the
+	// values of one user's ratings (the SGD modes; positions public).
+	UnitUser Unit = "user"
 )
+
+// ParseUnit parses a privacy unit name; "" means UnitEntry.
+func ParseUnit(s string) (Unit, error) {
+	switch Unit(s) {
+	case "", UnitEntry:
+		return UnitEntry, nil
+	case UnitUser:
+		return UnitUser, nil
+	}
+	return "", fmt.Errorf("completion: unknown privacy unit %q (want entry or user)", s)
+}
+
+// Protect is the target of gradient perturbation. The zero value means
+// ProtectC.
+type Protect string
+
+// Protection targets of gradient perturbation (the CLI's --protect values).
+const (
+	// ProtectC: seed 001 Algorithm 2, the gradient of the protected mode's
+	// rows only.
+	ProtectC Protect = "C"
+	// ProtectAll: every parameter an entry touches (Gaussian noise, RDP).
+	ProtectAll Protect = "all"
+)
+
+// ParseProtect parses a protection target; "" and "c" mean ProtectC.
+func ParseProtect(s string) (Protect, error) {
+	switch s {
+	case "", "C", "c":
+		return ProtectC, nil
+	case "all":
+		return ProtectAll, nil
+	}
+	return "", fmt.Errorf("completion: unknown protect target %q (want C or all)", s)
+}
 
 // Defaults of PrivateOptions.
 const (
@@ -80,7 +123,7 @@ type PrivateOptions struct {
 	// values are clamped to it. Required (RatingMin < RatingMax, finite).
 	RatingMin, RatingMax float64
 	// Unit is UnitEntry (default) or UnitUser.
-	Unit string
+	Unit Unit
 	// MaxRatingsPerUser is k for the user unit (required there, >= 1).
 	MaxRatingsPerUser int
 	// Mechanism of input mode: "laplace" (default, Algorithm 1) or
@@ -92,10 +135,10 @@ type PrivateOptions struct {
 	// Accounting is the composition used to fit the budget: "" (the
 	// tightest that applies), "basic", "advanced" or "rdp".
 	Accounting string
-	// Protect is the gradient-mode target: "C" (default; seed 001
-	// Algorithm 2: the gradient of the protected mode's row only) or "all"
-	// (every parameter an entry touches, Gaussian noise, RDP).
-	Protect string
+	// Protect is the gradient-mode target: ProtectC (default; seed 001
+	// Algorithm 2: the gradient of the protected mode's row only) or
+	// ProtectAll (every parameter an entry touches, Gaussian noise, RDP).
+	Protect Protect
 	// ProtectMode is the mode whose factor is "C": 0 means the last mode
 	// (the time mode of an order-3 store, the items of an order-2 one);
 	// otherwise ProtectMode-1 (so 1 = users, 2 = items, 3 = time).
@@ -116,6 +159,20 @@ type PrivateOptions struct {
 	// MeanFraction is the share of Epsilon spent on the global mean in
 	// gradient mode with biases (default DefaultMeanFraction).
 	MeanFraction float64
+	// SelectedItems says (user unit, bias and als modes) that the store's
+	// item mode came from SelectItems rather than a public catalogue; it
+	// only changes what the report names as public.
+	SelectedItems bool
+	// DPSGD selects the algorithm of gradient mode with Protect "all":
+	// DPSGDMinibatch (the zero value; Poisson-subsampled minibatch DP-SGD,
+	// private_dpsgd.go) or DPSGDPerEntry.
+	DPSGD DPSGDVariant
+	// SampleRate is the Poisson sampling rate q of minibatch DP-SGD, in
+	// (0, 1] (default DefaultDPSGDRate).
+	SampleRate float64
+	// WarmFraction is the share of Epsilon spent on the bias-mode warm
+	// start of minibatch DP-SGD in (0, 1) (default DefaultWarmFraction).
+	WarmFraction float64
 	// Noise selects the noise source: the zero value is secure
 	// (perturb.SecureSource); perturb.SeededNoise(seed) gives reproducible
 	// streams (NOT private). Its provenance is what the report records.
@@ -136,12 +193,17 @@ func (o *PrivateOptions) resolve(mode string) (PrivateOptions, error) {
 	if !fin(r.RatingMin) || !fin(r.RatingMax) || !(r.RatingMin < r.RatingMax) {
 		return r, fmt.Errorf("completion: %s perturbation: %w: public rating range [%v, %v] must be finite with min < max (declare it; it is never taken from the data)", mode, perturb.ErrSensitivity, r.RatingMin, r.RatingMax)
 	}
-	switch r.Unit {
+	u, err := ParseUnit(string(r.Unit))
+	if err != nil {
+		return r, fmt.Errorf("completion: %s perturbation: %w", mode, err)
+	}
+	r.Unit = u
+	switch r.Protect {
 	case "":
-		r.Unit = UnitEntry
-	case UnitEntry, UnitUser:
+		r.Protect = ProtectC
+	case ProtectC, ProtectAll:
 	default:
-		return r, fmt.Errorf("completion: %s perturbation: unknown privacy unit %q (want entry or user)", mode, r.Unit)
+		return r, fmt.Errorf("completion: %s perturbation: unknown protect target %q (want C or all)", mode, r.Protect)
 	}
 	if r.Unit == UnitUser && r.MaxRatingsPerUser < 1 {
 		return r, fmt.Errorf("completion: %s perturbation: %w: user unit needs max ratings per user >= 1, got %d", mode, perturb.ErrDimension, r.MaxRatingsPerUser)
@@ -162,13 +224,19 @@ func (o *PrivateOptions) resolve(mode string) (PrivateOptions, error) {
 	for _, p := range []struct {
 		name string
 		v    float64
-	}{{"clip", r.Clip}, {"lambda", r.Lambda}, {"sigma", r.Sigma}, {"step epsilon", r.StepEpsilon}, {"mean fraction", r.MeanFraction}} {
+	}{{"clip", r.Clip}, {"lambda", r.Lambda}, {"sigma", r.Sigma}, {"step epsilon", r.StepEpsilon}, {"mean fraction", r.MeanFraction}, {"sample rate", r.SampleRate}, {"warm fraction", r.WarmFraction}} {
 		if !fin(p.v) || p.v < 0 {
 			return r, fmt.Errorf("completion: %s perturbation: %w: %s is %v, must be finite and >= 0 (0 = default)", mode, perturb.ErrSensitivity, p.name, p.v)
 		}
 	}
 	if r.MeanFraction == 0 {
 		r.MeanFraction = DefaultMeanFraction
+	}
+	if r.SampleRate > 1 || r.WarmFraction >= 1 {
+		return r, fmt.Errorf("completion: %s perturbation: sample rate %v must be <= 1 and warm fraction %v < 1", mode, r.SampleRate, r.WarmFraction)
+	}
+	if r.DPSGD > DPSGDPerEntry {
+		return r, fmt.Errorf("completion: %s perturbation: unknown DP-SGD variant %v", mode, r.DPSGD)
 	}
 	if r.MeanFraction >= 1 {
 		return r, fmt.Errorf("completion: %s perturbation: mean fraction %v must be < 1", mode, r.MeanFraction)
@@ -191,13 +259,21 @@ func (o *PrivateOptions) unitCount() int {
 	return 1
 }
 
-// relation returns the report's neighbouring relation.
-func (o *PrivateOptions) relation() string {
+// relation returns the report's neighbouring relation of a mode.
+func (o *PrivateOptions) relation(mode string) string {
+	if o.Unit == UnitUser && billboardMode(mode) {
+		return fmt.Sprintf("rating logs differing by adding or removing one user with all of that user's ratings (each user bounded to at most %d ratings, one per item, before training); ratings clamped to the public range [%g, %g]", o.MaxRatingsPerUser, o.RatingMin, o.RatingMax)
+	}
 	if o.Unit == UnitUser {
 		return fmt.Sprintf("rating logs with the same observed positions differing in the values of one user's ratings (each user bounded to at most %d ratings before training); ratings clamped to the public range [%g, %g]", o.MaxRatingsPerUser, o.RatingMin, o.RatingMax)
 	}
 	return fmt.Sprintf("rating logs with the same observed positions differing in one rating value; ratings clamped to the public range [%g, %g]", o.RatingMin, o.RatingMax)
 }
+
+// billboardMode reports whether mode releases only the item side (the
+// bias and als modes), which is what makes add/remove-user privacy
+// possible.
+func billboardMode(mode string) bool { return mode == "bias" || mode == "als" }
 
 // source returns the noise source of stream id s.
 func (o *PrivateOptions) source(s uint64) rand.Source {
@@ -305,14 +381,14 @@ func admit(o *PrivateOptions, acc *perturb.Accountant) (eps, delta float64, meth
 func baseReport(o *PrivateOptions, mode string, acc *perturb.Accountant, eps, delta float64, method string) *perturb.Report {
 	return &perturb.Report{
 		Mode:        mode,
-		Relation:    o.relation(),
-		Unit:        o.Unit,
+		Relation:    o.relation(mode),
+		Unit:        string(o.Unit),
 		Epsilon:     eps,
 		Delta:       delta,
 		Composition: method,
 		Releases:    acc.Releases(),
 		Randomness:  o.Noise.Provenance().String(),
-		Notes:       []string{publicNote(o)},
+		Notes:       []string{publicNote(o, mode)},
 	}
 }
 
@@ -342,10 +418,30 @@ func paramNames(order int, tucker, bias bool) []string {
 	return out
 }
 
-// publicNote names what the relation treats as public.
-func publicNote(o *PrivateOptions) string {
-	if o.Unit == UnitUser {
-		return "public under the relation: the observed positions (user and item dictionaries, who rated what and when), every count, the time range; only the values of one user's ratings are protected, NOT whether the user is in the log"
+// Public lists, per relation, what a report names as public (the
+// complement of what the relation protects). Tests check reports against
+// these strings.
+const (
+	// PublicEntry: entry-level relation (one rating value changes).
+	PublicEntry = "public under the relation: the observed positions (user and item dictionaries, who rated what and when), every count, the time range"
+	// PublicUserValues: the SGD modes' user unit (the values of one
+	// user's ratings change; positions stay).
+	PublicUserValues = PublicEntry + "; only the values of one user's ratings are protected, NOT whether the user is in the log"
+	// PublicUserCatalogue: add/remove one user, public item catalogue.
+	PublicUserCatalogue = "public under the relation: the item catalogue (--items), the time range (--time-from/--time-to), the rating range and the bound k; NOT public and never released without noise: the users (no user dictionary or rows), their number, the number of ratings, every count"
+	// PublicUserSelected: add/remove one user, items selected privately.
+	PublicUserSelected = "public under the relation: the time range (--time-from/--time-to), the rating range and the bound k; the item set is selected privately (its own release); NOT public and never released without noise: the users (no user dictionary or rows), their number, the number of ratings, every count"
+)
+
+// publicNote names what the relation of mode treats as public.
+func publicNote(o *PrivateOptions, mode string) string {
+	switch {
+	case o.Unit == UnitUser && billboardMode(mode) && o.SelectedItems:
+		return PublicUserSelected
+	case o.Unit == UnitUser && billboardMode(mode):
+		return PublicUserCatalogue
+	case o.Unit == UnitUser:
+		return PublicUserValues
 	}
-	return "public under the relation: the observed positions (user and item dictionaries, who rated what and when), every count, the time range"
+	return PublicEntry
 }

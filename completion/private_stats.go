@@ -49,9 +49,6 @@ func newStatisticsMode(opts *PrivateOptions, mode string) (*StatisticsMode, erro
 	if err != nil {
 		return nil, err
 	}
-	if o.Unit != UnitEntry {
-		return nil, fmt.Errorf("completion: %s mode: %w: only the entry unit is supported (the user unit would release user-specific counts)", mode, perturb.ErrSensitivity)
-	}
 	o.MeanFraction = opts.MeanFraction
 	return &StatisticsMode{o: o, mode: mode}, nil
 }

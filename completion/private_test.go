@@ -413,7 +413,8 @@ func TestPrivateTrain(t *testing.T) {
 		{"gradient-C", func(o *PrivateOptions) (Privacy, error) { return NewGradientPerturbation(o) }, func(o *PrivateOptions) {}, false},
 		{"gradient-C-basic", func(o *PrivateOptions) (Privacy, error) { return NewGradientPerturbation(o) }, func(o *PrivateOptions) { o.Accounting = "basic"; o.Delta = 0 }, false},
 		{"gradient-all", func(o *PrivateOptions) (Privacy, error) { return NewGradientPerturbation(o) }, func(o *PrivateOptions) { o.Protect = ProtectAll }, true},
-		{"gradient-all-advanced", func(o *PrivateOptions) (Privacy, error) { return NewGradientPerturbation(o) }, func(o *PrivateOptions) { o.Protect = ProtectAll; o.Accounting = "advanced" }, true},
+		{"gradient-all-advanced", func(o *PrivateOptions) (Privacy, error) { return NewGradientPerturbation(o) }, func(o *PrivateOptions) { o.Protect = ProtectAll; o.Accounting = "advanced"; o.DPSGD = DPSGDPerEntry }, true},
+		{"gradient-all-per-entry", func(o *PrivateOptions) (Privacy, error) { return NewGradientPerturbation(o) }, func(o *PrivateOptions) { o.Protect = ProtectAll; o.DPSGD = DPSGDPerEntry }, true},
 		{"output", func(o *PrivateOptions) (Privacy, error) { return NewOutputPerturbation(o) }, func(o *PrivateOptions) { o.Delta = 0 }, false},
 	}
 	for _, kind := range []decomposition.Kind{decomposition.CP, decomposition.Tucker} {
@@ -440,7 +441,7 @@ func TestPrivateTrain(t *testing.T) {
 			o := baseOpts()
 			md.mod(&o)
 			switch {
-			case !rep.Private() || rep.Relation == "" || rep.Unit != UnitEntry || rep.Composition == "":
+			case !rep.Private() || rep.Relation == "" || rep.Unit != string(UnitEntry) || rep.Composition == "":
 				t.Errorf("%s %s: incomplete report %+v", kind, md.name, rep)
 			case rep.Epsilon > o.Epsilon*(1+1e-9) || rep.Delta > o.Delta*(1+1e-9):
 				t.Errorf("%s %s: report (%v, %v) over budget (%v, %v)", kind, md.name, rep.Epsilon, rep.Delta, o.Epsilon, o.Delta)
@@ -495,10 +496,16 @@ func TestPrivateRefusals(t *testing.T) {
 		return err
 	}
 	o := baseOpts()
-	o.Protect, o.Sigma = ProtectAll, 0.5 // far too little noise for eps = 1 over 5 epochs
+	o.Protect, o.Sigma, o.DPSGD = ProtectAll, 0.5, DPSGDPerEntry // far too little noise for eps = 1 over 5 epochs
 	p, _ := NewGradientPerturbation(&o)
 	if err := train(p); !errors.Is(err, perturb.ErrBudget) {
 		t.Errorf("under-noised --protect all: %v, want ErrBudget", err)
+	}
+	o = baseOpts()
+	o.Protect, o.Sigma = ProtectAll, 0.3 // minibatch: noise multiplier 0.3 over 20 steps at q = 0.25
+	p, _ = NewGradientPerturbation(&o)
+	if err := train(p); !errors.Is(err, perturb.ErrBudget) {
+		t.Errorf("under-noised minibatch DP-SGD: %v, want ErrBudget", err)
 	}
 	o = baseOpts()
 	o.StepEpsilon = 0.5 // 5 epochs x 0.5 > 1 by every method
@@ -544,9 +551,9 @@ func TestUserLevelGradient(t *testing.T) {
 	dims := []int{12, 10, 3}
 	st := privStore(dims, 200, 9)
 	b, _, _ := BoundUserRatings(st, 3, rand.NewPCG(2, 2))
-	sigma := func(unit string) float64 {
+	sigma := func(unit Unit) float64 {
 		o := baseOpts()
-		o.Protect, o.Unit, o.MaxRatingsPerUser = ProtectAll, unit, 3
+		o.Protect, o.Unit, o.MaxRatingsPerUser, o.DPSGD = ProtectAll, unit, 3, DPSGDPerEntry
 		p, err := NewGradientPerturbation(&o)
 		if err != nil {
 			t.Fatal(err)
@@ -554,7 +561,7 @@ func TestUserLevelGradient(t *testing.T) {
 		if err := p.Plan(b, &Settings{Epochs: 4}); err != nil {
 			t.Fatal(err)
 		}
-		if p.steps != 4*map[string]int{UnitEntry: 1, UnitUser: 3}[unit] {
+		if p.steps != 4*map[Unit]int{UnitEntry: 1, UnitUser: 3}[unit] {
 			t.Errorf("%s: %d steps", unit, p.steps)
 		}
 		return p.gauss.Sigma()
@@ -609,7 +616,7 @@ func TestProtectAllValidUsesNoisyMean(t *testing.T) {
 	st := privStore([]int{30, 20, 5}, 400, 21)
 	valid := privStore([]int{30, 20, 5}, 60, 22)
 	o := baseOpts()
-	o.Protect = ProtectAll
+	o.Protect, o.DPSGD = ProtectAll, DPSGDPerEntry
 	o.MeanFraction = 0.001 // a very noisy mean, so a raw-mean RMSE would differ
 	p, err := NewGradientPerturbation(&o)
 	if err != nil {

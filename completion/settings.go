@@ -95,6 +95,9 @@ type Settings struct {
 	// RegPair is the penalty of each pair bias: b = sum(residual)/(n + RegPair).
 	// Zero means DefaultALSRegPair; negative means none.
 	RegPair float64
+	// hasBias is set by Train from the model before Plan, so a privacy
+	// plug-in can plan releases that only models with biases need.
+	hasBias bool
 }
 
 // Solver is the optimiser Train uses.

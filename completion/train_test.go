@@ -460,7 +460,7 @@ func TestStrata(t *testing.T) {
 	}
 }
 
-// TestLayout: the in-place bucketing keeps every observation exactly once,
+// TestLayout: the bucketing keeps every observation exactly once,
 // with its own value, inside the block its indices belong to.
 func TestLayout(t *testing.T) {
 	for _, dims := range [][]int{{37, 23}, {37, 23, 11}} {
@@ -520,5 +520,55 @@ func TestLayout(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestLayoutShuffleUniform: with several sub-buckets per block, the
+// position of an observation after newLayout's shuffle is uniform (chi-
+// square over 3000 seeds) and two observations are equally likely in
+// either order; a biased shuffle (for example one that kept sub-bucket
+// order) fails.
+func TestLayoutShuffleUniform(t *testing.T) {
+	old := subBucketLen
+	subBucketLen = 4
+	defer func() { subBucketLen = old }()
+	st, _ := lowRankStore([]int{40, 40}, 2, 24, 1, 0, 3)
+	n := st.NNZ()
+	for e := range st.Val {
+		st.Val[e] = float64(e)
+	}
+	const runs = 3000
+	pos := make([]float64, n)
+	before := 0
+	for s := uint64(0); s < runs; s++ {
+		L, err := newLayout(st, append([]float64(nil), st.Val...), 1, rand.New(rand.NewPCG(s, 7)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p0, p1 := -1, -1
+		for q, v := range L.vals {
+			switch v {
+			case 0:
+				p0 = q
+			case 1:
+				p1 = q
+			}
+		}
+		pos[p0]++
+		if p0 < p1 {
+			before++
+		}
+	}
+	chi := 0.0
+	exp := float64(runs) / float64(n)
+	for _, c := range pos {
+		chi += (c - exp) * (c - exp) / exp
+	}
+	// n-1 degrees of freedom; the 0.999 quantile of chi-square(23) is 49.7.
+	if chi > 49.7 {
+		t.Errorf("position of observation 0 not uniform: chi-square %.1f over %d positions %v", chi, n, pos)
+	}
+	if f := float64(before) / runs; math.Abs(f-0.5) > 0.04 {
+		t.Errorf("observation 0 before 1 in %.3f of runs, want 0.5", f)
 	}
 }

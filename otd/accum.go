@@ -33,6 +33,11 @@ type m3Accum struct {
 	s   []float64 // dim: sum_n y_n
 	ct  []float64 // scratch: c~
 	idx []int     // scratch: support of c~
+	// wt, when set (single-topic model only), multiplies document n's
+	// contribution by wt[n] (0 skips it: the clipping of (S10)); nDiv,
+	// when positive, replaces N as the normaliser.
+	wt   []float64
+	nDiv float64
 }
 
 func newM3Accum(W *mat.Dense, d int) *m3Accum {
@@ -111,6 +116,9 @@ func (a *m3Accum) addOuter(m []float64, beta float64) {
 // and returns the packed M3 in the projected space.
 func (a *m3Accum) run(c *data.Corpus, alpha0 float64, prog ProgressFunc) []float64 {
 	N := float64(c.NumDocs())
+	if a.nDiv > 0 {
+		N = a.nDiv
+	}
 	d := c.V()
 	_, bc, cc := ldaCoef(alpha0)
 	u2 := 0.0
@@ -124,8 +132,15 @@ func (a *m3Accum) run(c *data.Corpus, alpha0 float64, prog ProgressFunc) []float
 		ws, cs := c.Doc(n)
 		l := float64(c.DocLen(n))
 		beta3 := 1 / (l * (l - 1) * (l - 2)) // E3 per document
-		beta2 := 1 / (l * l * (l - 1))       // Z_n (x) y_n
-		beta1 := 1 / (l * l * l)             // y_n^(x)3
+		if a.wt != nil {
+			if a.wt[n] == 0 {
+				prog.report("third moment", n+1, c.NumDocs())
+				continue
+			}
+			beta3 *= a.wt[n]
+		}
+		beta2 := 1 / (l * l * (l - 1)) // Z_n (x) y_n
+		beta1 := 1 / (l * l * l)       // y_n^(x)3
 		a.project(ws, cs)
 		// cube coefficient: E3/N + 3 b' beta2 u2 + 2 c beta1 u3 (see doc).
 		a.addCube(beta3/N + 3*bc*beta2*u2 + 2*cc*beta1*u3)

@@ -10,7 +10,7 @@ import (
 // of its D(D+1)/2 upper-triangle entries (i <= j) and M3 as the vector of
 // its D_sym = C(D+2,3) packed entries (i <= j <= k, SymTensor.Packed), for
 // corpora (or sample sets) of N records differing in one record. See the
-// derivations atop private.go.
+// derivations in the package documentation ("# Sensitivities").
 type Sensitivities struct {
 	M2, M3 float64
 	// M2Ref and M3Ref cite the derivation.
@@ -21,20 +21,20 @@ type Sensitivities struct {
 // single-topic model estimated from n documents (seed 000 sec. 2; seed 002
 // app. C), valid for both estimators (AllTriples, FirstThree) because each
 // document contributes a probability matrix / tensor with weight 1/n
-// (derivation (S1) atop private.go; tight: "a a a" replaced by "b b b").
+// (derivation (S1) in the package documentation ("# Sensitivities"); tight: "a a a" replaced by "b b b").
 func STMSensitivities(n int) (Sensitivities, error) {
 	if n < 1 {
 		return Sensitivities{}, fmt.Errorf("otd: sensitivity for %d documents", n)
 	}
 	s := math.Sqrt2 / float64(n)
 	return Sensitivities{M2: s, M3: s,
-		M2Ref: "otd/private.go (S1); seed 000 sec. 2 (sqrt(2)/N)",
-		M3Ref: "otd/private.go (S1); seed 000 sec. 2 (sqrt(2)/N), packed i<=j<=k entries"}, nil
+		M2Ref: "go doc otd (S1); seed 000 sec. 2 (sqrt(2)/N)",
+		M3Ref: "go doc otd (S1); seed 000 sec. 2 (sqrt(2)/N), packed i<=j<=k entries"}, nil
 }
 
 // MOGSensitivities returns the sensitivities for the spherical Gaussian
 // mixture from n samples with ||x||_2 <= 1 in d dimensions and noise
-// variance sigma2 (derivation (S2) atop private.go):
+// variance sigma2 (derivation (S2) in the package documentation ("# Sensitivities")):
 //
 //	Delta_2 = sqrt(2)/n                             (seed 002 app. C prints 1/n: that is the spectral-norm change, not the l2 change the Gaussian mechanism needs; e.g. x = e1 -> e2 moves the upper triangle by sqrt(2)/n)
 //	Delta_3 = (2 + 2 sigma2 sqrt(d+8))/n            (seed 002 app. C prints 2/n + 6 d sigma2/n, valid but looser)
@@ -49,8 +49,8 @@ func MOGSensitivities(n, d int, sigma2 float64) (Sensitivities, error) {
 	return Sensitivities{
 		M2:    math.Sqrt2 / fn,
 		M3:    (2 + 2*sigma2*math.Sqrt(float64(d)+8)) / fn,
-		M2Ref: "otd/private.go (S2): sqrt(2)/N (seed 002 app. C prints 1/N, the spectral norm: too small for the Gaussian mechanism)",
-		M3Ref: "otd/private.go (S2): (2 + 2 sigma^2 sqrt(D+8))/N on packed entries (seed 002 app. C: 2/N + 6 D sigma^2/N, valid but looser)",
+		M2Ref: "go doc otd (S2): sqrt(2)/N (seed 002 app. C prints 1/N, the spectral norm: too small for the Gaussian mechanism)",
+		M3Ref: "go doc otd (S2): (2 + 2 sigma^2 sqrt(D+8))/N on packed entries (seed 002 app. C: 2/N + 6 D sigma^2/N, valid but looser)",
 	}, nil
 }
 

@@ -7,51 +7,166 @@ import (
 	"testing"
 
 	"github.com/dprec/dprec/data"
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
 // TestAGNWhitenedRecovers: on a single-topic corpus with a vocabulary
-// above DenseWhitenMax (the sketch path: no D x D or D^3 array), a large
-// budget recovers the topics, a tiny one does not and warns, and the
-// report states three releases composing to the budget.
+// above DenseWhitenMax, a large budget recovers the topics (with the whole
+// vocabulary kept, and with a private selection of 400 of the 500 words),
+// a tiny one does not and warns, and the report states the releases
+// composing to the budget.
 func TestAGNWhitenedRecovers(t *testing.T) {
 	t.Parallel()
 	syn, err := SyntheticSTM(DenseWhitenMax+100, 4, 20000, 30, 0.1, nil, rand.NewPCG(11, 12))
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := FitOptions{Model: ModelSTM, K: 4, Method: MethodAGNWhitened, Epsilon: 300, Delta: 1e-5}
-	res, err := Fit(&syn.Input, opts, rand.NewPCG(1, 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := EComp(syn.A, res.A)
-	if e > 0.05 || res.Path != "whitened" {
-		t.Errorf("epsilon 300: e_comp %.3f (want <= 0.05), path %s", e, res.Path)
-	}
-	r := res.Report
-	if len(r.Releases) != 3 || math.Abs(r.Epsilon-300) > 1e-9 || math.Abs(r.Delta-1e-5) > 1e-15 {
-		t.Errorf("report: %d releases, (%v, %v)", len(r.Releases), r.Epsilon, r.Delta)
-	}
-	for _, n := range r.Notes {
-		if strings.Contains(n, "WARNING") {
-			t.Errorf("warning at epsilon 300: %s", n)
+	for _, tc := range []struct {
+		vocab, releases int
+		maxE            float64 // e_comp at epsilon 300
+	}{
+		{0, 2, 0.05},   // 500 words <= the default 1000: no selection
+		{400, 3, 0.15}, // selection drops the rarest fifth of the words (their topic mass counts as error)
+	} {
+		opts := FitOptions{Model: ModelSTM, K: 4, Method: MethodAGNWhitened, Epsilon: 300, Delta: 1e-5, Private: PrivateOptions{Vocab: tc.vocab}}
+		res, err := Fit(&syn.Input, opts, rand.NewPCG(1, 2))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	opts.Epsilon = 0.01
-	res, err = Fit(&syn.Input, opts, rand.NewPCG(1, 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	warned := false
-	for _, n := range res.Report.Notes {
-		warned = warned || strings.Contains(n, "WARNING") && strings.Contains(n, "documents")
-	}
-	if e2 := EComp(syn.A, res.A); e2 < 2*e || !warned {
-		t.Errorf("epsilon 0.01: e_comp %.3f (epsilon 300: %.3f), warned %v", e2, e, warned)
+		e := EComp(syn.A, res.A)
+		if e > tc.maxE || res.Path != "whitened" {
+			t.Errorf("vocab %d, epsilon 300: e_comp %.3f (want <= %.2f), path %s", tc.vocab, e, tc.maxE, res.Path)
+		}
+		r := res.Report
+		if len(r.Releases) != tc.releases || math.Abs(r.Epsilon-300) > 1e-9 || math.Abs(r.Delta-1e-5) > 1e-15 {
+			t.Errorf("vocab %d: report: %d releases, (%v, %v)", tc.vocab, len(r.Releases), r.Epsilon, r.Delta)
+		}
+		for _, n := range r.Notes {
+			if strings.Contains(n, "WARNING") {
+				t.Errorf("vocab %d: warning at epsilon 300: %s", tc.vocab, n)
+			}
+		}
+		opts.Epsilon = 0.01
+		res, err = Fit(&syn.Input, opts, rand.NewPCG(1, 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		warned := false
+		for _, n := range res.Report.Notes {
+			warned = warned || strings.Contains(n, "WARNING") && strings.Contains(n, "documents")
+		}
+		if e2 := EComp(syn.A, res.A); e2 < 2*e || !warned {
+			t.Errorf("vocab %d, epsilon 0.01: e_comp %.3f (epsilon 300: %.3f), warned %v", tc.vocab, e2, e, warned)
+		}
 	}
 	if _, err := Fit(&syn.Input, FitOptions{Model: ModelLDA, Alpha0: 1, K: 4, Method: MethodAGNWhitened, Epsilon: 1, Delta: 1e-5}, nil); err == nil {
 		t.Error("agn-whitened accepted model lda")
+	}
+	for _, p := range []PrivateOptions{{Vocab: MaxPrivateVocab + 1}, {Vocab: 3}, {ClipLen: 0.5}, {ClipM3: math.NaN()}} {
+		if _, err := Fit(&syn.Input, FitOptions{Model: ModelSTM, K: 4, Method: MethodAGNWhitened, Epsilon: 1, Delta: 1e-5, Private: p}, nil); err == nil {
+			t.Errorf("options %+v accepted", p)
+		}
+	}
+}
+
+// TestAGNWhitenedNeighbours is the neighbouring-corpus test of (S10): for
+// each clipping setting, one document of a corpus is replaced (by the
+// extreme pair "a a a" -> "b b b" on the words whose rows of W are
+// largest and opposite, and by random documents), and the change of each
+// of the three released statistics (clipped frequencies, clipped M2,
+// clipped whitened tensor) is measured against the sensitivity the
+// privacy report states for it. The extreme pair must reach each bound
+// (within 1e-9), so a bound too large would fail as well as one too
+// small.
+func TestAGNWhitenedNeighbours(t *testing.T) {
+	t.Parallel()
+	const d, k, n = 30, 3, 60
+	rng := rand.New(rand.NewPCG(31, 32))
+	W := mat.NewDense(d, k, nil)
+	for i := 0; i < d; i++ {
+		for j := 0; j < k; j++ {
+			W.Set(i, j, rng.NormFloat64())
+		}
+	}
+	W.SetRow(0, []float64{3, 0, 0})
+	W.SetRow(1, []float64{-3, 0, 0})
+	docs := make([][]int32, n)
+	for j := range docs {
+		docs[j] = make([]int32, d)
+		for i := 0; i < 4+rng.IntN(30); i++ {
+			docs[j][2+rng.IntN(d-2)]++
+		}
+	}
+	corpus := func(docs [][]int32) *data.Corpus {
+		c, err := data.CorpusFromCounts(vocabNames(d), docs, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name string
+		opts PrivateOptions
+	}{
+		{"default clipping", PrivateOptions{}},
+		{"tight clipping", PrivateOptions{ClipLen: 5, ClipM3: 0.5}},
+		{"no clipping", PrivateOptions{ClipLen: -1, ClipM3: -1}},
+	} {
+		// The sensitivities the report states for this corpus (a large
+		// epsilon keeps the run fast; the sensitivities do not depend on it).
+		res, err := Fit(&Input{Corpus: corpus(docs)}, FitOptions{Model: ModelSTM, K: k, Method: MethodAGNWhitened, Epsilon: 10, Delta: 1e-5,
+			Private: PrivateOptions{Vocab: d - 1, ClipLen: tc.opts.ClipLen, ClipM3: tc.opts.ClipM3}}, rand.NewPCG(1, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rels := res.Report.Releases
+		if len(rels) != 3 {
+			t.Fatalf("%s: %d releases", tc.name, len(rels))
+		}
+		c1, c2, c3 := tc.opts.clips(k)
+		_, s3 := clippedTriples(corpus(docs), W, c3, n, nil)
+		claimed := []float64{rels[0].Sensitivity, rels[1].Sensitivity, s3}
+		// Stage 2's stated sensitivity is 2 min(C3, r_W^3)/N for the W of
+		// the run; recompute it for the test's W and check the formula.
+		if math.Abs(rels[0].Sensitivity-math.Sqrt2*c1/n) > 1e-15 || math.Abs(rels[1].Sensitivity-math.Sqrt2*c2/n) > 1e-15 {
+			t.Errorf("%s: stated sensitivities %v, %v", tc.name, rels[0].Sensitivity, rels[1].Sensitivity)
+		}
+		stats := func(docs [][]int32) [3][]float64 {
+			c := corpus(docs)
+			m2 := clippedM2(c, c2, n)
+			p, _ := clippedTriples(c, W, c3, n, nil)
+			return [3][]float64{clippedFrequencies(c, c1, n), packUpper(d, m2.At), p}
+		}
+		worst := [3]float64{}
+		for trial := 0; trial < 60; trial++ {
+			before := append([][]int32(nil), docs...)
+			after := append([][]int32(nil), docs...)
+			before[n-1], after[n-1] = make([]int32, d), make([]int32, d)
+			if trial == 0 {
+				before[n-1][0], after[n-1][1] = 3, 3 // "a a a" -> "b b b"
+			} else {
+				for i := 0; i < 3+rng.IntN(40); i++ {
+					before[n-1][rng.IntN(d)]++
+				}
+				for i := 0; i < 3+rng.IntN(40); i++ {
+					after[n-1][rng.IntN(d)]++
+				}
+			}
+			p, q := stats(before), stats(after)
+			for s := range p {
+				change := floats.Distance(p[s], q[s], 2)
+				if change > claimed[s]*(1+1e-9) {
+					t.Fatalf("%s, trial %d, statistic %d: change %.4g exceeds the stated sensitivity %.4g", tc.name, trial, s, change, claimed[s])
+				}
+				worst[s] = math.Max(worst[s], change)
+			}
+		}
+		for s := range worst {
+			if worst[s] < claimed[s]*(1-1e-9) {
+				t.Errorf("%s, statistic %d: largest change %.4g below the stated sensitivity %.4g: the extreme pair does not reach it", tc.name, s, worst[s], claimed[s])
+			}
+		}
 	}
 }
 

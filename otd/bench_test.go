@@ -11,7 +11,7 @@ import (
 // reporting e_comp. Corpus generation is excluded from the timing.
 func benchLDA(b *testing.B, d, k, n, l int) { benchLDAMethod(b, d, k, n, l, MethodNonPrivate) }
 
-func benchLDAMethod(b *testing.B, d, k, n, l int, method string) {
+func benchLDAMethod(b *testing.B, d, k, n, l int, method Method) {
 	syn, err := SyntheticLDA(d, k, 1, n, l, 0.1, rand.NewPCG(42, 42))
 	if err != nil {
 		b.Fatal(err)

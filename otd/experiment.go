@@ -13,8 +13,8 @@ import (
 // Experiment method names: the private methods plus the non-private
 // reference and the data-free baseline of seed 000 sec. 4.
 const (
-	ExpNonPrivate = "nonprivate"
-	ExpRandom     = "random"
+	ExpNonPrivate        = MethodNonPrivate
+	ExpRandom     Method = "random"
 )
 
 // SpectralSetting is one (D, K) problem size.
@@ -25,7 +25,7 @@ type SpectralSetting struct{ D, K int }
 type SpectralExperimentConfig struct {
 	// Model is "stm" (single-topic model, seed 000 sec. 4) or "mog"
 	// (spherical Gaussian mixture, seed 002 fig. 3). Default "stm".
-	Model string
+	Model Model
 	// Settings are the (D, K) sizes (default D=10,K=5 and D=50,K=10).
 	Settings []SpectralSetting
 	// Epsilons is the grid of the error-versus-epsilon tables (default
@@ -44,7 +44,7 @@ type SpectralExperimentConfig struct {
 	// model, data set and noise (default 10, as in the seeds).
 	Runs int
 	// Methods (default nonprivate, agn, avn, dptpm, random).
-	Methods []string
+	Methods []Method
 	// DocLen is the number of words per synthetic document (stm; default 3,
 	// the seed 000 model t1, t2, t3).
 	DocLen int
@@ -66,9 +66,9 @@ type SpectralExperimentConfig struct {
 
 func (c *SpectralExperimentConfig) defaults() error {
 	if c.Model == "" {
-		c.Model = "stm"
+		c.Model = ModelSTM
 	}
-	if c.Model != "stm" && c.Model != "mog" {
+	if c.Model != ModelSTM && c.Model != ModelMoG {
 		return fmt.Errorf("otd: experiment model %q (want stm or mog)", c.Model)
 	}
 	if len(c.Settings) == 0 {
@@ -93,7 +93,7 @@ func (c *SpectralExperimentConfig) defaults() error {
 		c.Runs = 10
 	}
 	if len(c.Methods) == 0 {
-		c.Methods = []string{ExpNonPrivate, MethodAGN, MethodAVN, MethodDPTPM, ExpRandom}
+		c.Methods = []Method{ExpNonPrivate, MethodAGN, MethodAVN, MethodDPTPM, ExpRandom}
 	}
 	if c.DocLen == 0 {
 		c.DocLen = 3
@@ -131,13 +131,13 @@ func (c *SpectralExperimentConfig) defaults() error {
 // (rows of Mean/Std/Fail) along X (epsilon or N) for one model and size.
 type SpectralTable struct {
 	Name    string // e.g. "stm_D10_K5_vs_epsilon"
-	Model   string
+	Model   Model
 	D, K    int
 	Vary    string  // "epsilon" or "n"
 	Fixed   float64 // the other parameter's value (N or epsilon)
 	Delta   float64
 	X       []float64
-	Methods []string
+	Methods []Method
 	// Mean and Std are e_comp over the successful runs, Mean[m][x];
 	// Fail counts runs where the method returned an error (for example a
 	// rank-deficient noisy M2); NaN when every run failed.
@@ -272,7 +272,7 @@ type expProblem struct {
 // newExpProblem draws a model from mr and n records from r, and builds
 // the moments and sensitivities.
 func newExpProblem(cfg *SpectralExperimentConfig, s SpectralSetting, n int, mr, r *rand.Rand) (*expProblem, error) {
-	if cfg.Model == "stm" {
+	if cfg.Model == ModelSTM {
 		// SyntheticSTM draws the topics first, so every N of a run (same
 		// stream mr) shares the model.
 		syn, err := SyntheticSTM(s.D, s.K, n, cfg.DocLen, 1, nil, mr)
@@ -307,7 +307,7 @@ func newExpProblem(cfg *SpectralExperimentConfig, s SpectralSetting, n int, mr, 
 }
 
 // run returns e_comp of method m on p at privacy level eps.
-func (p *expProblem) run(cfg *SpectralExperimentConfig, m string, eps float64, r *rand.Rand) (float64, error) {
+func (p *expProblem) run(cfg *SpectralExperimentConfig, m Method, eps float64, r *rand.Rand) (float64, error) {
 	d, k := p.A.Dims()
 	var est *mat.Dense
 	switch m {

@@ -24,7 +24,7 @@ func TestSpectralExperimentSmall(t *testing.T) {
 	if len(tabs) != 2 || tabs[0].Vary != "epsilon" || tabs[1].Vary != "n" || len(tabs[0].Methods) != 5 {
 		t.Fatalf("tables %+v", tabs)
 	}
-	idx := map[string]int{}
+	idx := map[Method]int{}
 	for i, m := range tabs[0].Methods {
 		idx[m] = i
 	}
@@ -33,7 +33,7 @@ func TestSpectralExperimentSmall(t *testing.T) {
 		t.Errorf("AGN at epsilon 50: %.4f, non-private %.4f", agn, np)
 	}
 	tn := tabs[1]
-	for _, m := range []string{ExpNonPrivate, MethodAGN, MethodAVN} {
+	for _, m := range []Method{ExpNonPrivate, MethodAGN, MethodAVN} {
 		if tn.Mean[idx[m]][1] >= tn.Mean[idx[ExpRandom]][1] {
 			t.Errorf("%s at N = 50000: %.4f not below random %.4f", m, tn.Mean[idx[m]][1], tn.Mean[idx[ExpRandom]][1])
 		}
@@ -53,7 +53,7 @@ func TestSpectralExperimentSmall(t *testing.T) {
 	if _, err := SpectralExperiment(SpectralExperimentConfig{Model: "hmm"}); err == nil {
 		t.Error("unknown model accepted")
 	}
-	if _, err := SpectralExperiment(SpectralExperimentConfig{Methods: []string{"agm"}}); err == nil {
+	if _, err := SpectralExperiment(SpectralExperimentConfig{Methods: []Method{"agm"}}); err == nil {
 		t.Error("unknown method accepted")
 	}
 }

@@ -5,22 +5,66 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strings"
 
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/perturb"
 	"gonum.org/v1/gonum/mat"
 )
 
-// Model names accepted by FitOptions.Model.
+// Model names the latent-variable model of a fit (FitOptions.Model); its
+// values are the CLI's --model values.
+type Model string
+
+// Models accepted by FitOptions.Model.
 const (
-	ModelSTM = "stm" // single-topic model (seed 000 sec. 2)
-	ModelLDA = "lda" // latent Dirichlet allocation (seed 004 Lemma 25)
-	ModelMoG = "mog" // mixture of spherical Gaussians (seed 002 app. B-B)
+	ModelSTM Model = "stm" // single-topic model (seed 000 sec. 2)
+	ModelLDA Model = "lda" // latent Dirichlet allocation (seed 004 Lemma 25)
+	ModelMoG Model = "mog" // mixture of spherical Gaussians (seed 002 app. B-B)
 )
 
+// Models lists the models in the order the CLI documents them.
+var Models = []Model{ModelSTM, ModelLDA, ModelMoG}
+
+// ParseModel returns the model named s (exactly a Model value).
+func ParseModel(s string) (Model, error) {
+	for _, m := range Models {
+		if string(m) == s {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("otd: unknown model %q (want stm, lda or mog)", s)
+}
+
+// Method names the estimation pipeline of a fit (FitOptions.Method): the
+// non-private one or a private variant; its values are the CLI's --method
+// values.
+type Method string
+
 // MethodNonPrivate is the FitOptions.Method of the non-private pipeline.
-// Every other method name is handled by the private variants (fitPrivate).
-const MethodNonPrivate = "nonprivate"
+// Every other method is handled by the private variants (fitPrivate).
+const MethodNonPrivate Method = "nonprivate"
+
+// Methods lists every method, non-private first.
+var Methods = []Method{MethodNonPrivate, MethodAGN, MethodAVN, MethodDPTPM, MethodAGNWhitened,
+	MethodLDAInput, MethodLDAWhitened, MethodLDADecomposition, MethodLDAOutput}
+
+// ParseMethod returns the method named s (exactly a Method value).
+func ParseMethod(s string) (Method, error) {
+	for _, m := range Methods {
+		if string(m) == s {
+			return m, nil
+		}
+	}
+	names := make([]string, len(Methods))
+	for i, m := range Methods {
+		names[i] = string(m)
+	}
+	return "", fmt.Errorf("otd: unknown method %q (want %s)", s, strings.Join(names, ", "))
+}
+
+// Private reports whether m is a private method.
+func (m Method) Private() bool { return m != MethodNonPrivate && m != "" }
 
 // Input holds the data of one fit: a corpus for "stm" and "lda", numeric
 // rows (one observation per row, ||t|| <= 1) for "mog".
@@ -43,8 +87,8 @@ func (in *Input) dim() int {
 
 // FitOptions configures Fit. Zero values take the documented defaults.
 type FitOptions struct {
-	// Model is "stm", "lda" or "mog" (required).
-	Model string
+	// Model is ModelSTM, ModelLDA or ModelMoG (required).
+	Model Model
 	// K is the number of topics / components (required, 1 <= K <= D).
 	K int
 	// Alpha0 is the LDA Dirichlet concentration sum_i alpha_i (required
@@ -53,16 +97,20 @@ type FitOptions struct {
 	// Sigma2 is the common variance of the mixture components ("mog";
 	// zero means 0, i.e. no noise correction).
 	Sigma2 float64
-	// Method is "nonprivate" (default when empty) or a private method
-	// name ("agn", "avn", "dptpm", "lda-input", "lda-whitened",
-	// "lda-decomposition", "lda-output"), implemented in private*.go.
-	Method string
+	// Method is MethodNonPrivate (default when empty) or a private
+	// method (Methods), implemented in private*.go.
+	Method Method
 	// Epsilon and Delta are the total privacy budget of private methods.
 	Epsilon, Delta float64
 	// Split optionally divides the budget among a private method's
 	// releases (fractions summing to 1; nil means equal shares, as in the
-	// seeds). Ignored by "nonprivate".
+	// seeds, except agn-whitened: three fractions for the vocabulary
+	// selection, M2 and the whitened tensor, default 0.1, 0.6, 0.3).
+	// Ignored by "nonprivate".
 	Split []float64
+	// Private tunes agn-whitened (clipping and private vocabulary
+	// selection); the zero value is the default.
+	Private PrivateOptions
 	// TPM configures the tensor power method.
 	TPM TPMOptions
 	// Estimator selects the single-topic moment estimator (default
@@ -75,8 +123,8 @@ type FitOptions struct {
 // Result is a fitted spectral model.
 type Result struct {
 	// Model and Method echo the options.
-	Model  string `json:"model"`
-	Method string `json:"method"`
+	Model  Model  `json:"model"`
+	Method Method `json:"method"`
 	// Weights are the component probabilities w_k (topic proportions
 	// alpha_k/alpha0 for LDA), sorted decreasing. For the topic models
 	// they are normalised to sum 1 (negative estimates clipped to 0); for

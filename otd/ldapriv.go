@@ -13,7 +13,7 @@ import (
 // LDASensitivities returns the l1 sensitivities of the LDA moment
 // estimators of moments.go (seed 004 Lemma 25) for n documents and
 // concentration alpha0, used as (valid, loose) l2 sensitivities of the
-// packed vectors (derivation (S5) atop private.go):
+// packed vectors (derivation (S5) in the package documentation ("# Sensitivities")):
 //
 //	Delta_2 = (2 + 4a)/n,           a  = alpha0/(alpha0+1)     (seed 004 Theorem 4: same)
 //	Delta_3 = (2 + 12b' + 6c)/n,    b' = alpha0/(alpha0+2), c = 2 alpha0^2/((alpha0+1)(alpha0+2))
@@ -32,8 +32,8 @@ func LDASensitivities(n int, alpha0 float64) (Sensitivities, error) {
 	return Sensitivities{
 		M2:    (2 + 4*a) / fn,
 		M3:    (2 + 12*b + 6*c) / fn,
-		M2Ref: "otd/private.go (S5); seed 004 Theorem 4 (l1, used as l2 bound)",
-		M3Ref: "otd/private.go (S5): (2 + 12 b' + 6 c)/N, correcting seed 004 Theorem 4 (B2, B3 omitted there)",
+		M2Ref: "go doc otd (S5); seed 004 Theorem 4 (l1, used as l2 bound)",
+		M3Ref: "go doc otd (S5): (2 + 12 b' + 6 c)/N, correcting seed 004 Theorem 4 (B2, B3 omitted there)",
 	}, nil
 }
 
@@ -118,7 +118,7 @@ func fitLDAPrivate(in *Input, opts *FitOptions, b PrivacyBudget, secure bool, r 
 			return nil, err
 		}
 		relT := g.Release("whitened tensor M3(W,W,W) (packed, C(K+2,3) entries)")
-		relT.Derivation = "otd/private.go (S6): Delta_3(l1) * r_W^3 with W from the noisy M2"
+		relT.Derivation = "go doc otd (S6): Delta_3(l1) * r_W^3 with W from the noisy M2"
 		rels, path = append(rels, relT), "whitened"
 	}
 	lam, V, err := PowerIteration(T, opts.K, opts.TPM, r)

@@ -1,92 +1,5 @@
-// lda-decomposition: seed 004 configuration 3 (noise on M2 and on the
-// output of the tensor decomposition), with a certified local sensitivity.
-//
-// (S8) What seed 004 gives and why it is not used as printed. Theorem 6
-// bounds the change of the decomposition's output by
-// O(k^2 / (gamma_s N sigma_k(M2)^{3/2})): an O(.) with unspecified
-// constants, resting on Theorem 5 (whose step ||M3(W,W,W) -
-// M3(W',W',W')|| <= ||M3|| ||W - W'||^3 is wrong, see (S6)) and on the
-// perturbation theorem of the simultaneous power method, which is stated
-// for orthogonally decomposable tensors (the empirical whitened tensor is
-// not) and for the exact decomposition (the robust power method with
-// random restarts is not a fixed function of the data). The quantities
-// sigma_k(M2) and gamma_s are data-dependent, so the bound is a local
-// sensitivity and needs Lemma 33. We keep that route (Lemma 33) but
-// replace the decomposition by one whose local sensitivity we can bound
-// with explicit constants.
-//
-// (S8.1) The released function. W is the private whitening matrix of the
-// first stage (noisy M2, as in lda-whitened; public afterwards) and
-// T = M3(W,W,W) the K x K x K whitened tensor of the corpus. theta is a
-// unit vector in R^K drawn from the noise source, independent of the data
-// (public). The decomposition is that of excess correlation analysis
-// (Anandkumar, Foster, Hsu, Kakade and Liu 2012, the original spectral LDA
-// algorithm) followed by one tensor power step: v_1..v_K are the unit
-// eigenvectors of the symmetric K x K matrix M = T(I,I,theta) with
-// eigenvalues mu_1 >= ... >= mu_K, and the released output is the K x K
-// matrix Z with columns z_i = T(I, v_i, v_i). z_i does not depend on the
-// sign of v_i, so the eigenvectors' sign ambiguity does not enter the
-// sensitivity. For an orthogonally decomposable T = sum lambda_i
-// u_i^(x)3 with distinct mu's, v_i = +-u_i and z_i = lambda_i u_i: the
-// decomposition's eigenvalues and eigenvectors are lambda_i = ||z_i||,
-// u_i = z_i/||z_i||, and the power step squares the eigenvector error of
-// an empirical T. The power method (PowerIteration) is not used here
-// because its output's sensitivity cannot be certified.
-//
-// (S8.2) Global facts for fixed public W, theta (neighbours: one document
-// replaced). With Delta_3 the l1 sensitivity of M3 (S5) and
-// r_W = max_a ||W^T e_a||:
-//
-//	||Delta T||_F <= delta_T = Delta_3 r_W^3                                   (S6)
-//	||Delta M||_op <= ||Delta M||_F <= delta_M = Delta_3 r_W^2 ||W theta||_inf
-//
-// the second because Delta M = Delta M3(W, W, W theta) = sum_abc
-// Delta M3_abc (W^T e_a)(W^T e_b)^T (W theta)_c. Hence (Weyl) every mu_j
-// moves by at most delta_M, and the minimum eigengap gamma = min_j
-// (mu_j - mu_{j+1}) has global sensitivity 2 delta_M; ||T||_F has global
-// sensitivity delta_T.
-//
-// (S8.3) Local sensitivity. Let x' be a neighbour, T' = T + Delta T,
-// v_i' the i-th eigenvector of M' = M + Delta M. By Yu, Wang and Samworth
-// (2015, Biometrika, Corollary 1; Davis-Kahan) there is a sign s with
-// ||v_i - s v_i'|| <= 2^{3/2} ||Delta M||_op / gamma, and trivially some
-// sign gives <= sqrt(2); let e = min(sqrt(2), 2^{3/2} delta_M / gamma)
-// (e = 0 for K = 1). With u = s v_i' (z_i' = T'(I,u,u) by sign invariance):
-//
-//	||z_i - z_i'|| <= ||T(I,v,v) - T(I,u,u)|| + ||Delta T(I,u,u)||
-//	               =  ||T(I,v-u,v) + T(I,u,v-u)|| + ||Delta T(I,u,u)||
-//	               <= 2 ||T||_op e + delta_T <= 2 ||T||_F e + delta_T,
-//
-// so LS(x) = max_x' ||Z - Z'||_F <= sqrt(K) (2 ||T||_F e(gamma) + delta_T),
-// which increases in ||T||_F and decreases in gamma.
-//
-// (S8.4) Private bound (Lemma 33). The budget is split between stage 1
-// (M2, (eps1, delta1)) and stage 2 ((eps2, delta2)) by FitOptions.Split
-// (equal by default), as for lda-whitened. Stage 2's (eps2, delta2) is
-// split as:
-// gamma~ = gamma + Laplace(2 delta_M / eps_g) and F~ = ||T||_F +
-// Laplace(delta_T / eps_F), eps_g = eps_F = eps2/6 (pure DP); with b the
-// effective Laplace scale of perturb.Laplace (including its grid
-// enlargement) and g its grid step, t = b ln(1/delta3) + g gives
-// P[gamma~ - t > gamma] = P[F~ + t < ||T||_F] <= delta3/2 each, delta3 =
-// delta2/2. LS~ = sqrt(K) (2 max(F~ + t, 0) e(gamma~ - t) + delta_T), with
-// e = sqrt(2) when gamma~ - t <= 0, is a post-processing of the two
-// releases and is >= LS(x) except with probability <= delta3. Z is
-// released with the Gaussian mechanism calibrated to sensitivity LS~ and
-// (eps_Z, delta_Z) = (2 eps2/3, delta2/2). Lemma 33 (seed 004; its proof is
-// the pairwise adaptive composition of Dwork, Rothblum and Vadhan 2010
-// applied on the event {LS~ >= ||f(x) - f(x')||}, which contains the event
-// LS~ >= LS(x)) makes stage 2 (eps_g + eps_F + eps_Z, delta_Z + delta3) =
-// (eps2, delta2)-DP; basic composition with the M2 stage gives (eps,
-// delta). For K = 1 there is no gap; eps_g goes to Z.
-//
-// (S8.5) Limits. The bound is worst-case (l1 sensitivities, ||T||_op <=
-// ||T||_F, the minimum gap for every i), so the noise is much larger than
-// the typical change, and the contraction's eigengap is smaller than the
-// power method's robustness margin: configuration 3 needs far larger
-// epsilon than lda-whitened for the same e_comp (measured in
-// ldapriv_output_test.go). A numerical failure of the K x K symmetric
-// eigendecomposition (not observed for finite input) returns an error.
+// lda-decomposition: seed 004 configuration 3; derivation (S8) in the
+// package documentation (go doc otd, "# Sensitivities").
 
 package otd
 
@@ -196,7 +109,7 @@ func decompLSBound(k int, out *decompOutput, deltaT, deltaM, epsG, epsF, delta3 
 		lg.AddTo(x, r)
 		gapLow = x[0] - laplaceMargin(lg, p)
 		rel := lg.Release("minimum eigengap of T(I,I,theta) (for the local-sensitivity bound)")
-		rel.Derivation = "otd/ldapriv_decomp.go (S8.2): Weyl, 2 Delta_3 r_W^2 ||W theta||_inf"
+		rel.Derivation = "go doc otd (S8.2): Weyl, 2 Delta_3 r_W^2 ||W theta||_inf"
 		rels = append(rels, rel)
 	}
 	lf, err := perturb.NewLaplace(deltaT, epsF)
@@ -207,7 +120,7 @@ func decompLSBound(k int, out *decompOutput, deltaT, deltaM, epsG, epsF, delta3 
 	lf.AddTo(x, r)
 	frobUp := x[0] + laplaceMargin(lf, p)
 	rel := lf.Release("Frobenius norm of the whitened tensor (for the local-sensitivity bound)")
-	rel.Derivation = "otd/ldapriv_decomp.go (S8.2): Delta_3 r_W^3"
+	rel.Derivation = "go doc otd (S8.2): Delta_3 r_W^3"
 	rels = append(rels, rel)
 	return decompLocalSensitivity(k, frobUp, gapLow, deltaT, deltaM), rels, nil
 }
@@ -295,7 +208,7 @@ func fitLDADecomposition(in *Input, opts *FitOptions, b PrivacyBudget, secure bo
 	zd := out.Z.RawMatrix().Data // a new Dense is contiguous
 	g.AddTo(zd, r)
 	relZ := g.Release("decomposition output Z = (T(I,v_i,v_i))_i, K x K (eigenvalues ||z_i||, eigenvectors z_i/||z_i||)")
-	relZ.Derivation = fmt.Sprintf("otd/ldapriv_decomp.go (S8.3-S8.4): privately released local-sensitivity bound sqrt(K)(2 ||T||_F e(gamma) + delta_T), valid except with probability delta3 = %.3g (seed 004 Lemma 33)", delta3)
+	relZ.Derivation = fmt.Sprintf("go doc otd (S8.3-S8.4): privately released local-sensitivity bound sqrt(K)(2 ||T||_F e(gamma) + delta_T), valid except with probability delta3 = %.3g (seed 004 Lemma 33)", delta3)
 	rels = append(rels, srels...)
 	rels = append(rels, relZ)
 	lam := make([]float64, k)
@@ -320,6 +233,6 @@ func fitLDADecomposition(in *Input, opts *FitOptions, b PrivacyBudget, secure bo
 	// delta3 is part of the guarantee but not a release of its own.
 	res.Report.Delta += delta3
 	res.Report.Notes = append(res.Report.Notes,
-		"lda-decomposition: the decomposition is the eigendecomposition of T(I,I,theta) (public random theta) plus one power step, not the robust power method, whose output sensitivity cannot be certified (otd/ldapriv_decomp.go (S8))")
+		"lda-decomposition: the decomposition is the eigendecomposition of T(I,I,theta) (public random theta) plus one power step, not the robust power method, whose output sensitivity cannot be certified (go doc otd (S8))")
 	return res, nil
 }

@@ -1,55 +1,5 @@
-// lda-output: seed 004 configuration 4 (noise on the final topics and
-// weights only), in the closest variant whose sensitivity can be proved.
-//
-// (S9) What seed 004 gives. Theorem 7 bounds the change of the final
-// topics by O(k^2 sqrt(sigma_1(M2)) / (gamma_s N sigma_k(M2)^{3/2})):
-// unspecified constants, data-dependent sigma_1, sigma_k and gamma_s, and
-// a chain through Theorem 6 (the decomposition's stability, see (S8)) and
-// Lemma 32 (the whitening's stability, whose use in Theorem 5 contains
-// the wrong cubic step of (S6)). In configuration 4 nothing but the output
-// is released, so W itself changes between neighbours and its rotation
-// freedom, the un-whitening and the decomposition would all have to enter
-// a certified local-sensitivity bound; we have not derived one, so the
-// paper's calibration is NOT implemented.
-//
-// (S9.1) What is implemented instead: public bounds enforced by
-// projection. The non-private pipeline (Fit, method "nonprivate": whitened
-// path, robust power method, UnwhitenLDA, topics sorted by weight) gives
-// A (D x K) and weights w. The released function is
-// f(x) = (P(a_1), ..., P(a_K), P(w)), with P the Euclidean projection onto
-// the probability simplex (Duchi, Shalev-Shwartz, Singer and Chandra
-// 2008). Any two probability vectors p, q satisfy ||p - q||_2^2 <=
-// ||p - q||_1 ||p - q||_inf <= 2 * 1, so whatever the data, the power
-// method's restarts (coupled between neighbours) or the order of the
-// topics:
-//
-//	||P(A) - P(A')||_F <= sqrt(2K),    ||P(w) - P(w')||_2 <= sqrt(2),
-//
-// data-independent global sensitivities; in l1, ||p - q||_1 <= 2 gives
-// 2K and 2. The topics and the weights are released at (eps1, delta1)
-// and (eps2, delta2) of the budget split (equal by default;
-// FitOptions.Split gives [topics, weights]), each with whichever of the
-// Gaussian mechanism (l2 sensitivity) and the Laplace mechanism (l1
-// sensitivity, pure DP; its delta share is then unused and the report's
-// total delta is smaller) has the smaller per-entry variance, a choice
-// that depends only on K, eps and delta. The l1 sensitivity does not grow
-// with D, so Laplace wins for small K and at large epsilon. Basic
-// composition gives the total. If the
-// non-private pipeline fails numerically on the data (e.g. M2 of rank <
-// K), f(x) is the public uniform output (topics 1/D, weights 1/K), so the
-// existence of an output reveals nothing; input-validation errors
-// (documents shorter than 3 words, too few documents) concern the public
-// shape of the input and are returned. After the noise, columns and
-// weights are projected onto the simplex again and re-sorted
-// (post-processing); Lambda is derived from the weights by the inverse of
-// UnwhitenLDA's map (0 where a weight is 0).
-//
-// (S9.2) Cost. The sensitivity does not fall with N, so the noise per
-// entry is min(sqrt(2K) tau(eps1, delta1), 2 sqrt(2) K/eps1) in standard
-// deviation: the released topics are useful only at very large epsilon
-// (or tiny D K). This is the price of a guarantee
-// that holds without any condition on the data; a Lemma 33 variant with a
-// data-dependent bound that falls as 1/N is not provided.
+// lda-output: seed 004 configuration 4; derivation (S9) in the package
+// documentation (go doc otd, "# Sensitivities").
 
 package otd
 
@@ -182,13 +132,13 @@ func fitLDAOutput(in *Input, opts *FitOptions, b PrivacyBudget, secure bool, r *
 		return nil, fmt.Errorf("otd: noise on the topics: %w", err)
 	}
 	relA.What = "final topics (D x K, each column projected onto the simplex)"
-	relA.Derivation = "otd/ldapriv_output.go (S9.1): diameter of K simplex columns, sqrt(2K) in l2, 2K in l1 (data-independent)"
+	relA.Derivation = "go doc otd (S9.1): diameter of K simplex columns, sqrt(2K) in l2, 2K in l1 (data-independent)"
 	relW, err := outputNoise(w, sW, 2, e2, d2, b.Calibration, r)
 	if err != nil {
 		return nil, fmt.Errorf("otd: noise on the weights: %w", err)
 	}
 	relW.What = "topic weights (projected onto the simplex)"
-	relW.Derivation = "otd/ldapriv_output.go (S9.1): diameter of the simplex, sqrt(2) in l2, 2 in l1 (data-independent)"
+	relW.Derivation = "go doc otd (S9.1): diameter of the simplex, sqrt(2) in l2, 2 in l1 (data-independent)"
 	projectOutput(A, w)
 	lam := make([]float64, k)
 	for i, wi := range w {
@@ -203,7 +153,7 @@ func fitLDAOutput(in *Input, opts *FitOptions, b PrivacyBudget, secure bool, r *
 	res.Report = privateReport(opts, b, []perturb.Release{relA, relW},
 		"basic (seed 004 Proposition 23): (eps1+eps2, delta1+delta2) over the topics and weights releases", secure, n)
 	res.Report.Notes = append(res.Report.Notes,
-		"lda-output: seed 004's data-dependent Delta_mu (Theorem 7) is not certified; topics and weights are projected onto the simplex and noised with the data-independent sensitivities sqrt(2K), sqrt(2) (l2) or 2K, 2 (l1) (otd/ldapriv_output.go (S9)); useful only at large epsilon",
+		"lda-output: seed 004's data-dependent Delta_mu (Theorem 7) is not certified; topics and weights are projected onto the simplex and noised with the data-independent sensitivities sqrt(2K), sqrt(2) (l2) or 2K, 2 (l1) (go doc otd (S9)); useful only at large epsilon",
 		"the eigenvalues are derived from the released weights (post-processing)")
 	return res, nil
 }

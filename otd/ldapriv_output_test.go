@@ -137,7 +137,7 @@ func TestFitLDAConfigs34(t *testing.T) {
 	}
 	e0 := EComp(syn.A, base.A)
 	const delta = 1e-5
-	for _, method := range []string{MethodLDADecomposition, MethodLDAOutput} {
+	for _, method := range []Method{MethodLDADecomposition, MethodLDAOutput} {
 		var errs []float64
 		for _, eps := range []float64{500, 1} {
 			res, err := Fit(&syn.Input, FitOptions{Model: ModelLDA, K: 3, Alpha0: 1, Method: method, Epsilon: eps, Delta: delta}, rand.NewPCG(2, 3))
@@ -151,7 +151,7 @@ func TestFitLDAConfigs34(t *testing.T) {
 				t.Fatalf("%s: invalid output", method)
 			}
 			rep := res.Report
-			if rep == nil || rep.Mode != method || rep.Unit != "document" || !strings.Contains(rep.Relation, "differing in one document") {
+			if rep == nil || rep.Mode != string(method) || rep.Unit != "document" || !strings.Contains(rep.Relation, "differing in one document") {
 				t.Fatalf("%s: report %+v", method, rep)
 			}
 			var se, sd float64
@@ -239,7 +239,7 @@ func TestLDAPrivateConfigsTable(t *testing.T) {
 	fmt.Printf("nonprivate e_comp %.4f; uniform topics (the trivial private output) %.4f\n", EComp(syn.A, base.A), EComp(syn.A, u))
 	fmt.Printf("%-18s %10s %10s %10s %10s %10s\n", "method", "eps=1", "eps=5", "eps=10", "eps=100", "eps=500")
 	const runs = 3
-	for _, m := range []string{MethodLDAInput, MethodLDAWhitened, MethodLDADecomposition, MethodLDAOutput} {
+	for _, m := range []Method{MethodLDAInput, MethodLDAWhitened, MethodLDADecomposition, MethodLDAOutput} {
 		line := fmt.Sprintf("%-18s", m)
 		for _, eps := range []float64{1, 5, 10, 100, 500} {
 			var s float64

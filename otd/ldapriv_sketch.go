@@ -20,7 +20,7 @@ const sketchOversample = 10
 
 // privateWhitenSketch computes a private whitening matrix for a large
 // vocabulary without forming M2 or a D x D noise matrix (derivation (S7)
-// atop private.go): with Omega a public random D x p matrix with
+// in the package documentation ("# Sensitivities")): with Omega a public random D x p matrix with
 // orthonormal columns (p = 2K + 10), it releases Y = M2 Omega + G (G i.i.d.
 // Gaussian, budget (eps/2, delta/2)), takes Q = orth(Y), releases
 // B = Q^T M2 Q + H (H symmetric Gaussian on the upper triangle, budget
@@ -59,7 +59,7 @@ func privateWhitenSketchEig(c *data.Corpus, alpha0 float64, k int, sensF, eps, d
 	}
 	g1.AddTo(Y.RawMatrix().Data, r) // a new Dense is contiguous (stride p)
 	rel1 := g1.Release("M2 sketch M2 Omega (D x (2K+10), Omega public orthonormal)")
-	rel1.Derivation = "otd/private.go (S7): ||Delta M2 Omega||_F <= ||Delta M2||_F <= Delta_2(l1)"
+	rel1.Derivation = "go doc otd (S7): ||Delta M2 Omega||_F <= ||Delta M2||_F <= Delta_2(l1)"
 	var yty mat.SymDense
 	yty.SymOuterK(1, Y.T())
 	kthY, err := kthAbsEigen(&yty, k)
@@ -83,7 +83,7 @@ func privateWhitenSketchEig(c *data.Corpus, alpha0 float64, k int, sensF, eps, d
 		return nil, nil, 0, err
 	}
 	rel2.What = "projected M2 Q^T M2 Q ((2K+10) x (2K+10) upper triangle)"
-	rel2.Derivation = "otd/private.go (S7): ||Q^T Delta M2 Q||_F <= ||Delta M2||_F <= Delta_2(l1)"
+	rel2.Derivation = "go doc otd (S7): ||Q^T Delta M2 Q||_F <= ||Delta M2||_F <= Delta_2(l1)"
 	var es mat.EigenSym
 	if !es.Factorize(Bn, true) {
 		return nil, nil, 0, errors.New("otd: eigendecomposition of the projected noisy M2 failed")

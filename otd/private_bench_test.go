@@ -9,7 +9,7 @@ import (
 
 // benchPrivate times one private fit from dense moments (noise, whitening,
 // power method) for D words and K topics on 20,000 synthetic documents.
-func benchPrivate(b *testing.B, method string, d, k int) {
+func benchPrivate(b *testing.B, method Method, d, k int) {
 	syn, err := SyntheticSTM(d, k, 20000, 3, 1, nil, rand.NewPCG(1, 1))
 	if err != nil {
 		b.Fatal(err)

@@ -10,13 +10,13 @@ import (
 
 // Private spectral method names (FitOptions.Method).
 const (
-	MethodAGN              = "agn"
-	MethodAVN              = "avn"
-	MethodDPTPM            = "dptpm"
-	MethodLDAInput         = "lda-input"
-	MethodLDAWhitened      = "lda-whitened"
-	MethodLDADecomposition = "lda-decomposition"
-	MethodLDAOutput        = "lda-output"
+	MethodAGN              Method = "agn"
+	MethodAVN              Method = "avn"
+	MethodDPTPM            Method = "dptpm"
+	MethodLDAInput         Method = "lda-input"
+	MethodLDAWhitened      Method = "lda-whitened"
+	MethodLDADecomposition Method = "lda-decomposition"
+	MethodLDAOutput        Method = "lda-output"
 )
 
 // privateProblem is the data-dependent input of the moment-perturbing
@@ -43,7 +43,7 @@ type privateOutput struct {
 
 // runPrivateMoments runs AGN, AVN or DP-TPM on p with budget b. Noise and
 // restarts are drawn from r.
-func runPrivateMoments(method string, p *privateProblem, b PrivacyBudget, tpm TPMOptions, dp DPTPMOptions, r *rand.Rand) (*privateOutput, error) {
+func runPrivateMoments(method Method, p *privateProblem, b PrivacyBudget, tpm TPMOptions, dp DPTPMOptions, r *rand.Rand) (*privateOutput, error) {
 	switch method {
 	case MethodAGN, MethodAVN:
 		o, err := agnAvn(p.M2, p.M3, p.K, method == MethodAVN, p.Sens, b, r)
@@ -90,7 +90,7 @@ func runPrivateMoments(method string, p *privateProblem, b PrivacyBudget, tpm TP
 			// The sensitivity varies with u; Scale is the sigma per unit of
 			// sensitivity and Derivation names the bound.
 			Sensitivity: 1,
-			Derivation:  "otd/private.go (S4): data-space bound 2 r_W ||Wu||_inf^2/N (stm) at each query; seed 003 Thm 4.1, seed 000 sec. 4",
+			Derivation:  "go doc otd (S4): data-space bound 2 r_W ||Wu||_inf^2/N (stm) at each query; seed 003 Thm 4.1, seed 000 sec. 4",
 			Scale:       res.SigmaMultiplier,
 			Epsilon:     res.EpsQ,
 			Delta:       res.DeltaQ,

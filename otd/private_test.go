@@ -108,7 +108,7 @@ func TestFitPrivateMethods(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := EComp(A, np.A)
-	for _, m := range []string{MethodAGN, MethodAVN, MethodDPTPM} {
+	for _, m := range []Method{MethodAGN, MethodAVN, MethodDPTPM} {
 		res, err := Fit(in, FitOptions{Model: ModelSTM, K: 3, Method: m, Epsilon: 600, Delta: 0.5}, rand.NewPCG(2, 2))
 		if err != nil {
 			t.Fatalf("%s: %v", m, err)
@@ -124,7 +124,7 @@ func TestFitPrivateMethods(t *testing.T) {
 			t.Errorf("%s at epsilon 600: e_comp %.4f, non-private %.4f", m, e, base)
 		}
 		rp := res.Report
-		if rp == nil || rp.Mode != m || rp.Unit != "document" || !strings.Contains(rp.Relation, "differing in one document") {
+		if rp == nil || rp.Mode != string(m) || rp.Unit != "document" || !strings.Contains(rp.Relation, "differing in one document") {
 			t.Fatalf("%s: report %+v", m, rp)
 		}
 		if math.Abs(rp.Epsilon-600) > 1e-9 || math.Abs(rp.Delta-0.5) > 1e-12 {
@@ -196,7 +196,7 @@ func TestFitPrivateLDA(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := EComp(syn.A, np.A)
-	for _, m := range []string{MethodLDAInput, MethodLDAWhitened} {
+	for _, m := range []Method{MethodLDAInput, MethodLDAWhitened} {
 		res, err := Fit(&syn.Input, FitOptions{Model: ModelLDA, Alpha0: 1, K: 3, Method: m, Epsilon: 500, Delta: 0.1}, rand.NewPCG(3, 3))
 		if err != nil {
 			t.Fatalf("%s: %v", m, err)
@@ -204,7 +204,7 @@ func TestFitPrivateLDA(t *testing.T) {
 		if e := EComp(syn.A, res.A); e > base+0.05 {
 			t.Errorf("%s: e_comp %.4f, non-private %.4f", m, e, base)
 		}
-		if res.Report.Mode != m || len(res.Report.Releases) != 2 || res.Report.Epsilon != 500 {
+		if res.Report.Mode != string(m) || len(res.Report.Releases) != 2 || res.Report.Epsilon != 500 {
 			t.Errorf("%s: report %+v", m, res.Report)
 		}
 	}

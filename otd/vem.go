@@ -309,13 +309,41 @@ type Refined struct {
 // fit), as documented atop this file. Topics are returned sorted by
 // decreasing weight.
 func Refine(c *data.Corpus, A0 *mat.Dense, opts RefineOptions) (*Refined, error) {
+	rf, err := newRefiner(c, A0, &opts)
+	if err != nil {
+		return nil, err
+	}
+	for sweep := 0; sweep < opts.Sweeps; sweep++ {
+		rf.sweep(sweep)
+		if opts.Progress != nil {
+			opts.Progress("refine", sweep+1, opts.Sweeps)
+		}
+	}
+	return rf.result(), nil
+}
+
+// refiner is the state of Refine's variational EM: lambda (word-major,
+// v x k with the background topic bg last, or bg = -1), the per-document
+// gammas, and per-worker scratch.
+type refiner struct {
+	c                 *data.Corpus
+	opts              *RefineOptions
+	v, k, K, bg, n    int
+	alpha             []float64
+	tokens            float64
+	lambda, b, ss     []float64
+	gammas            []float64
+	colSum            []float64
+	states            []*docState
+	partial           [][]float64
+	threads, rebirths int
+}
+
+// refineDefaults fills and checks the options' priors for k topics.
+func refineDefaults(opts *RefineOptions, k int) error {
 	if opts.Sweeps < 1 {
-		return nil, fmt.Errorf("otd: refine needs at least one sweep, got %d", opts.Sweeps)
+		return fmt.Errorf("otd: refine needs at least one sweep, got %d", opts.Sweeps)
 	}
-	if A0 == nil {
-		return nil, errors.New("otd: nil topics")
-	}
-	v, k := A0.Dims()
 	if opts.Alpha == 0 {
 		opts.Alpha = 1 / float64(k)
 	}
@@ -323,144 +351,154 @@ func Refine(c *data.Corpus, A0 *mat.Dense, opts RefineOptions) (*Refined, error)
 		opts.Eta = 1 / float64(k)
 	}
 	if !(opts.Eta > 0) || math.IsInf(opts.Eta, 0) {
-		return nil, fmt.Errorf("otd: topic-word prior eta %v must be positive and finite", opts.Eta)
+		return fmt.Errorf("otd: topic-word prior eta %v must be positive and finite", opts.Eta)
 	}
-	alpha := make([]float64, k)
-	for t := range alpha {
-		alpha[t] = opts.Alpha
-	}
-	if err := checkTopics(c, A0, alpha); err != nil {
-		return nil, err
-	}
-	// Internal topics: the K topics, then the fixed background (bg >= 0).
-	K, bg := k, -1
 	if !opts.NoBackground {
 		if opts.BackgroundAlpha == 0 {
 			opts.BackgroundAlpha = 1
 		}
 		if !(opts.BackgroundAlpha > 0) || math.IsInf(opts.BackgroundAlpha, 0) {
-			return nil, fmt.Errorf("otd: background prior %v must be positive and finite", opts.BackgroundAlpha)
+			return fmt.Errorf("otd: background prior %v must be positive and finite", opts.BackgroundAlpha)
 		}
-		bg = k
-		k++
-		alpha = append(alpha, opts.BackgroundAlpha)
+	}
+	if opts.MinShare == 0 {
+		opts.MinShare = 0.25 / float64(k)
 	}
 	opts.Infer.defaults()
-	n := c.NumDocs()
-	var tokens float64
+	return nil
+}
+
+// newRefiner validates the input and initialises lambda from A0 (and the
+// background topic from the corpus word frequencies).
+func newRefiner(c *data.Corpus, A0 *mat.Dense, opts *RefineOptions) (*refiner, error) {
+	if A0 == nil {
+		return nil, errors.New("otd: nil topics")
+	}
+	v, k := A0.Dims()
+	if err := refineDefaults(opts, k); err != nil {
+		return nil, err
+	}
+	rf := &refiner{c: c, opts: opts, v: v, K: k, bg: -1, n: c.NumDocs(), alpha: make([]float64, k)}
+	for t := range rf.alpha {
+		rf.alpha[t] = opts.Alpha
+	}
+	if err := checkTopics(c, A0, rf.alpha); err != nil {
+		return nil, err
+	}
+	// Internal topics: the K topics, then the fixed background (bg >= 0).
+	if !opts.NoBackground {
+		rf.bg = k
+		k++
+		rf.alpha = append(rf.alpha, opts.BackgroundAlpha)
+	}
+	rf.k = k
 	cf := make([]float64, v)
 	for i, x := range c.Counts {
-		tokens += float64(x)
+		rf.tokens += float64(x)
 		cf[c.Words[i]] += float64(x)
 	}
-	// lambda, word-major.
-	lambda := make([]float64, v*k)
+	rf.lambda = make([]float64, v*k)
 	for w := 0; w < v; w++ {
-		for t := 0; t < K; t++ {
+		for t := 0; t < rf.K; t++ {
 			a := A0.At(w, t)
 			if !(a > 0) {
 				a = 0
 			}
-			lambda[w*k+t] = opts.Eta + tokens/float64(K)*a
+			rf.lambda[w*k+t] = opts.Eta + rf.tokens/float64(rf.K)*a
 		}
-		if bg >= 0 {
-			lambda[w*k+bg] = opts.Eta + cf[w]
+		if rf.bg >= 0 {
+			rf.lambda[w*k+rf.bg] = opts.Eta + cf[w]
 		}
 	}
-	b := make([]float64, v*k)
-	ss := make([]float64, v*k)
-	gammas := make([]float64, n*k)
-	for d := 0; d < n; d++ {
-		initGamma(gammas[d*k:d*k+k], alpha, c.DocLen(d))
+	rf.b, rf.ss = make([]float64, v*k), make([]float64, v*k)
+	rf.gammas = make([]float64, rf.n*k)
+	for d := 0; d < rf.n; d++ {
+		initGamma(rf.gammas[d*k:d*k+k], rf.alpha, c.DocLen(d))
 	}
-	threads := opts.Infer.Threads
-	if threads > n {
-		threads = n
+	rf.threads = max(1, min(opts.Infer.Threads, rf.n))
+	rf.states = make([]*docState, rf.threads)
+	for w := range rf.states {
+		rf.states[w] = newDocState(k)
 	}
-	if threads < 1 {
-		threads = 1
+	rf.partial = make([][]float64, rf.threads-1) // per-worker statistics
+	for w := range rf.partial {
+		rf.partial[w] = make([]float64, v*k)
 	}
-	states := make([]*docState, threads)
-	for w := range states {
-		states[w] = newDocState(k)
+	rf.colSum = make([]float64, k)
+	return rf, nil
+}
+
+// sweep runs one E-step and M-step (and rebirths, except in the last two
+// sweeps).
+func (rf *refiner) sweep(sweep int) {
+	k, opts := rf.k, rf.opts
+	// b = exp(E[log beta]).
+	rf.columnSums()
+	for t := range rf.colSum {
+		rf.colSum[t] = mathext.Digamma(rf.colSum[t])
 	}
-	partial := make([][]float64, threads-1) // per-worker statistics
-	for w := range partial {
-		partial[w] = make([]float64, v*k)
+	for i, x := range rf.lambda {
+		rf.b[i] = math.Exp(mathext.Digamma(x) - rf.colSum[i%k])
 	}
-	colSum := make([]float64, k)
-	if opts.MinShare == 0 {
-		opts.MinShare = 0.25 / float64(K)
+	for i := range rf.ss {
+		rf.ss[i] = 0
 	}
-	rebirths := 0
-	for sweep := 0; sweep < opts.Sweeps; sweep++ {
-		// b = exp(E[log beta]).
-		for t := range colSum {
-			colSum[t] = 0
-		}
-		for i, x := range lambda {
-			colSum[i%k] += x
-		}
-		for t := range colSum {
-			colSum[t] = mathext.Digamma(colSum[t])
-		}
-		for i, x := range lambda {
-			b[i] = math.Exp(mathext.Digamma(x) - colSum[i%k])
-		}
-		for i := range ss {
-			ss[i] = 0
-		}
-		// Partial E-steps: the per-document iterations are capped at
-		// partialIters except in the last sweep (each capped E-step still
-		// increases the variational bound from the warm start, and the
-		// gammas carry over, so later sweeps resume where it stopped).
-		inf := opts.Infer
-		if sweep < opts.Sweeps-1 && inf.MaxIters > partialIters {
-			inf.MaxIters = partialIters
-		}
-		parallelDocs(n, threads, func(lo, hi, w int) {
-			st, acc := states[w], ss
-			if w > 0 {
-				acc = partial[w-1]
-				for i := range acc {
-					acc[i] = 0
-				}
-			}
-			for d := lo; d < hi; d++ {
-				ws, cs := c.Doc(d)
-				g := gammas[d*k : d*k+k]
-				st.fixedPoint(ws, cs, b, alpha, g, inf)
-				st.addStats(ws, cs, b, acc)
-			}
-		})
-		for _, p := range partial { // fixed order: deterministic per thread count
-			for i, x := range p {
-				ss[i] += x
+	// Partial E-steps: the per-document iterations are capped at
+	// partialIters except in the last sweep (each capped E-step still
+	// increases the variational bound from the warm start, and the
+	// gammas carry over, so later sweeps resume where it stopped).
+	inf := opts.Infer
+	if sweep < opts.Sweeps-1 && inf.MaxIters > partialIters {
+		inf.MaxIters = partialIters
+	}
+	parallelDocs(rf.n, rf.threads, func(lo, hi, w int) {
+		st, acc := rf.states[w], rf.ss
+		if w > 0 {
+			acc = rf.partial[w-1]
+			for i := range acc {
+				acc[i] = 0
 			}
 		}
-		for i := range lambda {
-			if i%k != bg {
-				lambda[i] = opts.Eta + ss[i]
-			}
+		for d := lo; d < hi; d++ {
+			ws, cs := rf.c.Doc(d)
+			g := rf.gammas[d*k : d*k+k]
+			st.fixedPoint(ws, cs, rf.b, rf.alpha, g, inf)
+			st.addStats(ws, cs, rf.b, acc)
 		}
-		if sweep < opts.Sweeps-2 && opts.MinShare >= 0 {
-			rebirths += rebirthTopics(c, lambda, gammas, alpha, opts.Eta, tokens, opts.MinShare, bg)
-		}
-		if opts.Progress != nil {
-			opts.Progress("refine", sweep+1, opts.Sweeps)
+	})
+	for _, p := range rf.partial { // fixed order: deterministic per thread count
+		for i, x := range p {
+			rf.ss[i] += x
 		}
 	}
-	// Posterior-mean topics and token shares.
-	for t := range colSum {
-		colSum[t] = 0
+	for i := range rf.lambda {
+		if i%k != rf.bg {
+			rf.lambda[i] = opts.Eta + rf.ss[i]
+		}
 	}
-	for i, x := range lambda {
-		colSum[i%k] += x
+	if sweep < opts.Sweeps-2 && opts.MinShare >= 0 {
+		rf.rebirths += rebirthTopics(rf.c, rf.lambda, rf.gammas, rf.alpha, opts.Eta, rf.tokens, opts.MinShare, rf.bg)
 	}
+}
+
+// columnSums sets colSum to the column sums of lambda.
+func (rf *refiner) columnSums() {
+	for t := range rf.colSum {
+		rf.colSum[t] = 0
+	}
+	for i, x := range rf.lambda {
+		rf.colSum[i%rf.k] += x
+	}
+}
+
+// result returns the posterior-mean topics sorted by token share.
+func (rf *refiner) result() *Refined {
+	rf.columnSums()
+	k, K, bg, v, n := rf.k, rf.K, rf.bg, rf.v, rf.n
 	w := make([]float64, k)
 	for d := 0; d < n; d++ {
 		for t := 0; t < k; t++ {
-			w[t] += gammas[d*k+t] - alpha[t]
+			w[t] += rf.gammas[d*k+t] - rf.alpha[t]
 		}
 	}
 	var ws, wall float64
@@ -471,17 +509,17 @@ func Refine(c *data.Corpus, A0 *mat.Dense, opts RefineOptions) (*Refined, error)
 		}
 	}
 	ord := sortedOrder(w[:K])
-	out := &Refined{A: mat.NewDense(v, K, nil), Weights: make([]float64, K), Alpha: alpha[:K], Theta: mat.NewDense(n, K, nil), Rebirths: rebirths}
+	out := &Refined{A: mat.NewDense(v, K, nil), Weights: make([]float64, K), Alpha: rf.alpha[:K], Theta: mat.NewDense(n, K, nil), Rebirths: rf.rebirths}
 	if bg >= 0 {
 		out.BackgroundShare = w[bg] / wall
 	}
 	for c2, t := range ord {
 		out.Weights[c2] = w[t] / ws
 		for x := 0; x < v; x++ {
-			out.A.Set(x, c2, lambda[x*k+t]/colSum[t])
+			out.A.Set(x, c2, rf.lambda[x*k+t]/rf.colSum[t])
 		}
 		for d := 0; d < n; d++ {
-			g := gammas[d*k : d*k+K]
+			g := rf.gammas[d*k : d*k+K]
 			var s float64
 			for _, y := range g {
 				s += y
@@ -489,7 +527,7 @@ func Refine(c *data.Corpus, A0 *mat.Dense, opts RefineOptions) (*Refined, error)
 			out.Theta.Set(d, c2, g[t]/s)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // sortedOrder returns the indices of w by decreasing value (stable).

@@ -62,6 +62,12 @@ func (a *Accountant) Add(rel Release, count int) error {
 		if err := checkNamedPositive(ErrSensitivity, "sigma", rel.Scale); err != nil {
 			return fmt.Errorf("accountant: %s: %w", rel.What, err)
 		}
+		if math.IsNaN(rel.SampleRate) || rel.SampleRate < 0 || rel.SampleRate > 1 {
+			return fmt.Errorf("accountant: %s: %w: sampling rate is %v, must be in [0, 1]", rel.What, ErrSensitivity, rel.SampleRate)
+		}
+		if rel.SampleRate > 0 && rel.SampleRate < 1 && (rel.Epsilon != 0 || rel.Delta != 0) {
+			return fmt.Errorf("accountant: %s: a subsampled Gaussian step is accounted by RDP only (epsilon and delta must be 0)", rel.What)
+		}
 		if rel.Epsilon != 0 || rel.Delta != 0 {
 			if err := CheckEpsilon(rel.Epsilon); err != nil {
 				return fmt.Errorf("accountant: %s: %w", rel.What, err)
@@ -118,6 +124,8 @@ func (a *Accountant) RDPAt(alpha float64) (float64, bool) {
 
 func releaseRDP(r Release, alpha float64) (float64, bool) {
 	switch {
+	case r.Mechanism == MechGaussian && r.SampleRate > 0 && r.SampleRate < 1:
+		return sampledGaussianRDP(r.SampleRate, r.Scale/r.Sensitivity, alpha), true
 	case r.Mechanism == MechGaussian:
 		mu := r.Sensitivity / r.Scale
 		return alpha * mu * mu / 2, true
@@ -183,7 +191,7 @@ func (a *Accountant) TotalBy(method string, delta float64) (eps, deltaOut float6
 	var mu2 float64
 	k := 0
 	for _, r := range a.releases {
-		if r.Mechanism == MechGaussian {
+		if r.Mechanism == MechGaussian && !(r.SampleRate > 0 && r.SampleRate < 1) {
 			mu := r.Sensitivity / r.Scale
 			mu2 += float64(r.Count) * mu * mu
 		} else {

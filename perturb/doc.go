@@ -124,6 +124,15 @@
 //     at sigma/g >= 2^39 the discrete law differs from the continuous one
 //     by far less than float64 resolution, and an auditor who wants a
 //     bound proved for the discrete law can use the RDP total instead.
+//   - Gaussian.AddToFast (bulk noise for minibatch DP-SGD, fastnoise.go)
+//     snaps inputs the same way and rounds a ziggurat normal (from a
+//     ChaCha8 keyed from crypto/rand, Noise.FastSource) to the grid:
+//     outputs are still exact multiples of g, so no input-dependent
+//     support, but the noise law is the floating-point normal rounded to
+//     the grid rather than the exact discrete Gaussian. This is a
+//     deliberate, stated deviation (Opacus and TF-Privacy draw the same
+//     kind of normal); the guarantee proved is that of the continuous
+//     Gaussian mechanism, to the accuracy of the ziggurat sampler.
 //   - The acceptance test of the discrete Gaussian and the logarithm of the
 //     geometric are computed in float64; their rounding perturbs
 //     probabilities by relative 2^-52 but creates no input-dependent

@@ -53,10 +53,11 @@ func ParseProvenance(label string) (Provenance, error) {
 
 // ProvenanceOf returns the provenance of noise drawn from src: nil (which
 // every mechanism treats as SecureSource) and SecureSource's sources are
-// secure; any other source is seeded (reproducible by whoever holds it).
+// secure, as are Noise.FastSource's secure ChaCha8 sources; any other
+// source is seeded (reproducible by whoever holds it).
 func ProvenanceOf(src rand.Source) Provenance {
 	switch src.(type) {
-	case nil, *secureSource:
+	case nil, *secureSource, *secureChaCha:
 		return ProvenanceSecure
 	}
 	return ProvenanceSeeded

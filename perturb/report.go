@@ -51,6 +51,12 @@ type Release struct {
 	// Calibration names how a Gaussian sigma was set ("analytic",
 	// "classic", "tight", or "sigma" for an RDP-calibrated step).
 	Calibration string `json:"calibration,omitempty"`
+	// SampleRate, when in (0, 1), says each step ran on a Poisson
+	// subsample of the records (each kept with this probability) and is
+	// accounted by the RDP of the sampled Gaussian mechanism
+	// (SampledGaussianRDP, add/remove or zero-out neighbours); 0 means no
+	// subsampling.
+	SampleRate float64 `json:"sample_rate,omitempty"`
 }
 
 // Private reports whether r describes a differentially private result.

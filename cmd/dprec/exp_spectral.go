@@ -131,7 +131,7 @@ func expSpectralRun(c *cli.Context) error {
 	}
 	for _, m := range models {
 		cfg := base
-		cfg.Model = m
+		cfg.Model = otd.Model(m)
 		bar := newBar(c, -1, "spectral "+m)
 		cfg.Progress = func(done, total int) {
 			bar.ChangeMax(total)
@@ -166,7 +166,7 @@ func expSpectralWrite(dir string, force bool, t *otd.SpectralTable) error {
 			for xi, x := range t.X {
 				ok := t.Runs - t.Fail[mi][xi]
 				_ = cw.Write([]string{
-					strconv.FormatFloat(x, 'g', -1, 64), m,
+					strconv.FormatFloat(x, 'g', -1, 64), string(m),
 					strconv.FormatFloat(t.Mean[mi][xi], 'g', 6, 64),
 					strconv.FormatFloat(t.Std[mi][xi], 'g', 6, 64),
 					strconv.Itoa(ok), strconv.Itoa(t.Fail[mi][xi]),
@@ -183,11 +183,11 @@ func expSpectralWrite(dir string, force bool, t *otd.SpectralTable) error {
 	}
 	var series []plotSeries
 	for mi, m := range t.Methods {
-		series = append(series, plotSeries{Name: m, X: t.X, Y: t.Mean[mi]})
+		series = append(series, plotSeries{Name: string(m), X: t.X, Y: t.Mean[mi]})
 	}
-	xl, title := "epsilon", fmt.Sprintf("%s D=%d K=%d, N=%g, delta=%g", strings.ToUpper(t.Model), t.D, t.K, t.Fixed, t.Delta)
+	xl, title := "epsilon", fmt.Sprintf("%s D=%d K=%d, N=%g, delta=%g", strings.ToUpper(string(t.Model)), t.D, t.K, t.Fixed, t.Delta)
 	if t.Vary == "n" {
-		xl, title = "N", fmt.Sprintf("%s D=%d K=%d, epsilon=%g, delta=%g", strings.ToUpper(t.Model), t.D, t.K, t.Fixed, t.Delta)
+		xl, title = "N", fmt.Sprintf("%s D=%d K=%d, epsilon=%g, delta=%g", strings.ToUpper(string(t.Model)), t.D, t.K, t.Fixed, t.Delta)
 	}
 	return plotLines(filepath.Join(dir, t.Name+".png"), force, title, xl, "e_comp (mean of runs)", true, true, series)
 }

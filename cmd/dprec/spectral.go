@@ -20,7 +20,13 @@ import (
 )
 
 // spectralMethods lists the accepted --method values.
-var spectralMethods = []string{"nonprivate", "agn", "avn", "dptpm", "agn-whitened", "lda-input", "lda-whitened", "lda-decomposition", "lda-output"}
+var spectralMethods = func() []string {
+	out := make([]string, len(otd.Methods))
+	for i, m := range otd.Methods {
+		out[i] = string(m)
+	}
+	return out
+}()
 
 func init() { register(spectralCmd()) }
 
@@ -75,6 +81,9 @@ pruning rule; --epsilon without a private --method is refused.`,
 			&cli.StringFlag{Name: "method", Value: "nonprivate", Category: pr, Usage: strings.Join(spectralMethods, "|")},
 			&cli.Float64Flag{Name: "epsilon", Category: pr, Usage: "total privacy budget epsilon (private methods)"},
 			&cli.Float64Flag{Name: "delta", Category: pr, Usage: "total privacy budget delta (private methods)"},
+			&cli.IntFlag{Name: "private-vocab", Category: pr, Usage: "agn-whitened: words kept by the private vocabulary selection (default 1000, at most 3000)"},
+			&cli.Float64Flag{Name: "clip-len", Category: pr, Usage: "agn-whitened: clip each document's frequency and pair contributions to those of a document of L distinct words (default 20; negative: off)"},
+			&cli.Float64Flag{Name: "clip-m3", Category: pr, Usage: "agn-whitened: clip each document's whitened triple contribution to kappa K^1.5 (default 1; negative: off)"},
 			&cli.IntFlag{Name: "top-words", Value: 10, Category: out, Usage: "words shown per topic"},
 			&cli.BoolFlag{Name: "json", Category: out, Usage: "print the result as JSON on stdout"},
 			&cli.StringFlag{Name: "out", Category: out, Usage: "also write the full result (every component entry, weights, privacy report) to FILE.json or FILE.arrow (Arrow IPC, long form)"},
@@ -91,7 +100,7 @@ pruning rule; --epsilon without a private --method is refused.`,
 }
 
 // spectralInput loads the corpus or rows for the model.
-func spectralInput(c *cli.Context, model string) (*otd.Input, *data.CorpusStats, float64, error) {
+func spectralInput(c *cli.Context, model otd.Model) (*otd.Input, *data.CorpusStats, float64, error) {
 	path := c.String("corpus")
 	st, err := os.Stat(path)
 	if err != nil {
@@ -194,8 +203,8 @@ type spectralWordVal struct {
 }
 
 type spectralOutput struct {
-	Model     string            `json:"model"`
-	Method    string            `json:"method"`
+	Model     otd.Model         `json:"model"`
+	Method    otd.Method        `json:"method"`
 	K         int               `json:"k"`
 	Alpha0    float64           `json:"alpha0,omitempty"`
 	Sigma2    float64           `json:"sigma2,omitempty"`
@@ -252,92 +261,28 @@ func spectralTopWords(col []float64, vocab []string, n int) []spectralWordVal {
 	return out
 }
 
+// spectralFlags holds the validated settings of one spectral run.
+type spectralFlags struct {
+	model     otd.Model
+	method    otd.Method
+	est       otd.Estimator
+	refine    int
+	docTopics string
+	outPath   string
+	memLimit  int64
+}
+
 func spectralRun(c *cli.Context) error {
-	model := c.String("model")
-	switch model {
-	case otd.ModelSTM, otd.ModelLDA, otd.ModelMoG:
-	default:
-		return cli.Exit(fmt.Sprintf("--model %q: want stm, lda or mog", model), exitUsage)
-	}
-	method := c.String("method")
-	known := false
-	for _, m := range spectralMethods {
-		known = known || m == method
-	}
-	if !known {
-		return cli.Exit(fmt.Sprintf("--method %q: want one of %s", method, strings.Join(spectralMethods, ", ")), exitUsage)
-	}
-	if c.String("corpus") == "" || !c.IsSet("topics") {
-		return cli.Exit("spectral needs --corpus and --topics (see dprec spectral --help)", exitUsage)
-	}
-	if method != "nonprivate" && !(c.IsSet("epsilon")) {
-		return cli.Exit(fmt.Sprintf("--method %s needs --epsilon (and --delta for Gaussian mechanisms)", method), exitUsage)
-	}
-	if method == "nonprivate" && (c.IsSet("epsilon") || c.IsSet("delta")) {
-		return cli.Exit("--epsilon/--delta given without a private --method: the run would not be private; choose --method ("+strings.Join(spectralMethods[1:], ", ")+")", exitUsage)
-	}
-	if err := spectralCheckPrivateInput(c, model, method); err != nil {
-		return err
-	}
-	refine := c.Int("refine")
-	if refine < 0 {
-		return cli.Exit("--refine must be non-negative", exitUsage)
-	}
-	if refine > 0 && (model == otd.ModelMoG || method != "nonprivate" || c.Int("sites") > 1) {
-		return cli.Exit("--refine applies to non-private, centralised lda and stm runs only (the sweeps read the documents again and add no noise)", exitUsage)
-	}
-	if c.IsSet("eta") && !(c.Float64("eta") > 0) {
-		return cli.Exit("--eta must be positive", exitUsage)
-	}
-	docTopics := c.String("doc-topics")
-	if docTopics != "" {
-		if model == otd.ModelMoG || c.Int("sites") > 1 {
-			return cli.Exit("--doc-topics applies to centralised lda and stm runs", exitUsage)
-		}
-		if err := spectralCheckTableOut(docTopics, c.Bool("force")); err != nil {
-			return err
-		}
-	}
-	if c.Int("top-words") < 1 {
-		return cli.Exit("--top-words must be positive", exitUsage)
-	}
-	if method != "nonprivate" && c.Bool("rescale") {
-		// The largest row norm is a function of the private data: dividing
-		// by it would leak, and the sensitivities assume ||t|| <= 1 for a
-		// public bound. Private runs need data already scaled by a public
-		// constant.
-		return cli.Exit("--rescale divides by the largest row norm, which depends on the private data; private methods need rows already scaled by a public bound (||t|| <= 1)", exitUsage)
-	}
-	est, err := otd.ParseEstimator(c.String("estimator"))
-	if err != nil {
-		return cli.Exit(err.Error(), exitUsage)
-	}
-	outPath := c.String("out")
-	lowOut := strings.ToLower(outPath)
-	if outPath != "" && !strings.HasSuffix(lowOut, ".json") && !strings.HasSuffix(lowOut, ".arrow") {
-		return cli.Exit(fmt.Sprintf("--out %s: the result file must end in .json or .arrow", outPath), exitUsage)
-	}
-	for _, o := range []string{outPath, c.String("doc-topics")} {
-		sel, _, _ := strings.Cut(c.String("select"), ":")
-		if err := spectralNotInput(o, c.String("corpus"), c.String("vocab"), c.String("stop-words"), sel); err != nil {
-			return err
-		}
-	}
-	if outPath != "" && !c.Bool("force") {
-		if _, err := os.Stat(outPath); err == nil {
-			return fmt.Errorf("%s: %w", outPath, data.ErrExists)
-		}
-	}
-	memLimit, err := spectralMaxMemory(c)
+	f, err := spectralParseFlags(c)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	in, stats, scale, err := spectralInput(c, model)
+	in, stats, scale, err := spectralInput(c, f.model)
 	if err != nil {
 		return err
 	}
-	if err := spectralMemCheck(in, c.Int("topics"), memLimit); err != nil {
+	if err := spectralMemCheck(in, c.Int("topics"), f.memLimit); err != nil {
 		return fmt.Errorf("%s: %w", c.String("corpus"), err)
 	}
 	if in.Corpus != nil && !quiet(c) {
@@ -351,80 +296,196 @@ func spectralRun(c *cli.Context) error {
 		sigma2 /= scale * scale
 	}
 	opts := otd.FitOptions{
-		Model: model, K: c.Int("topics"), Alpha0: c.Float64("alpha0"), Sigma2: sigma2,
-		Method: method, Epsilon: c.Float64("epsilon"), Delta: c.Float64("delta"),
+		Model: f.model, K: c.Int("topics"), Alpha0: c.Float64("alpha0"), Sigma2: sigma2,
+		Method: f.method, Epsilon: c.Float64("epsilon"), Delta: c.Float64("delta"),
 		TPM:       otd.TPMOptions{Restarts: c.Int("restarts"), Iters: c.Int("iters")},
-		Estimator: est, Progress: spectralProgress(c),
+		Estimator: f.est, Progress: spectralProgress(c),
+		Private: otd.PrivateOptions{Vocab: c.Int("private-vocab"), ClipLen: c.Float64("clip-len"), ClipM3: c.Float64("clip-m3")},
 	}
+	res, extra, err := spectralFit(c, &f, in, opts)
+	if err != nil {
+		return err
+	}
+	extra.Corpus, extra.Seconds = stats, time.Since(start).Seconds()
+	o, full := spectralBuildOutput(c, &f, &opts, res, extra, scale)
+	return spectralWriteResults(c, &f, &o, &full)
+}
+
+// spectralParseFlags checks the flags of a spectral run; every failure is
+// a usage error naming the flag.
+func spectralParseFlags(c *cli.Context) (spectralFlags, error) {
+	var f spectralFlags
+	var err error
+	if f.model, err = otd.ParseModel(c.String("model")); err != nil {
+		return f, cli.Exit(fmt.Sprintf("--model %q: want stm, lda or mog", c.String("model")), exitUsage)
+	}
+	if f.method, err = otd.ParseMethod(c.String("method")); err != nil {
+		return f, cli.Exit(fmt.Sprintf("--method %q: want one of %s", c.String("method"), strings.Join(spectralMethods, ", ")), exitUsage)
+	}
+	if c.String("corpus") == "" || !c.IsSet("topics") {
+		return f, cli.Exit("spectral needs --corpus and --topics (see dprec spectral --help)", exitUsage)
+	}
+	if err := spectralCheckPrivacyFlags(c, f.model, f.method); err != nil {
+		return f, err
+	}
+	if f.refine = c.Int("refine"); f.refine < 0 {
+		return f, cli.Exit("--refine must be non-negative", exitUsage)
+	}
+	if f.refine > 0 && (f.model == otd.ModelMoG || f.method.Private() || c.Int("sites") > 1) {
+		return f, cli.Exit("--refine applies to non-private, centralised lda and stm runs only (the sweeps read the documents again and add no noise)", exitUsage)
+	}
+	if c.IsSet("eta") && !(c.Float64("eta") > 0) {
+		return f, cli.Exit("--eta must be positive", exitUsage)
+	}
+	if f.docTopics = c.String("doc-topics"); f.docTopics != "" {
+		if f.model == otd.ModelMoG || c.Int("sites") > 1 {
+			return f, cli.Exit("--doc-topics applies to centralised lda and stm runs", exitUsage)
+		}
+		if err := spectralCheckTableOut(f.docTopics, c.Bool("force")); err != nil {
+			return f, err
+		}
+	}
+	if c.Int("top-words") < 1 {
+		return f, cli.Exit("--top-words must be positive", exitUsage)
+	}
+	if f.est, err = otd.ParseEstimator(c.String("estimator")); err != nil {
+		return f, cli.Exit(err.Error(), exitUsage)
+	}
+	if err := spectralCheckOutputs(c, &f); err != nil {
+		return f, err
+	}
+	f.memLimit, err = spectralMaxMemory(c)
+	return f, err
+}
+
+// spectralCheckPrivacyFlags: a private method needs --epsilon, a
+// non-private run refuses --epsilon/--delta, private inputs must be
+// public-vocabulary corpora or publicly scaled rows, and the agn-whitened
+// settings apply to that method only.
+func spectralCheckPrivacyFlags(c *cli.Context, model otd.Model, method otd.Method) error {
+	if method.Private() && !c.IsSet("epsilon") {
+		return cli.Exit(fmt.Sprintf("--method %s needs --epsilon (and --delta for Gaussian mechanisms)", method), exitUsage)
+	}
+	if !method.Private() && (c.IsSet("epsilon") || c.IsSet("delta")) {
+		return cli.Exit("--epsilon/--delta given without a private --method: the run would not be private; choose --method ("+strings.Join(spectralMethods[1:], ", ")+")", exitUsage)
+	}
+	for _, fl := range []string{"private-vocab", "clip-len", "clip-m3"} {
+		if c.IsSet(fl) && method != otd.MethodAGNWhitened {
+			return cli.Exit(fmt.Sprintf("--%s applies to --method agn-whitened only", fl), exitUsage)
+		}
+	}
+	if err := spectralCheckPrivateInput(c, model, method); err != nil {
+		return err
+	}
+	if method.Private() && c.Bool("rescale") {
+		// The largest row norm is a function of the private data: dividing
+		// by it would leak, and the sensitivities assume ||t|| <= 1 for a
+		// public bound. Private runs need data already scaled by a public
+		// constant.
+		return cli.Exit("--rescale divides by the largest row norm, which depends on the private data; private methods need rows already scaled by a public bound (||t|| <= 1)", exitUsage)
+	}
+	return nil
+}
+
+// spectralCheckOutputs checks --out's suffix and that no output would
+// overwrite an input or (without --force) an existing file.
+func spectralCheckOutputs(c *cli.Context, f *spectralFlags) error {
+	f.outPath = c.String("out")
+	low := strings.ToLower(f.outPath)
+	if f.outPath != "" && !strings.HasSuffix(low, ".json") && !strings.HasSuffix(low, ".arrow") {
+		return cli.Exit(fmt.Sprintf("--out %s: the result file must end in .json or .arrow", f.outPath), exitUsage)
+	}
+	for _, o := range []string{f.outPath, f.docTopics} {
+		sel, _, _ := strings.Cut(c.String("select"), ":")
+		if err := spectralNotInput(o, c.String("corpus"), c.String("vocab"), c.String("stop-words"), sel); err != nil {
+			return err
+		}
+	}
+	if f.outPath != "" && !c.Bool("force") {
+		if _, err := os.Stat(f.outPath); err == nil {
+			return fmt.Errorf("%s: %w", f.outPath, data.ErrExists)
+		}
+	}
+	return nil
+}
+
+// spectralFit runs the fit (centralised or over --sites), then the
+// optional refinement and per-document topics; extra carries what the
+// output reports about them.
+func spectralFit(c *cli.Context, f *spectralFlags, in *otd.Input, opts otd.FitOptions) (*otd.Result, spectralOutput, error) {
+	var extra spectralOutput
 	var src = perturb.SecureSource()
 	if seed, ok := seedOf(c); ok {
 		src = perturb.SeededSource(seed)
-	} else if method != "nonprivate" {
+	} else if f.method.Private() {
 		src = nil // private methods: perturb's secure source
 	}
 	var res *otd.Result
+	var err error
 	if S := c.Int("sites"); S > 1 {
 		res, err = spectralSites(c, in, opts, S)
 	} else {
 		res, err = otd.Fit(in, opts, src)
 	}
 	if err != nil {
-		return err
+		return nil, extra, err
 	}
-	spectralNoteDataDependentInputs(c, res.Report, method)
-	var docPrior []float64
-	var eta, bgShare float64
-	var rebirths int
-	if in.Corpus != nil && c.Int("sites") <= 1 {
-		docPrior = spectralDocPrior(model, opts.Alpha0, res)
-		if refine > 0 {
-			eta = c.Float64("eta")
-			ref, err := otd.Refine(in.Corpus, res.A, otd.RefineOptions{Sweeps: refine, Alpha: spectralRefinePrior(model, opts.Alpha0, opts.K), Eta: eta, Progress: opts.Progress,
-				NoBackground: !c.Bool("background"), Infer: otd.InferOptions{Threads: c.Int("threads")}})
-			if err != nil {
-				return err
-			}
-			if eta == 0 {
-				eta = 1 / float64(opts.K)
-			}
-			res.A, res.Weights, res.Zero, res.Alpha, res.RawWeights = ref.A, ref.Weights, nil, nil, nil
-			res.Lambda = nil
-			docPrior = ref.Alpha
-			rebirths, bgShare = ref.Rebirths, ref.BackgroundShare
+	spectralNoteDataDependentInputs(c, res.Report, f.method)
+	if in.Corpus == nil || c.Int("sites") > 1 {
+		return res, extra, nil
+	}
+	extra.DocPrior = spectralDocPrior(f.model, opts.Alpha0, res)
+	if f.refine > 0 {
+		eta := c.Float64("eta")
+		ref, err := otd.Refine(in.Corpus, res.A, otd.RefineOptions{Sweeps: f.refine, Alpha: spectralRefinePrior(f.model, opts.Alpha0, opts.K), Eta: eta, Progress: opts.Progress,
+			NoBackground: !c.Bool("background"), Infer: otd.InferOptions{Threads: c.Int("threads")}})
+		if err != nil {
+			return nil, extra, err
 		}
-		if docTopics != "" {
-			theta, err := otd.InferDocTopics(in.Corpus, res.A, docPrior, otd.InferOptions{Threads: c.Int("threads")})
-			if err != nil {
-				return err
-			}
-			if err := spectralWriteDocTopics(docTopics, c.Bool("force"), in.Corpus, theta); err != nil {
-				return err
-			}
-			if method != "nonprivate" && res.Report != nil {
-				res.Report.NotCovered = append(res.Report.NotCovered, "--doc-topics "+docTopics+": the training documents' own topic proportions (computed from each document without noise; keep the file with the data)")
-			}
+		if eta == 0 {
+			eta = 1 / float64(opts.K)
+		}
+		res.A, res.Weights, res.Zero, res.Alpha, res.RawWeights = ref.A, ref.Weights, nil, nil, nil
+		res.Lambda = nil
+		extra.Refine, extra.Eta, extra.DocPrior = f.refine, eta, ref.Alpha
+		extra.Rebirths, extra.BackgroundShare = ref.Rebirths, ref.BackgroundShare
+	}
+	if f.docTopics != "" {
+		theta, err := otd.InferDocTopics(in.Corpus, res.A, extra.DocPrior, otd.InferOptions{Threads: c.Int("threads")})
+		if err != nil {
+			return nil, extra, err
+		}
+		if err := spectralWriteDocTopics(f.docTopics, c.Bool("force"), in.Corpus, theta); err != nil {
+			return nil, extra, err
+		}
+		if f.method.Private() && res.Report != nil {
+			res.Report.NotCovered = append(res.Report.NotCovered, "--doc-topics "+f.docTopics+": the training documents' own topic proportions (computed from each document without noise; keep the file with the data)")
 		}
 	}
-	o := spectralOutput{Model: model, Method: method, K: opts.K, Path: res.Path, Corpus: stats, Privacy: res.Report, Seconds: time.Since(start).Seconds(),
-		Refine: refine, Eta: eta, DocPrior: docPrior, Rebirths: rebirths, BackgroundShare: bgShare}
-	if model != otd.ModelMoG {
-		o.EffectiveTopics = otd.EffectiveTopics(res.Weights)
-	}
-	if model == otd.ModelLDA {
+	return res, extra, nil
+}
+
+// spectralBuildOutput returns the printed output o (top words) and the
+// full output (every column) of a fit.
+func spectralBuildOutput(c *cli.Context, f *spectralFlags, opts *otd.FitOptions, res *otd.Result, extra spectralOutput, scale float64) (o, full spectralOutput) {
+	o = extra
+	o.Model, o.Method, o.K, o.Path, o.Privacy = f.model, f.method, opts.K, res.Path, res.Report
+	switch f.model {
+	case otd.ModelLDA:
 		o.Alpha0 = opts.Alpha0
-	}
-	if model == otd.ModelSTM {
-		o.Estimator = est.String()
-	}
-	if model == otd.ModelMoG {
+	case otd.ModelSTM:
+		o.Estimator = f.est.String()
+	case otd.ModelMoG:
 		o.Sigma2 = opts.Sigma2
 		if scale != 1 {
 			o.Scale = scale
 		}
-	} else {
+	}
+	if f.model != otd.ModelMoG {
+		o.EffectiveTopics = otd.EffectiveTopics(res.Weights)
 		o.VocabSize = len(res.Vocab)
 	}
-	full := o
+	full = o
 	_, k := res.A.Dims()
 	for t := 0; t < k; t++ {
 		col := mat.Col(nil, t, res.A)
@@ -434,30 +495,35 @@ func spectralRun(c *cli.Context) error {
 			tp.Alpha = &a
 		}
 		ft := tp
-		if model == otd.ModelMoG {
-			tp.Mean = col
-			ft.Mean = col
-		} else if !tp.Zero {
+		switch {
+		case f.model == otd.ModelMoG:
+			tp.Mean, ft.Mean = col, col
+		case !tp.Zero:
 			tp.TopWords = spectralTopWords(col, res.Vocab, c.Int("top-words"))
-			ft.TopWords = tp.TopWords
-			ft.Column = col
-		} else {
+			ft.TopWords, ft.Column = tp.TopWords, col
+		default:
 			ft.Column = col
 		}
 		o.Topics = append(o.Topics, tp)
 		full.Topics = append(full.Topics, ft)
 	}
-	if model != otd.ModelMoG {
+	if f.model != otd.ModelMoG {
 		full.Vocab = res.Vocab
 	}
-	if outPath != "" {
-		if err := data.WriteFileAtomic(outPath, c.Bool("force"), func(w io.Writer) error {
-			if strings.HasSuffix(lowOut, ".arrow") {
-				return spectralWriteArrow(w, full)
+	return o, full
+}
+
+// spectralWriteResults writes --out, then the result (JSON or text) on
+// stdout and the corpus summary on stderr.
+func spectralWriteResults(c *cli.Context, f *spectralFlags, o, full *spectralOutput) error {
+	if f.outPath != "" {
+		if err := data.WriteFileAtomic(f.outPath, c.Bool("force"), func(w io.Writer) error {
+			if strings.HasSuffix(strings.ToLower(f.outPath), ".arrow") {
+				return spectralWriteArrow(w, *full)
 			}
 			enc := json.NewEncoder(w)
 			enc.SetIndent("", " ")
-			return enc.Encode(spectralJSONSafe(full))
+			return enc.Encode(spectralJSONSafe(*full))
 		}); err != nil {
 			return err
 		}
@@ -465,17 +531,17 @@ func spectralRun(c *cli.Context) error {
 	if c.Bool("json") {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(spectralJSONSafe(o))
+		return enc.Encode(spectralJSONSafe(*o))
 	}
-	spectralPrint(os.Stdout, &o)
+	spectralPrint(os.Stdout, o)
 	if !quiet(c) {
-		if stats != nil {
+		if st := o.Corpus; st != nil {
 			fmt.Fprintf(os.Stderr, "corpus: %d documents, %d words, vocabulary %d; skipped %d empty and %d shorter than 3 words\n",
-				stats.Docs, stats.Tokens, o.VocabSize, stats.SkippedEmpty, stats.SkippedShort)
-			fmt.Fprintf(os.Stderr, "pruning: %s\n", spectralPruneSummary(stats.Pruning))
+				st.Docs, st.Tokens, o.VocabSize, st.SkippedEmpty, st.SkippedShort)
+			fmt.Fprintf(os.Stderr, "pruning: %s\n", spectralPruneSummary(st.Pruning))
 		}
-		if outPath != "" {
-			fmt.Fprintf(os.Stderr, "wrote %s\n", outPath)
+		if f.outPath != "" {
+			fmt.Fprintf(os.Stderr, "wrote %s\n", f.outPath)
 		}
 	}
 	return nil
@@ -550,11 +616,11 @@ func spectralPrint(w io.Writer, o *spectralOutput) {
 // without --vocab and --public-vocab, and every data-dependent pruning
 // rule), and the number of usable documents N (after skipping short ones)
 // is treated as public.
-func spectralNoteDataDependentInputs(c *cli.Context, r *perturb.Report, method string) {
-	if method == "nonprivate" || r == nil {
+func spectralNoteDataDependentInputs(c *cli.Context, r *perturb.Report, method otd.Method) {
+	if !method.Private() || r == nil {
 		return
 	}
-	if c.String("model") != otd.ModelMoG {
+	if otd.Model(c.String("model")) != otd.ModelMoG {
 		r.Notes = append(r.Notes, fmt.Sprintf("the vocabulary %s was declared public (--public-vocab): chosen without looking at the private documents; stop-word removal uses fixed public lists", c.String("vocab")))
 	}
 	r.Notes = append(r.Notes, "N, the number of usable documents or rows after skipping short or empty ones, is treated as public, as in the seeds")
@@ -566,8 +632,8 @@ func spectralNoteDataDependentInputs(c *cli.Context, r *perturb.Report, method s
 // without a --vocab declared public, and the corpus-dependent pruning
 // rules (--min-count, --min-df, --max-df, --max-vocab). A word of one
 // document at the top of a topic is exactly what such a vocabulary leaks.
-func spectralCheckPrivateInput(c *cli.Context, model, method string) error {
-	if method == "nonprivate" || model == otd.ModelMoG {
+func spectralCheckPrivateInput(c *cli.Context, model otd.Model, method otd.Method) error {
+	if !method.Private() || model == otd.ModelMoG {
 		return nil
 	}
 	if st, err := os.Stat(c.String("corpus")); err == nil && st.IsDir() {

@@ -12,6 +12,7 @@ import (
 	"github.com/dprec/dprec/otd"
 	"github.com/urfave/cli/v2"
 	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat"
 )
 
 func spectralEvalCmd() *cli.Command {
@@ -43,7 +44,9 @@ argmax topic against its label, normalised mutual information 2 I / (H(topics) +
 			&cli.StringFlag{Name: "heldout-select", Usage: "FILE:VALUE: held-out documents whose line in FILE is VALUE"},
 			&cli.StringFlag{Name: "labels", Usage: "FILE with one label per input document of --corpus: NMI of the argmax topic"},
 			&cli.IntFlag{Name: "top-words", Value: 10, Usage: "words per topic for coherence"},
-			&cli.BoolFlag{Name: "random-baseline", Usage: "also score as many random word lists (uniform over the model's vocabulary, 5 draws; --seed, default 1), the level of topics made of noise"},
+			&cli.BoolFlag{Name: "random-baseline", Usage: "also score as many random word lists (uniform over the model's vocabulary, or --random-from; --seed, default 1), the level of topics made of noise: mean and standard deviation over --random-draws draws"},
+			&cli.IntFlag{Name: "random-draws", Value: 5, Usage: "--random-baseline: number of draws (each a full set of word lists)"},
+			&cli.IntFlag{Name: "random-from", Usage: "--random-baseline: draw from the N words in most reference documents instead of the whole vocabulary (a frequency-matched baseline)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the scores as JSON"},
 		},
 		Action: spectralEvalRun,
@@ -75,6 +78,9 @@ type spectralEvalOutput struct {
 	Perplexity      *float64            `json:"heldout_perplexity,omitempty"`
 	NMI             *float64            `json:"nmi,omitempty"`
 	RandomNPMI      *float64            `json:"random_baseline_npmi,omitempty"`
+	RandomNPMISD    *float64            `json:"random_baseline_npmi_sd,omitempty"`
+	RandomDraws     int                 `json:"random_baseline_draws,omitempty"`
+	RandomFrom      int                 `json:"random_baseline_from,omitempty"`
 	LabelledDocs    int                 `json:"labelled_docs,omitempty"`
 	Topics          []spectralEvalTopic `json:"topics"`
 }
@@ -82,6 +88,9 @@ type spectralEvalOutput struct {
 func spectralEvalRun(c *cli.Context) error {
 	if c.Int("top-words") < 2 {
 		return cli.Exit("--top-words must be at least 2 (coherence scores word pairs)", exitUsage)
+	}
+	if c.Int("random-draws") < 2 || c.Int("random-from") < 0 {
+		return cli.Exit("--random-draws must be at least 2 (the spread needs two draws) and --random-from non-negative", exitUsage)
 	}
 	m, err := spectralReadModel(c.String("model"))
 	if err != nil {
@@ -97,6 +106,28 @@ func spectralEvalRun(c *cli.Context) error {
 		}
 	}
 	o := spectralEvalOutput{Model: c.String("model"), K: m.Summary.K, ReferenceDocs: ref.NumDocs(), UnknownWords: uw}
+	tops := spectralEvalCoherence(c, m, ref, &o)
+	if c.Bool("random-baseline") && len(tops) > 0 {
+		spectralEvalRandom(c, len(m.Vocab), ref, tops, &o)
+	}
+	if err := spectralEvalLabels(c, m, ref, &o); err != nil {
+		return err
+	}
+	if err := spectralEvalHeldout(c, m, &o); err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(o)
+	}
+	spectralEvalPrint(&o)
+	return nil
+}
+
+// spectralEvalCoherence scores the top words of each topic of positive
+// weight and returns them.
+func spectralEvalCoherence(c *cli.Context, m *spectralModel, ref *data.Corpus, o *spectralEvalOutput) [][]int {
 	weights := make([]float64, m.Summary.K)
 	for t, tp := range m.Summary.Topics {
 		weights[t] = tp.Weight
@@ -126,76 +157,119 @@ func spectralEvalRun(c *cli.Context) error {
 		o.NPMIWeighted /= wsum
 	}
 	o.ScoredTopics = len(tops)
-	if c.Bool("random-baseline") && len(tops) > 0 {
-		seed, ok := seedOf(c)
-		if !ok {
-			seed = 1
-		}
-		r := rand.New(rand.NewPCG(seed, 0x5eed))
-		var sum float64
-		const draws = 5
-		for i := 0; i < draws; i++ {
-			rt := make([][]int, len(tops))
-			for j := range rt {
-				rt[j] = r.Perm(len(m.Vocab))[:len(tops[j])]
-			}
-			np, _ := spectralCoherence(ref, rt)
-			for _, x := range np {
-				sum += x / float64(len(np)*draws)
-			}
-		}
-		o.RandomNPMI = &sum
+	return tops
+}
+
+// spectralEvalRandom scores --random-draws sets of random word lists of
+// the sizes of tops (distinct words within a list), drawn uniformly from
+// the v words of the model or from the --random-from words in most
+// reference documents, and records the mean and standard deviation over
+// draws of the mean NPMI.
+func spectralEvalRandom(c *cli.Context, v int, ref *data.Corpus, tops [][]int, o *spectralEvalOutput) {
+	seed, ok := seedOf(c)
+	if !ok {
+		seed = 1
 	}
-	if lp := c.String("labels"); lp != "" {
-		labels, err := spectralReadLines(lp)
-		if err != nil {
-			return err
-		}
-		theta, err := otd.InferDocTopics(ref, m.A, m.Summary.DocPrior, otd.InferOptions{})
-		if err != nil {
-			return err
-		}
-		var a, b []string
+	r := rand.New(rand.NewPCG(seed, 0x5eed))
+	pool := make([]int, v)
+	for i := range pool {
+		pool[i] = i
+	}
+	if from := c.Int("random-from"); from > 0 && from < v {
+		df := make([]int, v)
 		for n := 0; n < ref.NumDocs(); n++ {
-			id := n
-			if ref.DocIDs != nil {
-				id = ref.DocIDs[n]
+			ws, _ := ref.Doc(n)
+			for _, w := range ws {
+				df[w]++
 			}
-			if id >= len(labels) {
-				return fmt.Errorf("%s: %d lines, but the corpus has document %d", lp, len(labels), id+1)
-			}
-			a = append(a, labels[id])
-			b = append(b, fmt.Sprint(argmaxRow(theta, n)))
 		}
-		v := nmi(a, b)
-		o.NMI, o.LabelledDocs = &v, len(a)
+		sort.SliceStable(pool, func(a, b int) bool { return df[pool[a]] > df[pool[b]] })
+		pool = pool[:from]
+		o.RandomFrom = from
 	}
-	if hp := c.String("heldout"); hp != "" {
-		ho, _, _, err := spectralMapCorpus(hp, c.String("heldout-vocab"), m.Vocab)
-		if err != nil {
+	draws := c.Int("random-draws")
+	means := make([]float64, draws)
+	for i := range means {
+		rt := make([][]int, len(tops))
+		for j := range rt {
+			perm := r.Perm(len(pool))[:min(len(tops[j]), len(pool))]
+			for _, p := range perm {
+				rt[j] = append(rt[j], pool[p])
+			}
+		}
+		np, _ := spectralCoherence(ref, rt)
+		for _, x := range np {
+			means[i] += x / float64(len(np))
+		}
+	}
+	mean, sd := stat.MeanStdDev(means, nil)
+	o.RandomNPMI, o.RandomNPMISD, o.RandomDraws = &mean, &sd, draws
+}
+
+// spectralEvalLabels computes --labels' NMI of the argmax topic.
+func spectralEvalLabels(c *cli.Context, m *spectralModel, ref *data.Corpus, o *spectralEvalOutput) error {
+	lp := c.String("labels")
+	if lp == "" {
+		return nil
+	}
+	labels, err := spectralReadLines(lp)
+	if err != nil {
+		return err
+	}
+	theta, err := otd.InferDocTopics(ref, m.A, m.Summary.DocPrior, otd.InferOptions{})
+	if err != nil {
+		return err
+	}
+	var a, b []string
+	for n := 0; n < ref.NumDocs(); n++ {
+		id := n
+		if ref.DocIDs != nil {
+			id = ref.DocIDs[n]
+		}
+		if id >= len(labels) {
+			return fmt.Errorf("%s: %d lines, but the corpus has document %d", lp, len(labels), id+1)
+		}
+		a = append(a, labels[id])
+		b = append(b, fmt.Sprint(argmaxRow(theta, n)))
+	}
+	v := nmi(a, b)
+	o.NMI, o.LabelledDocs = &v, len(a)
+	return nil
+}
+
+// spectralEvalHeldout computes --heldout's per-word likelihood.
+func spectralEvalHeldout(c *cli.Context, m *spectralModel, o *spectralEvalOutput) error {
+	hp := c.String("heldout")
+	if hp == "" {
+		return nil
+	}
+	ho, _, _, err := spectralMapCorpus(hp, c.String("heldout-vocab"), m.Vocab)
+	if err != nil {
+		return err
+	}
+	if sel := c.String("heldout-select"); sel != "" {
+		if ho, err = spectralSelect(ho, sel); err != nil {
 			return err
 		}
-		if sel := c.String("heldout-select"); sel != "" {
-			if ho, err = spectralSelect(ho, sel); err != nil {
-				return err
-			}
-		}
-		ll, docs, toks, err := spectralHeldout(ho, m)
-		if err != nil {
-			return err
-		}
-		pp := math.Exp(-ll)
-		o.PerWordLL, o.Perplexity, o.HeldoutDocs, o.HeldoutTokens = &ll, &pp, docs, toks
 	}
-	if c.Bool("json") {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(o)
+	ll, docs, toks, err := spectralHeldout(ho, m)
+	if err != nil {
+		return err
 	}
+	pp := math.Exp(-ll)
+	o.PerWordLL, o.Perplexity, o.HeldoutDocs, o.HeldoutTokens = &ll, &pp, docs, toks
+	return nil
+}
+
+func spectralEvalPrint(o *spectralEvalOutput) {
 	fmt.Printf("model %s: K = %d, %d topics scored on %d reference documents (%d reference words not in the model)\n", o.Model, o.K, o.ScoredTopics, o.ReferenceDocs, o.UnknownWords)
 	fmt.Printf("NPMI %.4f (weighted by topic weight %.4f), UMass %.4f, effective topics %.2f\n", o.NPMI, o.NPMIWeighted, o.UMass, o.EffectiveTopics)
 	if o.RandomNPMI != nil {
-		fmt.Printf("random word lists (same sizes): NPMI %.4f\n", *o.RandomNPMI)
+		from := "the whole vocabulary"
+		if o.RandomFrom > 0 {
+			from = fmt.Sprintf("the %d words in most reference documents", o.RandomFrom)
+		}
+		fmt.Printf("random word lists (same sizes, from %s): NPMI %.4f +- %.4f (mean +- sd over %d draws)\n", from, *o.RandomNPMI, *o.RandomNPMISD, o.RandomDraws)
 	}
 	if o.NMI != nil {
 		fmt.Printf("NMI of the argmax topic against the labels: %.4f (%d documents)\n", *o.NMI, o.LabelledDocs)
@@ -206,7 +280,6 @@ func spectralEvalRun(c *cli.Context) error {
 	for _, t := range o.Topics {
 		fmt.Printf("topic %d  weight %.4f  NPMI %.4f  UMass %.3f  %v\n", t.Index, t.Weight, t.NPMI, t.UMass, t.Words)
 	}
-	return nil
 }
 
 // spectralTopIDs returns the ids of the n largest entries of column t.

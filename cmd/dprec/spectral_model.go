@@ -30,7 +30,7 @@ import (
 // (the prior the sweeps used) and for the single-topic model (1/K), and
 // alpha0 * w_k for a spectral LDA fit, floored at 1e-3 alpha0/K so that a
 // zero-weight topic keeps a positive (negligible) prior.
-func spectralDocPrior(model string, alpha0 float64, res *otd.Result) []float64 {
+func spectralDocPrior(model otd.Model, alpha0 float64, res *otd.Result) []float64 {
 	k := len(res.Weights)
 	a := make([]float64, k)
 	for t := range a {
@@ -45,7 +45,7 @@ func spectralDocPrior(model string, alpha0 float64, res *otd.Result) []float64 {
 }
 
 // spectralRefinePrior is the symmetric prior of --refine.
-func spectralRefinePrior(model string, alpha0 float64, k int) float64 {
+func spectralRefinePrior(model otd.Model, alpha0 float64, k int) float64 {
 	if model == otd.ModelLDA {
 		return alpha0 / float64(k)
 	}

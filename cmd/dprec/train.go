@@ -139,12 +139,17 @@ func trainRun(c *cli.Context) error {
 	}
 	train, valid := trainSplit(st, frac, rng)
 	// Privacy, model, settings.
-	priv, err := trainPrivacy(c, train)
+	ul, priv, err := trainPrivacyPlan(c, train)
 	if err != nil {
 		return err
 	}
+	dims := train.Dims
+	if ul != nil {
+		train = ul.store
+		dims = append([]int{1}, train.Dims[1:]...) // no user is released
+	}
 	bias := c.Bool("bias") && !c.Bool("no-bias")
-	m, err := decomposition.NewModel(tf.kind, train.Dims, ranks, bias)
+	m, err := decomposition.NewModel(tf.kind, dims, ranks, bias)
 	if err != nil {
 		return err
 	}
@@ -179,7 +184,7 @@ func trainRun(c *cli.Context) error {
 	if refitted {
 		final = st
 	}
-	if err := trainSave(c, out, st, final, m, res, info); err != nil {
+	if err := trainSave(c, out, st, final, m, res, info, ul); err != nil {
 		return err
 	}
 	sum := trainSummarize(out, src, tf.kind, m, train, valid, res, time.Since(start), refitted)
@@ -325,7 +330,7 @@ func trainWithBar(c *cli.Context, train, valid *data.Store, m *decomposition.Mod
 // trainSave saves the model trained on final (the training part, or every
 // rating of st after a refit) to out, with its settings, released history,
 // data fingerprint and, for a non-private model, the seen items of st.
-func trainSave(c *cli.Context, out string, st, final *data.Store, m *decomposition.Model, res *completion.Result, info *models.DataInfo) error {
+func trainSave(c *cli.Context, out string, st, final *data.Store, m *decomposition.Model, res *completion.Result, info *models.DataInfo, ul *userLevel) error {
 	settingsJSON, err := trainSettingsJSON(res.Settings)
 	if err != nil {
 		return err
@@ -339,7 +344,16 @@ func trainSave(c *cli.Context, out string, st, final *data.Store, m *decompositi
 		dicts = append(append([]*data.Dict(nil), dicts...), make([]*data.Dict, m.Order()-len(dicts))...)
 	}
 	var seen *models.Exclusions
-	if res.Privacy != nil && res.Privacy.Private() {
+	if ul != nil {
+		// Add/remove-user privacy: no user dictionary, no exact count.
+		if dicts, err = ul.publicDicts(dicts); err != nil {
+			return err
+		}
+		info = &models.DataInfo{Dims: append([]int(nil), m.Dims...)}
+		if ul.selection != nil {
+			ul.selection.Compose(res.Privacy)
+		}
+	} else if res.Privacy != nil && res.Privacy.Private() {
 		// The hash and statistics are functions of the private ratings.
 		info = info.Public()
 	} else if seen, err = models.SeenFromStore(st, m.Dims[0], m.Dims[1]); err != nil {

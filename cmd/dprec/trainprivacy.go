@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -35,35 +34,46 @@ func trainPrivacyFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "clip", Category: cat, Usage: fmt.Sprintf("gradient mode: per-entry gradient clipping norm m (default %g); output mode: row-norm bound of the fixed factors (default %g)", completion.DefaultClip, completion.DefaultRowClip)},
 		&cli.Float64Flag{Name: "rating-min", Category: cat, Value: trainPrivacyDefaultMin, Usage: "public lower end of the rating scale (ratings are clamped to it; declared, never taken from the data)"},
 		&cli.Float64Flag{Name: "rating-max", Category: cat, Value: trainPrivacyDefaultMax, Usage: "public upper end of the rating scale"},
-		&cli.StringFlag{Name: "mechanism", Category: cat, Value: "laplace", Usage: "input mode noise: laplace (pure epsilon-DP) or gaussian"},
+		&cli.StringFlag{Name: "mechanism", Category: cat, Value: "laplace", Usage: "input and bias mode noise: laplace (pure epsilon-DP) or gaussian; --privacy-unit user defaults to gaussian"},
 		&cli.StringFlag{Name: "calibration", Category: cat, Value: "analytic", Usage: "Gaussian calibration: analytic (Balle-Wang, optimal), classic (epsilon <= 1 only) or tight (corrected closed form)"},
 		&cli.StringFlag{Name: "accounting", Category: cat, DefaultText: "best (the tightest that applies)", Usage: "composition used to fit the budget: rdp, advanced, basic or best"},
-		&cli.StringFlag{Name: "privacy-unit", Category: cat, Value: "entry", Usage: "privacy unit: entry (one rating value; positions and counts are public). The user unit is refused: add/remove-one-user privacy does not hold for these models"},
-		&cli.IntFlag{Name: "max-ratings-per-user", Category: cat, Usage: "refused (belongs to the user unit, which is not offered)"},
+		&cli.StringFlag{Name: "privacy-unit", Category: cat, Value: "entry", Usage: "privacy unit: entry (one rating value; positions, counts, dictionaries and time range are public) or user (add or remove one user with all their ratings; --privacy bias or als only; needs --max-ratings-per-user, and --items or a private item selection; the model file has no user dictionary, user rows or exact counts)"},
+		&cli.IntFlag{Name: "max-ratings-per-user", Category: cat, Usage: "--privacy-unit user: k, the most ratings one user contributes (a random subset of k, one per item, is kept; all of a user's ratings still serve that user's own predictions)"},
+		&cli.StringFlag{Name: "items", Category: cat, Usage: "--privacy-unit user: public item catalogue (CSV, item id in the first column, optional header): the model's items are exactly these; ratings of unlisted items are dropped. Without it the items are selected privately (--selection-epsilon)"},
+		&cli.StringFlag{Name: "time-from", Category: cat, Usage: "--privacy-unit user with a time mode: start of the public time range (Unix seconds, RFC 3339 or YYYY-MM-DD); ratings outside are dropped"},
+		&cli.StringFlag{Name: "time-to", Category: cat, Usage: "--privacy-unit user with a time mode: end of the public time range (inclusive)"},
+		&cli.Float64Flag{Name: "selection-epsilon", Category: cat, Usage: fmt.Sprintf("--privacy-unit user without --items: epsilon of the private item selection, taken from --epsilon (default %g of it; half of --delta goes with it)", trainSelectionShare)},
 		&cli.Float64Flag{Name: "output-lambda", Category: cat, Usage: fmt.Sprintf("output mode: ridge penalty of the refit (default %g); Delta_O = (r_max - r_min) max|z| / lambda", completion.DefaultOutputLambda)},
 	}
 }
 
-// errUserUnit is the refusal of the user unit. The user-level relation of
-// the library's modes keeps every user's positions public (only the
-// values of one user's ratings change), and the model file carries the
-// user dictionary, the mode sizes and (except in the bias mode) user rows:
-// removing one user from the log is visible with certainty. A claim of
-// add/remove-user privacy would be false, so the CLI does not offer it.
-var errUserUnit = errors.New("--privacy-unit user is not offered: the model file would still reveal whether a user is in the log (user dictionary, mode sizes, user rows), so only --privacy-unit entry (one rating value) is guaranteed; --max-ratings-per-user goes with it")
+// trainSelectionShare is the default share of --epsilon spent on the
+// private item selection of a user-level run without --items (half of
+// --delta goes with it): the selection only needs the popular items, the
+// statistics need the rest.
+const trainSelectionShare = 0.1
 
 // trainPrivacy builds the privacy plug-in of a `dprec train` run from the
 // flags (train is the training part; the entry unit needs nothing from it
 // before training).
 func trainPrivacy(c *cli.Context, train *data.Store) (completion.Privacy, error) {
+	o, err := trainPrivateOptions(c)
+	if o == nil || err != nil {
+		return completion.NoPrivacy{}, err
+	}
+	return trainPrivacyMode(c.String("privacy"), o)
+}
+
+// trainPrivateOptions reads the privacy flags (nil options: --privacy none).
+func trainPrivateOptions(c *cli.Context) (*completion.PrivateOptions, error) {
 	mode := c.String("privacy")
 	if mode == "none" || mode == "" {
-		for _, f := range []string{"epsilon", "delta", "protect", "clip", "mechanism", "privacy-unit", "max-ratings-per-user", "output-lambda"} {
+		for _, f := range trainUserFlags {
 			if c.IsSet(f) {
 				return nil, fmt.Errorf("--%s needs --privacy bias, als, input, gradient or output", f)
 			}
 		}
-		return completion.NoPrivacy{}, nil
+		return nil, nil
 	}
 	if !c.IsSet("epsilon") {
 		return nil, fmt.Errorf("--privacy %s needs --epsilon (the total budget)", mode)
@@ -72,17 +82,25 @@ func trainPrivacy(c *cli.Context, train *data.Store) (completion.Privacy, error)
 	if err != nil {
 		return nil, fmt.Errorf("--calibration: %w", err)
 	}
+	unit, err := completion.ParseUnit(c.String("privacy-unit"))
+	if err != nil {
+		return nil, cli.Exit("--privacy-unit: "+err.Error(), exitUsage)
+	}
+	protect, err := completion.ParseProtect(c.String("protect"))
+	if err != nil {
+		return nil, cli.Exit("--protect: "+err.Error(), exitUsage)
+	}
 	o := &completion.PrivateOptions{
 		Epsilon:           c.Float64("epsilon"),
 		Delta:             c.Float64("delta"),
 		RatingMin:         c.Float64("rating-min"),
 		RatingMax:         c.Float64("rating-max"),
-		Unit:              c.String("privacy-unit"),
+		Unit:              unit,
 		MaxRatingsPerUser: c.Int("max-ratings-per-user"),
 		Mechanism:         c.String("mechanism"),
 		Calibration:       cal,
 		Accounting:        c.String("accounting"),
-		Protect:           c.String("protect"),
+		Protect:           protect,
 		Clip:              c.Float64("clip"),
 		Lambda:            c.Float64("output-lambda"),
 	}
@@ -95,17 +113,45 @@ func trainPrivacy(c *cli.Context, train *data.Store) (completion.Privacy, error)
 	if !c.IsSet("rating-min") && !c.IsSet("rating-max") && !quiet(c) {
 		fmt.Fprintf(os.Stderr, "note: ratings clamped to the documented default public scale [%g, %g]; set --rating-min/--rating-max for another scale\n", o.RatingMin, o.RatingMax)
 	}
-	switch o.Unit {
-	case completion.UnitEntry:
-		if c.IsSet("max-ratings-per-user") {
-			return nil, cli.Exit(errUserUnit.Error(), exitUsage)
-		}
-	case completion.UnitUser:
-		return nil, cli.Exit(errUserUnit.Error(), exitUsage)
-	default:
-		return nil, fmt.Errorf("--privacy-unit %q: want entry", o.Unit)
+	if err := trainCheckUnit(c, o); err != nil {
+		return nil, err
 	}
+	if o.Unit == completion.UnitUser && !c.IsSet("mechanism") {
+		o.Mechanism = "" // the user unit's default: gaussian (l2 sensitivities sqrt(k) times smaller than l1)
+	}
+	return o, nil
+}
+
+// trainUserFlags are the privacy flags that need --privacy.
+var trainUserFlags = []string{"epsilon", "delta", "protect", "clip", "mechanism", "privacy-unit", "max-ratings-per-user", "output-lambda", "items", "time-from", "time-to", "selection-epsilon"}
+
+// trainCheckUnit refuses unit flags that do not fit the unit and mode.
+func trainCheckUnit(c *cli.Context, o *completion.PrivateOptions) error {
+	mode := c.String("privacy")
+	if o.Unit == completion.UnitEntry {
+		for _, f := range []string{"max-ratings-per-user", "items", "time-from", "time-to", "selection-epsilon"} {
+			if c.IsSet(f) {
+				return cli.Exit(fmt.Sprintf("--%s belongs to --privacy-unit user", f), exitUsage)
+			}
+		}
+		return nil
+	}
+	if mode != "bias" && mode != "als" {
+		return cli.Exit(fmt.Sprintf("--privacy-unit user is offered for --privacy bias and als only: --privacy %s keeps every user's positions, dictionary entry and rows in the model file, so whether a user is in the log would show", mode), exitUsage)
+	}
+	if o.MaxRatingsPerUser < 1 {
+		return cli.Exit("--privacy-unit user needs --max-ratings-per-user k >= 1 (the sensitivities are those of one user with at most k ratings)", exitUsage)
+	}
+	if c.IsSet("items") && c.IsSet("selection-epsilon") {
+		return cli.Exit("--selection-epsilon selects the items privately: it does not go with a public catalogue (--items)", exitUsage)
+	}
+	return nil
+}
+
+// trainPrivacyMode builds the plug-in of mode from the options.
+func trainPrivacyMode(mode string, o *completion.PrivateOptions) (completion.Privacy, error) {
 	var p completion.Privacy
+	var err error
 	switch mode {
 	case "bias":
 		p, err = completion.NewBiasMode(o)

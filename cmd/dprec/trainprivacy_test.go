@@ -61,16 +61,18 @@ func TestTrainPrivacyFlags(t *testing.T) {
 		{[]string{"--privacy", "gradient", "--epsilon", "1", "--delta", "1e-5", "--protect", "all", "--calibration", "tight"}, "", func(p completion.Privacy) bool { _, ok := p.(*completion.GradientPerturbation); return ok }},
 		{[]string{"--privacy", "gradient", "--epsilon", "1", "--protect", "most"}, "protect", nil},
 		{[]string{"--privacy", "output", "--epsilon", "1"}, "", func(p completion.Privacy) bool { _, ok := p.(*completion.OutputPerturbation); return ok }},
-		{[]string{"--privacy", "output", "--epsilon", "1", "--privacy-unit", "user", "--max-ratings-per-user", "2"}, "not offered", nil},
-		{[]string{"--privacy", "input", "--epsilon", "1", "--privacy-unit", "user", "--max-ratings-per-user", "100"}, "not offered", nil},
-		{[]string{"--privacy", "gradient", "--epsilon", "1", "--delta", "1e-5", "--protect", "all", "--privacy-unit", "user", "--max-ratings-per-user", "100"}, "not offered", nil},
+		{[]string{"--privacy", "output", "--epsilon", "1", "--privacy-unit", "user", "--max-ratings-per-user", "2"}, "bias and als only", nil},
+		{[]string{"--privacy", "input", "--epsilon", "1", "--privacy-unit", "user", "--max-ratings-per-user", "100"}, "bias and als only", nil},
+		{[]string{"--privacy", "gradient", "--epsilon", "1", "--delta", "1e-5", "--protect", "all", "--privacy-unit", "user", "--max-ratings-per-user", "100"}, "bias and als only", nil},
 		{[]string{"--privacy", "als", "--epsilon", "1", "--delta", "1e-5"}, "", func(p completion.Privacy) bool {
 			s, ok := p.(*completion.StatisticsMode)
 			return ok && s.Mode() == "als"
 		}},
 		{[]string{"--privacy", "als", "--epsilon", "1"}, "delta", nil},
-		{[]string{"--privacy", "bias", "--epsilon", "1", "--privacy-unit", "user", "--max-ratings-per-user", "100"}, "not offered", nil},
-		{[]string{"--privacy", "input", "--epsilon", "1", "--max-ratings-per-user", "2"}, "not offered", nil},
+		{[]string{"--privacy", "bias", "--epsilon", "1", "--delta", "1e-5", "--privacy-unit", "user", "--max-ratings-per-user", "100"}, "", func(p completion.Privacy) bool { _, ok := p.(*completion.StatisticsMode); return ok }},
+		{[]string{"--privacy", "bias", "--epsilon", "1", "--privacy-unit", "user"}, "needs --max-ratings-per-user", nil},
+		{[]string{"--privacy", "input", "--epsilon", "1", "--max-ratings-per-user", "2"}, "belongs to --privacy-unit user", nil},
+		{[]string{"--privacy", "bias", "--epsilon", "1", "--items", "x.csv"}, "belongs to --privacy-unit user", nil},
 		{[]string{"--privacy", "input", "--epsilon", "nan"}, "epsilon", nil},
 		{[]string{"--privacy", "input", "--epsilon", "1", "--rating-min", "5", "--rating-max", "1"}, "range", nil},
 		{[]string{"--privacy", "input", "--epsilon", "1", "--calibration", "optimal"}, "calibration", nil},

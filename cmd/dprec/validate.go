@@ -54,7 +54,7 @@ var flagChecks = map[string][]flagCheck{
 		oneOf("model", "stm", "lda", "mog"),
 		oneOf("method", spectralMethods...),
 		oneOf("estimator", "all-triples", "first-three"),
-		positiveInt("topics"),
+		positiveInt("topics"), nonNegativeInt("private-vocab"),
 		checkSpectralPrivacy,
 	},
 	"dprec pca": {positiveInt("k"), checkCalibration, positiveFloat("epsilon"), openFraction("delta")},
@@ -291,7 +291,7 @@ func checkSpectralPrivacy(c *cli.Context) error {
 func checkTrainPrivacy(c *cli.Context) error {
 	mode := strings.ToLower(c.String("privacy"))
 	if mode == "none" || mode == "" {
-		for _, f := range []string{"epsilon", "delta", "protect", "clip", "mechanism", "privacy-unit", "max-ratings-per-user", "output-lambda"} {
+		for _, f := range trainUserFlags {
 			if c.IsSet(f) {
 				return fmt.Errorf("--%s needs --privacy bias, als, input, gradient or output", f)
 			}
@@ -311,8 +311,39 @@ func checkTrainPrivacy(c *cli.Context) error {
 	if d := c.Float64("delta"); !(d >= 0 && d < 1) {
 		return fmt.Errorf("--delta %g: want a value in [0, 1)", d)
 	}
-	if strings.ToLower(c.String("privacy-unit")) == "user" && c.Int("max-ratings-per-user") < 1 {
+	return checkTrainUnit(c, mode)
+}
+
+// checkTrainUnit checks the user-unit flags before any file is read.
+func checkTrainUnit(c *cli.Context, mode string) error {
+	if strings.ToLower(c.String("privacy-unit")) != "user" {
+		for _, f := range []string{"max-ratings-per-user", "items", "time-from", "time-to", "selection-epsilon"} {
+			if c.IsSet(f) {
+				return fmt.Errorf("--%s belongs to --privacy-unit user", f)
+			}
+		}
+		return nil
+	}
+	if mode != "bias" && mode != "als" {
+		return fmt.Errorf("--privacy-unit user is offered for --privacy bias and als only (the other modes keep every user in the model file)")
+	}
+	if c.Int("max-ratings-per-user") < 1 {
 		return fmt.Errorf("--privacy-unit user needs --max-ratings-per-user k >= 1")
+	}
+	for _, f := range []string{"time-from", "time-to"} {
+		if c.IsSet(f) {
+			if _, err := predictParseTime(c.String(f)); err != nil {
+				return fmt.Errorf("--%s: %w", f, err)
+			}
+		}
+	}
+	if c.IsSet("selection-epsilon") {
+		if c.IsSet("items") {
+			return fmt.Errorf("--selection-epsilon selects the items privately: it does not go with a public catalogue (--items)")
+		}
+		if e := c.Float64("selection-epsilon"); !(e > 0 && e < c.Float64("epsilon")) {
+			return fmt.Errorf("--selection-epsilon %g: must be in (0, --epsilon)", e)
+		}
 	}
 	return nil
 }

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dprec/dprec/completion"
+	"github.com/dprec/dprec/models"
+)
+
+// trainUserLogs writes the test log twice: whole, and without user 1003
+// (its neighbour under add/remove-one-user), plus a catalogue of every
+// item 500..524 and 990 (listed, never rated).
+func trainUserLogs(t *testing.T, dir string) (with, without, items string) {
+	t.Helper()
+	train, _ := trainTestLog(t, dir)
+	b, err := os.ReadFile(train)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wo bytes.Buffer
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		if !strings.HasPrefix(line, "1003,") {
+			wo.WriteString(line)
+		}
+	}
+	without = filepath.Join(dir, "without.csv")
+	items = filepath.Join(dir, "items.csv")
+	cat := "movieId,title\n990,Never rated\n"
+	for j := 500; j < 525; j++ {
+		cat += itoa(j) + ",\"Film, " + itoa(j) + "\"\n"
+	}
+	for _, f := range []struct{ path, body string }{{without, wo.String()}, {items, cat}} {
+		if err := os.WriteFile(f.path, []byte(f.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return train, without, items
+}
+
+// TestTrainUserLevelNeighbours is the neighbouring-log experiment through
+// the CLI: train --privacy-unit user (bias and als) on a log and on the log
+// minus one user, and check that the two model files cannot reveal the
+// user's presence by construction (the same user placeholder and item
+// dictionary, the same shapes and time range, no user table or exact
+// count), that `predict --user` behaves the same way on both (the same
+// fallback), that the report names what it treats as public, and that
+// the report checks.
+func TestTrainUserLevelNeighbours(t *testing.T) {
+	dir := t.TempDir()
+	with, without, items := trainUserLogs(t, dir)
+	for _, mode := range []string{"bias", "als"} {
+		var files [2]*models.File
+		var fbs [2]string
+		for j, log := range []string{with, without} {
+			out := filepath.Join(dir, mode+itoa(j)+".arrow")
+			args := []string{"--quiet", "train", "--data", log, "--privacy", mode, "--privacy-unit", "user", "--max-ratings-per-user", "8",
+				"--items", items, "--time-from", "2020-09-13", "--time-to", "2020-10-31", "--epsilon", "1", "--delta", "1e-5", "--rank", "2", "--out", out}
+			if _, stderr, err := trainTestRun(t, args...); err != nil {
+				t.Fatalf("%s: %v\n%s", mode, err, stderr)
+			}
+			f, err := models.Load(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.PrivacyCheck != nil {
+				t.Errorf("%s: report does not check: %v", mode, f.PrivacyCheck)
+			}
+			files[j] = f
+			stdout, _, err := trainTestRun(t, "--quiet", "predict", "-m", out, "--user", "1003", "--item", "505", "--json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := strings.Index(stdout, `"fallback"`)
+			if i < 0 {
+				t.Fatalf("predict output %s", stdout)
+			}
+			fbs[j] = stdout[i:]
+			fbs[j] = fbs[j][:strings.IndexAny(fbs[j], ",}")]
+		}
+		a, b := files[0], files[1]
+		if !a.Dicts[0].Equal(b.Dicts[0]) || a.Dicts[0].Len() != 1 || a.Dicts[0].String(0) != trainNoUser {
+			t.Errorf("%s: user dictionaries differ or hold users", mode)
+		}
+		if !a.Dicts[1].Equal(b.Dicts[1]) || a.Dicts[1].Len() != 26 {
+			t.Errorf("%s: item dictionaries differ or are not the catalogue (%d items)", mode, a.Dicts[1].Len())
+		}
+		if *a.Time != *b.Time || len(a.Model.Dims) != 3 || a.Model.Dims[0] != 1 {
+			t.Errorf("%s: time %+v vs %+v, dims %v", mode, a.Time, b.Time, a.Model.Dims)
+		}
+		for m := range a.Model.Dims {
+			if a.Model.Dims[m] != b.Model.Dims[m] {
+				t.Errorf("%s: shapes %v and %v differ", mode, a.Model.Dims, b.Model.Dims)
+			}
+		}
+		if a.Header.Data.NNZ != 0 || b.Header.Data.NNZ != 0 || a.Seen != nil {
+			t.Errorf("%s: the file carries a count or seen items: %+v", mode, a.Header.Data)
+		}
+		if fbs[0] != fbs[1] || !strings.Contains(fbs[0], "unknown-user") {
+			t.Errorf("%s: predict --user 1003 falls back %s with the user and %s without", mode, fbs[0], fbs[1])
+		}
+		found := false
+		for _, n := range a.Privacy.Notes {
+			found = found || n == completion.PublicUserCatalogue
+		}
+		if !found || a.Privacy.Unit != "user" {
+			t.Errorf("%s: report does not name what it treats as public: %+v", mode, a.Privacy)
+		}
+	}
+}
+
+// TestTrainUserLevelEdges: the edge cases are clear errors before training
+// (a time mode without a public range, a range that excludes the log, a
+// catalogue that covers none of it, a bad catalogue, user unit without k
+// or with a mode that keeps users), and a catalogue that covers part of
+// the log drops the rest with a note on stderr.
+func TestTrainUserLevelEdges(t *testing.T) {
+	dir := t.TempDir()
+	with, _, items := trainUserLogs(t, dir)
+	none := filepath.Join(dir, "none.csv")
+	part := filepath.Join(dir, "part.csv")
+	bad := filepath.Join(dir, "bad.csv")
+	for p, body := range map[string]string{none: "movieId\n1\n2\n", part: "movieId\n500\n501\n502\n", bad: "movieId\n500\nabc\n"} {
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := []string{"train", "--data", with, "--privacy", "bias", "--privacy-unit", "user", "--epsilon", "1", "--delta", "1e-5", "--out", filepath.Join(dir, "m.arrow"), "--force"}
+	rng := []string{"--time-from", "2020-09-13", "--time-to", "2020-10-31"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-ratings-per-user", "8", "--items", items}, "needs the public time range"},
+		{[]string{"--max-ratings-per-user", "8", "--items", items, "--time-from", "2001-01-01", "--time-to", "2001-02-01"}, "no training row lies in the public domain"},
+		{append([]string{"--max-ratings-per-user", "8", "--items", none}, rng...), "no training row lies in the public domain"},
+		{append([]string{"--max-ratings-per-user", "8", "--items", bad}, rng...), "not an integer"},
+		{append([]string{"--items", items}, rng...), "needs --max-ratings-per-user"},
+		{[]string{"--max-ratings-per-user", "8", "--items", items, "--time-unit", "none", "--time-from", "2020-09-13"}, "no time mode"},
+	} {
+		_, stderr, err := trainTestRun(t, append(base, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error()+stderr, tc.want) {
+			t.Errorf("%v: err %v, stderr %q; want %q", tc.args, err, stderr, tc.want)
+		}
+	}
+	_, stderr, err := trainTestRun(t, append(append(base, "--max-ratings-per-user", "8", "--items", part), rng...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr, "ratings of items not in --items") || !strings.Contains(stderr, "not saved") {
+		t.Errorf("partial catalogue: stderr %q", stderr)
+	}
+}

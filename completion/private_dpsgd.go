@@ -1,0 +1,533 @@
+package completion
+
+// MINIBATCH DP-SGD WITH AMPLIFICATION BY SUBSAMPLING (the default variant
+// of --privacy gradient --protect all; the per-entry variant of
+// private_gradient.go stays behind DPSGDPerEntry / --dp-sgd per-entry).
+//
+// Relation. Zero-out neighbours at entry level (Kairouz, McMahan, Song,
+// Thakkar, Thakurta and Xu 2021, "Practical and private (deep) learning
+// without sampling or shuffling", Section 2): two logs have the same
+// observed positions and one rating of one of them is replaced by a null
+// that contributes nothing to any gradient (its position and every count
+// stay). Positions, counts, dictionaries and the time range are public;
+// what is protected is whether and what one rating tells. For the
+// gradient steps this is exactly the add/remove relation of Mironov,
+// Talwar and Zhang (2019) with the counts kept public; changing one
+// rating's value to another value is two zero-out steps, covered by group
+// privacy at group size 2 (the report says so).
+//
+// Mechanism (Abadi et al. 2016, with Poisson sampling as analysed by
+// Mironov, Talwar and Zhang 2019). Each step t = 1..T:
+//
+//  1. draws a batch by Poisson sampling: every rating independently with
+//     probability q (geometric gaps, from the noise source, so the
+//     sampling is as secure as the noise);
+//  2. for every sampled rating computes the gradient of its squared error
+//     (x - xhat)^2 with respect to every trained parameter it touches
+//     (its factor row in each mode, its bias in each mode, the Tucker
+//     core), as one vector, and clips that vector to l2 norm C;
+//  3. sums the clipped vectors and adds N(0, sigma^2 C^2) to EVERY trained
+//     coordinate of the sum, touched by the batch or not (dense noise:
+//     which rows a batch touches depends on the data);
+//  4. steps each trained row r (public count n_r) by
+//     theta_r <- theta_r - eta (G_r + 2 q n_r lambda theta_r) / (2 (q n_r
+//     + kappa)): a diagonal preconditioner built from public counts (the
+//     Newton step of a bias whose q n_r expected ratings each have
+//     curvature 2, damped by eta and by the prior kappa), with lambda the
+//     settings' per-entry penalty (Reg for rows, RegBias for biases). Every
+//     update is post-processing of the noisy sums, the public counts and
+//     the released previous state.
+//
+// Sensitivity. The summed clipped gradient of a batch with and without
+// the zeroed rating differs by that rating's clipped vector, of norm <= C
+// (TestDPSGDSensitivityNeighbours); all other summands are the same
+// function of the released state. Trained coordinates: rows whose
+// preconditioned weight is too small to move (rule below) are frozen at
+// their public initial values, a projection fixed before training from
+// public counts, so the clipped vector is projected first and the noise is
+// added to every remaining coordinate.
+//
+// Accounting. Each step is the Poisson-subsampled Gaussian mechanism with
+// noise multiplier sigma (perturb.SampledGaussianRDP, integer and
+// fractional orders), T steps compose additively in RDP, together with the
+// Laplace releases of the bias warm start (below), and the total is
+// converted to (epsilon, delta) by Canonne, Kamath and Steinke (2020,
+// Proposition 12). sigma is the smallest that fits the budget (bisection,
+// perturb.SampledGaussianNoiseMultiplier).
+//
+// Warm start and global mean (models with biases). A share WarmFraction of
+// epsilon buys the bias mode's release (private_bias.go: a noisy global
+// sum and noisy per-item sums of clipped residuals, Laplace): its global
+// mean is the model's mean (never trained further, never the raw mean)
+// and its item biases start the item biases. Its sensitivities were
+// derived for one value changing within the public range, which bounds a
+// zero-out change if the null counts as any in-range value in the sums
+// (it does: the sums are of clamped values and clipped residuals).
+//
+// Defaults from public quantities (epsilon, delta, the rating range
+// [r_min, r_max], N = the number of ratings and the counts, public under
+// this relation; the model's shape):
+//
+//	quantity             rule                                          ml-latest-small, eps 1
+//	sampling rate q      DefaultDPSGDRate = 0.25 (4 steps per epoch)   0.25
+//	steps T              ceil(Epochs/q), Epochs = Settings.Epochs      240 (60 epochs)
+//	clip C               DPSGDClipFactor sigma_r sqrt(order),          1.46
+//	                     sigma_r = (r_max - r_min)/4
+//	damping eta          DPSGDDamping = 0.5                            0.5
+//	prior kappa          eta sigma C sqrt(T)/(2 tau), tau = sigma_r/5  (noise alone moves a
+//	                     (the public prior spread of a bias)            row <= tau over T steps)
+//	trained rows         eta T q n_r/(q n_r + kappa) >= 1              rows with enough ratings
+//	warm start share     WarmFraction = 0.5 of epsilon                 0.5
+//
+// The constants were chosen on the validation part of ml-latest-small's
+// training log (never its test part); see TestMovieLensPrivateModes.
+//
+// The training losses in Result.History are computed from the sampled
+// ratings' raw residuals and are NOT covered (as in the per-entry
+// variant): they are for the operator, not for publication.
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/perturb"
+)
+
+// DPSGDVariant selects the algorithm of gradient perturbation with
+// --protect all. The zero value is the default, DPSGDMinibatch.
+type DPSGDVariant uint8
+
+// Variants of gradient perturbation --protect all.
+const (
+	// DPSGDMinibatch is minibatch DP-SGD with Poisson sampling and RDP
+	// amplification by subsampling (private_dpsgd.go).
+	DPSGDMinibatch DPSGDVariant = iota
+	// DPSGDPerEntry is the per-entry variant: every entry's clipped
+	// gradient gets its own noise, steps composed without subsampling
+	// (private_gradient.go).
+	DPSGDPerEntry
+)
+
+// String returns the CLI name ("minibatch" or "per-entry").
+func (v DPSGDVariant) String() string {
+	switch v {
+	case DPSGDMinibatch:
+		return "minibatch"
+	case DPSGDPerEntry:
+		return "per-entry"
+	}
+	return fmt.Sprintf("DPSGDVariant(%d)", uint8(v))
+}
+
+// ParseDPSGDVariant maps "minibatch" (or "") and "per-entry" to a variant.
+func ParseDPSGDVariant(s string) (DPSGDVariant, error) {
+	switch s {
+	case "", "minibatch":
+		return DPSGDMinibatch, nil
+	case "per-entry":
+		return DPSGDPerEntry, nil
+	}
+	return 0, fmt.Errorf("completion: unknown DP-SGD variant %q (want minibatch or per-entry)", s)
+}
+
+// Defaults of minibatch DP-SGD (table in the comment above).
+const (
+	// DefaultDPSGDRate is the Poisson sampling rate q: 4 steps per epoch,
+	// so the dense noise (one draw per trained coordinate per step) costs
+	// at most 4 draws per coordinate and epoch.
+	DefaultDPSGDRate = 0.25
+	// DPSGDClipFactor scales the clip C = DPSGDClipFactor sigma_r
+	// sqrt(order): the gradient of one rating with residual e has norm
+	// about 2|e| sqrt(order) from the biases alone, and sigma_r = (r_max -
+	// r_min)/4 is the public spread of a residual.
+	DPSGDClipFactor = 0.5
+	// DPSGDDamping is eta, the fraction of the preconditioned (Newton)
+	// step taken per step.
+	DPSGDDamping = 0.5
+	// DefaultWarmFraction is the share of epsilon spent on the bias-mode
+	// warm start (global mean and item biases) when the model has biases.
+	DefaultWarmFraction = 0.1
+	// dpsgdPriorDivisor sets tau = sigma_r/dpsgdPriorDivisor, the prior
+	// spread of a bias (BiasItemPenalty = 25 = 5^2 in the bias mode).
+	dpsgdPriorDivisor = 5
+)
+
+// Noise stream of minibatch DP-SGD (sampling and noise share one stream,
+// drawn in a fixed order).
+const streamDPSGD = 1<<16 + 1
+
+// minibatchPlan is what Plan fixes for minibatch DP-SGD.
+type minibatchPlan struct {
+	q, noiseMult, clip, eta, kappa float64
+	steps                          int
+	gauss                          *perturb.Gaussian
+	warm                           *decomposition.Model // bias warm start (nil without biases)
+	warmEps                        float64
+	counts                         [][]int // public counts per mode and row
+}
+
+// loopOwner is implemented by a plug-in that runs its own training loop
+// instead of the trainer's per-entry SGD (minibatch DP-SGD).
+type loopOwner interface {
+	ownsLoop() bool
+	runLoop(ctx context.Context, train, valid *data.Store, m *decomposition.Model, cfg *Settings, vals []float64, res *Result, progress func(EpochRecord)) error
+}
+
+func (p *GradientPerturbation) ownsLoop() bool { return p.mb != nil }
+
+// DPSGDClip returns the default clip C of minibatch DP-SGD for the
+// options' rating range and a model of the given order.
+func DPSGDClip(o *PrivateOptions, order int) float64 {
+	return DPSGDClipFactor * o.ratingRange() / 4 * math.Sqrt(float64(order))
+}
+
+// planMinibatch solves the noise of minibatch DP-SGD for the budget and
+// writes the report.
+func (p *GradientPerturbation) planMinibatch(train *data.Store, s *Settings, hasBias bool) error {
+	if p.o.Unit != UnitEntry {
+		return fmt.Errorf("completion: minibatch DP-SGD: %w: only the entry unit is supported (use the per-entry variant, --dp-sgd per-entry, for the user unit)", perturb.ErrSensitivity)
+	}
+	if p.o.Accounting != "" && p.o.Accounting != perturb.RDP {
+		return fmt.Errorf("completion: minibatch DP-SGD: accounting %q does not apply to subsampled Gaussian steps (use rdp)", p.o.Accounting)
+	}
+	if err := perturb.CheckPositiveDelta(p.o.Delta); err != nil {
+		return fmt.Errorf("completion: minibatch DP-SGD: %w", err)
+	}
+	n := train.NNZ()
+	if n == 0 {
+		return ErrEmpty
+	}
+	mb := &minibatchPlan{q: p.o.SampleRate, clip: p.o.Clip, eta: DPSGDDamping}
+	if mb.q == 0 {
+		mb.q = DefaultDPSGDRate
+	}
+	if mb.clip == 0 {
+		mb.clip = DPSGDClip(&p.o, train.Order())
+	}
+	mb.steps = int(math.Ceil(float64(s.Epochs) / mb.q))
+	mb.counts = make([][]int, train.Order())
+	for mo := range mb.counts {
+		c := make([]int, train.Dims[mo])
+		for _, i := range train.Idx[mo] {
+			c[i]++
+		}
+		mb.counts[mo] = c
+	}
+	var acc perturb.Accountant
+	if hasBias {
+		frac := p.o.WarmFraction
+		if frac == 0 {
+			frac = DefaultWarmFraction
+		}
+		wo := p.o
+		wo.Epsilon = frac * p.o.Epsilon
+		wo.Mechanism, wo.MeanFraction = "", 0
+		wm, err := decomposition.NewModel(decomposition.CP, train.Dims, []int{1}, true)
+		if err != nil {
+			return err
+		}
+		rep, err := TrainPrivateBias(train, wm, &wo)
+		if err != nil {
+			return fmt.Errorf("completion: minibatch DP-SGD (bias warm start): %w", err)
+		}
+		for _, r := range rep.Releases {
+			if err := acc.Add(r, max(r.Count, 1)); err != nil {
+				return err
+			}
+		}
+		mb.warm, mb.warmEps = wm, wo.Epsilon
+		p.muT, p.meanSet = wm.Mean, true
+	}
+	s2, err := perturb.SampledGaussianNoiseMultiplier(mb.q, mb.steps, p.o.Epsilon, p.o.Delta, &acc)
+	if err != nil {
+		return fmt.Errorf("completion: minibatch DP-SGD: %w", err)
+	}
+	if p.o.Sigma > 0 { // a fixed noise multiplier, refused below if over budget
+		s2 = p.o.Sigma
+	}
+	mb.noiseMult = s2
+	g, err := perturb.NewGaussianSigma(mb.clip, s2*mb.clip)
+	if err != nil {
+		return fmt.Errorf("completion: minibatch DP-SGD: %w", err)
+	}
+	mb.gauss = g
+	rel := g.Release("sum of the clipped per-rating gradients of a Poisson batch (factor rows, biases, core)")
+	if mb.q < 1 {
+		rel.SampleRate = mb.q
+	}
+	rel.Derivation = fmt.Sprintf("zero-out neighbours: the batch sums differ by one clipped per-rating gradient, norm <= C = %g; Poisson rate q = %g, %d steps, RDP of the sampled Gaussian (Mironov, Talwar and Zhang 2019) (completion/private_dpsgd.go)", mb.clip, mb.q, mb.steps)
+	if err := acc.Add(rel, mb.steps); err != nil {
+		return err
+	}
+	eps, delta, used, err := perturb.Budget{Epsilon: p.o.Epsilon, Delta: p.o.Delta}.Admit(&acc, perturb.RDP)
+	if err != nil {
+		return fmt.Errorf("completion: minibatch DP-SGD: %w", err)
+	}
+	sr := p.o.ratingRange() / 4
+	tau := sr / dpsgdPriorDivisor
+	mb.kappa = mb.eta * s2 * mb.clip * math.Sqrt(float64(mb.steps)) / (2 * tau)
+	p.mb = mb
+	p.steps = mb.steps
+	p.report = baseReport(&p.o, "gradient", &acc, eps, delta, used)
+	p.report.Relation = fmt.Sprintf("zero-out neighbours at entry level: rating logs with the same observed positions where one rating of one log is replaced by a null that contributes nothing (Kairouz et al. 2021); ratings clamped to the public range [%g, %g]. A change of one rating's value is two such steps: covered at group size 2", p.o.RatingMin, p.o.RatingMax)
+	p.report.Notes = append(p.report.Notes,
+		fmt.Sprintf("minibatch DP-SGD: Poisson sampling rate q = %g, T = %d steps, clip C = %g, noise multiplier sigma = %.6g (noise sd %.6g per coordinate per step, dense on every trained coordinate), RDP orders 1.1-10.9 by 0.1, 12-63 and up to 65536, converted by Canonne-Kamath-Steinke 2020", mb.q, mb.steps, mb.clip, s2, s2*mb.clip),
+		fmt.Sprintf("steps preconditioned by public counts: theta_r -= eta (G_r + 2 q n_r lambda theta_r)/(2 (q n_r + kappa)), eta = %g, kappa = %.6g; rows with eta T q n_r/(q n_r + kappa) < 1 frozen at their public initial values", mb.eta, mb.kappa),
+		"the per-epoch training losses are computed from raw ratings: do not publish them")
+	if hasBias {
+		p.report.Notes = append(p.report.Notes, fmt.Sprintf("warm start: the bias mode's release at epsilon %g (global mean, item biases) composed in RDP with the steps; its mean is the model's", mb.warmEps))
+	}
+	// The trainer's early stopping would compare snapshots on data it
+	// does not see privately; private runs have no validation store.
+	s.Patience = -1
+	p.planned = true
+	return nil
+}
+
+// runLoop trains m by minibatch DP-SGD (see the file comment); vals are
+// the clamped training values in store order.
+func (p *GradientPerturbation) runLoop(ctx context.Context, train, valid *data.Store, m *decomposition.Model, cfg *Settings, vals []float64, res *Result, progress func(EpochRecord)) error {
+	mb := p.mb
+	if mb.warm != nil && m.HasBias {
+		m.Mean = mb.warm.Mean
+		copy(m.Bias[1], mb.warm.Bias[1])
+	}
+	d := newDPSGDState(m, mb, cfg)
+	r := rand.New(p.o.Noise.FastSource(streamDPSGD))
+	perEpoch := int(math.Round(1 / mb.q))
+	good := snapshot(m)
+	ep := 0
+	var sse float64
+	var seen int
+	t0 := time.Now()
+	for t := 0; t < mb.steps; t++ {
+		if err := ctx.Err(); err != nil {
+			good.restore(m)
+			return fmt.Errorf("completion: training stopped at DP-SGD step %d: %w", t+1, err)
+		}
+		s, k := d.step(train, vals, r)
+		sse += s
+		seen += k
+		if (t+1)%perEpoch != 0 && t+1 != mb.steps {
+			continue
+		}
+		ep++
+		rec := EpochRecord{Epoch: ep, LearningRate: mb.eta, Seconds: time.Since(t0).Seconds()}
+		if seen > 0 {
+			rec.TrainRMSE = math.Sqrt(sse / float64(seen))
+		}
+		rec.TrainLoss = sse + regNorms(m, cfg)
+		if !finite(rec.TrainLoss) || !modelFinite(m) {
+			good.restore(m)
+			res.History = append(res.History, rec)
+			return &ErrDiverged{Epoch: ep, Loss: rec.TrainLoss}
+		}
+		if valid != nil {
+			rec.ValidRMSE = RMSE(m, valid, cfg.Threads)
+		}
+		res.History = append(res.History, rec)
+		if progress != nil {
+			progress(rec)
+		}
+		good.take(m)
+		res.BestEpoch = ep
+		sse, seen, t0 = 0, 0, time.Now()
+	}
+	return nil
+}
+
+// dpsgdState holds the compact gradient buffer of the trained coordinates.
+type dpsgdState struct {
+	m       *decomposition.Model
+	mb      *minibatchPlan
+	work    *decomposition.Work
+	idx     []int32
+	off     [][]int32 // offset of each row's block in buf, -1 when frozen
+	rows    []dpsgdRow
+	coreOff int // offset of the core in buf (-1 without a core)
+	buf     []float64
+	qN      float64 // q N, the expected batch size
+	regO    float64
+	regB    float64
+	regG    float64
+}
+
+// dpsgdRow is one trained row: its mode, index, buffer offset and
+// preconditioned step eta/(2 (q n + kappa)).
+type dpsgdRow struct {
+	mode, row int32
+	off       int32
+	step, qn  float64
+}
+
+func newDPSGDState(m *decomposition.Model, mb *minibatchPlan, cfg *Settings) *dpsgdState {
+	d := &dpsgdState{m: m, mb: mb, work: m.NewWork(), idx: make([]int32, m.Order()), coreOff: -1,
+		regO: cfg.Reg, regB: cfg.RegBias, regG: cfg.RegCore}
+	off := 0
+	d.off = make([][]int32, m.Order())
+	T := float64(mb.steps)
+	for mo := range d.off {
+		d.off[mo] = make([]int32, m.Dims[mo])
+		blk := m.Ranks[mo]
+		if m.HasBias {
+			blk++
+		}
+		for i, n := range mb.counts[mo] {
+			qn := mb.q * float64(n)
+			if mb.eta*T*qn/(qn+mb.kappa) < 1 {
+				d.off[mo][i] = -1
+				continue
+			}
+			d.off[mo][i] = int32(off)
+			d.rows = append(d.rows, dpsgdRow{mode: int32(mo), row: int32(i), off: int32(off), step: mb.eta / (2 * (qn + mb.kappa)), qn: qn})
+			off += blk
+		}
+	}
+	for _, c := range mb.counts[0] {
+		d.qN += mb.q * float64(c)
+	}
+	if m.Core != nil {
+		d.coreOff = off
+		off += len(m.Core)
+	}
+	d.buf = make([]float64, off)
+	return d
+}
+
+// trained returns the number of trained coordinates (noised per step).
+func (d *dpsgdState) trained() int { return len(d.buf) }
+
+// step runs one DP-SGD step and returns the sum of squared residuals of
+// the sampled ratings and their number.
+func (d *dpsgdState) step(train *data.Store, vals []float64, r *rand.Rand) (float64, int) {
+	sse, k := d.noisySum(train, vals, r)
+	d.apply()
+	return sse, k
+}
+
+// noisySum leaves in buf the noisy sum of the clipped gradients of one
+// Poisson batch (the released quantity of a step) and returns the batch's
+// sum of squared residuals and size.
+func (d *dpsgdState) noisySum(train *data.Store, vals []float64, r *rand.Rand) (float64, int) {
+	clear(d.buf)
+	sse, k := 0.0, 0
+	poissonBatch(len(vals), d.mb.q, r, func(e int) {
+		sse += d.addClipped(train, vals, e)
+		k++
+	})
+	d.mb.gauss.AddToFast(d.buf, r)
+	return sse, k
+}
+
+// poissonBatch calls f for every index in [0, n) kept by Poisson sampling
+// at rate q (each independently with probability q), in increasing order,
+// drawing geometric gaps 1 + floor(log U / log(1-q)) from r.
+func poissonBatch(n int, q float64, r *rand.Rand, f func(int)) {
+	if q >= 1 {
+		for e := 0; e < n; e++ {
+			f(e)
+		}
+		return
+	}
+	lq := math.Log1p(-q)
+	for e := -1; ; {
+		u := 1 - r.Float64() // in (0, 1]
+		gap := math.Floor(math.Log(u) / lq)
+		if gap >= float64(n) {
+			return
+		}
+		e += 1 + int(gap)
+		if e >= n {
+			return
+		}
+		f(e)
+	}
+}
+
+// addClipped adds rating e's clipped gradient (projected on the trained
+// coordinates) to the buffer and returns its squared residual.
+func (d *dpsgdState) addClipped(train *data.Store, vals []float64, e int) float64 {
+	m, w := d.m, d.work
+	for mo := range d.idx {
+		d.idx[mo] = train.Idx[mo][e]
+	}
+	res := m.DataGrad(d.idx, vals[e], w)
+	s := d.preClip(w)
+	c := 1.0
+	if nrm := math.Sqrt(s); nrm > d.mb.clip {
+		c = d.mb.clip / nrm
+	}
+	for mo, i := range d.idx {
+		o := d.off[mo][i]
+		if o < 0 {
+			continue
+		}
+		b := d.buf[o : int(o)+len(w.Factor[mo])]
+		for t, v := range w.Factor[mo] {
+			b[t] += c * v
+		}
+		if m.HasBias {
+			d.buf[int(o)+len(w.Factor[mo])] += c * w.Bias[mo]
+		}
+	}
+	if d.coreOff >= 0 {
+		b := d.buf[d.coreOff : d.coreOff+len(w.Core)]
+		for t, v := range w.Core {
+			b[t] += c * v
+		}
+	}
+	return res * res
+}
+
+// preClip returns the squared l2 norm of the per-rating gradient in w
+// restricted to the trained coordinates (the vector that is clipped).
+func (d *dpsgdState) preClip(w *decomposition.Work) float64 {
+	s := 0.0
+	for mo, i := range d.idx {
+		if d.off[mo][i] < 0 {
+			continue
+		}
+		for _, v := range w.Factor[mo] {
+			s += v * v
+		}
+		if w.Bias != nil {
+			s += w.Bias[mo] * w.Bias[mo]
+		}
+	}
+	if d.coreOff >= 0 {
+		for _, v := range w.Core {
+			s += v * v
+		}
+	}
+	return s
+}
+
+// apply takes the preconditioned step on every trained coordinate from the
+// noisy summed gradient in buf.
+func (d *dpsgdState) apply() {
+	m := d.m
+	for _, rw := range d.rows {
+		row := m.Row(int(rw.mode), int(rw.row))
+		g := d.buf[rw.off : int(rw.off)+len(row)]
+		for t, v := range row {
+			row[t] = v - rw.step*(g[t]+2*rw.qn*d.regO*v)
+		}
+		if m.HasBias {
+			b := &m.Bias[rw.mode][rw.row]
+			*b -= rw.step * (d.buf[int(rw.off)+len(row)] + 2*rw.qn*d.regB**b)
+		}
+	}
+	if d.coreOff >= 0 {
+		// The core is touched by every rating: n = N.
+		st := d.mb.eta / (2 * (d.qN + d.mb.kappa))
+		g := d.buf[d.coreOff : d.coreOff+len(m.Core)]
+		for t, v := range m.Core {
+			m.Core[t] = v - st*(g[t]+2*d.qN*d.regG*v)
+		}
+	}
+}

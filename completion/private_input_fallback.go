@@ -1,0 +1,80 @@
+package completion
+
+// INPUT PERTURBATION FALLBACK TO A BIAS-ONLY RELEASE.
+//
+// Input perturbation adds noise of variance v (2 b^2 for Laplace, sigma^2
+// for Gaussian) to every rating; the least noisy statistic anything
+// trained on the noisy values can use is their mean, whose noise has
+// standard deviation sqrt(v/N) (N public under the entry relation). When
+// that exceeds half the public prior spread of a bias, tau/2 with tau =
+// sigma_r/5 and sigma_r = (r_max - r_min)/4 (the bias mode's prior), not
+// even the global mean, let alone a bias or a factor row, can be learnt
+// from the noisy values: on ml-latest-small at epsilon 0.1 (Laplace b =
+// 45, sqrt(v/N) = 0.21 against tau/2 = 0.11) the model trained on them
+// scored worse than the global mean. The rule uses only public quantities
+// (epsilon, delta, the rating range, N) and is decided in Plan before any
+// data is read.
+//
+// The fallback spends the whole budget on the bias mode's release instead
+// (TrainPrivateBias: a noisy global sum and noisy per-item sums of clipped
+// residuals, Laplace, basic composition) and releases its global mean and
+// item biases; factors, core, user and time biases are zero (released as
+// constants). The report names the mechanism actually used.
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+)
+
+// InputFallsBack reports whether input perturbation with noise variance v
+// per value on n ratings falls back to the bias-only release (rule above).
+func InputFallsBack(o *PrivateOptions, v float64, n int) bool {
+	tau := o.ratingRange() / biasSpreadDivisor / dpsgdPriorDivisor
+	return math.Sqrt(v/float64(n)) > tau/2
+}
+
+// planFallback runs the bias release on a scratch model and writes the
+// report; the release is copied into the trained model by runLoop.
+func (p *InputPerturbation) planFallback(train *data.Store, v float64) error {
+	wm, err := decomposition.NewModel(decomposition.CP, train.Dims, []int{1}, true)
+	if err != nil {
+		return err
+	}
+	wo := p.o
+	wo.Mechanism, wo.MeanFraction = "", 0
+	rep, err := TrainPrivateBias(train, wm, &wo)
+	if err != nil {
+		return fmt.Errorf("completion: input perturbation (bias-only fallback): %w", err)
+	}
+	p.fallback = wm
+	rep.Mode = "input"
+	rep.Composition = "basic (bias-only fallback)"
+	rep.Notes = append(rep.Notes, fmt.Sprintf("input perturbation fell back to the bias-only release: the noise of the mean of the noisy values, sqrt(v/N) = %.4g (v = %.4g, N = %d), exceeds half the prior spread of a bias, %.4g (completion/private_input_fallback.go); factors, core, user and time biases are released as zero", math.Sqrt(v/float64(train.NNZ())), v, train.NNZ(), p.o.ratingRange()/biasSpreadDivisor/dpsgdPriorDivisor/2))
+	rep.Covered, rep.NotCovered = nil, nil
+	p.report = rep
+	return nil
+}
+
+func (p *InputPerturbation) ownsLoop() bool { return p.fallback != nil }
+
+// runLoop writes the bias-only release into m (no training).
+func (p *InputPerturbation) runLoop(_ context.Context, _, _ *data.Store, m *decomposition.Model, _ *Settings, _ []float64, res *Result, _ func(EpochRecord)) error {
+	for _, f := range m.Factors {
+		clear(f)
+	}
+	clear(m.Core)
+	for _, b := range m.Bias {
+		clear(b)
+	}
+	m.Mean = p.fallback.Mean
+	copy(m.Bias[1], p.fallback.Bias[1])
+	res.BestEpoch = 0
+	return nil
+}
+
+var _ loopOwner = (*InputPerturbation)(nil)
+var _ loopOwner = (*GradientPerturbation)(nil)

@@ -1,0 +1,376 @@
+package completion
+
+// ADD/REMOVE-ONE-USER PRIVACY for the billboard modes (bias and als,
+// Unit = UnitUser). Neighbouring logs differ by adding or removing ONE
+// user together with all of that user's ratings; every user contributes
+// at most k = MaxRatingsPerUser ratings, at most one per item
+// (BoundUserContributions). Nothing user-specific may then be released:
+// no user rows or biases, no user dictionary, no number of ratings or of
+// users without noise, and the item and time domains must not depend on
+// who is in the log. This file fixes those domains from public inputs
+// (RestrictToDomain: an item catalogue and a time range) or selects the
+// items privately (SelectItems); private_bias.go and private_als.go
+// release the noisy statistics. The sensitivities are derived in the
+// package doc (Sensitivities, "User unit").
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/perturb"
+)
+
+// UserDomain is the public domain of a user-level release: what the
+// add/remove-one-user relation treats as public.
+type UserDomain struct {
+	// Items is the public item catalogue: the model's item mode is exactly
+	// this dictionary, whoever is in the log. Required by
+	// RestrictToDomain (SelectItems builds one privately instead).
+	Items *data.Dict
+	// Time is the public time range of an order-3 log, in buckets: the
+	// model's time mode is exactly these buckets. Required for order-3
+	// stores, ignored for order 2.
+	Time *data.TimeBucketing
+}
+
+// DomainDrops counts the training rows RestrictToDomain dropped. They are
+// functions of the private log: the curator may read them, the model file
+// and the privacy report never carry them.
+type DomainDrops struct {
+	// Items: rows whose item is not in the catalogue.
+	Items int
+	// Time: rows whose time bucket lies outside the public range.
+	Time int
+	// Users: users left with no row.
+	Users int
+}
+
+// ErrDomain is wrapped by the errors of RestrictToDomain and SelectItems
+// (no catalogue, no time range, empty result).
+var ErrDomain = errors.New("completion: user-level domain")
+
+// TimeRange returns the public time bucketing of unit u covering the Unix
+// times [from, to] (inclusive, whole buckets).
+func TimeRange(u data.TimeUnit, from, to int64) (*data.TimeBucketing, error) {
+	if u == data.TimeNone {
+		return nil, fmt.Errorf("%w: time unit none has no time range", ErrDomain)
+	}
+	if to < from {
+		return nil, fmt.Errorf("%w: time range ends (%d) before it starts (%d)", ErrDomain, to, from)
+	}
+	a, b := u.AbsBucket(from), u.AbsBucket(to)
+	if b-a+1 > int64(u.MaxBuckets()) {
+		return nil, fmt.Errorf("%w: time range of %d %s buckets exceeds the largest time mode (%d)", ErrDomain, b-a+1, u, u.MaxBuckets())
+	}
+	return &data.TimeBucketing{Unit: u, First: a, Count: int(b - a + 1)}, nil
+}
+
+// RestrictToDomain re-indexes train onto the public domain d: item j of the
+// result is d.Items' item j, time bucket k is d.Time's bucket k, and rows
+// outside the domain are dropped and counted. Users keep train's indices
+// (they are internal: grouped for contribution bounding, never released).
+// The map is a per-row filter with public parameters, so it needs no
+// budget. Item IDs are matched by value (an integer catalogue matches
+// integer or decimal-string IDs).
+func RestrictToDomain(train *data.Store, d UserDomain) (*data.Store, DomainDrops, error) {
+	var dr DomainDrops
+	if train == nil || train.Order() < 2 || len(train.Dicts) < 2 || train.Dicts[1] == nil {
+		return nil, dr, fmt.Errorf("%w: the training store has no item dictionary", ErrDomain)
+	}
+	if d.Items == nil || d.Items.Len() == 0 {
+		return nil, dr, fmt.Errorf("%w: empty or missing public item catalogue (give one, or select items privately)", ErrDomain)
+	}
+	order := train.Order()
+	if order == 3 && (d.Time == nil || d.Time.Count < 1) {
+		return nil, dr, fmt.Errorf("%w: an order-3 log needs a public time range (or a 2-way store)", ErrDomain)
+	}
+	if order == 3 && (train.Time == nil || train.Time.Unit != d.Time.Unit) {
+		return nil, dr, fmt.Errorf("%w: the public time range must use the store's time unit", ErrDomain)
+	}
+	itemMap := catalogueMap(train.Dicts[1], d.Items)
+	keep := make([]int, 0, train.NNZ())
+	out := &data.Store{Dims: append([]int(nil), train.Dims...), Idx: make([][]int32, order)}
+	out.Dims[1] = d.Items.Len()
+	for e := range train.Val {
+		j := itemMap[train.Idx[1][e]]
+		if j < 0 {
+			dr.Items++
+			continue
+		}
+		k := int32(0)
+		if order == 3 {
+			abs := train.Time.First + int64(train.Idx[2][e])
+			if abs < d.Time.First || abs >= d.Time.First+int64(d.Time.Count) {
+				dr.Time++
+				continue
+			}
+			k = int32(abs - d.Time.First)
+		}
+		keep = append(keep, e)
+		out.Idx[0] = append(out.Idx[0], train.Idx[0][e])
+		out.Idx[1] = append(out.Idx[1], j)
+		if order == 3 {
+			out.Idx[2] = append(out.Idx[2], k)
+		}
+		out.Val = append(out.Val, train.Val[e])
+	}
+	before, after := usersWithRows(train.Idx[0], train.Dims[0]), usersWithRows(out.Idx[0], train.Dims[0])
+	dr.Users = before - after
+	if len(keep) == 0 {
+		return nil, dr, fmt.Errorf("%w: no training row lies in the public domain (%d rows of unlisted items, %d outside the time range)", ErrDomain, dr.Items, dr.Time)
+	}
+	out.Dicts = make([]*data.Dict, order)
+	out.Dicts[0], out.Dicts[1] = train.Dicts[0], d.Items
+	if order == 3 {
+		out.Dims[2] = d.Time.Count
+		tb := *d.Time
+		out.Time = &tb
+	}
+	if train.Timestamps != nil {
+		out.Timestamps = make([]int64, len(keep))
+		for i, e := range keep {
+			out.Timestamps[i] = train.Timestamps[e]
+		}
+	}
+	return out, dr, nil
+}
+
+// catalogueMap maps every item index of from to its index in cat (-1 if
+// absent).
+func catalogueMap(from, cat *data.Dict) []int32 {
+	m := make([]int32, from.Len())
+	for i := range m {
+		m[i] = -1
+		var j int32
+		ok := false
+		switch {
+		case !from.IsString && !cat.IsString:
+			j, ok = cat.LookupInt(from.Int(int32(i)))
+		case cat.IsString:
+			j, ok = cat.LookupString(from.String(int32(i)))
+		default:
+			if v, err := strconv.ParseInt(from.String(int32(i)), 10, 64); err == nil {
+				j, ok = cat.LookupInt(v)
+			}
+		}
+		if ok {
+			m[i] = j
+		}
+	}
+	return m
+}
+
+func usersWithRows(users []int32, n int) int {
+	seen := make([]bool, n)
+	c := 0
+	for _, u := range users {
+		if !seen[u] {
+			seen[u] = true
+			c++
+		}
+	}
+	return c
+}
+
+// BoundUserContributions returns the positions of a subset of train in
+// which every user keeps at most one rating per item (chosen uniformly at
+// random among that user's ratings of the item, which an order-3 log may
+// hold in several time buckets) and at most k ratings in all (a uniformly
+// random subset), and the store restricted to them. The choice depends on
+// the user's own rows and src only, so it is a per-user transformation:
+// adding or removing a user changes no other user's kept rows, and the
+// user-level sensitivities hold for the bounded log. Positions are
+// returned in increasing order; k must be >= 1.
+func BoundUserContributions(train *data.Store, k int, src rand.Source) (*data.Store, []int, error) {
+	if k < 1 {
+		return nil, nil, fmt.Errorf("%w: max ratings per user is %d, must be >= 1", perturb.ErrDimension, k)
+	}
+	if train == nil || train.Order() < 2 {
+		return nil, nil, errors.New("completion: BoundUserContributions: nil or malformed store")
+	}
+	if src == nil {
+		return nil, nil, errors.New("completion: BoundUserContributions: nil random source")
+	}
+	r := rand.New(src)
+	byUser := make([][]int, train.Dims[0])
+	for e, u := range train.Idx[0] {
+		byUser[u] = append(byUser[u], e)
+	}
+	var keep []int
+	for _, es := range byUser {
+		r.Shuffle(len(es), func(i, j int) { es[i], es[j] = es[j], es[i] })
+		seen := make(map[int32]bool, len(es))
+		n := 0
+		for _, e := range es {
+			if n == k {
+				break
+			}
+			if i := train.Idx[1][e]; !seen[i] {
+				seen[i] = true
+				keep = append(keep, e)
+				n++
+			}
+		}
+	}
+	slices.Sort(keep)
+	return train.Subset(keep), keep, nil
+}
+
+// checkUserContributions verifies the bound of BoundUserContributions.
+func checkUserContributions(train *data.Store, k int) error {
+	cnt := make([]int, train.Dims[0])
+	seen := make(map[[2]int32]bool, train.NNZ())
+	for e, u := range train.Idx[0] {
+		cnt[u]++
+		key := [2]int32{u, train.Idx[1][e]}
+		if cnt[u] > k || seen[key] {
+			return fmt.Errorf("%w: user index %d has more than %d ratings or two of one item; bound contributions first (BoundUserContributions / --max-ratings-per-user)", ErrUserBound, u, k)
+		}
+		seen[key] = true
+	}
+	return nil
+}
+
+// ItemSelection is the result of SelectItems.
+type ItemSelection struct {
+	// Items holds the selected items' IDs, in the order of the store's item
+	// dictionary: a public catalogue for RestrictToDomain.
+	Items *data.Dict
+	// Release records the selection (its own epsilon and delta).
+	Release perturb.Release
+	// Threshold is tau, on the weighted counts.
+	Threshold float64
+}
+
+// SelectionDeltaShare is the share of the selection's delta spent on the
+// Gaussian noise of the weighted counts; the rest bounds the chance that
+// an item only the added user rated is selected.
+const SelectionDeltaShare = 0.5
+
+// SelectItems selects the item domain of a user-level release from the
+// log itself, by weighted Gaussian thresholding (Gopi, Gulhane, Kulkarni,
+// Shen, Shokouhi and Yekhanin, "Differentially Private Set Union", ICML
+// 2020; Google's Gaussian partition selection): every user u of the
+// bounded log (BoundUserContributions: n_u <= k distinct items) adds
+// 1/sqrt(n_u) to each item they rated, so one user's vector has l2 norm 1;
+// W~_i = W_i + N(0, sigma^2) and item i is kept when W~_i > tau. Sigma is
+// calibrated to (epsilon, SelectionDeltaShare delta) at l2 sensitivity 1
+// (analytic Gaussian) and tau so that an item that only the added user
+// rated is kept with probability at most the rest of delta: with m items
+// of weight 1/sqrt(m), P(any kept) = 1 - Phi((tau - 1/sqrt(m))/sigma)^m,
+// maximised over m = 1..k. Only the set of kept items is released (the
+// weighted counts are not). The budget is the selection's own; it
+// composes with the training's by basic composition.
+func SelectItems(train *data.Store, k int, b perturb.Budget, noise perturb.Noise) (*ItemSelection, error) {
+	if err := b.Validate(); err != nil {
+		return nil, fmt.Errorf("completion: item selection: %w", err)
+	}
+	if err := perturb.CheckPositiveDelta(b.Delta); err != nil {
+		return nil, fmt.Errorf("completion: item selection: %w", err)
+	}
+	if train == nil || train.Order() < 2 || len(train.Dicts) < 2 || train.Dicts[1] == nil {
+		return nil, fmt.Errorf("%w: the training store has no item dictionary", ErrDomain)
+	}
+	if err := checkUserContributions(train, k); err != nil {
+		return nil, fmt.Errorf("completion: item selection: %w", err)
+	}
+	g, err := perturb.NewGaussian(1, b.Epsilon, SelectionDeltaShare*b.Delta, perturb.Analytic)
+	if err != nil {
+		return nil, fmt.Errorf("completion: item selection: %w", err)
+	}
+	sigma := g.Sigma()
+	tau := selectionThreshold(sigma, k, (1-SelectionDeltaShare)*b.Delta)
+	nu := make([]int, train.Dims[0])
+	for _, u := range train.Idx[0] {
+		nu[u]++
+	}
+	w := make([]float64, train.Dims[1])
+	for e, u := range train.Idx[0] {
+		w[train.Idx[1][e]] += 1 / math.Sqrt(float64(nu[u]))
+	}
+	g.AddTo(w, rand.New(noise.Source(streamSelect)))
+	src := train.Dicts[1]
+	var dict *data.Dict
+	if src.IsString {
+		dict = data.NewStringDict(src.Name)
+	} else {
+		dict = data.NewIntDict(src.Name)
+	}
+	for i, v := range w {
+		if v <= tau {
+			continue
+		}
+		if src.IsString {
+			dict.InternString(src.String(int32(i)))
+		} else {
+			dict.InternInt(src.Int(int32(i)))
+		}
+	}
+	if dict.Len() == 0 {
+		return nil, fmt.Errorf("%w: private item selection kept no item (threshold %.4g on weighted counts, noise sigma %.4g): give a public catalogue (--items) or a larger selection budget", ErrDomain, tau, sigma)
+	}
+	rel := g.Release(fmt.Sprintf("item selection: weighted user counts (each user 1/sqrt(n_u) per rated item) above tau = %.4g", tau))
+	rel.Delta = b.Delta
+	rel.Derivation = fmt.Sprintf("one user's weight vector has l2 norm 1 (n_u <= %d distinct items); Gaussian part delta %.3g, threshold part delta %.3g: an item rated only by the added user is kept with probability <= max_m 1 - Phi((tau - 1/sqrt(m))/sigma)^m (completion.SelectItems)", k, SelectionDeltaShare*b.Delta, (1-SelectionDeltaShare)*b.Delta)
+	return &ItemSelection{Items: dict, Release: rel, Threshold: tau}, nil
+}
+
+// selectionThreshold returns the smallest tau (to 1e-9 relative) with
+// max_{m=1..k} 1 - Phi((tau - 1/sqrt(m))/sigma)^m <= delta.
+func selectionThreshold(sigma float64, k int, delta float64) float64 {
+	leak := func(tau float64) float64 {
+		worst := 0.0
+		for m := 1; m <= k; m++ {
+			p := 0.5 * math.Erfc(-(tau-1/math.Sqrt(float64(m)))/sigma/math.Sqrt2)
+			worst = math.Max(worst, -math.Expm1(float64(m)*math.Log(p)))
+		}
+		return worst
+	}
+	lo, hi := 1.0, 1+sigma
+	for leak(hi) > delta {
+		hi = 1 + 2*(hi-1)
+	}
+	for hi-lo > 1e-9*hi {
+		mid := (lo + hi) / 2
+		if leak(mid) > delta {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi
+}
+
+// Stream ids of the user-level releases.
+const (
+	streamSelect    = 40
+	streamUserStats = 41
+)
+
+// streamBound is the stream of the contribution bounding's random subset.
+const streamBound = 42
+
+// BoundForUnit bounds train's user contributions for o's user unit
+// (BoundUserContributions with k = o.MaxRatingsPerUser) drawing the random
+// subset from o's noise source (secure unless seeded).
+func BoundForUnit(train *data.Store, o *PrivateOptions) (*data.Store, error) {
+	b, _, err := BoundUserContributions(train, o.MaxRatingsPerUser, o.Noise.Source(streamBound))
+	return b, err
+}
+
+// Compose adds the selection to the report of the training that used its
+// items: its release comes first, and the totals add (basic composition of
+// the selection with the training's own guarantee).
+func (s *ItemSelection) Compose(rep *perturb.Report) {
+	rep.Releases = append([]perturb.Release{s.Release}, rep.Releases...)
+	rep.Epsilon += s.Release.Epsilon
+	rep.Delta += s.Release.Delta
+	rep.Composition = "basic (item selection + training); training: " + rep.Composition
+	rep.Covered = append(rep.Covered, "item set (private selection)")
+	rep.Notes = append(rep.Notes, fmt.Sprintf("item selection: epsilon %g, delta %.3g of the total (its own release, first above)", s.Release.Epsilon, s.Release.Delta))
+}

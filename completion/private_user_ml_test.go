@@ -1,0 +1,123 @@
+package completion
+
+import (
+	"encoding/csv"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/perturb"
+)
+
+// mlCatalogue reads ml-latest-small's movies.csv (the public catalogue of
+// the log: every movie id it lists, rated or not) as an item dictionary.
+func mlCatalogue(t testing.TB) *data.Dict {
+	t.Helper()
+	f, err := os.Open(filepath.Join(filepath.Dir(mlPath), "movies.csv"))
+	if err != nil {
+		t.Skipf("MovieLens catalogue not available: %v", err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, r := range recs[1:] {
+		id, err := strconv.ParseInt(r[0], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	d, err := data.DictFromInts("movieId", ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// userLevelFitScore restricts fit and score to the domain, bounds fit's
+// users to k ratings (one per item), trains mode ("bias" or "als") under
+// the user unit into a model with one placeholder user row, and scores
+// score by fold-in from each user's whole (unbounded) part of fit.
+func userLevelFitScore(t testing.TB, mode string, fit, score *data.Store, dom UserDomain, o *PrivateOptions, seed uint64) float64 {
+	t.Helper()
+	fr, _, err := RestrictToDomain(fit, dom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr, _, err := RestrictToDomain(score, dom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := BoundUserContributions(fr, o.MaxRatingsPerUser, rand.NewPCG(seed, 77))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dims := append([]int{1}, fr.Dims[1:]...)
+	rank := 1
+	if mode == "als" {
+		rank = alsPrivateTestRank
+	}
+	m, err := decomposition.NewModel(decomposition.CP, dims, []int{rank}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode == "als" {
+		_, err = TrainPrivateALS(b, m, o)
+	} else {
+		_, err = TrainPrivateBias(b, m, o)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := FoldInRMSE(m, fr, sr, BiasUserPenalty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestMovieLensPrivateUser measures the add/remove-one-user modes on
+// ml-latest-small (random 90/10 split, seed 42; user x movie, no time
+// mode), item domain = movies.csv (public catalogue), k = 100, delta
+// 1e-5: fit on the 90% and score the 10% by fold-in from each test user's
+// own training ratings; validation figures fit on 85.5% and score 4.5%.
+// Set DPREC_ML_PRIVATE=1:
+//
+//	DPREC_ML_PRIVATE=1 go test -run TestMovieLensPrivateUser -v ./completion/
+//
+// It fails if epsilon 1 (bias mode) scores above the issue-11 target 0.95
+// or any run scores worse than the global mean (1.047).
+func TestMovieLensPrivateUser(t *testing.T) {
+	if os.Getenv("DPREC_ML_PRIVATE") == "" {
+		t.Skip("set DPREC_ML_PRIVATE=1 to run")
+	}
+	train, valid, test := movieLensSplit(t, data.TimeNone)
+	all := data.Concat(train, valid)
+	dom := UserDomain{Items: mlCatalogue(t)}
+	for _, mode := range []string{"bias", "als"} {
+		for _, eps := range []float64{0.1, 1, 10} {
+			var sum, sumV float64
+			const reps = 3
+			for rep := 0; rep < reps; rep++ {
+				o := &PrivateOptions{Epsilon: eps, Delta: 1e-5, RatingMin: 0.5, RatingMax: 5, Unit: UnitUser, MaxRatingsPerUser: 100, Noise: perturb.SeededNoise(uint64(rep))}
+				got := userLevelFitScore(t, mode, all, test, dom, o, uint64(rep))
+				sum += got
+				sumV += userLevelFitScore(t, mode, train, valid, dom, o, uint64(rep))
+				if got > 1.047 {
+					t.Errorf("%s epsilon %g draw %d: test RMSE %.4f worse than the global mean", mode, eps, rep, got)
+				}
+			}
+			t.Logf("user level k=100 %s epsilon %g: test RMSE %.4f (valid %.4f), mean of %d draws", mode, eps, sum/reps, sumV/reps, reps)
+			if mode == "bias" && eps == 1 && sum/reps > 0.95 {
+				t.Errorf("epsilon 1: test RMSE %.4f above the target 0.95", sum/reps)
+			}
+		}
+	}
+}

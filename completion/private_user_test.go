@@ -1,0 +1,378 @@
+package completion
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/perturb"
+)
+
+// userStore is a log with integer user and item dictionaries (users
+// 100..100+U-1, items 1000..), some users rating more than k items.
+func userStore(dims []int, n int, seed uint64) *data.Store {
+	st := privStore(dims, n, seed)
+	users, items := data.NewIntDict("user"), data.NewIntDict("item")
+	for u := 0; u < dims[0]; u++ {
+		users.InternInt(int64(100 + u))
+	}
+	for i := 0; i < dims[1]; i++ {
+		items.InternInt(int64(1000 + i))
+	}
+	st.Dicts = make([]*data.Dict, len(dims))
+	st.Dicts[0], st.Dicts[1] = users, items
+	if len(dims) == 3 {
+		st.Time = &data.TimeBucketing{Unit: data.TimeDay, First: 20000, Count: dims[2]}
+	}
+	return st
+}
+
+// withoutUser returns st minus every row of user u (the neighbour under
+// the add/remove-one-user relation; dictionaries unchanged).
+func withoutUser(st *data.Store, u int32) *data.Store {
+	var keep []int
+	for e, v := range st.Idx[0] {
+		if v != u {
+			keep = append(keep, e)
+		}
+	}
+	return st.Subset(keep)
+}
+
+func userOpts(k int) PrivateOptions {
+	o := baseOpts()
+	o.Unit, o.MaxRatingsPerUser = UnitUser, k
+	return o
+}
+
+// TestUserSensitivityNeighbours removes each user in turn from a bounded
+// log and recomputes every statistic the user-unit bias mode releases (the
+// numbers of users and ratings, the centred sum, the item counts and the
+// item residual sums at several released means) and checks that each
+// moves by at most its declared l1 and l2 sensitivity, and that the l2
+// bound of the counts is reached by a user with k ratings (so a smaller
+// one would fail).
+func TestUserSensitivityNeighbours(t *testing.T) {
+	t.Parallel()
+	const k = 6
+	o := userOpts(k)
+	st, err := BoundForUnit(userStore([]int{25, 30}, 400, 5), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rels := userBiasReleases(&o)
+	stats := func(s *data.Store, mu float64) [][]float64 {
+		mid := (o.RatingMin + o.RatingMax) / 2
+		var tot float64
+		cnt := make([]float64, s.Dims[1])
+		for e, v := range s.Val {
+			tot += clampValue(v, o.RatingMin, o.RatingMax) - mid
+			cnt[s.Idx[1][e]]++
+		}
+		return [][]float64{{float64(usersWithRows(s.Idx[0], s.Dims[0]))}, {float64(s.NNZ())}, {tot}, cnt, biasResidualSums(s, &o, mu)}
+	}
+	worstCounts := 0.0
+	r := rand.New(rand.NewPCG(3, 3))
+	for u := int32(0); u < int32(st.Dims[0]); u++ {
+		nb := withoutUser(st, u)
+		mu := o.RatingMin + r.Float64()*(o.RatingMax-o.RatingMin)
+		a, b := stats(st, mu), stats(nb, mu)
+		for j, rel := range rels {
+			var l1, l2 float64
+			for i := range a[j] {
+				d := math.Abs(a[j][i] - b[j][i])
+				l1 += d
+				l2 += d * d
+			}
+			l2 = math.Sqrt(l2)
+			if l1 > rel.l1+1e-9 || l2 > rel.l2+1e-9 {
+				t.Fatalf("user %d, %s: moved by l1 %v, l2 %v > declared %v, %v", u, rel.what, l1, l2, rel.l1, rel.l2)
+			}
+			if j == 3 {
+				worstCounts = math.Max(worstCounts, l2)
+			}
+		}
+	}
+	if worstCounts < math.Sqrt(k)-1e-9 {
+		t.Errorf("no user reached the count sensitivity sqrt(k) = %v (worst %v): the test log is too small to check it", math.Sqrt(k), worstCounts)
+	}
+}
+
+// TestALSUserSensitivityNeighbours removes each user from a bounded log
+// and checks that one item step's statistics (same public item rows, mean
+// and item biases) move by at most ALSUserSensitivity in l2.
+func TestALSUserSensitivityNeighbours(t *testing.T) {
+	t.Parallel()
+	const k, R = 5, 3
+	o := userOpts(k)
+	st, err := BoundForUnit(userStore([]int{20, 15}, 300, 6), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newALSPrivateParams(&o)
+	r := rand.New(rand.NewPCG(8, 8))
+	V := make([]float64, st.Dims[1]*R)
+	for i := range V {
+		V[i] = r.NormFloat64()
+	}
+	for i := 0; i < st.Dims[1]; i++ {
+		projectBall(V[i*R:(i+1)*R], p.gv)
+	}
+	ib := make([]float64, st.Dims[1])
+	for i := range ib {
+		ib[i] = r.NormFloat64() / 2
+	}
+	sens := ALSUserSensitivity(&o)
+	worst := 0.0
+	for u := int32(0); u < int32(st.Dims[0]); u++ {
+		nb := withoutUser(st, u)
+		a := alsItemStats(st, alsUsers(st), 3.1, ib, V, R, p, &o)
+		b := alsItemStats(nb, alsUsers(nb), 3.1, ib, V, R, p, &o)
+		var l2 float64
+		for i := range a {
+			l2 += (a[i] - b[i]) * (a[i] - b[i])
+		}
+		l2 = math.Sqrt(l2)
+		if l2 > sens+1e-9 {
+			t.Fatalf("user %d: statistics moved by %v > %v", u, l2, sens)
+		}
+		worst = math.Max(worst, l2)
+	}
+	if worst == 0 {
+		t.Fatal("no user changed the statistics")
+	}
+}
+
+// TestBoundUserContributions: after bounding no user has more than k
+// ratings or two of one item, users under the bound keep everything, and
+// another user's rows do not change when a user is removed (the bounding
+// is per user).
+func TestBoundUserContributions(t *testing.T) {
+	t.Parallel()
+	st := userStore([]int{10, 8, 4}, 200, 7)
+	for _, k := range []int{1, 3, 50} {
+		b, pos, err := BoundUserContributions(st, k, rand.NewPCG(1, 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := checkUserContributions(b, k); err != nil {
+			t.Errorf("k=%d: %v", k, err)
+		}
+		per := map[int32]int{}
+		items := map[[2]int32]bool{}
+		for _, e := range pos {
+			per[st.Idx[0][e]]++
+			items[[2]int32{st.Idx[0][e], st.Idx[1][e]}] = true
+		}
+		full := map[[2]int32]bool{}
+		for e, u := range st.Idx[0] {
+			full[[2]int32{u, st.Idx[1][e]}] = true
+		}
+		if k == 50 && len(items) != len(full) {
+			t.Errorf("k=%d: kept %d distinct (user, item) pairs of %d", k, len(items), len(full))
+		}
+	}
+	if _, _, err := BoundUserContributions(st, 0, rand.NewPCG(1, 1)); !errors.Is(err, perturb.ErrDimension) {
+		t.Errorf("k = 0: %v", err)
+	}
+}
+
+// TestRestrictToDomain: rows of unlisted items and outside the public time
+// range are dropped and counted, the item and time modes become the
+// catalogue and the range, and a domain that excludes everything or is
+// missing is an error.
+func TestRestrictToDomain(t *testing.T) {
+	t.Parallel()
+	st := userStore([]int{6, 5, 4}, 60, 9)
+	cat, _ := data.DictFromInts("item", []int64{1003, 1001, 5000, 1000})
+	tb, err := TimeRange(data.TimeDay, 86400*20001, 86400*20002+5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, dr, err := RestrictToDomain(st, UserDomain{Items: cat, Time: tb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantItems, wantTime int
+	for e := range st.Val {
+		id := st.Dicts[1].Int(st.Idx[1][e])
+		if _, ok := cat.LookupInt(id); !ok {
+			wantItems++
+		} else if k := st.Idx[2][e]; k < 1 || k > 2 {
+			wantTime++
+		}
+	}
+	if dr.Items != wantItems || dr.Time != wantTime || out.NNZ() != st.NNZ()-wantItems-wantTime {
+		t.Errorf("drops %+v, kept %d; want items %d, time %d", dr, out.NNZ(), wantItems, wantTime)
+	}
+	if out.Dims[1] != 4 || out.Dims[2] != 2 || out.Dicts[1] != cat || out.Time.First != 20001 {
+		t.Errorf("domain not applied: dims %v, time %+v", out.Dims, out.Time)
+	}
+	for e := range out.Val {
+		if out.Dicts[1].Int(out.Idx[1][e]) == 5000 {
+			t.Fatal("a row of an unrated catalogue item appeared")
+		}
+	}
+	none, _ := data.DictFromInts("item", []int64{9})
+	for name, d := range map[string]UserDomain{
+		"no catalogue":       {Time: tb},
+		"no time range":      {Items: cat},
+		"catalogue excludes": {Items: none, Time: tb},
+		"range excludes":     {Items: cat, Time: &data.TimeBucketing{Unit: data.TimeDay, First: 1, Count: 3}},
+	} {
+		if _, _, err := RestrictToDomain(st, d); !errors.Is(err, ErrDomain) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := TimeRange(data.TimeDay, 10, 5); !errors.Is(err, ErrDomain) {
+		t.Errorf("reversed range: %v", err)
+	}
+}
+
+// TestSelectItems: the threshold keeps the leak of an item only the added
+// user rated within its delta (checked against the formula at the
+// returned tau and just below it), popular items are kept at a large
+// epsilon, and a tiny log keeps nothing at a small one (an error).
+func TestSelectItems(t *testing.T) {
+	t.Parallel()
+	for _, k := range []int{1, 10, 100} {
+		sigma, delta := 3.0, 1e-6
+		tau := selectionThreshold(sigma, k, delta)
+		leak := func(tau float64) float64 {
+			w := 0.0
+			for m := 1; m <= k; m++ {
+				p := 0.5 * math.Erfc(-(tau-1/math.Sqrt(float64(m)))/sigma/math.Sqrt2)
+				w = math.Max(w, 1-math.Pow(p, float64(m)))
+			}
+			return w
+		}
+		if leak(tau) > delta*(1+1e-6) || leak(tau*0.99) <= delta {
+			t.Errorf("k=%d: tau %v leaks %v (at 0.99 tau %v), delta %v", k, tau, leak(tau), leak(tau*0.99), delta)
+		}
+	}
+	o := userOpts(5)
+	st, err := BoundForUnit(userStore([]int{400, 6}, 2000, 3), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel, err := SelectItems(st, 5, perturb.Budget{Epsilon: 5, Delta: 1e-5}, perturb.SeededNoise(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sel.Items.Len() != 6 || sel.Release.Delta != 1e-5 || sel.Release.Epsilon != 5 {
+		t.Errorf("selected %d of 6 popular items; release %+v", sel.Items.Len(), sel.Release)
+	}
+	small, _ := BoundForUnit(userStore([]int{5, 6}, 20, 3), &o)
+	if _, err := SelectItems(small, 5, perturb.Budget{Epsilon: 0.1, Delta: 1e-5}, perturb.SeededNoise(1)); !errors.Is(err, ErrDomain) {
+		t.Errorf("tiny log: %v", err)
+	}
+}
+
+// TestUserLevelNeighbouringModels is the neighbouring-log experiment:
+// train the user-unit bias and als modes on a log and on the log minus one
+// user (same seed), and check that the two models cannot reveal presence
+// by construction: the same shapes, the same item dictionary and time
+// range, no user row or bias, and reports that carry no exact count; then
+// that the report's releases compose within the budget, its own Check
+// agrees, and it names what the relation treats as public.
+func TestUserLevelNeighbouringModels(t *testing.T) {
+	t.Parallel()
+	full := userStore([]int{30, 12, 3}, 300, 4)
+	cat, _ := data.DictFromInts("item", []int64{1000, 1001, 1002, 1003, 1004, 1005, 1006, 1007, 1008, 1009, 1010, 1011, 1012})
+	tb := &data.TimeBucketing{Unit: data.TimeDay, First: 20000, Count: 3}
+	for _, mode := range []string{"bias", "als"} {
+		var shapes [2][]int
+		var reps [2]*perturb.Report
+		for j, st := range []*data.Store{full, withoutUser(full, 7)} {
+			o := userOpts(8)
+			r, _, err := RestrictToDomain(st, UserDomain{Items: cat, Time: tb})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := BoundForUnit(r, &o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := privModel(t, decomposition.CP, []int{1, r.Dims[1], r.Dims[2]}, 2, true, 1, 1)
+			if mode == "als" {
+				reps[j], err = TrainPrivateALS(b, m, &o)
+			} else {
+				reps[j], err = TrainPrivateBias(b, m, &o)
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", mode, err)
+			}
+			shapes[j] = m.Dims
+			for _, x := range append(append([]float64(nil), m.Factors[0]...), m.Bias[0]...) {
+				if x != 0 {
+					t.Fatalf("%s: a user parameter %v was released", mode, x)
+				}
+			}
+			if b.Dicts[1] != cat || b.Time.First != tb.First || b.Time.Count != tb.Count {
+				t.Fatalf("%s: the item or time domain depends on the log", mode)
+			}
+			for _, n := range reps[j].Notes {
+				if strings.Contains(n, "public under the relation") && n != PublicUserCatalogue {
+					t.Errorf("%s: public note %q", mode, n)
+				}
+			}
+			if c := reps[j].Check(); c != nil {
+				t.Errorf("%s: report check: %v", mode, c)
+			}
+			if reps[j].Epsilon > o.Epsilon*(1+1e-9) || reps[j].Delta > o.Delta*(1+1e-9) || reps[j].Unit != "user" || !strings.Contains(reps[j].Relation, "adding or removing one user") {
+				t.Errorf("%s: report %+v", mode, reps[j])
+			}
+		}
+		if len(shapes[0]) != len(shapes[1]) || shapes[0][0] != shapes[1][0] || shapes[0][1] != shapes[1][1] || shapes[0][2] != shapes[1][2] {
+			t.Errorf("%s: shapes %v and %v differ", mode, shapes[0], shapes[1])
+		}
+		if len(reps[0].Releases) != len(reps[1].Releases) {
+			t.Errorf("%s: the number of releases depends on the log", mode)
+		}
+		for i := range reps[0].Releases {
+			if a, b := reps[0].Releases[i], reps[1].Releases[i]; a.Scale != b.Scale || a.Sensitivity != b.Sensitivity {
+				t.Errorf("%s: release %d's noise depends on the log: %+v vs %+v", mode, i, a, b)
+			}
+		}
+	}
+}
+
+// TestUserNoiseScale draws the released number of users many times and
+// checks its spread against the planned Gaussian sigma (4.41717 standard
+// errors of the variance: false reject about 1e-5).
+func TestUserNoiseScale(t *testing.T) {
+	t.Parallel()
+	o := userOpts(4)
+	st, err := BoundForUnit(userStore([]int{12, 10}, 80, 2), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rels := userBiasReleases(&o)
+	o.Mechanism = perturb.MechGaussian
+	if _, err := planUserReleases(&o, rels); err != nil {
+		t.Fatal(err)
+	}
+	sigma := rels[0].noise.g.Sigma()
+	truth := float64(usersWithRows(st.Idx[0], st.Dims[0]))
+	const n = 4000
+	var s2 float64
+	for i := 0; i < n; i++ {
+		oo := o
+		oo.Noise = perturb.SeededNoise(uint64(1000 + i))
+		m := privModel(t, decomposition.CP, []int{1, st.Dims[1]}, 1, true, 1, 1)
+		f, err := fitPrivateBias(st, m, &oo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := f.noisyUsers - truth
+		s2 += d * d
+	}
+	v := s2 / n
+	if tol := 4.41717 * math.Sqrt(2.0/n) * sigma * sigma; math.Abs(v-sigma*sigma) > tol {
+		t.Errorf("noise variance %v, planned %v (tolerance %v)", v, sigma*sigma, tol)
+	}
+}

@@ -1,0 +1,216 @@
+package perturb
+
+import (
+	"fmt"
+	"math"
+)
+
+// SampledGaussianRDP returns the Renyi-DP epsilon at order alpha > 1 of
+// one step of the Poisson-subsampled Gaussian mechanism: every record is
+// included independently with probability q, the (l2-clipped) sum of the
+// included records' contributions gets N(0, (noiseMultiplier
+// Delta)^2) noise on every coordinate, and neighbours differ by adding or
+// removing one record (equivalently: by zeroing out one record's
+// contribution, which keeps every count). It is the bound of Mironov,
+// Talwar and Zhang (2019, "Renyi Differential Privacy of the Sampled
+// Gaussian Mechanism"): with mu0 = N(0, s^2), mu1 = N(1, s^2), s =
+// noiseMultiplier and mu = (1-q) mu0 + q mu1, the step is (alpha,
+// log(A_alpha)/(alpha-1))-RDP with A_alpha = E_{z~mu0}[(mu(z)/mu0(z))^alpha];
+//
+//   - integer alpha (Section 3.3, their eq. for A_alpha as a binomial sum):
+//     A_alpha = sum_{i=0}^{alpha} C(alpha, i) (1-q)^(alpha-i) q^i
+//     exp((i^2 - i)/(2 s^2)), summed in log space;
+//   - fractional alpha (Section 3.3, the two-series form with erfc
+//     weights, z0 = s^2 log(1/q - 1) + 1/2), as in Opacus's
+//     _compute_log_a_frac and TF-Privacy's rdp_accountant.
+//
+// q = 1 gives the Gaussian curve alpha/(2 s^2); q = 0 gives 0.
+func SampledGaussianRDP(q, noiseMultiplier, alpha float64) (float64, error) {
+	if math.IsNaN(q) || q < 0 || q > 1 {
+		return 0, fmt.Errorf("%w: sampling rate is %v, must be in [0, 1]", ErrSensitivity, q)
+	}
+	if err := checkNamedPositive(ErrSensitivity, "noise multiplier", noiseMultiplier); err != nil {
+		return 0, err
+	}
+	if math.IsNaN(alpha) || !(alpha > 1) {
+		return 0, fmt.Errorf("%w: Renyi order is %v, must be > 1", ErrSensitivity, alpha)
+	}
+	return sampledGaussianRDP(q, noiseMultiplier, alpha), nil
+}
+
+// sampledGaussianRDP is SampledGaussianRDP for validated arguments.
+func sampledGaussianRDP(q, s, alpha float64) float64 {
+	switch {
+	case q == 0:
+		return 0
+	case q == 1:
+		return alpha / (2 * s * s)
+	case math.IsInf(alpha, 1):
+		return math.Inf(1)
+	}
+	var la float64
+	if alpha == math.Trunc(alpha) && alpha < 1e6 {
+		la = logAInt(q, s, int(alpha))
+	} else {
+		la = logAFrac(q, s, alpha)
+	}
+	return la / (alpha - 1)
+}
+
+// logAdd returns log(e^a + e^b).
+func logAdd(a, b float64) float64 {
+	if math.IsInf(a, -1) {
+		return b
+	}
+	if math.IsInf(b, -1) {
+		return a
+	}
+	m := math.Max(a, b)
+	return m + math.Log1p(math.Exp(-math.Abs(a-b)))
+}
+
+// logSub returns log(e^a - e^b) for a >= b (-Inf when equal).
+func logSub(a, b float64) float64 {
+	if math.IsInf(b, -1) {
+		return a
+	}
+	if a <= b {
+		return math.Inf(-1)
+	}
+	return a + math.Log(-math.Expm1(b-a))
+}
+
+// logBinom returns log C(n, k) for real n >= 0 and integer 0 <= k, with
+// the sign of C(n, k) (negative for some k > n when n is fractional).
+func logBinom(n float64, k int) (float64, bool) {
+	a, sa := math.Lgamma(n + 1)
+	b, sb := math.Lgamma(float64(k) + 1)
+	c, sc := math.Lgamma(n - float64(k) + 1)
+	return a - b - c, sa*sb*sc > 0
+}
+
+// logAInt is log A_alpha for integer alpha >= 2 (binomial expansion).
+func logAInt(q, s float64, alpha int) float64 {
+	la := math.Inf(-1)
+	lq, l1q := math.Log(q), math.Log1p(-q)
+	for i := 0; i <= alpha; i++ {
+		lc, _ := logBinom(float64(alpha), i)
+		fi := float64(i)
+		t := lc + fi*lq + float64(alpha-i)*l1q + (fi*fi-fi)/(2*s*s)
+		la = logAdd(la, t)
+	}
+	return la
+}
+
+// logErfc returns log(erfc(x)), with the asymptotic series where erfc
+// underflows.
+func logErfc(x float64) float64 {
+	if x < 25 {
+		return math.Log(math.Erfc(x))
+	}
+	x2 := x * x
+	return -x2 - math.Log(x) - 0.5*math.Log(math.Pi) + math.Log1p(-1/(2*x2)+3/(4*x2*x2)-15/(8*x2*x2*x2))
+}
+
+// logAFrac is log A_alpha for fractional alpha (Mironov, Talwar and Zhang
+// 2019, Section 3.3): two series over i >= 0, truncated once both terms
+// fall below e^-30 relative to the order of 1 (the Opacus stopping rule).
+func logAFrac(q, s, alpha float64) float64 {
+	la0, la1 := math.Inf(-1), math.Inf(-1)
+	z0 := s*s*math.Log(1/q-1) + 0.5
+	lq, l1q := math.Log(q), math.Log1p(-q)
+	for i := 0; i < 100000; i++ {
+		lc, pos := logBinom(alpha, i)
+		fi := float64(i)
+		j := alpha - fi
+		lt0 := lc + fi*lq + j*l1q
+		lt1 := lc + j*lq + fi*l1q
+		le0 := math.Log(0.5) + logErfc((fi-z0)/(math.Sqrt2*s))
+		le1 := math.Log(0.5) + logErfc((z0-j)/(math.Sqrt2*s))
+		ls0 := lt0 + (fi*fi-fi)/(2*s*s) + le0
+		ls1 := lt1 + (j*j-j)/(2*s*s) + le1
+		if pos {
+			la0, la1 = logAdd(la0, ls0), logAdd(la1, ls1)
+		} else {
+			la0, la1 = logSub(la0, ls0), logSub(la1, ls1)
+		}
+		if math.Max(ls0, ls1) < -30 {
+			break
+		}
+	}
+	return logAdd(la0, la1)
+}
+
+// SampledGaussianEpsilon returns the (epsilon, delta) guarantee of steps
+// compositions of the Poisson-subsampled Gaussian mechanism with sampling
+// rate q and noise multiplier s (sigma/Delta), by RDP composition over the
+// accountant's grid of orders and the conversion of Canonne, Kamath and
+// Steinke (2020, Proposition 12; the one Opacus uses since its issue #157):
+// epsilon = min_alpha steps RDP(alpha) + log((alpha-1)/alpha) - (log delta
+// + log alpha)/(alpha-1). It also returns the minimising order.
+func SampledGaussianEpsilon(q, s float64, steps int, delta float64) (eps, order float64, err error) {
+	if steps < 1 {
+		return 0, 0, fmt.Errorf("%w: steps is %d, must be >= 1", ErrSensitivity, steps)
+	}
+	if err := CheckPositiveDelta(delta); err != nil {
+		return 0, 0, err
+	}
+	if _, err := SampledGaussianRDP(q, s, 2); err != nil {
+		return 0, 0, err
+	}
+	eps = math.Inf(1)
+	for _, a := range rdpOrders {
+		if e := rdpToDP(a, float64(steps)*sampledGaussianRDP(q, s, a), delta); e < eps {
+			eps, order = e, a
+		}
+	}
+	return eps, order, nil
+}
+
+// SampledGaussianNoiseMultiplier returns the smallest noise multiplier s
+// (to relative precision 1e-6, the returned value always satisfying the
+// target) such that steps Poisson-subsampled Gaussian steps at rate q,
+// composed with the RDP curve of extra (already spent releases; may be
+// nil), are (epsilon, delta)-DP under RDP accounting. It bisects over s,
+// the guarantee being decreasing in s; an error wrapping ErrBudget means
+// no s up to 1e6 fits (extra alone exhausts the budget).
+func SampledGaussianNoiseMultiplier(q float64, steps int, epsilon, delta float64, extra *Accountant) (float64, error) {
+	if err := (Budget{Epsilon: epsilon, Delta: delta}).Validate(); err != nil {
+		return 0, err
+	}
+	if err := CheckPositiveDelta(delta); err != nil {
+		return 0, err
+	}
+	if steps < 1 {
+		return 0, fmt.Errorf("%w: steps is %d, must be >= 1", ErrSensitivity, steps)
+	}
+	if _, err := SampledGaussianRDP(q, 1, 2); err != nil {
+		return 0, err
+	}
+	fits := func(s float64) bool {
+		var a Accountant
+		if extra != nil {
+			a.releases = append(a.releases, extra.releases...)
+		}
+		a.releases = append(a.releases, Release{What: "step", Mechanism: MechGaussian, SensitivityNorm: "l2", Sensitivity: 1, Scale: s, SampleRate: q, Count: steps, Calibration: "sigma"})
+		e, ok := a.rdpEpsilon(delta)
+		return ok && e <= epsilon
+	}
+	hi := 1.0
+	for !fits(hi) {
+		hi *= 2
+		if hi > 1e6 {
+			return 0, fmt.Errorf("%w: no noise multiplier fits epsilon %v, delta %v over %d steps at rate %v", ErrBudget, epsilon, delta, steps, q)
+		}
+	}
+	lo := 0.0
+	for hi-lo > 1e-6*hi {
+		mid := lo + (hi-lo)/2
+		if mid > 0 && fits(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi, nil
+}
