@@ -129,15 +129,10 @@ func trainRun(c *cli.Context) error {
 	default:
 		return cli.Exit(fmt.Sprintf("--objective %q: want rating or implicit", obj), exitUsage)
 	}
-	// Split.
-	frac, err := trainValidationFraction(c)
+	train, valid, err := trainHoldOut(c, st, rng)
 	if err != nil {
 		return err
 	}
-	if !(frac >= 0 && frac < 1) {
-		return cli.Exit(fmt.Sprintf("--validation %g: want a fraction in [0, 1)", frac), exitUsage)
-	}
-	train, valid := trainSplit(st, frac, rng)
 	// Privacy, model, settings.
 	ul, priv, err := trainPrivacyPlan(c, train)
 	if err != nil {
@@ -214,6 +209,19 @@ func trainSummarize(out, src string, kind decomposition.Kind, m *decomposition.M
 		}
 	}
 	return sum
+}
+
+// trainHoldOut splits --validation of the ratings off at random.
+func trainHoldOut(c *cli.Context, st *data.Store, rng rand.Source) (train, valid *data.Store, err error) {
+	frac, err := trainValidationFraction(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !(frac >= 0 && frac < 1) {
+		return nil, nil, cli.Exit(fmt.Sprintf("--validation %g: want a fraction in [0, 1)", frac), exitUsage)
+	}
+	train, valid = trainSplit(st, frac, rng)
+	return train, valid, nil
 }
 
 // trainFlags are train's parsed enum flags.
