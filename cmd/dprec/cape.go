@@ -138,7 +138,7 @@ func capeAggregateCmd() *cli.Command {
 			&cli.StringFlag{Name: "job", Value: "pca", Usage: "mean, pca or agn"},
 			&cli.IntFlag{Name: "dim", Required: true, Usage: "feature dimension D of the sites' rows"},
 			&cli.IntFlag{Name: "k", Usage: "components K (pca, agn)"},
-			&cli.StringFlag{Name: "model", Value: cape.ModelMOG, Usage: "agn: mog (spherical Gaussian mixture; sites give --data rows) or stm (single-topic model; sites give --corpus, --dim is the vocabulary size)"},
+			&cli.StringFlag{Name: "model", Value: string(cape.ModelMOG), Usage: "agn: mog (spherical Gaussian mixture; sites give --data rows) or stm (single-topic model; sites give --corpus, --dim is the vocabulary size)"},
 			&cli.Float64Flag{Name: "sigma2", Usage: "agn: the mixture's noise variance sigma^2 (in the units of the scaled rows)"},
 			&cli.Float64Flag{Name: "split", Usage: "agn: fraction of each site's budget for M2 (default 0.5)"},
 			&cli.StringFlag{Name: "calibration", Value: "analytic", Usage: "Gaussian calibration: analytic, classic or tight"},
@@ -241,15 +241,18 @@ func capeAggJob(c *cli.Context) (cape.Job, error) {
 	if err != nil {
 		return cape.Job{}, cli.Exit(err.Error(), exitUsage)
 	}
-	job := cape.Job{Kind: c.String("job"), D: c.Int("dim"), K: c.Int("k"), Sigma2: c.Float64("sigma2"),
+	kind, err := cape.ParseJobKind(c.String("job"))
+	if err != nil {
+		return cape.Job{}, cli.Exit(err.Error(), exitUsage)
+	}
+	job := cape.Job{Kind: kind, D: c.Int("dim"), K: c.Int("k"), Sigma2: c.Float64("sigma2"),
 		Split: c.Float64("split"), Calibration: cal, EqualWeights: c.Bool("equal-weights")}
 	if job.Kind == cape.JobAGN {
-		switch m := c.String("model"); m {
-		case cape.ModelMOG, cape.ModelSTM:
-			job.Model = m
-		default:
-			return job, cli.Exit(fmt.Sprintf("--model %q: want mog or stm", m), exitUsage)
+		m, err := cape.ParseModel(c.String("model"))
+		if err != nil {
+			return job, cli.Exit(fmt.Sprintf("--model %q: want mog or stm", c.String("model")), exitUsage)
 		}
+		job.Model = m
 	}
 	if err := job.Validate(); err != nil {
 		return job, cli.Exit(err.Error(), exitUsage)

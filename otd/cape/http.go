@@ -264,7 +264,7 @@ func respAAD(h *reqHeader, reqNonce []byte) []byte {
 // envelope is the sealed plaintext of a request.
 type envelope struct {
 	Msg   *Message `json:"msg,omitempty"`
-	Kind  string   `json:"kind,omitempty"`
+	Kind  MsgKind  `json:"kind,omitempty"`
 	Stage int      `json:"stage,omitempty"`
 }
 
@@ -498,7 +498,7 @@ func (t *HTTPTransport) Send(ctx context.Context, m *Message) error {
 }
 
 // Recv implements Transport.
-func (t *HTTPTransport) Recv(ctx context.Context, from, kind string, stage int) (*Message, error) {
+func (t *HTTPTransport) Recv(ctx context.Context, from string, kind MsgKind, stage int) (*Message, error) {
 	if isServerRole(from) && from != t.cfg.Role {
 		for {
 			m, err := t.post(ctx, from, httpPathRecv, envelope{Kind: kind, Stage: stage})
@@ -846,7 +846,7 @@ func (t *HTTPTransport) enqueue(w http.ResponseWriter, peer string, m *Message) 
 		return false
 	}
 	m.From = peer // authenticated sender, never the claimed one
-	key := peer + "|" + m.Kind + "|" + strconv.Itoa(m.Stage)
+	key := peer + "|" + string(m.Kind) + "|" + strconv.Itoa(m.Stage)
 	t.mu.Lock()
 	if t.seen[key] {
 		t.mu.Unlock()
@@ -872,7 +872,7 @@ func (t *HTTPTransport) enqueue(w http.ResponseWriter, peer string, m *Message) 
 	return true
 }
 
-func knownKind(k string) bool {
+func knownKind(k MsgKind) bool {
 	switch k {
 	case KindHello, KindPlan, KindE, KindF, KindRelease, KindW, KindResult:
 		return true
@@ -890,7 +890,7 @@ func (t *HTTPTransport) doneSending() {
 }
 
 // takeOutbox waits up to PollWait for a message to peer and removes it.
-func (t *HTTPTransport) takeOutbox(ctx context.Context, peer, kind string, stage int) *Message {
+func (t *HTTPTransport) takeOutbox(ctx context.Context, peer string, kind MsgKind, stage int) *Message {
 	timer := time.NewTimer(t.cfg.PollWait)
 	defer timer.Stop()
 	for {

@@ -11,35 +11,60 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
+// JobKind is the computation a CAPE run releases.
+type JobKind string
+
 // Job kinds.
 const (
 	// JobMean releases the mean of the sites' rows (Algorithm 1 on a
 	// D-vector).
-	JobMean = "mean"
+	JobMean JobKind = "mean"
 	// JobPCA is capePCA (Algorithm 2).
-	JobPCA = "pca"
+	JobPCA JobKind = "pca"
 	// JobAGN is capeAGN (Algorithm 3).
-	JobAGN = "agn"
+	JobAGN JobKind = "agn"
 )
 
-// Models of capeAGN.
+// JobKinds lists the job kinds.
+var JobKinds = []JobKind{JobMean, JobPCA, JobAGN}
+
+// ParseJobKind returns the job kind named s (mean, pca or agn).
+func ParseJobKind(s string) (JobKind, error) {
+	for _, k := range JobKinds {
+		if string(k) == s {
+			return k, nil
+		}
+	}
+	return "", fmt.Errorf("cape: unknown job kind %q (want mean, pca or agn)", s)
+}
+
+// Models of capeAGN: otd's model names, of which capeAGN supports two.
 const (
-	ModelMOG = "mog" // spherical Gaussian mixture from rows (seed 002 app. B-B)
-	ModelSTM = "stm" // single-topic model from documents (seed 002 app. B-A)
+	ModelMOG = otd.ModelMoG // spherical Gaussian mixture from rows (seed 002 app. B-B)
+	ModelSTM = otd.ModelSTM // single-topic model from documents (seed 002 app. B-A)
 )
+
+// ParseModel returns the capeAGN model named s (mog or stm).
+func ParseModel(s string) (otd.Model, error) {
+	switch m := otd.Model(s); m {
+	case ModelMOG, ModelSTM:
+		return m, nil
+	}
+	return "", fmt.Errorf("cape: unknown model %q (want mog or stm)", s)
+}
 
 // Job describes the computation. It is public: the aggregator sends it to
 // every role in the plan messages.
 type Job struct {
-	Kind string `json:"kind"`
+	Kind JobKind `json:"kind"`
 	// D is the feature dimension (vocabulary size for ModelSTM); K the
 	// number of components (JobPCA, JobAGN).
 	D int `json:"d"`
 	K int `json:"k,omitempty"`
 	// Model and Sigma2 (the mixture's known noise variance sigma^2) for
 	// JobAGN.
-	Model  string  `json:"model,omitempty"`
-	Sigma2 float64 `json:"sigma2,omitempty"`
+	Model  otd.Model `json:"model,omitempty"`
+	Sigma2 float64   `json:"sigma2,omitempty"`
 	// Split is the fraction of each site's epsilon and delta spent on M2
 	// in capeAGN (0 means 0.5, the seed's equal split).
 	Split float64 `json:"split,omitempty"`

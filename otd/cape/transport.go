@@ -17,15 +17,18 @@ const (
 // SiteRole returns the role name of site s (1-based).
 func SiteRole(s int) string { return fmt.Sprintf("site/%d", s) }
 
+// MsgKind is the kind of a protocol message.
+type MsgKind string
+
 // Message kinds exchanged by the roles, in protocol order.
 const (
-	KindHello   = "hello"   // site -> aggregator: SiteSpec
-	KindPlan    = "plan"    // aggregator -> noise, sites: RoundPlan
-	KindE       = "e"       // noise -> site: correlated noise e_s
-	KindF       = "f"       // aggregator -> site: noise f_s
-	KindRelease = "release" // site -> aggregator: a^_s = f(x_s) + e_s + f_s + g_s
-	KindW       = "w"       // aggregator -> sites: whitening matrix (capeAGN)
-	KindResult  = "result"  // aggregator -> sites: released result
+	KindHello   MsgKind = "hello"   // site -> aggregator: SiteSpec
+	KindPlan    MsgKind = "plan"    // aggregator -> noise, sites: RoundPlan
+	KindE       MsgKind = "e"       // noise -> site: correlated noise e_s
+	KindF       MsgKind = "f"       // aggregator -> site: noise f_s
+	KindRelease MsgKind = "release" // site -> aggregator: a^_s = f(x_s) + e_s + f_s + g_s
+	KindW       MsgKind = "w"       // aggregator -> sites: whitening matrix (capeAGN)
+	KindResult  MsgKind = "result"  // aggregator -> sites: released result
 )
 
 // Message is the unit every transport carries. Values holds the numeric
@@ -34,7 +37,7 @@ const (
 type Message struct {
 	From   string          `json:"from"`
 	To     string          `json:"to"`
-	Kind   string          `json:"kind"`
+	Kind   MsgKind         `json:"kind"`
 	Stage  int             `json:"stage"`
 	Body   json.RawMessage `json:"body,omitempty"`
 	Values []float64       `json:"values,omitempty"`
@@ -65,7 +68,7 @@ func (m *Message) denseCount() int64 {
 // concurrent use by one role's goroutines.
 type Transport interface {
 	Send(ctx context.Context, m *Message) error
-	Recv(ctx context.Context, from, kind string, stage int) (*Message, error)
+	Recv(ctx context.Context, from string, kind MsgKind, stage int) (*Message, error)
 }
 
 // ErrDropped is wrapped by Recv when the peer left the protocol (closed
@@ -175,7 +178,7 @@ func (e *LocalEndpoint) Send(ctx context.Context, m *Message) error {
 }
 
 // Recv implements Transport.
-func (e *LocalEndpoint) Recv(ctx context.Context, from, kind string, stage int) (*Message, error) {
+func (e *LocalEndpoint) Recv(ctx context.Context, from string, kind MsgKind, stage int) (*Message, error) {
 	n := e.net
 	for {
 		n.mu.Lock()
