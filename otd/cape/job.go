@@ -195,14 +195,23 @@ func (j *Job) Tau2(stage int, sp SiteSpec) (float64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("cape: stage %d: %w", stage, err)
 	}
-	// Sites snap their statistic to a power-of-two grid no coarser than
-	// perturb.Granularity(sig) before adding noise (doc.go, "Floating
-	// point"); snapping moves neighbouring statistics apart by at most
-	// sqrt(L) grid steps more, so sigma is scaled to keep Delta/sigma, as
-	// perturb.Gaussian.AddTo does.
-	l := math.Sqrt(float64(j.Length(stage)))
-	sig *= (sens + l*perturb.Granularity(sig)) / sens
+	sig = snapInflated(sig, sens, j.Length(stage))
 	return sig * sig, nil
+}
+
+// snapInflated returns sigma calibrated for sensitivity sens, scaled for
+// the statistic's snapping to the grid of the returned sigma (L values;
+// derivation in the package doc, # Sensitivities, (D4)). When the scaling
+// crosses a power of two, the grid of the scaled sigma is twice as coarse
+// and the scale is recomputed with it.
+func snapInflated(sigma, sens float64, L int) float64 {
+	l := math.Sqrt(float64(L))
+	g := perturb.Granularity(sigma)
+	out := sigma * (sens + l*g) / sens
+	if g2 := perturb.Granularity(out); g2 > g {
+		out = sigma * (sens + l*g2) / sens
+	}
+	return out
 }
 
 // SiteData is what a site holds. Rows (N_s x D, every row of l2 norm at
