@@ -156,7 +156,8 @@ func (j *Job) Length(stage int) int {
 }
 
 // Sensitivity returns the l2 sensitivity of a site's statistic in a stage
-// for n records, under replacement of one record (doc.go, "Privacy").
+// for n records, under replacement of one record: (D1)-(D3) in the package
+// doc, section Sensitivities.
 func (j *Job) Sensitivity(stage, n int) (float64, error) {
 	if n < 1 {
 		return 0, fmt.Errorf("cape: sensitivity for %d records", n)
@@ -164,9 +165,9 @@ func (j *Job) Sensitivity(stage, n int) (float64, error) {
 	fn := float64(n)
 	switch j.Kind {
 	case JobMean:
-		return 2 / fn, nil // ||x - x'||/n <= 2/n for ||x||, ||x'|| <= 1
+		return 2 / fn, nil // (D1)
 	case JobPCA:
-		return math.Sqrt2 / fn, nil // upper triangle of (x x^T - x' x'^T)/n
+		return math.Sqrt2 / fn, nil // (D2)
 	}
 	var s otd.Sensitivities
 	var err error
