@@ -66,7 +66,7 @@ func capeKeysCmd() *cli.Command {
 				return err
 			}
 			for role, k := range rings {
-				p := filepath.Join(c.String("dir"), strings.ReplaceAll(role, "/", "-")+".json")
+				p := filepath.Join(c.String("dir"), strings.ReplaceAll(string(role), "/", "-")+".json")
 				// Mode 0600 from creation (never renamed in wider).
 				if err := cape.SaveKeyring(p, k, c.Bool("force")); err != nil {
 					return err
@@ -86,10 +86,10 @@ const capeMaxRejectLines = 100
 
 // capeRejectLogger returns an HTTPConfig.OnReject that logs each refused
 // request on stderr with the role it claimed and the reason.
-func capeRejectLogger(server string) func(role, reason string) {
+func capeRejectLogger(server cape.Role) func(role cape.Role, reason string) {
 	var mu sync.Mutex
 	n := 0
-	return func(role, reason string) {
+	return func(role cape.Role, reason string) {
 		mu.Lock()
 		defer mu.Unlock()
 		n++
@@ -103,7 +103,7 @@ func capeRejectLogger(server string) func(role, reason string) {
 }
 
 // capeListen opens the listener and announces its address on stderr.
-func capeListen(c *cli.Context, role string) (net.Listener, error) {
+func capeListen(c *cli.Context, role cape.Role) (net.Listener, error) {
 	ln, err := net.Listen("tcp", c.String("listen"))
 	if err != nil {
 		return nil, fmt.Errorf("%s: listen on %s: %w", role, c.String("listen"), err)
@@ -117,7 +117,7 @@ func capeOptions(c *cli.Context) cape.RunOptions {
 	return cape.RunOptions{Seeded: ok, Seed: seed}
 }
 
-func capeLoadKeys(c *cli.Context, role string) (*cape.Keyring, error) {
+func capeLoadKeys(c *cli.Context, role cape.Role) (*cape.Keyring, error) {
 	k, err := cape.LoadKeyring(c.String("keys"))
 	if err != nil {
 		return nil, err
@@ -267,7 +267,7 @@ func capeAggRunError(c *cli.Context, out *cape.Outcome, runErr error) error {
 		missing := []string{}
 		for _, e := range out.Excluded {
 			if strings.HasPrefix(e.Reason, "no hello") {
-				missing = append(missing, cape.SiteRole(e.Site))
+				missing = append(missing, string(cape.SiteRole(e.Site)))
 			}
 		}
 		if len(missing) > 0 {
@@ -351,7 +351,7 @@ func capeNoiseCmd() *cli.Command {
 			// Nobody sends values to the noise generator (sites only fetch
 			// their e_s): the smallest body limit.
 			tr, err := cape.NewHTTPTransport(cape.HTTPConfig{Role: cape.RoleNoise, Keys: keys, Listener: ln, MaxValues: 1,
-				Peers: map[string]string{cape.RoleAggregator: c.String("aggregator")}, OnReject: capeRejectLogger(cape.RoleNoise)})
+				Peers: map[cape.Role]string{cape.RoleAggregator: c.String("aggregator")}, OnReject: capeRejectLogger(cape.RoleNoise)})
 			if err != nil {
 				return err
 			}
@@ -420,7 +420,7 @@ func capeSiteCmd() *cli.Command {
 				return cli.Exit("a site takes exactly one --data file (rows) or one --corpus file (documents)", exitUsage)
 			}
 			tr, err := cape.NewHTTPTransport(cape.HTTPConfig{Role: role, Keys: keys,
-				Peers: map[string]string{cape.RoleAggregator: c.String("aggregator"), cape.RoleNoise: c.String("noise")}})
+				Peers: map[cape.Role]string{cape.RoleAggregator: c.String("aggregator"), cape.RoleNoise: c.String("noise")}})
 			if err != nil {
 				return err
 			}
