@@ -238,7 +238,8 @@
 //
 // The CP kernels are plain loops over contiguous slices, loading the next
 // group of entries' factor rows ahead so their cache misses overlap; see BenchmarkEpochML100kShaped and
-// BenchmarkEpoch10M and CompletionSpeed, compared with SPLATT's SGD epoch in
+// BenchmarkEpoch10M and the completion-speed experiment (dprec experiment
+// completion-speed), compared with SPLATT's SGD epoch in
 // the README.
 //
 // # Accuracy (defaults)
@@ -349,7 +350,9 @@
 //
 // # Experiments
 //
-// CompletionSynthetic runs the seed 001 synthetic set-up (test RMSE and
-// recovery error against the observed fraction); CompletionSpeed times
-// epochs. Both return tables; cmd/dprec formats them.
+// The experiments (synthetic recovery against the observed fraction, epoch
+// speed, RMSE against epsilon for the private modes) live in the module's
+// internal/experiment/completionexp and run as `dprec experiment
+// completion-synthetic|completion-speed|completion-privacy`. UniformCP, the
+// synthetic tensor they and the benchmarks time, stays here.
 package completion

@@ -187,26 +187,6 @@ func TestFoldInRMSEIgnoresUserRows(t *testing.T) {
 	}
 }
 
-// TestPrivacyExperimentBillboardModes: the experiment runs the bias and
-// als modes, scores them by fold-in and marks them covered.
-func TestPrivacyExperimentBillboardModes(t *testing.T) {
-	t.Parallel()
-	ds := PrivacyExpDataset{Name: "small", Train: privStore([]int{30, 20, 5}, 400, 31), Test: privStore([]int{30, 20, 5}, 80, 32),
-		RatingMin: 1, RatingMax: 5, Kind: decomposition.CP, Rank: 2, Bias: true, Settings: Settings{Epochs: 2, Threads: 1}}
-	rows, err := RunPrivacyExperiment(PrivacyExpConfig{Datasets: []PrivacyExpDataset{ds}, Modes: []string{ExpBias, ExpALS}, Epsilons: []float64{1}, Seeds: []uint64{1}, Delta: 1e-5}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rows) != 2 {
-		t.Fatalf("%d rows", len(rows))
-	}
-	for _, r := range rows {
-		if r.Err != "" || math.IsNaN(r.RMSE) || !(r.RMSE > 0) || !r.Covered {
-			t.Errorf("row %+v", r)
-		}
-	}
-}
-
 // TestLaplacePosteriorNoise checks E[L | X + L = y] (X ~ N(0, s2), L ~
 // Laplace(b)) against numerical integration of the posterior density on a
 // grid (step 1e-3 over [-200, 200]), including far tails.

@@ -66,7 +66,7 @@ func capeKeysCmd() *cli.Command {
 				return err
 			}
 			for role, k := range rings {
-				p := filepath.Join(c.String("dir"), strings.ReplaceAll(role, "/", "-")+".json")
+				p := filepath.Join(c.String("dir"), strings.ReplaceAll(string(role), "/", "-")+".json")
 				// Mode 0600 from creation (never renamed in wider).
 				if err := cape.SaveKeyring(p, k, c.Bool("force")); err != nil {
 					return err
@@ -86,10 +86,10 @@ const capeMaxRejectLines = 100
 
 // capeRejectLogger returns an HTTPConfig.OnReject that logs each refused
 // request on stderr with the role it claimed and the reason.
-func capeRejectLogger(server string) func(role, reason string) {
+func capeRejectLogger(server cape.Role) func(role cape.Role, reason string) {
 	var mu sync.Mutex
 	n := 0
-	return func(role, reason string) {
+	return func(role cape.Role, reason string) {
 		mu.Lock()
 		defer mu.Unlock()
 		n++
@@ -103,7 +103,7 @@ func capeRejectLogger(server string) func(role, reason string) {
 }
 
 // capeListen opens the listener and announces its address on stderr.
-func capeListen(c *cli.Context, role string) (net.Listener, error) {
+func capeListen(c *cli.Context, role cape.Role) (net.Listener, error) {
 	ln, err := net.Listen("tcp", c.String("listen"))
 	if err != nil {
 		return nil, fmt.Errorf("%s: listen on %s: %w", role, c.String("listen"), err)
@@ -117,7 +117,7 @@ func capeOptions(c *cli.Context) cape.RunOptions {
 	return cape.RunOptions{Seeded: ok, Seed: seed}
 }
 
-func capeLoadKeys(c *cli.Context, role string) (*cape.Keyring, error) {
+func capeLoadKeys(c *cli.Context, role cape.Role) (*cape.Keyring, error) {
 	k, err := cape.LoadKeyring(c.String("keys"))
 	if err != nil {
 		return nil, err
@@ -138,7 +138,7 @@ func capeAggregateCmd() *cli.Command {
 			&cli.StringFlag{Name: "job", Value: "pca", Usage: "mean, pca or agn"},
 			&cli.IntFlag{Name: "dim", Required: true, Usage: "feature dimension D of the sites' rows"},
 			&cli.IntFlag{Name: "k", Usage: "components K (pca, agn)"},
-			&cli.StringFlag{Name: "model", Value: cape.ModelMOG, Usage: "agn: mog (spherical Gaussian mixture; sites give --data rows) or stm (single-topic model; sites give --corpus, --dim is the vocabulary size)"},
+			&cli.StringFlag{Name: "model", Value: string(cape.ModelMOG), Usage: "agn: mog (spherical Gaussian mixture; sites give --data rows) or stm (single-topic model; sites give --corpus, --dim is the vocabulary size)"},
 			&cli.Float64Flag{Name: "sigma2", Usage: "agn: the mixture's noise variance sigma^2 (in the units of the scaled rows)"},
 			&cli.Float64Flag{Name: "split", Usage: "agn: fraction of each site's budget for M2 (default 0.5)"},
 			&cli.StringFlag{Name: "calibration", Value: "analytic", Usage: "Gaussian calibration: analytic, classic or tight"},
@@ -241,15 +241,18 @@ func capeAggJob(c *cli.Context) (cape.Job, error) {
 	if err != nil {
 		return cape.Job{}, cli.Exit(err.Error(), exitUsage)
 	}
-	job := cape.Job{Kind: c.String("job"), D: c.Int("dim"), K: c.Int("k"), Sigma2: c.Float64("sigma2"),
+	kind, err := cape.ParseJobKind(c.String("job"))
+	if err != nil {
+		return cape.Job{}, cli.Exit(err.Error(), exitUsage)
+	}
+	job := cape.Job{Kind: kind, D: c.Int("dim"), K: c.Int("k"), Sigma2: c.Float64("sigma2"),
 		Split: c.Float64("split"), Calibration: cal, EqualWeights: c.Bool("equal-weights")}
 	if job.Kind == cape.JobAGN {
-		switch m := c.String("model"); m {
-		case cape.ModelMOG, cape.ModelSTM:
-			job.Model = m
-		default:
-			return job, cli.Exit(fmt.Sprintf("--model %q: want mog or stm", m), exitUsage)
+		m, err := cape.ParseModel(c.String("model"))
+		if err != nil {
+			return job, cli.Exit(fmt.Sprintf("--model %q: want mog or stm", c.String("model")), exitUsage)
 		}
+		job.Model = m
 	}
 	if err := job.Validate(); err != nil {
 		return job, cli.Exit(err.Error(), exitUsage)
@@ -264,7 +267,7 @@ func capeAggRunError(c *cli.Context, out *cape.Outcome, runErr error) error {
 		missing := []string{}
 		for _, e := range out.Excluded {
 			if strings.HasPrefix(e.Reason, "no hello") {
-				missing = append(missing, cape.SiteRole(e.Site))
+				missing = append(missing, string(cape.SiteRole(e.Site)))
 			}
 		}
 		if len(missing) > 0 {
@@ -348,7 +351,7 @@ func capeNoiseCmd() *cli.Command {
 			// Nobody sends values to the noise generator (sites only fetch
 			// their e_s): the smallest body limit.
 			tr, err := cape.NewHTTPTransport(cape.HTTPConfig{Role: cape.RoleNoise, Keys: keys, Listener: ln, MaxValues: 1,
-				Peers: map[string]string{cape.RoleAggregator: c.String("aggregator")}, OnReject: capeRejectLogger(cape.RoleNoise)})
+				Peers: map[cape.Role]string{cape.RoleAggregator: c.String("aggregator")}, OnReject: capeRejectLogger(cape.RoleNoise)})
 			if err != nil {
 				return err
 			}
@@ -417,7 +420,7 @@ func capeSiteCmd() *cli.Command {
 				return cli.Exit("a site takes exactly one --data file (rows) or one --corpus file (documents)", exitUsage)
 			}
 			tr, err := cape.NewHTTPTransport(cape.HTTPConfig{Role: role, Keys: keys,
-				Peers: map[string]string{cape.RoleAggregator: c.String("aggregator"), cape.RoleNoise: c.String("noise")}})
+				Peers: map[cape.Role]string{cape.RoleAggregator: c.String("aggregator"), cape.RoleNoise: c.String("noise")}})
 			if err != nil {
 				return err
 			}

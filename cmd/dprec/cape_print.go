@@ -3,19 +3,19 @@ package main
 import (
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 
 	"github.com/dprec/dprec/otd/cape"
 	"github.com/dprec/dprec/perturb"
 )
 
 // capePrintTraffic prints the per-role traffic of a CAPE run.
-func capePrintTraffic(w io.Writer, t map[string]cape.Traffic) {
-	roles := make([]string, 0, len(t))
+func capePrintTraffic(w io.Writer, t map[cape.Role]cape.Traffic) {
+	roles := make([]cape.Role, 0, len(t))
 	for r := range t {
 		roles = append(roles, r)
 	}
-	sort.Strings(roles)
+	slices.Sort(roles)
 	fmt.Fprintln(w, "traffic (values sent packed / as dense objects, bytes):")
 	for _, r := range roles {
 		x := t[r]

@@ -7,13 +7,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/internal/experiment/completionexp"
 	"github.com/dprec/dprec/perturb"
 	"github.com/urfave/cli/v2"
 )
@@ -63,31 +63,68 @@ func expPrivacyFloats(s, name string) ([]float64, error) {
 }
 
 func expPrivacyRun(c *cli.Context) error {
+	eps, modes, err := expPrivacyFlags(c)
+	if err != nil {
+		return err
+	}
+	dir := c.String("out")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	all, baselines, err := expPrivacyRows(c, eps, modes)
+	if err != nil {
+		return err
+	}
+	force := c.Bool("force")
+	csvPath := filepath.Join(dir, "completion_privacy.csv")
+	if err := expPrivacyWriteCSV(csvPath, force, all); err != nil {
+		return err
+	}
+	summary := completionexp.SummarizePrivacy(all)
+	if !quiet(c) {
+		fmt.Fprintf(os.Stderr, "wrote %s (noise seeded: reproducible, NOT private)\n", csvPath)
+	}
+	w := os.Stdout
+	fmt.Fprintf(w, "dataset\tmode\tepsilon\tmean_rmse\tsd\truns\tfailed\n")
+	for _, s := range summary {
+		fmt.Fprintf(w, "%s\t%s\t%g\t%.4f\t%.4f\t%d\t%d\n", s.Dataset, s.Mode, s.Epsilon, s.Mean, s.SD, s.Runs, s.Failed)
+	}
+	for name, b := range baselines {
+		fmt.Fprintf(w, "%s\tbias-only baseline (non-private)\t-\t%.4f\t-\t%d\t0\n", name, b, c.Int("seeds"))
+	}
+	return expPrivacyPlots(dir, force, summary, modes, eps, baselines)
+}
+
+// expPrivacyFlags checks --epsilons, --modes and --seeds.
+func expPrivacyFlags(c *cli.Context) ([]float64, []string, error) {
 	eps, err := expPrivacyFloats(c.String("epsilons"), "epsilons")
 	if err != nil {
-		return cli.Exit(err.Error(), exitUsage)
+		return nil, nil, cli.Exit(err.Error(), exitUsage)
 	}
 	modes := strings.Split(c.String("modes"), ",")
 	for i, m := range modes {
 		modes[i] = strings.TrimSpace(m)
 		switch modes[i] {
-		case completion.ExpNone, completion.ExpBias, completion.ExpALS, completion.ExpInput, completion.ExpGradientC, completion.ExpGradientAll, completion.ExpOutput:
+		case completionexp.ExpNone, completionexp.ExpBias, completionexp.ExpALS, completionexp.ExpInput, completionexp.ExpGradientC, completionexp.ExpGradientAll, completionexp.ExpOutput:
 		default:
-			return cli.Exit(fmt.Sprintf("--modes: unknown mode %q", m), exitUsage)
+			return nil, nil, cli.Exit(fmt.Sprintf("--modes: unknown mode %q", m), exitUsage)
 		}
 	}
+	if c.Int("seeds") < 1 {
+		return nil, nil, cli.Exit("--seeds must be >= 1", exitUsage)
+	}
+	return eps, modes, nil
+}
+
+// expPrivacyRows runs the experiment on every dataset and seed, and
+// returns its rows and, per rating-log dataset, the mean RMSE over seeds
+// of the non-private bias-only baseline.
+func expPrivacyRows(c *cli.Context, eps []float64, modes []string) ([]completionexp.PrivacyExpRow, map[string]float64, error) {
 	base, _ := seedOf(c)
 	nSeeds := c.Int("seeds")
-	if nSeeds < 1 {
-		return cli.Exit("--seeds must be >= 1", exitUsage)
-	}
 	settings := completion.Settings{Epochs: c.Int("epochs"), Threads: c.Int("threads"), LearningRate: c.Float64("lr"), Reg: c.Float64("reg"), InitScale: c.Float64("init-scale")}
 	usePrivate := c.IsSet("private-lr-scale") || c.IsSet("private-reg")
-	dir := c.String("out")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	var all []completion.PrivacyExpRow
+	var all []completionexp.PrivacyExpRow
 	baselines := map[string]float64{}
 	for _, name := range strings.Split(c.String("datasets"), ",") {
 		name = strings.TrimSpace(name)
@@ -95,50 +132,35 @@ func expPrivacyRun(c *cli.Context) error {
 			seed := base + uint64(s) + 1
 			ds, err := expPrivacyDataset(c, name, seed, settings)
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
 			if ds == nil {
 				break // ratings without --ratings
 			}
 			if usePrivate {
-				base := ds.Settings
-				lr := base.LearningRate
-				if lr == 0 {
-					lr = completion.DefaultLearningRate
-				}
-				reg := base.Reg
-				if reg == 0 {
-					reg = completion.DefaultReg
-				}
-				scale, preg := c.Float64("private-lr-scale"), c.Float64("private-reg")
-				ds.PrivateSettings = func(eps float64) completion.Settings {
-					ps := base
-					ps.LearningRate = lr * math.Min(1, scale*eps)
-					if preg > 0 {
-						ps.Reg = math.Max(reg, preg/(eps*eps))
-					}
-					return ps
-				}
+				ds.PrivateSettings = completionexp.PrivateSchedule(ds.Settings, c.Float64("private-lr-scale"), c.Float64("private-reg"))
 			}
 			if name == "ratings" {
-				baselines[name] += completion.BiasBaselineRMSE(ds.Train, ds.Test, 5, ds.RatingMin, ds.RatingMax) / float64(nSeeds)
+				baselines[name] += completionexp.BiasBaselineRMSE(ds.Train, ds.Test, 5, ds.RatingMin, ds.RatingMax) / float64(nSeeds)
 			}
-			total := len(modes) * len(eps)
-			bar := newBar(c, int64(total), fmt.Sprintf("%s seed %d", name, seed))
-			rows, err := completion.RunPrivacyExperiment(completion.PrivacyExpConfig{
-				Datasets: []completion.PrivacyExpDataset{*ds}, Modes: modes, Epsilons: eps,
+			bar := newBar(c, int64(len(modes)*len(eps)), fmt.Sprintf("%s seed %d", name, seed))
+			rows, err := completionexp.RunPrivacyExperiment(completionexp.PrivacyExpConfig{
+				Datasets: []completionexp.PrivacyExpDataset{*ds}, Modes: modes, Epsilons: eps,
 				Seeds: []uint64{seed}, Delta: c.Float64("delta"), Clip: c.Float64("clip"),
-			}, func(completion.PrivacyExpRow) { _ = bar.Add(1) })
+			}, func(completionexp.PrivacyExpRow) { _ = bar.Add(1) })
 			_ = bar.Finish()
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
 			all = append(all, rows...)
 		}
 	}
-	force := c.Bool("force")
-	csvPath := filepath.Join(dir, "completion_privacy.csv")
-	err = data.WriteFileAtomic(csvPath, force, func(w io.Writer) error {
+	return all, baselines, nil
+}
+
+// expPrivacyWriteCSV writes one CSV row per run.
+func expPrivacyWriteCSV(path string, force bool, all []completionexp.PrivacyExpRow) error {
+	return data.WriteFileAtomic(path, force, func(w io.Writer) error {
 		cw := csv.NewWriter(w)
 		_ = cw.Write([]string{"dataset", "kind", "mode", "epsilon", "delta", "seed", "rmse", "covered", "seconds", "error"})
 		for _, r := range all {
@@ -148,42 +170,31 @@ func expPrivacyRun(c *cli.Context) error {
 		cw.Flush()
 		return cw.Error()
 	})
-	if err != nil {
-		return err
-	}
-	summary := expPrivacySummary(all)
-	if !quiet(c) {
-		fmt.Fprintf(os.Stderr, "wrote %s (noise seeded: reproducible, NOT private)\n", csvPath)
-	}
-	w := os.Stdout
-	fmt.Fprintf(w, "dataset\tmode\tepsilon\tmean_rmse\tsd\truns\tfailed\n")
+}
+
+// expPrivacyPlots draws one plot per dataset: mean RMSE over seeds versus
+// epsilon per mode; the non-private RMSE and the bias-only baseline are
+// drawn as flat lines.
+func expPrivacyPlots(dir string, force bool, summary []completionexp.PrivacySummary, modes []string, eps []float64, baselines map[string]float64) error {
+	byDS := map[string][]completionexp.PrivacySummary{}
 	for _, s := range summary {
-		fmt.Fprintf(w, "%s\t%s\t%g\t%.4f\t%.4f\t%d\t%d\n", s.dataset, s.mode, s.eps, s.mean, s.sd, s.n, s.failed)
-	}
-	for name, b := range baselines {
-		fmt.Fprintf(w, "%s\tbias-only baseline (non-private)\t-\t%.4f\t-\t%d\t0\n", name, b, nSeeds)
-	}
-	// One plot per dataset: mean RMSE over seeds versus epsilon per mode;
-	// the non-private RMSE is drawn as a flat line.
-	byDS := map[string][]expPrivacyPoint{}
-	for _, s := range summary {
-		byDS[s.dataset] = append(byDS[s.dataset], s)
+		byDS[s.Dataset] = append(byDS[s.Dataset], s)
 	}
 	for name, pts := range byDS {
 		var series []plotSeries
 		for _, mode := range modes {
 			ps := plotSeries{Name: mode}
 			for _, p := range pts {
-				if p.mode != mode || math.IsNaN(p.mean) {
+				if p.Mode != mode || math.IsNaN(p.Mean) {
 					continue
 				}
-				if mode == completion.ExpNone {
+				if mode == completionexp.ExpNone {
 					for _, e := range eps {
-						ps.X, ps.Y, ps.YErr = append(ps.X, e), append(ps.Y, p.mean), append(ps.YErr, p.sd)
+						ps.X, ps.Y, ps.YErr = append(ps.X, e), append(ps.Y, p.Mean), append(ps.YErr, p.SD)
 					}
 					continue
 				}
-				ps.X, ps.Y, ps.YErr = append(ps.X, p.eps), append(ps.Y, p.mean), append(ps.YErr, p.sd)
+				ps.X, ps.Y, ps.YErr = append(ps.X, p.Epsilon), append(ps.Y, p.Mean), append(ps.YErr, p.SD)
 			}
 			if len(ps.X) > 0 {
 				series = append(series, ps)
@@ -206,72 +217,9 @@ func expPrivacyRun(c *cli.Context) error {
 
 func fmtG(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 
-type expPrivacyPoint struct {
-	dataset, mode string
-	eps           float64
-	mean, sd      float64
-	n, failed     int
-}
-
-// expPrivacySummary averages RMSE over seeds per (dataset, mode, epsilon);
-// failed (diverged) runs are counted and excluded from the mean.
-func expPrivacySummary(rows []completion.PrivacyExpRow) []expPrivacyPoint {
-	type key struct {
-		ds, mode string
-		eps      float64
-	}
-	acc := map[key][]float64{}
-	failed := map[key]int{}
-	var keys []key
-	for _, r := range rows {
-		k := key{r.Dataset, r.Mode, r.Epsilon}
-		if _, ok := acc[k]; !ok {
-			keys = append(keys, k)
-			acc[k] = nil
-		}
-		if math.IsNaN(r.RMSE) {
-			failed[k]++
-			continue
-		}
-		acc[k] = append(acc[k], r.RMSE)
-	}
-	sort.SliceStable(keys, func(i, j int) bool {
-		if keys[i].ds != keys[j].ds {
-			return keys[i].ds < keys[j].ds
-		}
-		if keys[i].mode != keys[j].mode {
-			return keys[i].mode < keys[j].mode
-		}
-		return keys[i].eps < keys[j].eps
-	})
-	var out []expPrivacyPoint
-	for _, k := range keys {
-		v := acc[k]
-		p := expPrivacyPoint{dataset: k.ds, mode: k.mode, eps: k.eps, n: len(v) + failed[k], failed: failed[k], mean: math.NaN(), sd: math.NaN()}
-		if len(v) > 0 {
-			s := 0.0
-			for _, x := range v {
-				s += x
-			}
-			p.mean = s / float64(len(v))
-			ss := 0.0
-			for _, x := range v {
-				ss += (x - p.mean) * (x - p.mean)
-			}
-			if len(v) > 1 {
-				p.sd = math.Sqrt(ss / float64(len(v)-1))
-			} else {
-				p.sd = 0
-			}
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
 // expPrivacyDataset builds one dataset for a seed (nil for "ratings"
 // without --ratings).
-func expPrivacyDataset(c *cli.Context, name string, seed uint64, s completion.Settings) (*completion.PrivacyExpDataset, error) {
+func expPrivacyDataset(c *cli.Context, name string, seed uint64, s completion.Settings) (*completionexp.PrivacyExpDataset, error) {
 	switch name {
 	case "synthetic-cp", "synthetic-tucker":
 		kind := decomposition.CP
@@ -280,7 +228,7 @@ func expPrivacyDataset(c *cli.Context, name string, seed uint64, s completion.Se
 		}
 		// Seed 001: 20 x 20 x 20, rank 3, SNR 1; 50% of the cells observed
 		// for training, 10% held out for testing.
-		tr, te, lo, hi, err := completion.SyntheticSeed001(kind, []int{20, 20, 20}, 3, 1, 0.5, 0.1, perturb.StreamSource(seed, 77))
+		tr, te, lo, hi, err := completionexp.SyntheticSeed001(kind, []int{20, 20, 20}, 3, 1, 0.5, 0.1, perturb.StreamSource(seed, 77))
 		if err != nil {
 			return nil, err
 		}
@@ -293,7 +241,7 @@ func expPrivacyDataset(c *cli.Context, name string, seed uint64, s completion.Se
 			// diverges; 0.002 reaches the noise floor in 30 epochs.
 			s.LearningRate = 0.002
 		}
-		return &completion.PrivacyExpDataset{Name: name, Train: tr, Test: te, RatingMin: lo, RatingMax: hi, Kind: kind, Rank: 3, Settings: s}, nil
+		return &completionexp.PrivacyExpDataset{Name: name, Train: tr, Test: te, RatingMin: lo, RatingMax: hi, Kind: kind, Rank: 3, Settings: s}, nil
 	case "ratings":
 		path := c.String("ratings")
 		if path == "" {
@@ -303,8 +251,8 @@ func expPrivacyDataset(c *cli.Context, name string, seed uint64, s completion.Se
 		if err != nil {
 			return nil, err
 		}
-		tr, te := completion.SplitStore(st, 0.1, perturb.StreamSource(seed, 78))
-		return &completion.PrivacyExpDataset{Name: name, Train: tr, Test: te, RatingMin: c.Float64("rating-min"), RatingMax: c.Float64("rating-max"),
+		tr, te := completionexp.SplitStore(st, 0.1, perturb.StreamSource(seed, 78))
+		return &completionexp.PrivacyExpDataset{Name: name, Train: tr, Test: te, RatingMin: c.Float64("rating-min"), RatingMax: c.Float64("rating-max"),
 			Kind: decomposition.CP, Rank: c.Int("rank"), Bias: true, Settings: s}, nil
 	}
 	return nil, fmt.Errorf("--datasets: unknown dataset %q (want synthetic-cp, synthetic-tucker or ratings)", name)

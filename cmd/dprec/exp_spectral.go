@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/internal/experiment/otdexp"
 	"github.com/dprec/dprec/otd"
 	"github.com/dprec/dprec/perturb"
 	"github.com/urfave/cli/v2"
@@ -104,13 +105,13 @@ func expSpectralRun(c *cli.Context) error {
 	if !ok {
 		seed = 1
 	}
-	base := otd.SpectralExperimentConfig{
+	base := otdexp.Config{
 		Epsilons: eps, FixedN: c.Int("n"), Ns: ns, FixedEpsilon: c.Float64("epsilon"),
 		Delta: c.Float64("delta"), Runs: c.Int("runs"), Split: c.Float64("split"),
 		Calibration: cal, Seed: seed,
 	}
 	if c.Bool("quick") {
-		base.Settings = []otd.SpectralSetting{{D: 10, K: 5}}
+		base.Settings = []otdexp.Setting{{D: 10, K: 5}}
 		base.Epsilons = []float64{0.5, 2, 10}
 		base.FixedN = 10000
 		base.Ns = []int{1000, 30000}
@@ -138,7 +139,7 @@ func expSpectralRun(c *cli.Context) error {
 			_ = bar.Set(done)
 		}
 		t0 := time.Now()
-		tabs, err := otd.SpectralExperiment(cfg)
+		tabs, err := otdexp.Spectral(cfg)
 		_ = bar.Finish()
 		if err != nil {
 			return err
@@ -157,7 +158,7 @@ func expSpectralRun(c *cli.Context) error {
 }
 
 // expSpectralWrite writes one table's CSV and plot.
-func expSpectralWrite(dir string, force bool, t *otd.SpectralTable) error {
+func expSpectralWrite(dir string, force bool, t *otdexp.Table) error {
 	csvPath := filepath.Join(dir, t.Name+".csv")
 	err := data.WriteFileAtomic(csvPath, force, func(w io.Writer) error {
 		cw := csv.NewWriter(w)
@@ -193,7 +194,7 @@ func expSpectralWrite(dir string, force bool, t *otd.SpectralTable) error {
 }
 
 // expSpectralPrint prints a table as aligned text.
-func expSpectralPrint(w io.Writer, t *otd.SpectralTable) {
+func expSpectralPrint(w io.Writer, t *otdexp.Table) {
 	fixed := "N"
 	if t.Vary == "n" {
 		fixed = "epsilon"

@@ -130,18 +130,18 @@ type pcaMethod struct {
 }
 
 type pcaResult struct {
-	Sites       int                     `json:"sites"`
-	SiteRows    []int                   `json:"site_rows"`
-	D           int                     `json:"d"`
-	K           int                     `json:"k"`
-	Eigenvalues []float64               `json:"eigenvalues"`
-	QCE         float64                 `json:"q_ce"`
-	Baselines   []pcaMethod             `json:"baselines,omitempty"`
-	Stage       cape.StageResult        `json:"aggregate"`
-	Traffic     map[string]cape.Traffic `json:"traffic"`
-	Seconds     float64                 `json:"seconds"`
-	Privacy     *perturb.Report         `json:"privacy"`
-	V           [][]float64             `json:"v,omitempty"`
+	Sites       int                        `json:"sites"`
+	SiteRows    []int                      `json:"site_rows"`
+	D           int                        `json:"d"`
+	K           int                        `json:"k"`
+	Eigenvalues []float64                  `json:"eigenvalues"`
+	QCE         float64                    `json:"q_ce"`
+	Baselines   []pcaMethod                `json:"baselines,omitempty"`
+	Stage       cape.StageResult           `json:"aggregate"`
+	Traffic     map[cape.Role]cape.Traffic `json:"traffic"`
+	Seconds     float64                    `json:"seconds"`
+	Privacy     *perturb.Report            `json:"privacy"`
+	V           [][]float64                `json:"v,omitempty"`
 }
 
 func pcaRun(c *cli.Context) error {

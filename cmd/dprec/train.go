@@ -129,15 +129,10 @@ func trainRun(c *cli.Context) error {
 	default:
 		return cli.Exit(fmt.Sprintf("--objective %q: want rating or implicit", obj), exitUsage)
 	}
-	// Split.
-	frac, err := trainValidationFraction(c)
+	train, valid, err := trainHoldOut(c, st, rng)
 	if err != nil {
 		return err
 	}
-	if !(frac >= 0 && frac < 1) {
-		return cli.Exit(fmt.Sprintf("--validation %g: want a fraction in [0, 1)", frac), exitUsage)
-	}
-	train, valid := trainSplit(st, frac, rng)
 	// Privacy, model, settings.
 	ul, priv, err := trainPrivacyPlan(c, train)
 	if err != nil {
@@ -187,11 +182,20 @@ func trainRun(c *cli.Context) error {
 	if err := trainSave(c, out, st, final, m, res, info, ul); err != nil {
 		return err
 	}
-	// Summary.
-	sum := trainSummary{Out: out, Data: src, Kind: tf.kind, Dims: m.Dims, Ranks: m.Ranks,
+	sum := trainSummarize(out, src, tf.kind, m, train, valid, res, time.Since(start), refitted)
+	sum.Warnings = append(warnings, sum.Warnings...)
+	if prov, _ := res.Privacy.Provenance(); seeded && res.Privacy.Private() && prov != perturb.ProvenanceSeeded {
+		sum.Warnings = append(sum.Warnings, "--seed was given: the run is reproducible and NOT private")
+	}
+	return trainPrint(c, &sum)
+}
+
+// trainSummary builds what train prints from the result.
+func trainSummarize(out, src string, kind decomposition.Kind, m *decomposition.Model, train, valid *data.Store, res *completion.Result, took time.Duration, refitted bool) trainSummary {
+	sum := trainSummary{Out: out, Data: src, Kind: kind, Dims: m.Dims, Ranks: m.Ranks,
 		TrainRatings: train.NNZ(), Epochs: len(res.History), BestEpoch: res.BestEpoch,
-		EarlyStopped: res.EarlyStopped, Seconds: time.Since(start).Seconds(), History: res.History,
-		Privacy: res.Privacy, Warnings: append(warnings, inspectPrivacyWarnings(res.Privacy)...),
+		EarlyStopped: res.EarlyStopped, Seconds: took.Seconds(), History: res.History,
+		Privacy: res.Privacy, Warnings: inspectPrivacyWarnings(res.Privacy),
 		Solver: res.Settings.Solver.String(), Refit: refitted}
 	if valid != nil {
 		sum.ValidRatings = valid.NNZ()
@@ -204,10 +208,20 @@ func trainRun(c *cli.Context) error {
 			sum.ValidRMSE = &v
 		}
 	}
-	if prov, _ := res.Privacy.Provenance(); seeded && res.Privacy.Private() && prov != perturb.ProvenanceSeeded {
-		sum.Warnings = append(sum.Warnings, "--seed was given: the run is reproducible and NOT private")
+	return sum
+}
+
+// trainHoldOut splits --validation of the ratings off at random.
+func trainHoldOut(c *cli.Context, st *data.Store, rng rand.Source) (train, valid *data.Store, err error) {
+	frac, err := trainValidationFraction(c)
+	if err != nil {
+		return nil, nil, err
 	}
-	return trainPrint(c, &sum)
+	if !(frac >= 0 && frac < 1) {
+		return nil, nil, cli.Exit(fmt.Sprintf("--validation %g: want a fraction in [0, 1)", frac), exitUsage)
+	}
+	train, valid = trainSplit(st, frac, rng)
+	return train, valid, nil
 }
 
 // trainFlags are train's parsed enum flags.

@@ -15,7 +15,7 @@ import (
 func runWithRogue(t *testing.T, job Job, honest []SiteInput, opts RunOptions, maxRows int, rogue func(ctx context.Context, ep *LocalEndpoint)) (*Outcome, error) {
 	t.Helper()
 	S := len(honest) + 1
-	roles := []string{RoleAggregator, RoleNoise}
+	roles := []Role{RoleAggregator, RoleNoise}
 	for s := 1; s <= S; s++ {
 		roles = append(roles, SiteRole(s))
 	}

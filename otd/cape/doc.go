@@ -115,20 +115,64 @@
 // scheme's variance over r sites: the estimate falls back to (at least)
 // conventional accuracy, as the seed says after Proposition 1.
 //
-// # Privacy
+// # Sensitivities
 //
 // Neighbouring relation: two data sets differing in one record (row or
-// document) of one site, replaced by another valid record. Sensitivities
-// (l2, of the vector the noise is added to):
+// document) of one site, replaced by another valid record (a row of l2
+// norm at most 1, checked by every site; a document of at least 3 words).
+// N_s is public: the site declares it in its hello and the aggregator
+// bounds it by MaxRows. Noise is added to a packed vector of Job.Length
+// values (a symmetric matrix as its D(D+1)/2 upper-triangle entries, a
+// symmetric tensor as its C(D+2,3) entries i <= j <= k), so Delta_s
+// (Job.Sensitivity) is the l2 sensitivity of that vector.
 //
-//   - mean of rows with ||x|| <= 1: 2/N_s (||x - x'|| <= 2);
-//   - capePCA, upper triangle of A_s = X_s^T X_s / N_s: sqrt(2)/N_s, since
-//     ||x x^T - y y^T||_F^2 = ||x||^4 + ||y||^4 - 2 (x.y)^2 <= 2 and the
-//     upper triangle's norm is at most the Frobenius norm (tight for x = e1,
-//     y = e2). The seed's 1/N_s is the spectral-norm change, which does not
-//     bound the l2 change of the noised entries;
-//   - capeAGN: otd.MOGSensitivities / otd.STMSensitivities (M2 and packed
-//     M3; derivations in package otd).
+// (D1) Mean (JobMean). Replacing row x by x' moves the mean by (x - x')/N_s,
+// and ||x - x'|| <= ||x|| + ||x'|| <= 2: Delta_s = 2/N_s, attained by
+// x' = -x.
+//
+// (D2) capePCA (JobPCA), the upper triangle of A_s = X_s^T X_s / N_s.
+// Replacing x by y moves A_s by (x x^T - y y^T)/N_s, and
+//
+//	||x x^T - y y^T||_F^2 = ||x||^4 + ||y||^4 - 2 (x.y)^2 <= 2
+//
+// for ||x||, ||y|| <= 1. The upper triangle keeps every entry at most once,
+// so its l2 norm is at most the Frobenius norm: Delta_s = sqrt(2)/N_s,
+// attained by x = e1, y = e2 (two diagonal entries change by 1). The seed's
+// 1/N_s is the spectral-norm change, which does not bound the l2 change of
+// the noised entries.
+//
+// (D3) capeAGN (JobAGN): M2 (stage 0, upper triangle) and the packed M3
+// (stage 1) of the site's records, with package otd's sensitivities of
+// the packed vectors (go doc otd, section Sensitivities): ModelMOG,
+// (S2), otd.MOGSensitivities(N_s, D, sigma2); ModelSTM, (S1),
+// otd.STMSensitivities(N_s) = sqrt(2)/N_s for both. The stages spend Split
+// and 1 - Split of the site's (epsilon_s, delta_s) (Job.StageBudget) and
+// compose by basic composition to (epsilon_s, delta_s) (Theorem 2).
+//
+// (D4) Snapping. Before adding noise a site rounds each of the L values of
+// its statistic to the grid g = perturb.Granularity(tau_s) of its own
+// noise scale (see Privacy, floating point). Each value moves by at most
+// g/2, so two neighbouring snapped statistics differ by at most Delta_s +
+// 2 sqrt(L) g/2 = Delta_s + sqrt(L) g in l2. Job.Tau2 therefore calibrates
+// sigma for Delta_s and scales it by (Delta_s + sqrt(L) g)/Delta_s, with g
+// the grid of the scaled sigma (when the scaling crosses a power of two the
+// grid doubles and the scale is recomputed with it): sigma is linear in the
+// sensitivity for every calibration, so the scaled sigma is the calibrated
+// one for the snapped sensitivity and the guarantee is exactly the
+// calibrated one, as in perturb.Gaussian.AddTo.
+//
+// (D5) The aggregate and the other readings. One record of site s moves the
+// weighted sum sum_t mu_t a_t by at most mu_s Delta_s; the aggregate's
+// noise variance tau_c^2 = max_t mu_t^2 tau_t^2 >= mu_s^2 tau_s^2 (see
+// Variances, step 1) makes the aggregate alone (epsilon_s, delta_s)-DP for
+// site s. The joint and coalition readings (What the guarantee covers)
+// treat each Gaussian release of sensitivity Delta and noise variance v as
+// sqrt(Delta^2/v)-GDP and compose a site's releases over the stages to the
+// root of the sum of squares (Run.Guarantees).
+//
+// # Privacy
+//
+// Neighbouring relation and sensitivities: see Sensitivities below.
 //
 // Mechanism: Gaussian on every released entry (perturb's grid sampler). Each
 // site's release a^_s, taken alone, is (epsilon_s, delta_s)-DP against a
@@ -195,11 +239,8 @@
 // float64 sum equals the exact sum while every partial sum stays below
 // 2^53 times that finest step (about 2^13 tau_g,s); beyond it, the release
 // is rounded to the float64 spacing of its magnitude, itself a power of
-// two, as any float64 output is. Nothing stronger is claimed. Snapping
-// moves neighbouring statistics apart by at most sqrt(L) grid steps more
-// (L values), so tau_s is scaled by (Delta + sqrt(L) g)/Delta (Job.Tau2),
-// as perturb.Gaussian.AddTo does: Delta/tau_s, hence the guarantee, is
-// exactly the calibrated one.
+// two, as any float64 output is. Nothing stronger is claimed. What
+// snapping costs in sensitivity is (D4) under Sensitivities.
 //
 // # Threat model
 //

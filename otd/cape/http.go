@@ -117,13 +117,13 @@ func (j *Job) MaxValues() int {
 }
 
 // isServerRole reports whether role runs an HTTP server.
-func isServerRole(role string) bool { return role == RoleAggregator || role == RoleNoise }
+func isServerRole(role Role) bool { return role == RoleAggregator || role == RoleNoise }
 
 // Keyring holds one role's pairwise keys: Keys[peer] is the 32-byte key
 // this role shares with peer.
 type Keyring struct {
-	Role string            `json:"role"`
-	Keys map[string]string `json:"keys"` // hex
+	Role Role            `json:"role"`
+	Keys map[Role]string `json:"keys"` // hex
 }
 
 // NewKeyrings derives pairwise keys for an aggregator, a noise generator
@@ -131,7 +131,7 @@ type Keyring struct {
 // roles a < b is HMAC-SHA256(master, a "|" b). Each returned keyring holds
 // only the keys of its own pairs (sites: aggregator and noise; noise:
 // aggregator and every site; aggregator: noise and every site).
-func NewKeyrings(sites int) (map[string]*Keyring, error) {
+func NewKeyrings(sites int) (map[Role]*Keyring, error) {
 	if sites < 2 || sites > MaxSites {
 		return nil, fmt.Errorf("cape: %d sites, want 2..%d", sites, MaxSites)
 	}
@@ -139,13 +139,13 @@ func NewKeyrings(sites int) (map[string]*Keyring, error) {
 	if _, err := rand.Read(master); err != nil {
 		return nil, err
 	}
-	roles := []string{RoleAggregator, RoleNoise}
+	roles := []Role{RoleAggregator, RoleNoise}
 	for s := 1; s <= sites; s++ {
 		roles = append(roles, SiteRole(s))
 	}
-	out := map[string]*Keyring{}
+	out := map[Role]*Keyring{}
 	for _, r := range roles {
-		out[r] = &Keyring{Role: r, Keys: map[string]string{}}
+		out[r] = &Keyring{Role: r, Keys: map[Role]string{}}
 	}
 	for _, a := range roles {
 		for _, b := range roles {
@@ -187,7 +187,7 @@ func LoadKeyring(path string) (*Keyring, error) {
 	return &k, nil
 }
 
-func (k *Keyring) aead(peer string) (cipher.AEAD, error) {
+func (k *Keyring) aead(peer Role) (cipher.AEAD, error) {
 	h, ok := k.Keys[peer]
 	if !ok {
 		return nil, fmt.Errorf("cape: %s has no key for %s", k.Role, peer)
@@ -221,7 +221,7 @@ func open(a cipher.AEAD, box, aad []byte) ([]byte, error) {
 
 // macKey returns the key of the header MAC for peer, derived from the
 // pair's key (separate from the AEAD key).
-func (k *Keyring) macKey(peer string) ([]byte, error) {
+func (k *Keyring) macKey(peer Role) ([]byte, error) {
 	h, ok := k.Keys[peer]
 	if !ok {
 		return nil, fmt.Errorf("cape: %s has no key for %s", k.Role, peer)
@@ -264,7 +264,7 @@ func respAAD(h *reqHeader, reqNonce []byte) []byte {
 // envelope is the sealed plaintext of a request.
 type envelope struct {
 	Msg   *Message `json:"msg,omitempty"`
-	Kind  string   `json:"kind,omitempty"`
+	Kind  MsgKind  `json:"kind,omitempty"`
 	Stage int      `json:"stage,omitempty"`
 }
 
@@ -347,11 +347,11 @@ func (c *limitConn) Close() error {
 
 // HTTPConfig configures an HTTPTransport. Zero values mean the defaults.
 type HTTPConfig struct {
-	Role string
+	Role Role
 	Keys *Keyring
 	// Peers maps the server roles this role contacts to base URLs
 	// ("http://127.0.0.1:7000").
-	Peers map[string]string
+	Peers map[Role]string
 	// Listener is the server's socket (aggregator and noise generator);
 	// nil for sites.
 	Listener net.Listener
@@ -377,7 +377,7 @@ type HTTPConfig struct {
 	// OnReject, if set, is called for every refused request with the role
 	// the request claimed and the reason (replay, forged, oversized, ...).
 	// It may be called from several goroutines at once.
-	OnReject func(role, reason string)
+	OnReject func(role Role, reason string)
 }
 
 // HTTPTransport is a Transport over HTTP between processes.
@@ -391,7 +391,7 @@ type HTTPTransport struct {
 	wake    chan struct{}
 	errs    chan error
 	seq     atomic.Uint64
-	windows map[string]*seqWin
+	windows map[Role]*seqWin
 	seen    map[string]bool // "peer|kind|stage" accepted this run
 	sending int             // accepted sends and fetched messages whose response is being written
 	rejects atomic.Int64
@@ -428,7 +428,7 @@ func NewHTTPTransport(cfg HTTPConfig) (*HTTPTransport, error) {
 		cfg.IdleTimeout = 30 * time.Second
 	}
 	t := &HTTPTransport{cfg: cfg, wake: make(chan struct{}), errs: make(chan error, 1),
-		windows: map[string]*seqWin{}, seen: map[string]bool{}}
+		windows: map[Role]*seqWin{}, seen: map[string]bool{}}
 	// Sequence numbers start at the clock so that a restarted client does
 	// not reuse the numbers of its previous incarnation.
 	t.seq.Store(uint64(time.Now().UnixNano()))
@@ -498,7 +498,7 @@ func (t *HTTPTransport) Send(ctx context.Context, m *Message) error {
 }
 
 // Recv implements Transport.
-func (t *HTTPTransport) Recv(ctx context.Context, from, kind string, stage int) (*Message, error) {
+func (t *HTTPTransport) Recv(ctx context.Context, from Role, kind MsgKind, stage int) (*Message, error) {
 	if isServerRole(from) && from != t.cfg.Role {
 		for {
 			m, err := t.post(ctx, from, httpPathRecv, envelope{Kind: kind, Stage: stage})
@@ -546,7 +546,7 @@ func (t *HTTPTransport) ensureSession(ctx context.Context) (string, error) {
 // post sends a sealed request to a server role and returns the message
 // of the response (nil when a recv poll timed out empty, and for send and
 // session requests).
-func (t *HTTPTransport) post(ctx context.Context, server, path string, env envelope) (*Message, error) {
+func (t *HTTPTransport) post(ctx context.Context, server Role, path string, env envelope) (*Message, error) {
 	base, ok := t.cfg.Peers[server]
 	if !ok {
 		return nil, fmt.Errorf("cape: %s has no address for %s", t.cfg.Role, server)
@@ -580,10 +580,11 @@ func (t *HTTPTransport) post(ctx context.Context, server, path string, env envel
 
 // postCall is one request that post sends, attempt after attempt.
 type postCall struct {
-	server, base, path, session string
-	a                           cipher.AEAD
-	mk                          []byte
-	plain                       []byte // the envelope, not yet sealed
+	server              Role
+	base, path, session string
+	a                   cipher.AEAD
+	mk                  []byte
+	plain               []byte // the envelope, not yet sealed
 }
 
 // postAttempt makes one attempt at pc with a fresh sequence number, time
@@ -591,14 +592,14 @@ type postCall struct {
 // not ready and the caller should try again.
 func (t *HTTPTransport) postAttempt(ctx context.Context, pc *postCall) (m *Message, retry bool, err error) {
 	server, base, path, a := pc.server, pc.base, pc.path, pc.a
-	h := &reqHeader{path: path, from: t.cfg.Role, to: server, session: pc.session, seq: t.seq.Add(1), time: time.Now().UnixMilli()}
+	h := &reqHeader{path: path, from: string(t.cfg.Role), to: string(server), session: pc.session, seq: t.seq.Add(1), time: time.Now().UnixMilli()}
 	body := seal(a, pc.plain, reqAAD(h))
 	h.length = int64(len(body))
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(base, "/")+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, false, err
 	}
-	req.Header.Set(hdrRole, t.cfg.Role)
+	req.Header.Set(hdrRole, string(t.cfg.Role))
 	req.Header.Set(hdrSession, pc.session)
 	req.Header.Set(hdrSeq, strconv.FormatUint(h.seq, 10))
 	req.Header.Set(hdrTime, strconv.FormatInt(h.time, 10))
@@ -651,7 +652,7 @@ func (t *HTTPTransport) postAttempt(ctx context.Context, pc *postCall) (m *Messa
 
 // postReply decodes the authenticated reply to a request on path: nothing
 // for send, the run's session for session, the message for recv.
-func (t *HTTPTransport) postReply(server, path string, plainResp []byte) (*Message, error) {
+func (t *HTTPTransport) postReply(server Role, path string, plainResp []byte) (*Message, error) {
 	switch path {
 	case httpPathSend:
 		return nil, nil
@@ -695,7 +696,7 @@ func (t *HTTPTransport) bodyLimit(path string) int64 {
 }
 
 // refuse answers a refused request and reports it.
-func (t *HTTPTransport) refuse(w http.ResponseWriter, role string, code int, reason string) {
+func (t *HTTPTransport) refuse(w http.ResponseWriter, role Role, code int, reason string) {
 	t.rejects.Add(1)
 	if t.cfg.OnReject != nil {
 		t.cfg.OnReject(role, reason)
@@ -767,11 +768,12 @@ func (t *HTTPTransport) handle(w http.ResponseWriter, r *http.Request) {
 // header MAC, clock skew and, outside the session endpoint, this run's
 // session and a fresh sequence number. It answers a refused request
 // itself and then returns ok = false.
-func (t *HTTPTransport) authenticate(w http.ResponseWriter, r *http.Request) (peer string, a cipher.AEAD, h *reqHeader, ok bool) {
-	peer = r.Header.Get(hdrRole)
-	if len(peer) > 64 {
-		peer = peer[:64] + "..."
+func (t *HTTPTransport) authenticate(w http.ResponseWriter, r *http.Request) (peer Role, a cipher.AEAD, h *reqHeader, ok bool) {
+	claimed := r.Header.Get(hdrRole)
+	if len(claimed) > 64 {
+		claimed = claimed[:64] + "..."
 	}
+	peer = Role(claimed)
 	path := r.URL.Path
 	if r.Method != http.MethodPost {
 		t.refuse(w, peer, http.StatusMethodNotAllowed, "POST only")
@@ -789,7 +791,7 @@ func (t *HTTPTransport) authenticate(w http.ResponseWriter, r *http.Request) (pe
 	}
 	seq, err1 := strconv.ParseUint(r.Header.Get(hdrSeq), 10, 64)
 	tm, err2 := strconv.ParseInt(r.Header.Get(hdrTime), 10, 64)
-	h = &reqHeader{path: path, from: peer, to: t.cfg.Role, session: r.Header.Get(hdrSession), seq: seq, time: tm, length: r.ContentLength}
+	h = &reqHeader{path: path, from: string(peer), to: string(t.cfg.Role), session: r.Header.Get(hdrSession), seq: seq, time: tm, length: r.ContentLength}
 	if err1 != nil || err2 != nil || !hmac.Equal([]byte(r.Header.Get(hdrAuth)), []byte(h.mac(mk))) {
 		t.refuse(w, peer, http.StatusUnauthorized, fmt.Sprintf("forged or unauthenticated request on %s: header MAC missing or wrong", path))
 		return peer, nil, nil, false
@@ -806,7 +808,7 @@ func (t *HTTPTransport) authenticate(w http.ResponseWriter, r *http.Request) (pe
 
 // checkReplay refuses a request sealed for another run's session or
 // carrying a sequence number already used (or too old) for its peer.
-func (t *HTTPTransport) checkReplay(w http.ResponseWriter, peer string, h *reqHeader) bool {
+func (t *HTTPTransport) checkReplay(w http.ResponseWriter, peer Role, h *reqHeader) bool {
 	cur := t.Session()
 	if cur == "" {
 		// The noise generator has not fetched the session yet.
@@ -836,7 +838,7 @@ func (t *HTTPTransport) checkReplay(w http.ResponseWriter, peer string, h *reqHe
 // this role: one per kind and stage per run, at most MaxQueue undelivered
 // per peer. On success the sender counts as waiting for its answer, and
 // the caller must call doneSending once it has answered.
-func (t *HTTPTransport) enqueue(w http.ResponseWriter, peer string, m *Message) bool {
+func (t *HTTPTransport) enqueue(w http.ResponseWriter, peer Role, m *Message) bool {
 	if m == nil || m.To != t.cfg.Role {
 		t.refuse(w, peer, http.StatusBadRequest, "message not addressed to this role")
 		return false
@@ -846,7 +848,7 @@ func (t *HTTPTransport) enqueue(w http.ResponseWriter, peer string, m *Message) 
 		return false
 	}
 	m.From = peer // authenticated sender, never the claimed one
-	key := peer + "|" + m.Kind + "|" + strconv.Itoa(m.Stage)
+	key := string(peer) + "|" + string(m.Kind) + "|" + strconv.Itoa(m.Stage)
 	t.mu.Lock()
 	if t.seen[key] {
 		t.mu.Unlock()
@@ -872,7 +874,7 @@ func (t *HTTPTransport) enqueue(w http.ResponseWriter, peer string, m *Message) 
 	return true
 }
 
-func knownKind(k string) bool {
+func knownKind(k MsgKind) bool {
 	switch k {
 	case KindHello, KindPlan, KindE, KindF, KindRelease, KindW, KindResult:
 		return true
@@ -890,7 +892,7 @@ func (t *HTTPTransport) doneSending() {
 }
 
 // takeOutbox waits up to PollWait for a message to peer and removes it.
-func (t *HTTPTransport) takeOutbox(ctx context.Context, peer, kind string, stage int) *Message {
+func (t *HTTPTransport) takeOutbox(ctx context.Context, peer Role, kind MsgKind, stage int) *Message {
 	timer := time.NewTimer(t.cfg.PollWait)
 	defer timer.Stop()
 	for {
@@ -919,8 +921,8 @@ func (t *HTTPTransport) takeOutbox(ctx context.Context, peer, kind string, stage
 // Drain waits until every outbox message was fetched and its response
 // written (or ctx ends) and then closes the server. It returns the roles whose messages were
 // never fetched.
-func (t *HTTPTransport) Drain(ctx context.Context) []string {
-	var left []string
+func (t *HTTPTransport) Drain(ctx context.Context) []Role {
+	var left []Role
 	for {
 		t.mu.Lock()
 		n := len(t.outbox)

@@ -13,9 +13,9 @@ import (
 )
 
 type httpRig struct {
-	keys  map[string]*Keyring
-	peers map[string]string
-	lns   map[string]net.Listener
+	keys  map[Role]*Keyring
+	peers map[Role]string
+	lns   map[Role]net.Listener
 }
 
 func newHTTPRig(t *testing.T, S int) *httpRig {
@@ -24,8 +24,8 @@ func newHTTPRig(t *testing.T, S int) *httpRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rig := &httpRig{keys: keys, peers: map[string]string{}, lns: map[string]net.Listener{}}
-	for _, r := range []string{RoleAggregator, RoleNoise} {
+	rig := &httpRig{keys: keys, peers: map[Role]string{}, lns: map[Role]net.Listener{}}
+	for _, r := range []Role{RoleAggregator, RoleNoise} {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -36,10 +36,10 @@ func newHTTPRig(t *testing.T, S int) *httpRig {
 	return rig
 }
 
-func (rig *httpRig) transport(t *testing.T, role string) *HTTPTransport {
+func (rig *httpRig) transport(t *testing.T, role Role) *HTTPTransport {
 	t.Helper()
 	tr, err := NewHTTPTransport(HTTPConfig{Role: role, Keys: rig.keys[role], Peers: rig.peers, Listener: rig.lns[role], PollWait: time.Second,
-		OnReject: func(r, reason string) { t.Logf("%s rejected %s: %s", role, r, reason) }})
+		OnReject: func(r Role, reason string) { t.Logf("%s rejected %s: %s", role, r, reason) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,17 +61,17 @@ type rejectLog struct {
 	lines []string
 }
 
-func (l *rejectLog) add(role, reason string) {
+func (l *rejectLog) add(role Role, reason string) {
 	l.mu.Lock()
-	l.lines = append(l.lines, role+": "+reason)
+	l.lines = append(l.lines, string(role)+": "+reason)
 	l.mu.Unlock()
 }
 
-func (l *rejectLog) find(role, substr string) bool {
+func (l *rejectLog) find(role Role, substr string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, s := range l.lines {
-		if strings.HasPrefix(s, role+": ") && strings.Contains(s, substr) {
+		if strings.HasPrefix(s, string(role)+": ") && strings.Contains(s, substr) {
 			return true
 		}
 	}
@@ -100,19 +100,19 @@ func replay(t *testing.T, base string, q recorded) int {
 // called with the aggregator's base URL, and after the aggregator finished
 // (before it drains) after is. rec records the requests of the
 // site roles it maps.
-func secRun(t *testing.T, keys map[string]*Keyring, job Job, sites []SiteInput, run []int, opts RunOptions,
-	rec map[string]*recorder, log *rejectLog, inject, after func(aggURL string)) *Outcome {
+func secRun(t *testing.T, keys map[Role]*Keyring, job Job, sites []SiteInput, run []int, opts RunOptions,
+	rec map[Role]*recorder, log *rejectLog, inject, after func(aggURL string)) *Outcome {
 	t.Helper()
-	peers := map[string]string{}
-	lns := map[string]net.Listener{}
-	for _, r := range []string{RoleAggregator, RoleNoise} {
+	peers := map[Role]string{}
+	lns := map[Role]net.Listener{}
+	for _, r := range []Role{RoleAggregator, RoleNoise} {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		lns[r], peers[r] = ln, "http://"+ln.Addr().String()
 	}
-	mk := func(role string) *HTTPTransport {
+	mk := func(role Role) *HTTPTransport {
 		cfg := HTTPConfig{Role: role, Keys: keys[role], Peers: peers, Listener: lns[role], PollWait: time.Second,
 			MaxValues: job.MaxValues(), OnReject: log.add}
 		if r := rec[role]; r != nil {
@@ -190,7 +190,7 @@ func TestHTTPReplayFromEarlierRunRejected(t *testing.T) {
 	rec1 := &recorder{}
 	var log1 rejectLog
 	var old []recorded
-	out1 := secRun(t, keys, job, sites, []int{1, 2, 3}, opts, map[string]*recorder{SiteRole(1): rec1}, &log1, nil, func(url string) {
+	out1 := secRun(t, keys, job, sites, []int{1, 2, 3}, opts, map[Role]*recorder{SiteRole(1): rec1}, &log1, nil, func(url string) {
 		old = rec1.sends()
 		if len(old) != 2 { // hello and release
 			t.Fatalf("recorded %d sends from site 1, want 2", len(old))
@@ -260,15 +260,15 @@ func (c *countingConn) Read(p []byte) (int, error) {
 
 // authHeaders returns the headers of a correctly authenticated request of
 // role to the aggregator with the given body length.
-func authHeaders(t *testing.T, keys map[string]*Keyring, role, path, session string, seq uint64, length int64) http.Header {
+func authHeaders(t *testing.T, keys map[Role]*Keyring, role Role, path, session string, seq uint64, length int64) http.Header {
 	t.Helper()
 	mk, err := keys[role].macKey(RoleAggregator)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &reqHeader{path: path, from: role, to: RoleAggregator, session: session, seq: seq, time: time.Now().UnixMilli(), length: length}
+	h := &reqHeader{path: path, from: string(role), to: string(RoleAggregator), session: session, seq: seq, time: time.Now().UnixMilli(), length: length}
 	hd := http.Header{}
-	hd.Set(hdrRole, role)
+	hd.Set(hdrRole, string(role))
 	hd.Set(hdrSession, session)
 	hd.Set(hdrSeq, strconv.FormatUint(seq, 10))
 	hd.Set(hdrTime, strconv.FormatInt(h.time, 10))
@@ -332,7 +332,7 @@ func TestHTTPFloodRefusedBeforeBody(t *testing.T) {
 		code   int
 		reason string
 	}{
-		{"no MAC", http.Header{hdrRole: {SiteRole(1)}}, flood, http.StatusUnauthorized, "header MAC"},
+		{"no MAC", http.Header{hdrRole: {string(SiteRole(1))}}, flood, http.StatusUnauthorized, "header MAC"},
 		{"oversized", authHeaders(t, keys, SiteRole(1), httpPathSend, "s1", 10, flood), flood, http.StatusRequestEntityTooLarge, "exceeds the limit"},
 		{"chunked", authHeaders(t, keys, SiteRole(1), httpPathSend, "s1", 11, -1), -1, http.StatusLengthRequired, "Content-Length"},
 	} {
@@ -349,7 +349,7 @@ func TestHTTPFloodRefusedBeforeBody(t *testing.T) {
 		}
 	}
 	// A real site sending more values than the job's largest message.
-	site, err := NewHTTPTransport(HTTPConfig{Role: SiteRole(2), Keys: keys[SiteRole(2)], Peers: map[string]string{RoleAggregator: "http://" + raw.Addr().String()}})
+	site, err := NewHTTPTransport(HTTPConfig{Role: SiteRole(2), Keys: keys[SiteRole(2)], Peers: map[Role]string{RoleAggregator: "http://" + raw.Addr().String()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +386,7 @@ func TestHTTPQueueCapAndTimeouts(t *testing.T) {
 	}
 	defer aggT.Drain(context.Background())
 	addr := ln.Addr().String()
-	site, err := NewHTTPTransport(HTTPConfig{Role: SiteRole(1), Keys: keys[SiteRole(1)], Peers: map[string]string{RoleAggregator: "http://" + addr}})
+	site, err := NewHTTPTransport(HTTPConfig{Role: SiteRole(1), Keys: keys[SiteRole(1)], Peers: map[Role]string{RoleAggregator: "http://" + addr}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,35 +11,60 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
+// JobKind is the computation a CAPE run releases.
+type JobKind string
+
 // Job kinds.
 const (
 	// JobMean releases the mean of the sites' rows (Algorithm 1 on a
 	// D-vector).
-	JobMean = "mean"
+	JobMean JobKind = "mean"
 	// JobPCA is capePCA (Algorithm 2).
-	JobPCA = "pca"
+	JobPCA JobKind = "pca"
 	// JobAGN is capeAGN (Algorithm 3).
-	JobAGN = "agn"
+	JobAGN JobKind = "agn"
 )
 
-// Models of capeAGN.
+// JobKinds lists the job kinds.
+var JobKinds = []JobKind{JobMean, JobPCA, JobAGN}
+
+// ParseJobKind returns the job kind named s (mean, pca or agn).
+func ParseJobKind(s string) (JobKind, error) {
+	for _, k := range JobKinds {
+		if string(k) == s {
+			return k, nil
+		}
+	}
+	return "", fmt.Errorf("cape: unknown job kind %q (want mean, pca or agn)", s)
+}
+
+// Models of capeAGN: otd's model names, of which capeAGN supports two.
 const (
-	ModelMOG = "mog" // spherical Gaussian mixture from rows (seed 002 app. B-B)
-	ModelSTM = "stm" // single-topic model from documents (seed 002 app. B-A)
+	ModelMOG = otd.ModelMoG // spherical Gaussian mixture from rows (seed 002 app. B-B)
+	ModelSTM = otd.ModelSTM // single-topic model from documents (seed 002 app. B-A)
 )
+
+// ParseModel returns the capeAGN model named s (mog or stm).
+func ParseModel(s string) (otd.Model, error) {
+	switch m := otd.Model(s); m {
+	case ModelMOG, ModelSTM:
+		return m, nil
+	}
+	return "", fmt.Errorf("cape: unknown model %q (want mog or stm)", s)
+}
 
 // Job describes the computation. It is public: the aggregator sends it to
 // every role in the plan messages.
 type Job struct {
-	Kind string `json:"kind"`
+	Kind JobKind `json:"kind"`
 	// D is the feature dimension (vocabulary size for ModelSTM); K the
 	// number of components (JobPCA, JobAGN).
 	D int `json:"d"`
 	K int `json:"k,omitempty"`
 	// Model and Sigma2 (the mixture's known noise variance sigma^2) for
 	// JobAGN.
-	Model  string  `json:"model,omitempty"`
-	Sigma2 float64 `json:"sigma2,omitempty"`
+	Model  otd.Model `json:"model,omitempty"`
+	Sigma2 float64   `json:"sigma2,omitempty"`
 	// Split is the fraction of each site's epsilon and delta spent on M2
 	// in capeAGN (0 means 0.5, the seed's equal split).
 	Split float64 `json:"split,omitempty"`
@@ -131,7 +156,8 @@ func (j *Job) Length(stage int) int {
 }
 
 // Sensitivity returns the l2 sensitivity of a site's statistic in a stage
-// for n records, under replacement of one record (doc.go, "Privacy").
+// for n records, under replacement of one record: (D1)-(D3) in the package
+// doc, section Sensitivities.
 func (j *Job) Sensitivity(stage, n int) (float64, error) {
 	if n < 1 {
 		return 0, fmt.Errorf("cape: sensitivity for %d records", n)
@@ -139,9 +165,9 @@ func (j *Job) Sensitivity(stage, n int) (float64, error) {
 	fn := float64(n)
 	switch j.Kind {
 	case JobMean:
-		return 2 / fn, nil // ||x - x'||/n <= 2/n for ||x||, ||x'|| <= 1
+		return 2 / fn, nil // (D1)
 	case JobPCA:
-		return math.Sqrt2 / fn, nil // upper triangle of (x x^T - x' x'^T)/n
+		return math.Sqrt2 / fn, nil // (D2)
 	}
 	var s otd.Sensitivities
 	var err error
@@ -170,14 +196,23 @@ func (j *Job) Tau2(stage int, sp SiteSpec) (float64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("cape: stage %d: %w", stage, err)
 	}
-	// Sites snap their statistic to a power-of-two grid no coarser than
-	// perturb.Granularity(sig) before adding noise (doc.go, "Floating
-	// point"); snapping moves neighbouring statistics apart by at most
-	// sqrt(L) grid steps more, so sigma is scaled to keep Delta/sigma, as
-	// perturb.Gaussian.AddTo does.
-	l := math.Sqrt(float64(j.Length(stage)))
-	sig *= (sens + l*perturb.Granularity(sig)) / sens
+	sig = snapInflated(sig, sens, j.Length(stage))
 	return sig * sig, nil
+}
+
+// snapInflated returns sigma calibrated for sensitivity sens, scaled for
+// the statistic's snapping to the grid of the returned sigma (L values;
+// derivation in the package doc, # Sensitivities, (D4)). When the scaling
+// crosses a power of two, the grid of the scaled sigma is twice as coarse
+// and the scale is recomputed with it.
+func snapInflated(sigma, sens float64, L int) float64 {
+	l := math.Sqrt(float64(L))
+	g := perturb.Granularity(sigma)
+	out := sigma * (sens + l*g) / sens
+	if g2 := perturb.Granularity(out); g2 > g {
+		out = sigma * (sens + l*g2) / sens
+	}
+	return out
 }
 
 // SiteData is what a site holds. Rows (N_s x D, every row of l2 norm at

@@ -56,7 +56,7 @@ func (o RunOptions) Source(stream uint64) rand.Source {
 type Run struct {
 	Outcome *Outcome
 	// Traffic per role ("aggregator", "noise", "site/1", ...).
-	Traffic map[string]Traffic
+	Traffic map[Role]Traffic
 	// Randomness is perturb.RandomnessLabel of the run.
 	Randomness string
 }
@@ -77,7 +77,7 @@ func runLocal(ctx context.Context, job Job, sites []SiteInput, opts RunOptions, 
 	if S < 2 || S > MaxSites {
 		return nil, fmt.Errorf("cape: %d sites, want 2..%d", S, MaxSites)
 	}
-	roles := []string{RoleAggregator, RoleNoise}
+	roles := []Role{RoleAggregator, RoleNoise}
 	for s := 1; s <= S; s++ {
 		roles = append(roles, SiteRole(s))
 	}

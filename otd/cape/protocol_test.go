@@ -69,7 +69,7 @@ func (v *views) tap(m *Message) {
 	}
 }
 
-func siteID(role string) int {
+func siteID(role Role) int {
 	var s int
 	for _, c := range role[len("site/"):] {
 		s = s*10 + int(c-'0')

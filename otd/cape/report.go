@@ -14,7 +14,7 @@ func (r *Run) Report() *perturb.Report {
 	o := r.Outcome
 	job := o.Job
 	rep := &perturb.Report{
-		Mode:        "cape-" + job.Kind,
+		Mode:        "cape-" + string(job.Kind),
 		Relation:    "site data sets differing in one record (row or document) replaced by another valid record",
 		Unit:        "record",
 		Composition: "basic (per site; sites hold disjoint records: parallel composition across sites)",

@@ -40,7 +40,7 @@ func (rp *RoundPlan) index(site int) int {
 	return -1
 }
 
-func sendJSON(ctx context.Context, t Transport, to, kind string, stage int, v any) error {
+func sendJSON(ctx context.Context, t Transport, to Role, kind MsgKind, stage int, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -48,7 +48,7 @@ func sendJSON(ctx context.Context, t Transport, to, kind string, stage int, v an
 	return t.Send(ctx, &Message{To: to, Kind: kind, Stage: stage, Body: b})
 }
 
-func recvJSON(ctx context.Context, t Transport, from, kind string, stage int, v any) error {
+func recvJSON(ctx context.Context, t Transport, from Role, kind MsgKind, stage int, v any) error {
 	m, err := t.Recv(ctx, from, kind, stage)
 	if err != nil {
 		return err
@@ -407,7 +407,7 @@ func contains(xs []int, x int) bool {
 	return false
 }
 
-func (a *Aggregator) recv(ctx context.Context, from, kind string, stage int) (*Message, error) {
+func (a *Aggregator) recv(ctx context.Context, from Role, kind MsgKind, stage int) (*Message, error) {
 	if a.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, a.Timeout)

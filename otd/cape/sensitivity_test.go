@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/dprec/dprec/perturb"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -53,6 +54,32 @@ func TestSensitivityEmpirical(t *testing.T) {
 			if got := l2diff(a, b); got > sens*(1+1e-12) {
 				t.Fatalf("%s random neighbours: change %g > sensitivity %g", c.job.Kind, got, sens)
 			}
+		}
+	}
+}
+
+// TestSnapInflatedGrid: the sigma Tau2 returns is scaled for the grid the
+// site snaps to, the grid of that sigma itself, also when the scaling
+// crosses a power of two (sigma just below 2^0: the grid doubles).
+func TestSnapInflatedGrid(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		sigma, sens float64
+		L           int
+	}{
+		{1 - 1e-12, 1e-3, 1_000_000}, // crosses 1: grid 2^-40 -> 2^-39
+		{3.7, 0.01, 1000},
+		{0.25, 0.25, 1},
+		{1e-6, 1e-7, 50_000},
+	} {
+		out := snapInflated(c.sigma, c.sens, c.L)
+		g := perturb.Granularity(out)
+		// Delta/sigma after snapping must not exceed the calibrated ratio.
+		if eff := (c.sens + math.Sqrt(float64(c.L))*g) / out; eff > c.sens/c.sigma*(1+1e-15) {
+			t.Errorf("%+v: sigma %v on grid %v: effective ratio %v > calibrated %v", c, out, g, eff, c.sens/c.sigma)
+		}
+		if out < c.sigma {
+			t.Errorf("%+v: sigma shrank to %v", c, out)
 		}
 	}
 }

@@ -8,33 +8,40 @@ import (
 	"sync"
 )
 
-// Role names. Site s (1-based) is "site/s".
+// Role names a party of the protocol: the aggregator, the noise generator
+// or a site. Site s (1-based) is "site/s".
+type Role string
+
+// Server roles.
 const (
-	RoleAggregator = "aggregator"
-	RoleNoise      = "noise"
+	RoleAggregator Role = "aggregator"
+	RoleNoise      Role = "noise"
 )
 
 // SiteRole returns the role name of site s (1-based).
-func SiteRole(s int) string { return fmt.Sprintf("site/%d", s) }
+func SiteRole(s int) Role { return Role(fmt.Sprintf("site/%d", s)) }
+
+// MsgKind is the kind of a protocol message.
+type MsgKind string
 
 // Message kinds exchanged by the roles, in protocol order.
 const (
-	KindHello   = "hello"   // site -> aggregator: SiteSpec
-	KindPlan    = "plan"    // aggregator -> noise, sites: RoundPlan
-	KindE       = "e"       // noise -> site: correlated noise e_s
-	KindF       = "f"       // aggregator -> site: noise f_s
-	KindRelease = "release" // site -> aggregator: a^_s = f(x_s) + e_s + f_s + g_s
-	KindW       = "w"       // aggregator -> sites: whitening matrix (capeAGN)
-	KindResult  = "result"  // aggregator -> sites: released result
+	KindHello   MsgKind = "hello"   // site -> aggregator: SiteSpec
+	KindPlan    MsgKind = "plan"    // aggregator -> noise, sites: RoundPlan
+	KindE       MsgKind = "e"       // noise -> site: correlated noise e_s
+	KindF       MsgKind = "f"       // aggregator -> site: noise f_s
+	KindRelease MsgKind = "release" // site -> aggregator: a^_s = f(x_s) + e_s + f_s + g_s
+	KindW       MsgKind = "w"       // aggregator -> sites: whitening matrix (capeAGN)
+	KindResult  MsgKind = "result"  // aggregator -> sites: released result
 )
 
 // Message is the unit every transport carries. Values holds the numeric
 // payload (noise, releases, matrices); Body holds small structured payloads
 // (JSON). From is set by the transport, never trusted from the sender.
 type Message struct {
-	From   string          `json:"from"`
-	To     string          `json:"to"`
-	Kind   string          `json:"kind"`
+	From   Role            `json:"from"`
+	To     Role            `json:"to"`
+	Kind   MsgKind         `json:"kind"`
 	Stage  int             `json:"stage"`
 	Body   json.RawMessage `json:"body,omitempty"`
 	Values []float64       `json:"values,omitempty"`
@@ -65,7 +72,7 @@ func (m *Message) denseCount() int64 {
 // concurrent use by one role's goroutines.
 type Transport interface {
 	Send(ctx context.Context, m *Message) error
-	Recv(ctx context.Context, from, kind string, stage int) (*Message, error)
+	Recv(ctx context.Context, from Role, kind MsgKind, stage int) (*Message, error)
 }
 
 // ErrDropped is wrapped by Recv when the peer left the protocol (closed
@@ -87,8 +94,8 @@ type Traffic struct {
 // goroutines. Create it with NewLocalNetwork, hand each role its Endpoint.
 type LocalNetwork struct {
 	mu      sync.Mutex
-	boxes   map[string]*mailbox
-	traffic map[string]*Traffic
+	boxes   map[Role]*mailbox
+	traffic map[Role]*Traffic
 	tap     func(*Message) // test hook: sees every delivered message
 }
 
@@ -99,8 +106,8 @@ type mailbox struct {
 }
 
 // NewLocalNetwork returns a network with a mailbox for each role.
-func NewLocalNetwork(roles ...string) *LocalNetwork {
-	n := &LocalNetwork{boxes: map[string]*mailbox{}, traffic: map[string]*Traffic{}}
+func NewLocalNetwork(roles ...Role) *LocalNetwork {
+	n := &LocalNetwork{boxes: map[Role]*mailbox{}, traffic: map[Role]*Traffic{}}
 	for _, r := range roles {
 		n.boxes[r] = &mailbox{wake: make(chan struct{})}
 		n.traffic[r] = &Traffic{}
@@ -110,7 +117,7 @@ func NewLocalNetwork(roles ...string) *LocalNetwork {
 
 // Endpoint returns role's transport. It panics if role was not declared
 // to NewLocalNetwork (programmer error).
-func (n *LocalNetwork) Endpoint(role string) *LocalEndpoint {
+func (n *LocalNetwork) Endpoint(role Role) *LocalEndpoint {
 	if _, ok := n.boxes[role]; !ok {
 		panic("cape: unknown role " + role)
 	}
@@ -118,10 +125,10 @@ func (n *LocalNetwork) Endpoint(role string) *LocalEndpoint {
 }
 
 // Traffic returns a copy of the per-role traffic counters.
-func (n *LocalNetwork) Traffic() map[string]Traffic {
+func (n *LocalNetwork) Traffic() map[Role]Traffic {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	out := make(map[string]Traffic, len(n.traffic))
+	out := make(map[Role]Traffic, len(n.traffic))
 	for k, v := range n.traffic {
 		out[k] = *v
 	}
@@ -131,7 +138,7 @@ func (n *LocalNetwork) Traffic() map[string]Traffic {
 // LocalEndpoint is one role's view of a LocalNetwork.
 type LocalEndpoint struct {
 	net  *LocalNetwork
-	role string
+	role Role
 }
 
 // Send implements Transport. Messages are delivered by reference; senders
@@ -175,7 +182,7 @@ func (e *LocalEndpoint) Send(ctx context.Context, m *Message) error {
 }
 
 // Recv implements Transport.
-func (e *LocalEndpoint) Recv(ctx context.Context, from, kind string, stage int) (*Message, error) {
+func (e *LocalEndpoint) Recv(ctx context.Context, from Role, kind MsgKind, stage int) (*Message, error) {
 	n := e.net
 	for {
 		n.mu.Lock()

@@ -1,10 +1,11 @@
-package completion
+package completionexp
 
 import (
 	"fmt"
 	"math"
 	"math/rand/v2"
 
+	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
 )
@@ -30,12 +31,12 @@ type SyntheticConfig struct {
 	SNR float64
 	// Settings train the model (no bias terms: the truth has none). Zero
 	// fields take SyntheticSettings' values, then Train's defaults.
-	Settings Settings
+	Settings completion.Settings
 }
 
 // SyntheticSettings are the training settings CompletionSynthetic uses
 // unless overridden: tuned on the 20^3 set-up (values standardised to unit RMS before training).
-var SyntheticSettings = Settings{Solver: SolverSGD, Epochs: 300, LearningRate: 0.02, Decay: 0.01, Reg: 0.01, RegCore: 0.0005, InitScale: 0.5, Patience: 20, Threads: 1}
+var SyntheticSettings = completion.Settings{Solver: completion.SolverSGD, Epochs: 300, LearningRate: 0.02, Decay: 0.01, Reg: 0.01, RegCore: 0.0005, InitScale: 0.5, Patience: 20, Threads: 1}
 
 // SyntheticRow is one run of CompletionSynthetic.
 type SyntheticRow struct {
@@ -110,14 +111,14 @@ func CompletionSynthetic(cfg SyntheticConfig, src rand.Source, progress func(Syn
 }
 
 // mergeSettings fills the zero fields of s from def.
-func mergeSettings(s, def Settings) Settings {
+func mergeSettings(s, def completion.Settings) completion.Settings {
 	pick := func(a, b float64) float64 {
 		if a == 0 {
 			return b
 		}
 		return a
 	}
-	if s.Solver == SolverDefault {
+	if s.Solver == completion.SolverDefault {
 		s.Solver = def.Solver
 	}
 	if s.Epochs == 0 {
@@ -178,7 +179,7 @@ func cellIndex(c int, dims []int, idx []int32) {
 	}
 }
 
-func syntheticRun(cfg SyntheticConfig, s Settings, frac float64, rng *rand.Rand) (SyntheticRow, error) {
+func syntheticRun(cfg SyntheticConfig, s completion.Settings, frac float64, rng *rand.Rand) (SyntheticRow, error) {
 	row := SyntheticRow{Kind: string(cfg.Kind), Fraction: frac}
 	x, err := truthTensor(cfg.Kind, cfg.Dims, cfg.Rank, rng)
 	if err != nil {
@@ -238,7 +239,7 @@ func syntheticRun(cfg SyntheticConfig, s Settings, frac float64, rng *rand.Rand)
 	if err != nil {
 		return row, err
 	}
-	res, err := Train(train, valid, m, &s, rand.NewPCG(rng.Uint64(), rng.Uint64()), nil)
+	res, err := completion.Train(train, valid, m, &s, rand.NewPCG(rng.Uint64(), rng.Uint64()), nil)
 	if err != nil {
 		return row, err
 	}
@@ -246,7 +247,7 @@ func syntheticRun(cfg SyntheticConfig, s Settings, frac float64, rng *rand.Rand)
 	for i := range m.Factors[0] {
 		m.Factors[0][i] *= sc
 	}
-	row.TestRMSE = RMSE(m, test, 1)
+	row.TestRMSE = completion.RMSE(m, test, 1)
 	idx := make([]int32, len(cfg.Dims))
 	d2 := 0.0
 	for c, v := range x {

@@ -1,4 +1,4 @@
-package completion
+package completionexp
 
 // The completion-privacy experiment (issue 4): test RMSE versus epsilon for
 // the three private modes and non-private training, on the seed-001
@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sort"
 	"time"
 
+	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
 	"github.com/dprec/dprec/perturb"
@@ -42,12 +44,12 @@ type PrivacyExpDataset struct {
 	Bias                 bool
 	// Settings of training (Privacy is set per run; Patience is forced to
 	// -1 so every run trains the same number of epochs).
-	Settings Settings
+	Settings completion.Settings
 	// PrivateSettings, when non-nil, gives the settings of the private
 	// modes at a privacy budget epsilon (noisy training wants a smaller
 	// step and a larger penalty the smaller epsilon is; a schedule that
 	// depends only on epsilon and public constants costs no privacy).
-	PrivateSettings func(epsilon float64) Settings
+	PrivateSettings func(epsilon float64) completion.Settings
 }
 
 // PrivacyExpRow is one training run.
@@ -110,29 +112,29 @@ func RunPrivacyExperiment(cfg PrivacyExpConfig, progress func(PrivacyExpRow)) ([
 
 func privacyExpRun(ds PrivacyExpDataset, mode string, eps, delta, clip float64, seed uint64) (PrivacyExpRow, error) {
 	row := PrivacyExpRow{Dataset: ds.Name, Kind: string(ds.Kind), Mode: mode, Epsilon: eps, Seed: seed}
-	o := &PrivateOptions{Epsilon: eps, RatingMin: ds.RatingMin, RatingMax: ds.RatingMax, Noise: perturb.SeededNoise(seed ^ 0x5eed), Clip: clip}
-	var p Privacy = NoPrivacy{}
+	o := &completion.PrivateOptions{Epsilon: eps, RatingMin: ds.RatingMin, RatingMax: ds.RatingMax, Noise: perturb.SeededNoise(seed ^ 0x5eed), Clip: clip}
+	var p completion.Privacy = completion.NoPrivacy{}
 	var err error
 	switch mode {
 	case ExpNone:
 	case ExpInput:
-		p, err = NewInputPerturbation(o)
+		p, err = completion.NewInputPerturbation(o)
 	case ExpGradientC:
 		o.Accounting = perturb.Basic
-		p, err = NewGradientPerturbation(o)
+		p, err = completion.NewGradientPerturbation(o)
 	case ExpGradientAll:
-		o.Delta, o.Protect = delta, ProtectAll
-		p, err = NewGradientPerturbation(o)
+		o.Delta, o.Protect = delta, completion.ProtectAll
+		p, err = completion.NewGradientPerturbation(o)
 	case ExpOutput:
 		o.Clip = 0
-		p, err = NewOutputPerturbation(o)
+		p, err = completion.NewOutputPerturbation(o)
 	case ExpBias:
 		o.Clip = 0
-		return statsExpRun(ds, row, o, TrainPrivateBias)
+		return statsExpRun(ds, row, o, completion.TrainPrivateBias)
 	case ExpALS:
 		o.Clip, o.Delta = 0, delta
 		row.Delta = delta
-		return statsExpRun(ds, row, o, TrainPrivateALS)
+		return statsExpRun(ds, row, o, completion.TrainPrivateALS)
 	default:
 		return row, fmt.Errorf("completion: unknown experiment mode %q", mode)
 	}
@@ -159,13 +161,13 @@ func privacyExpRun(ds PrivacyExpDataset, mode string, eps, delta, clip float64, 
 	s.Privacy = p
 	s.Patience = -1
 	t0 := time.Now()
-	res, err := Train(ds.Train, nil, m, &s, rand.NewPCG(seed, 7), nil)
+	res, err := completion.Train(ds.Train, nil, m, &s, rand.NewPCG(seed, 7), nil)
 	row.Seconds = time.Since(t0).Seconds()
 	if err != nil {
 		row.RMSE, row.Err = math.NaN(), err.Error()
 		return row, nil
 	}
-	row.RMSE = RMSE(m, ds.Test, s.Threads)
+	row.RMSE = completion.RMSE(m, ds.Test, s.Threads)
 	row.Covered = mode == ExpNone || res.Privacy.FullyCovered()
 	return row, nil
 }
@@ -283,7 +285,7 @@ func BiasBaselineRMSE(train, test *data.Store, reg, lo, hi float64) float64 {
 	}
 	s := 0.0
 	for e, v := range test.Val {
-		p := clampValue(mu+bu[test.Idx[0][e]]+bi[test.Idx[1][e]], lo, hi)
+		p := math.Min(hi, math.Max(lo, mu+bu[test.Idx[0][e]]+bi[test.Idx[1][e]]))
 		s += (v - p) * (v - p)
 	}
 	return math.Sqrt(s / float64(test.NNZ()))
@@ -291,7 +293,7 @@ func BiasBaselineRMSE(train, test *data.Store, reg, lo, hi float64) float64 {
 
 // statsExpRun runs a billboard mode (CP with biases at the dataset's rank)
 // and scores it by fold-in.
-func statsExpRun(ds PrivacyExpDataset, row PrivacyExpRow, o *PrivateOptions, fit func(*data.Store, *decomposition.Model, *PrivateOptions) (*perturb.Report, error)) (PrivacyExpRow, error) {
+func statsExpRun(ds PrivacyExpDataset, row PrivacyExpRow, o *completion.PrivateOptions, fit func(*data.Store, *decomposition.Model, *completion.PrivateOptions) (*perturb.Report, error)) (PrivacyExpRow, error) {
 	row.Kind = string(decomposition.CP)
 	m, err := decomposition.NewModel(decomposition.CP, ds.Train.Dims, []int{ds.Rank}, true)
 	if err != nil {
@@ -303,11 +305,104 @@ func statsExpRun(ds PrivacyExpDataset, row PrivacyExpRow, o *PrivateOptions, fit
 		row.RMSE, row.Err = math.NaN(), err.Error()
 		return row, nil
 	}
-	row.RMSE, err = FoldInRMSE(m, ds.Train, ds.Test, BiasUserPenalty)
+	row.RMSE, err = completion.FoldInRMSE(m, ds.Train, ds.Test, completion.BiasUserPenalty)
 	row.Seconds = time.Since(t0).Seconds()
 	if err != nil {
 		return row, err
 	}
 	row.Covered = rep.FullyCovered()
 	return row, nil
+}
+
+// PrivateSchedule returns the settings of the private modes at budget
+// epsilon: base with the learning rate times min(1, lrScale epsilon) and,
+// when reg > 0, the penalty max(base's, reg/epsilon^2) (the ridge optimum
+// grows like the noise variance). Zero rates in base mean the trainer's
+// defaults. The schedule depends only on epsilon and public constants, so
+// it costs no privacy.
+func PrivateSchedule(base completion.Settings, lrScale, reg float64) func(epsilon float64) completion.Settings {
+	lr := base.LearningRate
+	if lr == 0 {
+		lr = completion.DefaultLearningRate
+	}
+	baseReg := base.Reg
+	if baseReg == 0 {
+		baseReg = completion.DefaultReg
+	}
+	return func(eps float64) completion.Settings {
+		ps := base
+		ps.LearningRate = lr * math.Min(1, lrScale*eps)
+		if reg > 0 {
+			ps.Reg = math.Max(baseReg, reg/(eps*eps))
+		}
+		return ps
+	}
+}
+
+// PrivacySummary is the test RMSE over the seeds of one (dataset, mode,
+// epsilon) point.
+type PrivacySummary struct {
+	Dataset, Mode string
+	Epsilon       float64
+	// Mean and SD are over the runs that did not fail (NaN if none).
+	Mean, SD float64
+	// Runs counts every run, Failed the failed (diverged) ones.
+	Runs, Failed int
+}
+
+// SummarizePrivacy averages RMSE over seeds per (dataset, mode, epsilon),
+// sorted by dataset, mode and epsilon; failed runs are counted and
+// excluded from the mean.
+func SummarizePrivacy(rows []PrivacyExpRow) []PrivacySummary {
+	type key struct {
+		ds, mode string
+		eps      float64
+	}
+	acc := map[key][]float64{}
+	failed := map[key]int{}
+	var keys []key
+	for _, r := range rows {
+		k := key{r.Dataset, r.Mode, r.Epsilon}
+		if _, ok := acc[k]; !ok {
+			keys = append(keys, k)
+			acc[k] = nil
+		}
+		if math.IsNaN(r.RMSE) {
+			failed[k]++
+			continue
+		}
+		acc[k] = append(acc[k], r.RMSE)
+	}
+	sort.SliceStable(keys, func(i, j int) bool {
+		if keys[i].ds != keys[j].ds {
+			return keys[i].ds < keys[j].ds
+		}
+		if keys[i].mode != keys[j].mode {
+			return keys[i].mode < keys[j].mode
+		}
+		return keys[i].eps < keys[j].eps
+	})
+	var out []PrivacySummary
+	for _, k := range keys {
+		v := acc[k]
+		p := PrivacySummary{Dataset: k.ds, Mode: k.mode, Epsilon: k.eps, Runs: len(v) + failed[k], Failed: failed[k], Mean: math.NaN(), SD: math.NaN()}
+		if len(v) > 0 {
+			s := 0.0
+			for _, x := range v {
+				s += x
+			}
+			p.Mean = s / float64(len(v))
+			ss := 0.0
+			for _, x := range v {
+				ss += (x - p.Mean) * (x - p.Mean)
+			}
+			if len(v) > 1 {
+				p.SD = math.Sqrt(ss / float64(len(v)-1))
+			} else {
+				p.SD = 0
+			}
+		}
+		out = append(out, p)
+	}
+	return out
 }

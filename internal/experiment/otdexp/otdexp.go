@@ -1,10 +1,19 @@
-package otd
+// Package otdexp holds the spectral experiment behind `dprec experiment
+// spectral`: the e_comp of the private tensor methods (AGN, AVN, DP-TPM),
+// the non-private method and random vectors against epsilon and N, on the
+// single-topic model of Wang and Anandkumar, "Online and Differentially-
+// Private Tensor Decomposition" (NeurIPS 2016) and the Gaussian mixture of
+// Imtiaz and Sarwate (IEEE JSTSP 2018). It returns tables; the CLI writes
+// them as CSV and plots them. Every run uses seeded noise: the experiment
+// measures utility and is NOT private.
+package otdexp
 
 import (
 	"fmt"
 	"math"
 	"math/rand/v2"
 
+	"github.com/dprec/dprec/otd"
 	"github.com/dprec/dprec/perturb"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
@@ -13,21 +22,21 @@ import (
 // Experiment method names: the private methods plus the non-private
 // reference and the data-free baseline of seed 000 sec. 4.
 const (
-	ExpNonPrivate        = MethodNonPrivate
-	ExpRandom     Method = "random"
+	ExpNonPrivate            = otd.MethodNonPrivate
+	ExpRandom     otd.Method = "random"
 )
 
-// SpectralSetting is one (D, K) problem size.
-type SpectralSetting struct{ D, K int }
+// Setting is one (D, K) problem size.
+type Setting struct{ D, K int }
 
-// SpectralExperimentConfig configures SpectralExperiment. Zero fields take
+// Config configures Spectral. Zero fields take
 // the documented defaults (the seed 000 set-up).
-type SpectralExperimentConfig struct {
+type Config struct {
 	// Model is "stm" (single-topic model, seed 000 sec. 4) or "mog"
 	// (spherical Gaussian mixture, seed 002 fig. 3). Default "stm".
-	Model Model
+	Model otd.Model
 	// Settings are the (D, K) sizes (default D=10,K=5 and D=50,K=10).
-	Settings []SpectralSetting
+	Settings []Setting
 	// Epsilons is the grid of the error-versus-epsilon tables (default
 	// 0.1, 0.2, 0.5, 1, 2, 5, 10), run at N = FixedN (default 20,000).
 	// A nil grid means the default; an empty non-nil grid skips the
@@ -44,7 +53,7 @@ type SpectralExperimentConfig struct {
 	// model, data set and noise (default 10, as in the seeds).
 	Runs int
 	// Methods (default nonprivate, agn, avn, dptpm, random).
-	Methods []Method
+	Methods []otd.Method
 	// DocLen is the number of words per synthetic document (stm; default 3,
 	// the seed 000 model t1, t2, t3).
 	DocLen int
@@ -55,8 +64,8 @@ type SpectralExperimentConfig struct {
 	Split       float64
 	Calibration perturb.Calibration
 	// TPM and DPTPM options (zero: package defaults).
-	TPM   TPMOptions
-	DPTPM DPTPMOptions
+	TPM   otd.TPMOptions
+	DPTPM otd.DPTPMOptions
 	// Seed makes the whole experiment reproducible (experiments always use
 	// seeded, NOT private, noise).
 	Seed uint64
@@ -64,15 +73,15 @@ type SpectralExperimentConfig struct {
 	Progress func(done, total int)
 }
 
-func (c *SpectralExperimentConfig) defaults() error {
+func (c *Config) defaults() error {
 	if c.Model == "" {
-		c.Model = ModelSTM
+		c.Model = otd.ModelSTM
 	}
-	if c.Model != ModelSTM && c.Model != ModelMoG {
+	if c.Model != otd.ModelSTM && c.Model != otd.ModelMoG {
 		return fmt.Errorf("otd: experiment model %q (want stm or mog)", c.Model)
 	}
 	if len(c.Settings) == 0 {
-		c.Settings = []SpectralSetting{{10, 5}, {50, 10}}
+		c.Settings = []Setting{{10, 5}, {50, 10}}
 	}
 	if c.Epsilons == nil {
 		c.Epsilons = []float64{0.1, 0.2, 0.5, 1, 2, 5, 10}
@@ -93,7 +102,7 @@ func (c *SpectralExperimentConfig) defaults() error {
 		c.Runs = 10
 	}
 	if len(c.Methods) == 0 {
-		c.Methods = []Method{ExpNonPrivate, MethodAGN, MethodAVN, MethodDPTPM, ExpRandom}
+		c.Methods = []otd.Method{ExpNonPrivate, otd.MethodAGN, otd.MethodAVN, otd.MethodDPTPM, ExpRandom}
 	}
 	if c.DocLen == 0 {
 		c.DocLen = 3
@@ -103,7 +112,7 @@ func (c *SpectralExperimentConfig) defaults() error {
 	}
 	for _, m := range c.Methods {
 		switch m {
-		case ExpNonPrivate, MethodAGN, MethodAVN, MethodDPTPM, ExpRandom:
+		case ExpNonPrivate, otd.MethodAGN, otd.MethodAVN, otd.MethodDPTPM, ExpRandom:
 		default:
 			return fmt.Errorf("otd: experiment method %q (want nonprivate, agn, avn, dptpm or random)", m)
 		}
@@ -127,17 +136,17 @@ func (c *SpectralExperimentConfig) defaults() error {
 	return nil
 }
 
-// SpectralTable is one panel of the experiment: e_comp of every method
+// Table is one panel of the experiment: e_comp of every method
 // (rows of Mean/Std/Fail) along X (epsilon or N) for one model and size.
-type SpectralTable struct {
+type Table struct {
 	Name    string // e.g. "stm_D10_K5_vs_epsilon"
-	Model   Model
+	Model   otd.Model
 	D, K    int
 	Vary    string  // "epsilon" or "n"
 	Fixed   float64 // the other parameter's value (N or epsilon)
 	Delta   float64
 	X       []float64
-	Methods []Method
+	Methods []otd.Method
 	// Mean and Std are e_comp over the successful runs, Mean[m][x];
 	// Fail counts runs where the method returned an error (for example a
 	// rank-deficient noisy M2); NaN when every run failed.
@@ -146,7 +155,7 @@ type SpectralTable struct {
 	Runs      int
 }
 
-// SpectralExperiment reproduces the e_comp comparison of seed 000 sec. 4
+// Spectral reproduces the e_comp comparison of seed 000 sec. 4
 // (model "stm") or seed 002 fig. 3 (model "mog", centralised AGN/AVN in
 // place of CAPE): for every setting, e_comp versus epsilon at N = FixedN
 // and versus N at epsilon = FixedEpsilon for each method, averaged over
@@ -158,13 +167,13 @@ type SpectralTable struct {
 // analogous post-processing, projected onto the unit ball (the model has
 // ||a_k|| <= 1), so one wild estimate cannot dominate the mean. All randomness derives from Seed (NOT private: experiments
 // measure utility).
-func SpectralExperiment(cfg SpectralExperimentConfig) ([]SpectralTable, error) {
+func Spectral(cfg Config) ([]Table, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
 	total := len(cfg.Settings) * (len(cfg.Epsilons) + len(cfg.Ns)) * cfg.Runs
 	done := 0
-	var out []SpectralTable
+	var out []Table
 	for si, s := range cfg.Settings {
 		for vi, vary := range []string{"epsilon", "n"} {
 			xs := cfg.Epsilons
@@ -179,7 +188,7 @@ func SpectralExperiment(cfg SpectralExperimentConfig) ([]SpectralTable, error) {
 			if len(xs) == 0 {
 				continue
 			}
-			tab := SpectralTable{
+			tab := Table{
 				Name:  fmt.Sprintf("%s_D%d_K%d_vs_%s", cfg.Model, s.D, s.K, vary),
 				Model: cfg.Model, D: s.D, K: s.K, Vary: vary, Fixed: fixed, Delta: cfg.Delta,
 				X: xs, Methods: cfg.Methods, Runs: cfg.Runs,
@@ -265,82 +274,81 @@ func meanStd(v []float64) (float64, float64) {
 type expProblem struct {
 	A     *mat.Dense // D x K true components (columns)
 	scale float64    // data were divided by scale (mog)
-	prob  privateProblem
+	prob  otd.MomentProblem
 	stm   bool
 }
 
 // newExpProblem draws a model from mr and n records from r, and builds
 // the moments and sensitivities.
-func newExpProblem(cfg *SpectralExperimentConfig, s SpectralSetting, n int, mr, r *rand.Rand) (*expProblem, error) {
-	if cfg.Model == ModelSTM {
+func newExpProblem(cfg *Config, s Setting, n int, mr, r *rand.Rand) (*expProblem, error) {
+	if cfg.Model == otd.ModelSTM {
 		// SyntheticSTM draws the topics first, so every N of a run (same
 		// stream mr) shares the model.
-		syn, err := SyntheticSTM(s.D, s.K, n, cfg.DocLen, 1, nil, mr)
+		syn, err := otd.SyntheticSTM(s.D, s.K, n, cfg.DocLen, 1, nil, mr)
 		if err != nil {
 			return nil, err
 		}
 		A := syn.A
-		M2, M3, err := STMMoments(syn.Input.Corpus, AllTriples)
+		M2, M3, err := otd.STMMoments(syn.Input.Corpus, otd.AllTriples)
 		if err != nil {
 			return nil, err
 		}
-		sens, err := STMSensitivities(n)
+		sens, err := otd.STMSensitivities(n)
 		if err != nil {
 			return nil, err
 		}
-		return &expProblem{A: A, scale: 1, stm: true, prob: privateProblem{M2: M2, M3: M3, K: s.K, Sens: sens,
-			TPMSens: func(W *mat.Dense) DPTPMSensitivity { return STMDPTPMSensitivity(W, n) }}}, nil
+		return &expProblem{A: A, scale: 1, stm: true, prob: otd.MomentProblem{M2: M2, M3: M3, K: s.K, Sens: sens,
+			TPMSens: func(W *mat.Dense) otd.DPTPMSensitivity { return otd.STMDPTPMSensitivity(W, n) }}}, nil
 	}
 	A := randomBallColumns(s.D, s.K, mr)
 	X, zeta := syntheticMOGRows(A, n, cfg.Sigma2, mr)
 	s2 := cfg.Sigma2 / (zeta * zeta)
-	M2, M3, err := MoGMoments(X, s2)
+	M2, M3, err := otd.MoGMoments(X, s2)
 	if err != nil {
 		return nil, err
 	}
-	sens, err := MOGSensitivities(n, s.D, s2)
+	sens, err := otd.MOGSensitivities(n, s.D, s2)
 	if err != nil {
 		return nil, err
 	}
-	return &expProblem{A: A, scale: zeta, prob: privateProblem{M2: M2, M3: M3, K: s.K, Sens: sens,
-		TPMSens: func(W *mat.Dense) DPTPMSensitivity { return MOGDPTPMSensitivity(W, n, s2) }}}, nil
+	return &expProblem{A: A, scale: zeta, prob: otd.MomentProblem{M2: M2, M3: M3, K: s.K, Sens: sens,
+		TPMSens: func(W *mat.Dense) otd.DPTPMSensitivity { return otd.MOGDPTPMSensitivity(W, n, s2) }}}, nil
 }
 
 // run returns e_comp of method m on p at privacy level eps.
-func (p *expProblem) run(cfg *SpectralExperimentConfig, m Method, eps float64, r *rand.Rand) (float64, error) {
+func (p *expProblem) run(cfg *Config, m otd.Method, eps float64, r *rand.Rand) (float64, error) {
 	d, k := p.A.Dims()
 	var est *mat.Dense
 	switch m {
 	case ExpRandom:
 		if p.stm {
-			est = randomTopics(r, d, k, 1)
+			est = otd.RandomTopics(r, d, k, 1)
 		} else {
 			est = randomBallColumns(d, k, r)
 		}
 	case ExpNonPrivate:
-		W, err := Whiten(p.prob.M2, k)
+		W, err := otd.Whiten(p.prob.M2, k)
 		if err != nil {
 			return 0, err
 		}
-		lam, V, err := PowerIteration(p.prob.M3.Multilinear(W), k, cfg.TPM, r)
+		lam, V, err := otd.PowerIteration(p.prob.M3.Multilinear(W), k, cfg.TPM, r)
 		if err != nil {
 			return 0, err
 		}
-		est, _ = Unwhiten(W, lam, V)
+		est, _ = otd.Unwhiten(W, lam, V)
 	default:
-		b := PrivacyBudget{Epsilon: eps, Delta: cfg.Delta, Split: cfg.Split, Calibration: cfg.Calibration}
-		o, err := runPrivateMoments(m, &p.prob, b, cfg.TPM, cfg.DPTPM, r)
-		if err != nil {
+		b := otd.PrivacyBudget{Epsilon: eps, Delta: cfg.Delta, Split: cfg.Split, Calibration: cfg.Calibration}
+		var err error
+		if est, _, err = otd.FitMoments(m, &p.prob, b, cfg.TPM, cfg.DPTPM, r); err != nil {
 			return 0, err
 		}
-		est, _ = Unwhiten(o.W, o.Lambda, o.V)
 	}
 	if p.stm {
-		return EComp(p.A, est), nil // zero negatives, renormalise, e_comp
+		return otd.EComp(p.A, est), nil // zero negatives, renormalise, e_comp
 	}
 	est.Scale(p.scale, est) // back to the units of the unscaled data
 	clipColumns(est, 1)     // the means are known to satisfy ||a_k|| <= 1
-	return ECompRaw(p.A, est), nil
+	return otd.ECompRaw(p.A, est), nil
 }
 
 // clipColumns scales every column of A whose l2 norm exceeds r down to
@@ -362,7 +370,7 @@ func clipColumns(A *mat.Dense, r float64) {
 func randomBallColumns(d, k int, r *rand.Rand) *mat.Dense {
 	A := mat.NewDense(d, k, nil)
 	for c := 0; c < k; c++ {
-		u := dptpmRandomUnit(r, d)
+		u := randomUnit(r, d)
 		rad := math.Pow(r.Float64(), 1/float64(d))
 		for i := range u {
 			A.Set(i, c, u[i]*rad)
@@ -396,4 +404,18 @@ func syntheticMOGRows(A *mat.Dense, n int, sigma2 float64, r *rand.Rand) (*mat.D
 		}
 	}
 	return X, zeta
+}
+
+// randomUnit draws a uniformly random unit vector of R^d.
+func randomUnit(r *rand.Rand, d int) []float64 {
+	u := make([]float64, d)
+	for {
+		for j := range u {
+			u[j] = r.NormFloat64()
+		}
+		if n := floats.Norm(u, 2); n > 0 {
+			floats.Scale(1/n, u)
+			return u
+		}
+	}
 }

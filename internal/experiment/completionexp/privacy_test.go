@@ -1,0 +1,135 @@
+package completionexp
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/dprec/dprec/completion"
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+)
+
+// smallStore returns n distinct cells of a dims-shaped log with ratings
+// on the half-star scale [1, 5] (a smooth pattern plus noise; a third of
+// the cells in the first time bucket).
+func smallStore(dims []int, n int, seed uint64) *data.Store {
+	rng := rand.New(rand.NewPCG(seed, 99))
+	s := &data.Store{Dims: append([]int(nil), dims...), Idx: make([][]int32, len(dims))}
+	seen := map[[3]int32]bool{}
+	last := len(dims) - 1
+	for len(s.Val) < n {
+		var c [3]int32
+		for m, d := range dims {
+			c[m] = int32(rng.IntN(d))
+		}
+		if rng.IntN(3) == 0 {
+			c[last] = 0
+		}
+		if seen[c] {
+			continue
+		}
+		seen[c] = true
+		for m := range dims {
+			s.Idx[m] = append(s.Idx[m], c[m])
+		}
+		v := 3 + math.Sin(float64(c[0]))*math.Cos(float64(c[1]))*2 + 0.3*rng.NormFloat64()
+		s.Val = append(s.Val, math.Round(math.Min(5, math.Max(1, v))*2)/2)
+	}
+	return s
+}
+
+// TestPrivacyExperimentBillboardModes: the experiment runs the bias and
+// als modes, scores them by fold-in and marks them covered.
+func TestPrivacyExperimentBillboardModes(t *testing.T) {
+	t.Parallel()
+	ds := PrivacyExpDataset{Name: "small", Train: smallStore([]int{30, 20, 5}, 400, 31), Test: smallStore([]int{30, 20, 5}, 80, 32),
+		RatingMin: 1, RatingMax: 5, Kind: decomposition.CP, Rank: 2, Bias: true, Settings: completion.Settings{Epochs: 2, Threads: 1}}
+	rows, err := RunPrivacyExperiment(PrivacyExpConfig{Datasets: []PrivacyExpDataset{ds}, Modes: []string{ExpBias, ExpALS}, Epsilons: []float64{1}, Seeds: []uint64{1}, Delta: 1e-5}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	for _, r := range rows {
+		if r.Err != "" || math.IsNaN(r.RMSE) || !(r.RMSE > 0) || !r.Covered {
+			t.Errorf("row %+v", r)
+		}
+	}
+}
+
+// TestPrivacyExperimentModes: every SGD mode runs on a small set-up and
+// gives a finite RMSE; non-private runs once per seed.
+func TestPrivacyExperimentModes(t *testing.T) {
+	t.Parallel()
+	ds := PrivacyExpDataset{Name: "small", Train: smallStore([]int{30, 20, 5}, 400, 41), Test: smallStore([]int{30, 20, 5}, 80, 42),
+		RatingMin: 1, RatingMax: 5, Kind: decomposition.CP, Rank: 2, Bias: true, Settings: completion.Settings{Epochs: 2, Threads: 1}}
+	modes := []string{ExpNone, ExpInput, ExpGradientC, ExpGradientAll, ExpOutput}
+	rows, err := RunPrivacyExperiment(PrivacyExpConfig{Datasets: []PrivacyExpDataset{ds}, Modes: modes, Epsilons: []float64{1, 10}, Seeds: []uint64{1}, Delta: 1e-5}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 1 + 2*(len(modes)-1); len(rows) != want {
+		t.Fatalf("%d rows, want %d", len(rows), want)
+	}
+	for _, r := range rows {
+		if r.Err == "" && (math.IsNaN(r.RMSE) || !(r.RMSE > 0)) {
+			t.Errorf("row %+v", r)
+		}
+	}
+	if _, err := RunPrivacyExperiment(PrivacyExpConfig{Datasets: []PrivacyExpDataset{ds}, Modes: []string{"bogus"}, Epsilons: []float64{1}, Seeds: []uint64{1}}, nil); err == nil {
+		t.Error("unknown mode accepted")
+	}
+}
+
+// TestSyntheticSeed001: the set-up's stores are disjoint, of the asked
+// sizes, and the declared range is symmetric.
+func TestSyntheticSeed001(t *testing.T) {
+	tr, te, lo, hi, err := SyntheticSeed001(decomposition.CP, []int{10, 8, 6}, 2, 1, 0.5, 0.2, rand.NewPCG(1, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.NNZ() != 240 || te.NNZ() != 96 || lo != -hi || !(hi > 0) {
+		t.Fatalf("train %d, test %d, range [%g, %g]", tr.NNZ(), te.NNZ(), lo, hi)
+	}
+	cells := map[[3]int32]bool{}
+	for e := range tr.Val {
+		cells[[3]int32{tr.Idx[0][e], tr.Idx[1][e], tr.Idx[2][e]}] = true
+	}
+	for e := range te.Val {
+		if cells[[3]int32{te.Idx[0][e], te.Idx[1][e], te.Idx[2][e]}] {
+			t.Fatal("a test cell is also a training cell")
+		}
+	}
+	if _, _, _, _, err := SyntheticSeed001(decomposition.CP, []int{10, 8, 6}, 2, 1, 0.9, 0.2, rand.NewPCG(1, 1)); err == nil {
+		t.Error("observed + test > 1 accepted")
+	}
+}
+
+func TestSummarizePrivacy(t *testing.T) {
+	rows := []PrivacyExpRow{
+		{Dataset: "b", Mode: ExpInput, Epsilon: 1, RMSE: 1},
+		{Dataset: "b", Mode: ExpInput, Epsilon: 1, RMSE: 3},
+		{Dataset: "b", Mode: ExpInput, Epsilon: 1, RMSE: math.NaN()},
+		{Dataset: "a", Mode: ExpNone, RMSE: 2},
+	}
+	got := SummarizePrivacy(rows)
+	if len(got) != 2 || got[0].Dataset != "a" || got[0].SD != 0 || got[0].Runs != 1 {
+		t.Fatalf("summary %+v", got)
+	}
+	// Mean of 1 and 3 is 2, sample SD sqrt(2); the failed run is counted.
+	if b := got[1]; b.Mean != 2 || math.Abs(b.SD-math.Sqrt2) > 1e-12 || b.Runs != 3 || b.Failed != 1 {
+		t.Errorf("point %+v", b)
+	}
+}
+
+func TestPrivateSchedule(t *testing.T) {
+	f := PrivateSchedule(completion.Settings{LearningRate: 0.01, Reg: 0.05}, 0.5, 1)
+	if s := f(1); s.LearningRate != 0.005 || s.Reg != 1 {
+		t.Errorf("epsilon 1: lr %g reg %g", s.LearningRate, s.Reg)
+	}
+	if s := f(10); s.LearningRate != 0.01 || s.Reg != 0.05 {
+		t.Errorf("epsilon 10: lr %g reg %g", s.LearningRate, s.Reg)
+	}
+}
