@@ -45,18 +45,8 @@ type layout struct {
 func newLayout(st *data.Store, vals []float64, p int, rng *rand.Rand) (*layout, error) {
 	n := st.NNZ()
 	L := &layout{order: st.Order(), p: p}
-	total := uint(0)
-	for m, d := range st.Dims {
-		w := uint(bits.Len(uint(d - 1)))
-		if w == 0 {
-			w = 1
-		}
-		L.shift[m] = total
-		L.mask[m] = 1<<w - 1
-		total += w
-	}
-	if total > 63 {
-		return nil, &ShapeError{Reason: fmt.Sprintf("mode sizes %v need %d bits per packed coordinate (limit 63)", st.Dims, total)}
+	if err := L.pack(st.Dims); err != nil {
+		return nil, err
 	}
 	blockOf := blockRanges(st, p)
 	nb := 1
@@ -142,6 +132,24 @@ func newLayout(st *data.Store, vals []float64, p int, rng *rand.Rand) (*layout, 
 		}
 	})
 	return L, nil
+}
+
+// pack sets the bit fields of the packed coordinates for mode sizes dims.
+func (L *layout) pack(dims []int) error {
+	total := uint(0)
+	for m, d := range dims {
+		w := uint(bits.Len(uint(d - 1)))
+		if w == 0 {
+			w = 1
+		}
+		L.shift[m] = total
+		L.mask[m] = 1<<w - 1
+		total += w
+	}
+	if total > 63 {
+		return &ShapeError{Reason: fmt.Sprintf("mode sizes %v need %d bits per packed coordinate (limit 63)", dims, total)}
+	}
+	return nil
 }
 
 // subBucketLen is the target sub-bucket size of newLayout's shuffle: 8192
