@@ -376,3 +376,77 @@ func TestUserNoiseScale(t *testing.T) {
 		t.Errorf("noise variance %v, planned %v (tolerance %v)", v, sigma*sigma, tol)
 	}
 }
+
+// TestReportsNamePublic: every private mode's report names, in exactly one
+// note, what its relation treats as public: the positions, counts,
+// dictionaries and time range under the entry unit; the same, and that
+// presence is not protected, under the SGD modes' user unit; the item
+// catalogue (or a private selection) and the time range under the
+// add/remove-one-user unit of the bias and als modes.
+func TestReportsNamePublic(t *testing.T) {
+	t.Parallel()
+	dims := []int{20, 12, 3}
+	st := userStore(dims, 200, 12)
+	cat := st.Dicts[1]
+	tb := &data.TimeBucketing{Unit: data.TimeDay, First: 20000, Count: 3}
+	sgd := func(p Privacy, err error, s *data.Store) *perturb.Report {
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := privModel(t, decomposition.CP, s.Dims, 2, true, 1, 0.1)
+		res, err := Train(s, nil, m, &Settings{Epochs: 1, Privacy: p}, rand.NewPCG(1, 2), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Privacy
+	}
+	stats := func(mode string, o PrivateOptions, s *data.Store, userDim int) *perturb.Report {
+		m := privModel(t, decomposition.CP, append([]int{userDim}, s.Dims[1:]...), 2, true, 1, 0.1)
+		var rep *perturb.Report
+		var err error
+		if mode == "als" {
+			rep, err = TrainPrivateALS(s, m, &o)
+		} else {
+			rep, err = TrainPrivateBias(s, m, &o)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	bounded, _, _ := BoundUserRatings(st, 4, rand.NewPCG(3, 3))
+	user := userOpts(4)
+	dom, _, err := RestrictToDomain(st, UserDomain{Items: cat, Time: tb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dom, _ = BoundForUnit(dom, &user)
+	selected := user
+	selected.SelectedItems = true
+	for _, tc := range []struct {
+		name string
+		rep  func() *perturb.Report
+		want string
+	}{
+		{"input entry", func() *perturb.Report { o := baseOpts(); p, err := NewInputPerturbation(&o); return sgd(p, err, st) }, PublicEntry},
+		{"gradient entry", func() *perturb.Report { o := baseOpts(); p, err := NewGradientPerturbation(&o); return sgd(p, err, st) }, PublicEntry},
+		{"output entry", func() *perturb.Report { o := baseOpts(); p, err := NewOutputPerturbation(&o); return sgd(p, err, st) }, PublicEntry},
+		{"bias entry", func() *perturb.Report { return stats("bias", baseOpts(), st, dims[0]) }, PublicEntry},
+		{"als entry", func() *perturb.Report { return stats("als", baseOpts(), st, dims[0]) }, PublicEntry},
+		{"input user", func() *perturb.Report { o := user; p, err := NewInputPerturbation(&o); return sgd(p, err, bounded) }, PublicUserValues},
+		{"bias user", func() *perturb.Report { return stats("bias", user, dom, 1) }, PublicUserCatalogue},
+		{"als user", func() *perturb.Report { return stats("als", user, dom, 1) }, PublicUserCatalogue},
+		{"bias user selected", func() *perturb.Report { return stats("bias", selected, dom, 1) }, PublicUserSelected},
+	} {
+		rep := tc.rep()
+		var notes []string
+		for _, n := range rep.Notes {
+			if strings.HasPrefix(n, "public under the relation") {
+				notes = append(notes, n)
+			}
+		}
+		if len(notes) != 1 || notes[0] != tc.want {
+			t.Errorf("%s: public notes %q, want [%q]", tc.name, notes, tc.want)
+		}
+	}
+}
