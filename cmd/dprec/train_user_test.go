@@ -47,7 +47,8 @@ func trainUserLogs(t *testing.T, dir string) (with, without, items string) {
 // user's presence by construction (the same user placeholder and item
 // dictionary, the same shapes and time range, no user table or exact
 // count), that `predict --user` behaves the same way on both (the same
-// fallback), that the report names what it treats as public, and that
+// fallback; with --user-log both fold the user in from their own rows),
+// that the report names what it treats as public, and that
 // the report checks.
 func TestTrainUserLevelNeighbours(t *testing.T) {
 	dir := t.TempDir()
@@ -80,6 +81,12 @@ func TestTrainUserLevelNeighbours(t *testing.T) {
 			}
 			fbs[j] = stdout[i:]
 			fbs[j] = fbs[j][:strings.IndexAny(fbs[j], ",}")]
+			// From the user's own rows of the log, both models fold the
+			// user in (the same way whether or not they trained on them).
+			stdout, stderr, err := trainTestRun(t, "predict", "-m", out, "--user", "1003", "--item", "505", "--user-log", with, "--json")
+			if err != nil || strings.Contains(stdout, "unknown-user") || !strings.Contains(stderr, "folded in 13 ratings") {
+				t.Errorf("%s: predict --user-log: %v\n%s\n%s", mode, err, stdout, stderr)
+			}
 		}
 		a, b := files[0], files[1]
 		if !a.Dicts[0].Equal(b.Dicts[0]) || a.Dicts[0].Len() != 1 || a.Dicts[0].String(0) != trainNoUser {
