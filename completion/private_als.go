@@ -280,16 +280,19 @@ func resolveALS(train *data.Store, m *decomposition.Model, opts *PrivateOptions)
 //
 //	Delta_2 = sqrt(k) Gamma_u sqrt(Gamma_u^2 + (c + Gamma_u)^2).
 func ALSUserSensitivity(o *PrivateOptions) float64 {
-	p := newALSPrivateParams(o)
+	return newALSPrivateParams(o).userSensitivity(o.MaxRatingsPerUser)
+}
+
+func (p alsPrivateParams) userSensitivity(k int) float64 {
 	cp := p.c + p.gu
-	return math.Sqrt(float64(o.MaxRatingsPerUser)) * p.gu * math.Sqrt(p.gu*p.gu+cp*cp)
+	return math.Sqrt(float64(k)) * p.gu * math.Sqrt(p.gu*p.gu+cp*cp)
 }
 
 // alsStepSensitivity is the l2 sensitivity of one item step: under the
 // entry unit the largest over the users' (public) counts.
 func alsStepSensitivity(o *PrivateOptions, p alsPrivateParams, by [][]int) float64 {
 	if o.Unit == UnitUser {
-		return ALSUserSensitivity(o)
+		return p.userSensitivity(o.MaxRatingsPerUser)
 	}
 	sens := 0.0
 	for _, es := range by {

@@ -11,9 +11,11 @@ package completion
 // most Delta_r = r_max - r_min. The positions (who rated what, when) and
 // their number are public under this relation; only values are protected.
 //
-// USER UNIT ("user", MaxRatingsPerUser = k). Neighbours have the same
-// observed positions and differ in the values of any subset of ONE user's
-// ratings. Every user must contribute at most k ratings; BoundUserRatings
+// USER UNIT ("user", MaxRatingsPerUser = k). For the bias and als modes
+// it is add/remove-one-user privacy (private_user.go: public item and time
+// domains, nothing user-specific released). For the SGD modes (input,
+// gradient, output) neighbours have the same observed positions and
+// differ in the values of any subset of ONE user's ratings. Every user must contribute at most k ratings; BoundUserRatings
 // enforces that before training by keeping k positions per user chosen
 // uniformly at random (a function of the positions only, which are public,
 // so the selection costs no privacy), and Plan refuses a store where some

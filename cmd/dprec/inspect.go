@@ -108,6 +108,8 @@ func inspectText(w io.Writer, h *models.Header) {
 	}
 	if d := h.Data; d.HasStats() {
 		fmt.Fprintf(w, "data        %d ratings, dims %v, mean %.4g, range [%s, %s], sha256 %s\n", d.NNZ, d.Dims, d.Mean, fmtFloat(d.Min), fmtFloat(d.Max), d.SHA256)
+	} else if d != nil && d.NNZ == 0 {
+		fmt.Fprintf(w, "data        dims %v (number of ratings, hash and statistics withheld: user-level private model)\n", d.Dims)
 	} else if d != nil {
 		fmt.Fprintf(w, "data        %d ratings, dims %v (hash and statistics withheld: private model)\n", d.NNZ, d.Dims)
 	}

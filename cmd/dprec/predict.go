@@ -32,6 +32,7 @@ instead. Times are Unix seconds, RFC 3339 or YYYY-MM-DD (UTC).`,
 			&cli.StringFlag{Name: "time", Usage: "time of the prediction (Unix seconds, RFC 3339 or YYYY-MM-DD); default: averaged over the trained period"},
 			&cli.StringFlag{Name: "input", Usage: "CSV of user,item[,time] pairs (optional header row; - reads stdin), or a rating log in any input format (read with the input flags; the output adds its ratings)"},
 			&cli.StringFlag{Name: "ratings", Usage: "a new user's own ratings (CSV item,rating[,time]) to fold in against the frozen model"},
+			&cli.StringFlag{Name: "user-log", Usage: "with --user and --item: fold the user in from that user's rows of this rating log (read with the input flags; no other user's row is used), e.g. the training log of a billboard model (--privacy bias or als), whose file holds no user rows"},
 			&cli.Float64Flag{Name: "fold-lambda", Usage: "ridge penalty of the fold-in (default: the model's factor penalty times the number of ratings)"},
 			&cli.BoolFlag{Name: "strict", Usage: "fail on an unknown user or item instead of falling back"},
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "write the predictions to FILE: .csv, .json (one document), .jsonl or .parquet (default: standard output)"},
@@ -120,6 +121,20 @@ func predictTo(c *cli.Context, p *models.Predictor, t *int64, w io.Writer) error
 			return fmt.Errorf("unknown item %q", c.String("item"))
 		}
 		return predictEmit(c, w, []predictResult{{User: "(folded-in)", Item: c.String("item"), Time: t, Prediction: v, Fallback: fb.String()}})
+	}
+	if c.IsSet("user-log") {
+		row, note, err := predictUserLog(c, p, c.String("user-log"), c.String("user"))
+		if err != nil {
+			return err
+		}
+		if !quiet(c) {
+			fmt.Fprintln(c.App.ErrWriter, "dprec:", note)
+		}
+		v, fb := p.PredictRow(row, c.String("item"), t)
+		if c.Bool("strict") && fb&models.UnknownItem != 0 {
+			return fmt.Errorf("unknown item %q", c.String("item"))
+		}
+		return predictEmit(c, w, []predictResult{{User: c.String("user"), Item: c.String("item"), Time: t, Prediction: v, Fallback: fb.String()}})
 	}
 	if in := c.String("input"); in != "" {
 		if predictIsLog(c, in) {
@@ -320,6 +335,14 @@ func predictFoldIn(c *cli.Context, p *models.Predictor, path string) (models.Row
 		items = append(items, j)
 		ratings = append(ratings, r)
 	}
+	return predictSolve(c, p, path, items, times, ratings, unknown, noTime)
+}
+
+// predictSolve solves a user's row from their ratings of known items (the
+// fold-in), for predictFoldIn and predictUserLog.
+func predictSolve(c *cli.Context, p *models.Predictor, path string, items, times []int32, ratings []float64, unknown, noTime int) (models.Row, string, error) {
+	f := p.File()
+	m := f.Model
 	if len(ratings) == 0 {
 		return models.Row{}, "", fmt.Errorf("%s: no rating of an item the model knows (%d unknown items)", path, unknown)
 	}
@@ -355,4 +378,48 @@ func predictFoldIn(c *cli.Context, p *models.Predictor, path string) (models.Row
 		note += fmt.Sprintf("; %d ratings without time placed in the last trained bucket", noTime)
 	}
 	return row, note, nil
+}
+
+// predictUserLog folds user in from that user's rows of a rating log: the
+// billboard model's prediction for a user from their own ratings only.
+func predictUserLog(c *cli.Context, p *models.Predictor, path, user string) (models.Row, string, error) {
+	st, _, err := dataLoad(c, path)
+	if err != nil {
+		return models.Row{}, "", err
+	}
+	users := st.Dicts[0]
+	var u int32
+	ok := false
+	if users.IsString {
+		u, ok = users.LookupString(user)
+	} else if id, err := strconv.ParseInt(user, 10, 64); err == nil {
+		u, ok = users.LookupInt(id)
+	}
+	if !ok {
+		return models.Row{}, "", fmt.Errorf("%s: user %q has no rating in the log", path, user)
+	}
+	f := p.File()
+	var items, times []int32
+	var ratings []float64
+	unknown := 0
+	for e, v := range st.Idx[0] {
+		if v != u {
+			continue
+		}
+		j, ok := p.ItemIndex(st.Dicts[1].String(st.Idx[1][e]))
+		if !ok {
+			unknown++
+			continue
+		}
+		if f.Model.Order() == 3 {
+			k := int32(f.Time.Count - 1)
+			if st.Order() == 3 {
+				k, _ = f.Time.Bucket(st.Time.Start(st.Idx[2][e]))
+			}
+			times = append(times, k)
+		}
+		items = append(items, j)
+		ratings = append(ratings, st.Val[e])
+	}
+	return predictSolve(c, p, path+" (user "+user+")", items, times, ratings, unknown, 0)
 }

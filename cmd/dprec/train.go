@@ -140,8 +140,7 @@ func trainRun(c *cli.Context) error {
 	}
 	dims := train.Dims
 	if ul != nil {
-		train = ul.store
-		dims = append([]int{1}, train.Dims[1:]...) // no user is released
+		train, dims = ul.store, ul.dims()
 	}
 	bias := c.Bool("bias") && !c.Bool("no-bias")
 	m, err := decomposition.NewModel(tf.kind, dims, ranks, bias)
@@ -353,13 +352,8 @@ func trainSave(c *cli.Context, out string, st, final *data.Store, m *decompositi
 	}
 	var seen *models.Exclusions
 	if ul != nil {
-		// Add/remove-user privacy: no user dictionary, no exact count.
-		if dicts, err = ul.publicDicts(dicts); err != nil {
+		if dicts, info, err = ul.release(dicts, m, res.Privacy); err != nil {
 			return err
-		}
-		info = &models.DataInfo{Dims: append([]int(nil), m.Dims...)}
-		if ul.selection != nil {
-			ul.selection.Compose(res.Privacy)
 		}
 	} else if res.Privacy != nil && res.Privacy.Private() {
 		// The hash and statistics are functions of the private ratings.

@@ -11,6 +11,8 @@ import (
 
 	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/models"
 	"github.com/dprec/dprec/perturb"
 	"github.com/urfave/cli/v2"
 )
@@ -173,15 +175,25 @@ func readCatalogue(path string, like *data.Dict) (*data.Dict, error) {
 	return d, nil
 }
 
-// publicDicts replaces the user dictionary by the one placeholder id.
-func (ul *userLevel) publicDicts(dicts []*data.Dict) ([]*data.Dict, error) {
+// dims are the model's mode sizes: one placeholder user (no user is
+// released), then the public item and time domains.
+func (ul *userLevel) dims() []int { return append([]int{1}, ul.store.Dims[1:]...) }
+
+// release returns what the model file of a user-level run carries: the
+// dictionaries with the user one replaced by the one placeholder id, and
+// a data description with the (public) mode sizes only, no count; it adds
+// a private item selection to the report.
+func (ul *userLevel) release(dicts []*data.Dict, m *decomposition.Model, rep *perturb.Report) ([]*data.Dict, *models.DataInfo, error) {
 	users, err := data.DictFromStrings("user", []string{trainNoUser})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := append([]*data.Dict(nil), dicts...)
 	out[0] = users
-	return out, nil
+	if ul.selection != nil {
+		ul.selection.Compose(rep)
+	}
+	return out, &models.DataInfo{Dims: append([]int(nil), m.Dims...)}, nil
 }
 
 // trainPrivacyPlan reads the privacy flags, prepares a user-level run

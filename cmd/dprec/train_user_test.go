@@ -47,7 +47,8 @@ func trainUserLogs(t *testing.T, dir string) (with, without, items string) {
 // user's presence by construction (the same user placeholder and item
 // dictionary, the same shapes and time range, no user table or exact
 // count), that `predict --user` behaves the same way on both (the same
-// fallback), that the report names what it treats as public, and that
+// fallback; with --user-log both fold the user in from their own rows),
+// that the report names what it treats as public, and that
 // the report checks.
 func TestTrainUserLevelNeighbours(t *testing.T) {
 	dir := t.TempDir()
@@ -80,6 +81,12 @@ func TestTrainUserLevelNeighbours(t *testing.T) {
 			}
 			fbs[j] = stdout[i:]
 			fbs[j] = fbs[j][:strings.IndexAny(fbs[j], ",}")]
+			// From the user's own rows of the log, both models fold the
+			// user in (the same way whether or not they trained on them).
+			stdout, stderr, err := trainTestRun(t, "predict", "-m", out, "--user", "1003", "--item", "505", "--user-log", with, "--json")
+			if err != nil || strings.Contains(stdout, "unknown-user") || !strings.Contains(stderr, "folded in 13 ratings") {
+				t.Errorf("%s: predict --user-log: %v\n%s\n%s", mode, err, stdout, stderr)
+			}
 		}
 		a, b := files[0], files[1]
 		if !a.Dicts[0].Equal(b.Dicts[0]) || a.Dicts[0].Len() != 1 || a.Dicts[0].String(0) != trainNoUser {
@@ -152,5 +159,44 @@ func TestTrainUserLevelEdges(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "ratings of items not in --items") || !strings.Contains(stderr, "not saved") {
 		t.Errorf("partial catalogue: stderr %q", stderr)
+	}
+}
+
+// TestTrainUserLevelSelection: without --items the items are selected
+// privately; the saved report lists the selection as its own first
+// release, adds its epsilon and delta to the totals (still within the
+// budget), names the selected-items relation as public, and checks.
+func TestTrainUserLevelSelection(t *testing.T) {
+	dir := t.TempDir()
+	with, _, _ := trainUserLogs(t, dir)
+	out := filepath.Join(dir, "sel.arrow")
+	args := []string{"--quiet", "train", "--data", with, "--time-unit", "none", "--privacy", "bias", "--privacy-unit", "user", "--max-ratings-per-user", "3",
+		"--epsilon", "40", "--delta", "1e-5", "--selection-epsilon", "20", "--out", out}
+	if _, stderr, err := trainTestRun(t, args...); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	f, err := models.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.Privacy
+	if f.PrivacyCheck != nil || len(r.Releases) < 2 || !strings.HasPrefix(r.Releases[0].What, "item selection") || r.Releases[0].Epsilon != 20 {
+		t.Fatalf("report %+v (check %v)", r, f.PrivacyCheck)
+	}
+	if r.Epsilon > 40*(1+1e-9) || r.Delta > 1e-5*(1+1e-9) || r.Epsilon < 20 {
+		t.Errorf("totals (%v, %v) for a budget (40, 1e-5)", r.Epsilon, r.Delta)
+	}
+	found := false
+	for _, n := range r.Notes {
+		found = found || n == completion.PublicUserSelected
+	}
+	if !found || f.Dicts[1].Len() == 0 || f.Dicts[1].Len() > 25 {
+		t.Errorf("public note missing or %d items selected", f.Dicts[1].Len())
+	}
+	// Without delta there is no selection.
+	args = []string{"--quiet", "train", "--data", with, "--time-unit", "none", "--privacy", "bias", "--privacy-unit", "user", "--max-ratings-per-user", "3",
+		"--mechanism", "laplace", "--epsilon", "1", "--out", filepath.Join(dir, "x.arrow")}
+	if _, _, err := trainTestRun(t, args...); err == nil || !strings.Contains(err.Error(), "needs --delta") {
+		t.Errorf("selection without delta: %v", err)
 	}
 }

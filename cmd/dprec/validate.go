@@ -228,6 +228,10 @@ func checkTime(c *cli.Context) error {
 // checkPredictShape checks that predict was told what to predict.
 func checkPredictShape(c *cli.Context) error {
 	switch {
+	case c.IsSet("user-log"):
+		if c.IsSet("ratings") || c.IsSet("input") || c.String("user") == "" || c.String("item") == "" {
+			return fmt.Errorf("predict --user-log: give --user and --item (and no --ratings or --input)")
+		}
 	case c.IsSet("ratings"):
 		if c.IsSet("input") || c.String("item") == "" {
 			return fmt.Errorf("predict --ratings: give the item to predict with --item (and no --input)")
