@@ -347,7 +347,8 @@ type dpsgdState struct {
 	mb      *minibatchPlan
 	work    *decomposition.Work
 	idx     []int32
-	off     [][]int32 // offset of each row's block in buf, -1 when frozen
+	rows3   [][]float64 // scratch: the rating's factor rows (cpGrad)
+	off     [][]int32   // offset of each row's block in buf, -1 when frozen
 	rows    []dpsgdRow
 	coreOff int // offset of the core in buf (-1 without a core)
 	buf     []float64
@@ -366,7 +367,7 @@ type dpsgdRow struct {
 }
 
 func newDPSGDState(m *decomposition.Model, mb *minibatchPlan, cfg *Settings) *dpsgdState {
-	d := &dpsgdState{m: m, mb: mb, work: m.NewWork(), idx: make([]int32, m.Order()), coreOff: -1,
+	d := &dpsgdState{m: m, mb: mb, work: m.NewWork(), idx: make([]int32, m.Order()), rows3: make([][]float64, m.Order()), coreOff: -1,
 		regO: cfg.Reg, regB: cfg.RegBias, regG: cfg.RegCore}
 	off := 0
 	d.off = make([][]int32, m.Order())
@@ -425,12 +426,31 @@ func (d *dpsgdState) noisySum(train *data.Store, vals []float64, r *rand.Rand) (
 }
 
 // poissonBatch calls f for every index in [0, n) kept by Poisson sampling
-// at rate q (each independently with probability q), in increasing order,
-// drawing geometric gaps 1 + floor(log U / log(1-q)) from r.
+// at rate q (each independently), in increasing order. For q >= 1/16 each
+// 64-bit word of r decides four indices: an index is kept when its 16-bit
+// chunk is below floor(q 2^16), an inclusion probability of at most q and
+// within 2^-16 of it (the sampled-Gaussian RDP grows with q, so accounting
+// at q is conservative; at the default q = 1/4 it is exact). Below 1/16 the
+// gaps are geometric, 1 + floor(log U / log(1-q)), one logarithm per kept
+// index.
 func poissonBatch(n int, q float64, r *rand.Rand, f func(int)) {
-	if q >= 1 {
+	switch {
+	case q >= 1:
 		for e := 0; e < n; e++ {
 			f(e)
+		}
+		return
+	case q >= 1.0/16:
+		th := uint64(q * 0x1p16)
+		var w uint64
+		for e := 0; e < n; e++ {
+			if e&3 == 0 {
+				w = r.Uint64()
+			}
+			if w&0xffff < th {
+				f(e)
+			}
+			w >>= 16
 		}
 		return
 	}
@@ -453,10 +473,18 @@ func poissonBatch(n int, q float64, r *rand.Rand, f func(int)) {
 // coordinates) to the buffer and returns its squared residual.
 func (d *dpsgdState) addClipped(train *data.Store, vals []float64, e int) float64 {
 	m, w := d.m, d.work
+	if m.Kind == decomposition.CP && m.Order() == 3 {
+		return d.addClippedCP3(train.Idx[0][e], train.Idx[1][e], train.Idx[2][e], vals[e])
+	}
 	for mo := range d.idx {
 		d.idx[mo] = train.Idx[mo][e]
 	}
-	res := m.DataGrad(d.idx, vals[e], w)
+	var res float64
+	if m.Kind == decomposition.CP {
+		res = d.cpGrad(vals[e])
+	} else {
+		res = m.DataGrad(d.idx, vals[e], w)
+	}
 	s := d.preClip(w)
 	c := 1.0
 	if nrm := math.Sqrt(s); nrm > d.mb.clip {
@@ -482,6 +510,143 @@ func (d *dpsgdState) addClipped(train *data.Store, vals []float64, e int) float6
 		}
 	}
 	return res * res
+}
+
+// addClippedCP3 is addClipped for order-3 CP models in one pass: the
+// gradient of (x - xhat)^2 is -2e (b*c, a*c, a*b) for the rows and -2e for
+// each bias (the arithmetic of DataGrad); the squared norm over the
+// trained rows is accumulated, then the clipped vector is added to the
+// buffer. TestDPSGDSensitivityNeighbours runs it against the generic path's
+// bound; TestDPSGDFastPathMatchesGeneric compares the two.
+func (d *dpsgdState) addClippedCP3(i, j, k int32, x float64) float64 {
+	m := d.m
+	R := m.Ranks[0]
+	A := m.Factors[0][int(i)*R : int(i)*R+R]
+	B := m.Factors[1][int(j)*R : int(j)*R+R]
+	C := m.Factors[2][int(k)*R : int(k)*R+R]
+	B, C = B[:len(A)], C[:len(A)]
+	xh := 0.0
+	nb := 0.0
+	if m.HasBias {
+		xh = m.Mean + m.Bias[0][i] + m.Bias[1][j] + m.Bias[2][k]
+		nb = 1
+	}
+	for r, a := range A {
+		xh += a * B[r] * C[r]
+	}
+	e := x - xh
+	g := -2 * e
+	oa, ob, oc := d.off[0][i], d.off[1][j], d.off[2][k]
+	if oa >= 0 && ob >= 0 && oc >= 0 {
+		// Every row trained (the common case): one pass for the norm, one
+		// to add.
+		var sn float64
+		for r, a := range A {
+			b, c := B[r], C[r]
+			sn += b*b*c*c + a*a*c*c + a*a*b*b
+		}
+		f := g
+		if s2 := g * g * (sn + 3*nb); s2 > d.mb.clip*d.mb.clip {
+			f = g * d.mb.clip / math.Sqrt(s2)
+		}
+		w := R + int(nb)
+		ga, gb, gc := d.buf[oa:int(oa)+w], d.buf[ob:int(ob)+w], d.buf[oc:int(oc)+w]
+		ga, gb, gc = ga[:len(A)], gb[:len(A)], gc[:len(A)]
+		for r, a := range A {
+			b, c := B[r], C[r]
+			ga[r] += f * b * c
+			gb[r] += f * a * c
+			gc[r] += f * a * b
+		}
+		if nb > 0 {
+			d.buf[int(oa)+R] += f
+			d.buf[int(ob)+R] += f
+			d.buf[int(oc)+R] += f
+		}
+		return e * e
+	}
+	var sa, sb, sc float64
+	for r, a := range A {
+		b, c := B[r], C[r]
+		sa += b * b * c * c
+		sb += a * a * c * c
+		sc += a * a * b * b
+	}
+	s := 0.0
+	if oa >= 0 {
+		s += sa + nb
+	}
+	if ob >= 0 {
+		s += sb + nb
+	}
+	if oc >= 0 {
+		s += sc + nb
+	}
+	s *= g * g
+	f := g
+	if nrm := math.Sqrt(s); nrm > d.mb.clip {
+		f = g * d.mb.clip / nrm
+	}
+	add := func(o int32, u, v []float64) {
+		if o < 0 {
+			return
+		}
+		blk := d.buf[o : int(o)+R+int(nb)]
+		for r := range u {
+			blk[r] += f * u[r] * v[r]
+		}
+		if nb > 0 {
+			blk[R] += f
+		}
+	}
+	add(oa, B, C)
+	add(ob, A, C)
+	add(oc, A, B)
+	return e * e
+}
+
+// cpGrad is DataGrad for CP models (the same arithmetic without the
+// generic contraction): it fills d.work with the gradient of (x - xhat)^2
+// at d.idx and returns the residual.
+func (d *dpsgdState) cpGrad(x float64) float64 {
+	m, w := d.m, d.work
+	R := m.Ranks[0]
+	rows := d.rows3[:len(d.idx)]
+	for mo, i := range d.idx {
+		rows[mo] = m.Factors[mo][int(i)*R : int(i)*R+R]
+	}
+	xh := 0.0
+	if m.HasBias {
+		xh = m.Mean
+		for mo, i := range d.idx {
+			xh += m.Bias[mo][i]
+		}
+	}
+	for r := 0; r < R; r++ {
+		p := 1.0
+		for _, row := range rows {
+			p *= row[r]
+		}
+		xh += p
+	}
+	e := x - xh
+	g := -2 * e
+	for mo := range rows {
+		f := w.Factor[mo][:R]
+		for r := range f {
+			p := g
+			for m2, row := range rows {
+				if m2 != mo {
+					p *= row[r]
+				}
+			}
+			f[r] = p
+		}
+	}
+	for mo := range w.Bias {
+		w.Bias[mo] = g
+	}
+	return e
 }
 
 // preClip returns the squared l2 norm of the per-rating gradient in w
