@@ -36,6 +36,7 @@ var flagChecks = map[string][]flagCheck{
 		checkClamp,
 		oneOf("privacy", "none", "bias", "als", "input", "gradient", "output"),
 		oneOf("protect", "C", "c", "all"),
+		oneOf("dp-sgd", "minibatch", "per-entry"),
 		oneOf("mechanism", "laplace", "gaussian"),
 		oneOf("accounting", "best", "rdp", "advanced", "basic"),
 		oneOf("privacy-unit", "entry", "user"),
@@ -291,7 +292,7 @@ func checkSpectralPrivacy(c *cli.Context) error {
 func checkTrainPrivacy(c *cli.Context) error {
 	mode := strings.ToLower(c.String("privacy"))
 	if mode == "none" || mode == "" {
-		for _, f := range []string{"epsilon", "delta", "protect", "clip", "mechanism", "privacy-unit", "max-ratings-per-user", "output-lambda"} {
+		for _, f := range []string{"epsilon", "delta", "protect", "dp-sgd", "clip", "mechanism", "privacy-unit", "max-ratings-per-user", "output-lambda"} {
 			if c.IsSet(f) {
 				return fmt.Errorf("--%s needs --privacy bias, als, input, gradient or output", f)
 			}
