@@ -359,8 +359,9 @@ type dpsgdState struct {
 	mb      *minibatchPlan
 	work    *decomposition.Work
 	idx     []int32
-	rows3   [][]float64 // scratch: the rating's factor rows (cpGrad)
-	off     [][]int32   // offset of each row's block in buf, -1 when frozen
+	rows3   [][]float64  // scratch: the rating's factor rows (cpGrad)
+	prod    [3][]float64 // scratch: the pairwise row products (addClippedCP3)
+	off     [][]int32    // offset of each row's block in buf, -1 when frozen
 	rows    []dpsgdRow
 	coreOff int // offset of the core in buf (-1 without a core)
 	buf     []float64
@@ -381,6 +382,9 @@ type dpsgdRow struct {
 func newDPSGDState(m *decomposition.Model, mb *minibatchPlan, cfg *Settings) *dpsgdState {
 	d := &dpsgdState{m: m, mb: mb, work: m.NewWork(), idx: make([]int32, m.Order()), rows3: make([][]float64, m.Order()), coreOff: -1,
 		regO: cfg.Reg, regB: cfg.RegBias, regG: cfg.RegCore}
+	for i := range d.prod {
+		d.prod[i] = make([]float64, m.Ranks[0])
+	}
 	off := 0
 	d.off = make([][]int32, m.Order())
 	T := float64(mb.steps)
@@ -553,9 +557,12 @@ func (d *dpsgdState) addClippedCP3(i, j, k int32, x float64) float64 {
 		// Every row trained (the common case): one pass for the norm, one
 		// to add.
 		var sn float64
+		bc, ac, ab := d.prod[0][:len(A)], d.prod[1][:len(A)], d.prod[2][:len(A)]
 		for r, a := range A {
 			b, c := B[r], C[r]
-			sn += b*b*c*c + a*a*c*c + a*a*b*b
+			x, y, z := b*c, a*c, a*b
+			bc[r], ac[r], ab[r] = x, y, z
+			sn += x*x + y*y + z*z
 		}
 		f := g
 		if s2 := g * g * (sn + 3*nb); s2 > d.mb.clip*d.mb.clip {
@@ -564,11 +571,10 @@ func (d *dpsgdState) addClippedCP3(i, j, k int32, x float64) float64 {
 		w := R + int(nb)
 		ga, gb, gc := d.buf[oa:int(oa)+w], d.buf[ob:int(ob)+w], d.buf[oc:int(oc)+w]
 		ga, gb, gc = ga[:len(A)], gb[:len(A)], gc[:len(A)]
-		for r, a := range A {
-			b, c := B[r], C[r]
-			ga[r] += f * b * c
-			gb[r] += f * a * c
-			gc[r] += f * a * b
+		for r := range bc {
+			ga[r] += f * bc[r]
+			gb[r] += f * ac[r]
+			gc[r] += f * ab[r]
 		}
 		if nb > 0 {
 			d.buf[int(oa)+R] += f
