@@ -94,6 +94,11 @@ package completion
 // epsilon (its global mean; without it user biases absorb the mean's
 // noise at epsilon >= 1 only).
 //
+// The loop runs on one goroutine (the sampling and noise come from one
+// stream in a fixed order, so a seeded run is reproducible);
+// Settings.Threads is not used. Early stopping is off (no validation
+// data in a private run).
+//
 // The training losses in Result.History are computed from the sampled
 // ratings' raw residuals and are NOT covered (as in the per-entry
 // variant): they are for the operator, not for publication.
