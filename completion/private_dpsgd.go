@@ -293,7 +293,7 @@ func (p *GradientPerturbation) planMinibatch(train *data.Store, s *Settings, has
 	p.report = baseReport(&p.o, "gradient", &acc, eps, delta, used)
 	p.report.Relation = fmt.Sprintf("zero-out neighbours at entry level: rating logs with the same observed positions where one rating of one log is replaced by a null that contributes nothing (Kairouz et al. 2021); ratings clamped to the public range [%g, %g]. A change of one rating's value is two such steps: covered at group size 2", p.o.RatingMin, p.o.RatingMax)
 	p.report.Notes = append(p.report.Notes,
-		fmt.Sprintf("minibatch DP-SGD: Poisson sampling rate q = %g, T = %d steps, clip C = %g, noise multiplier sigma = %.6g (noise sd %.6g per coordinate per step, dense on every trained coordinate), RDP orders 1.1-10.9 by 0.1, 12-63 and up to 65536, converted by Canonne-Kamath-Steinke 2020", mb.q, mb.steps, mb.clip, s2, s2*mb.clip),
+		fmt.Sprintf("minibatch DP-SGD: Poisson sampling rate q = %g, T = %d steps, clip C = %g, noise multiplier sigma = %.6g (noise sd %.6g per coordinate per step, dense on every trained coordinate), RDP of the sampled Gaussian (Mironov, Talwar and Zhang 2019) at orders 1.1-10.9 by 0.1, 12-63 and 80-65536 (exact to order 1024, the plain Gaussian bound above), composed with the warm start and converted by Canonne, Kamath and Steinke 2020", mb.q, mb.steps, mb.clip, s2, s2*mb.clip),
 		fmt.Sprintf("steps preconditioned by public counts: theta_r -= eta (G_r + 2 q n_r lambda theta_r)/(2 (q n_r + kappa)), eta = %g, kappa = %.6g; rows with eta T q n_r/(q n_r + kappa) < 1 frozen at their public initial values", mb.eta, mb.kappa),
 		"the per-epoch training losses are computed from raw ratings: do not publish them")
 	if hasBias {
