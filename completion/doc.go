@@ -230,9 +230,23 @@
 // (max over m = 1..k of 1 - Phi((tau - 1/sqrt(m))/sigma)^m). Only the set
 // is released; it composes with the training by basic composition.
 //
+// Minibatch DP-SGD (gradient --protect all, the default variant;
+// private_dpsgd.go). Zero-out relation (one rating replaced by a null that
+// contributes no gradient; positions and counts stay public): each step
+// releases the sum over a Poisson batch (rate q) of per-rating gradients
+// clipped jointly to l2 norm C, plus N(0, sigma^2 C^2) on every trained
+// coordinate. Neighbouring batch sums differ by one clipped vector, norm
+// <= C, so each step is the sampled Gaussian mechanism of Mironov, Talwar
+// and Zhang (2019) with noise multiplier sigma (perturb.SampledGaussianRDP);
+// T steps and the bias warm start compose in RDP. A change of one rating's
+// value is two zero-out steps (group size 2). TestDPSGDSensitivityNeighbours
+// checks C (zero-out) and 2C (value change) on neighbouring logs.
+//
 // Input mode (private_input.go): the vector of clamped values has l1 = l2
-// sensitivity Delta_r (entry). Gradient and output modes derive theirs in
-// private_gradient.go and private_output.go.
+// sensitivity Delta_r (entry); when the public noise scale says nothing
+// can be learnt from the noisy values it releases the bias mode's
+// statistics instead (private_input_fallback.go). Gradient and output
+// modes derive theirs in private_gradient.go and private_output.go.
 //
 // # Speed
 //

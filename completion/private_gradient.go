@@ -29,7 +29,7 @@ package completion
 // --protect all (covers the whole model). The joint per-entry gradient of
 // everything the entry touches (a_i, b_j, c_k, the core G, the biases) is
 // clipped to l2 norm m as one vector and N(0, sigma^2 I) noise is added to
-// every coordinate (perturb.Gaussian, discrete on a grid). Sensitivity:
+// every coordinate (perturb.Gaussian.AddToFast, on the grid). Sensitivity:
 // as above, only the changed entry's steps differ, by at most 2m, and all
 // other steps are the same function of the (released) state, so by
 // adaptive composition the run is the composition of E (entry unit) or k E
@@ -341,9 +341,12 @@ func (p *GradientPerturbation) PerturbInput(vals []float64, train *data.Store) e
 	return nil
 }
 
-// GradientTransform returns worker w's transform, with its own noise stream.
+// GradientTransform returns worker w's transform, with its own noise
+// stream: a fast source (perturb.Noise.FastSource: a ChaCha8 keyed from
+// crypto/rand, or the seeded stream), owned by that worker alone, so the
+// per-entry noise pays no lock and no system call per draw.
 func (p *GradientPerturbation) GradientTransform(w int) GradientTransform {
-	r := rand.New(p.o.source(streamWorker + uint64(w)))
+	r := rand.New(p.o.Noise.FastSource(streamWorker + uint64(w)))
 	if p.o.Protect == ProtectC {
 		return &clipNoiseC{mode: p.pm, clip: p.o.Clip, eps: p.l2.Epsilon(), sens: p.l2.Sensitivity(), r: r}
 	}
@@ -456,7 +459,7 @@ type clipNoiseAll struct {
 // gradient to m and adds Gaussian noise to every coordinate.
 func (t *clipNoiseAll) Transform(g *EntryGrad) {
 	b := t.preNoise(g)
-	t.g.AddTo(b, t.r)
+	t.g.AddToFast(b, t.r) // perturb/fastnoise.go: grid-rounded ziggurat normals
 	off := 0
 	for _, f := range g.Factor {
 		off += copy(f, b[off:])

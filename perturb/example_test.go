@@ -37,3 +37,19 @@ func ExampleAccountant() {
 	fmt.Printf("%.2f %.0e %s\n", eps, delta, method)
 	// Output: 4.53 1e-05 rdp
 }
+
+// ExampleSampledGaussianEpsilon accounts DP-SGD with Poisson sampling:
+// Opacus's golden vector (noise multiplier 1.5, rate 0.04, 2250 steps,
+// delta 1e-5), then the inverse problem.
+func ExampleSampledGaussianEpsilon() {
+	eps, _, err := perturb.SampledGaussianEpsilon(0.04, 1.5, 2250, 1e-5)
+	if err != nil {
+		panic(err)
+	}
+	s, err := perturb.SampledGaussianNoiseMultiplier(0.04, 2250, 1, 1e-5, nil)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("epsilon %.4f; epsilon 1 needs noise multiplier %.2f\n", eps, s)
+	// Output: epsilon 7.3291; epsilon 1 needs noise multiplier 7.75
+}

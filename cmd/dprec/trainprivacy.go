@@ -31,7 +31,8 @@ func trainPrivacyFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "epsilon", Category: cat, Usage: "total privacy budget epsilon of the training run (required with --privacy)"},
 		&cli.Float64Flag{Name: "delta", Category: cat, Usage: "total privacy budget delta (0 for pure modes; gradient --protect all and input --mechanism gaussian need > 0)"},
 		&cli.StringFlag{Name: "protect", Category: cat, Value: "C", Usage: "gradient mode target: C (Wei et al. 2021, Algorithm 2: only the last mode's factor gradient, per-step guarantee) or all (every parameter, Gaussian noise, covers the whole model)"},
-		&cli.Float64Flag{Name: "clip", Category: cat, Usage: fmt.Sprintf("gradient mode: per-entry gradient clipping norm m (default %g); output mode: row-norm bound of the fixed factors (default %g)", completion.DefaultClip, completion.DefaultRowClip)},
+		&cli.StringFlag{Name: "dp-sgd", Category: cat, Value: "minibatch", Usage: "gradient --protect all algorithm: minibatch (Poisson-subsampled DP-SGD, amplification by subsampling, RDP of the sampled Gaussian; Mironov, Talwar and Zhang 2019) or per-entry (every rating's clipped gradient noised, no subsampling)"},
+		&cli.Float64Flag{Name: "clip", Category: cat, Usage: fmt.Sprintf("gradient mode: per-entry gradient clipping norm m (default %g; minibatch DP-SGD: 0.5 (r_max - r_min)/4 sqrt(order)); output mode: row-norm bound of the fixed factors (default %g)", completion.DefaultClip, completion.DefaultRowClip)},
 		&cli.Float64Flag{Name: "rating-min", Category: cat, Value: trainPrivacyDefaultMin, Usage: "public lower end of the rating scale (ratings are clamped to it; declared, never taken from the data)"},
 		&cli.Float64Flag{Name: "rating-max", Category: cat, Value: trainPrivacyDefaultMax, Usage: "public upper end of the rating scale"},
 		&cli.StringFlag{Name: "mechanism", Category: cat, Value: "laplace", Usage: "input and bias mode noise: laplace (pure epsilon-DP) or gaussian; --privacy-unit user defaults to gaussian"},
@@ -90,6 +91,10 @@ func trainPrivateOptions(c *cli.Context) (*completion.PrivateOptions, error) {
 	if err != nil {
 		return nil, cli.Exit("--protect: "+err.Error(), exitUsage)
 	}
+	variant, err := completion.ParseDPSGDVariant(c.String("dp-sgd"))
+	if err != nil {
+		return nil, fmt.Errorf("--dp-sgd: %w", err)
+	}
 	o := &completion.PrivateOptions{
 		Epsilon:           c.Float64("epsilon"),
 		Delta:             c.Float64("delta"),
@@ -103,6 +108,7 @@ func trainPrivateOptions(c *cli.Context) (*completion.PrivateOptions, error) {
 		Protect:           protect,
 		Clip:              c.Float64("clip"),
 		Lambda:            c.Float64("output-lambda"),
+		DPSGD:             variant,
 	}
 	if seed, ok := seedOf(c); ok {
 		o.Noise = perturb.SeededNoise(seed)
@@ -123,7 +129,7 @@ func trainPrivateOptions(c *cli.Context) (*completion.PrivateOptions, error) {
 }
 
 // trainUserFlags are the privacy flags that need --privacy.
-var trainUserFlags = []string{"epsilon", "delta", "protect", "clip", "mechanism", "privacy-unit", "max-ratings-per-user", "output-lambda", "items", "time-from", "time-to", "selection-epsilon"}
+var trainUserFlags = []string{"epsilon", "delta", "protect", "dp-sgd", "clip", "mechanism", "privacy-unit", "max-ratings-per-user", "output-lambda", "items", "time-from", "time-to", "selection-epsilon"}
 
 // trainCheckUnit refuses unit flags that do not fit the unit and mode.
 func trainCheckUnit(c *cli.Context, o *completion.PrivateOptions) error {

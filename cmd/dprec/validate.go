@@ -36,6 +36,7 @@ var flagChecks = map[string][]flagCheck{
 		checkClamp,
 		oneOf("privacy", "none", "bias", "als", "input", "gradient", "output"),
 		oneOf("protect", "C", "c", "all"),
+		oneOf("dp-sgd", "minibatch", "per-entry"),
 		oneOf("mechanism", "laplace", "gaussian"),
 		oneOf("accounting", "best", "rdp", "advanced", "basic"),
 		oneOf("privacy-unit", "entry", "user"),
