@@ -70,37 +70,9 @@ func TrainContext(ctx context.Context, train, valid *data.Store, m *decompositio
 		return nil, &ShapeError{Reason: "nil model"}
 	}
 	cfg := s.resolvedFor(m.Kind)
-	if err := cfg.validate(); err != nil {
+	valid, err := checkTrainInputs(train, valid, m, &cfg, src)
+	if err != nil {
 		return nil, err
-	}
-	if src == nil {
-		return nil, errors.New("completion: nil random source")
-	}
-	if err := checkShape(m, train); err != nil {
-		return nil, err
-	}
-	if train.NNZ() == 0 {
-		return nil, ErrEmpty
-	}
-	if valid != nil {
-		if err := checkShape(m, valid); err != nil {
-			return nil, fmt.Errorf("validation store: %w", err)
-		}
-		if valid.NNZ() == 0 {
-			valid = nil
-		}
-	}
-	if m.Kind == decomposition.Tucker {
-		// A Tucker rank above its mode's size only adds core entries the
-		// data cannot identify; CP ranks have no such limit.
-		for mo, r := range m.Ranks {
-			if r > m.Dims[mo] {
-				return nil, &ShapeError{Reason: fmt.Sprintf("Tucker rank %d of mode %d exceeds its size %d (lower --ranks / --rank)", r, mo, m.Dims[mo])}
-			}
-		}
-	}
-	if m.Kind == decomposition.Tucker && len(m.Core) == 0 {
-		return nil, &ShapeError{Reason: "Tucker model without a core"}
 	}
 	cfg.hasBias = m.HasBias
 	if err := cfg.Privacy.Plan(train, &cfg); err != nil {
@@ -191,6 +163,44 @@ func TrainContext(ctx context.Context, train, valid *data.Store, m *decompositio
 	}
 	res.Privacy = cfg.Privacy.Report()
 	return res, nil
+}
+
+// checkTrainInputs validates the resolved settings, the source and the
+// stores' shapes against m; it returns valid, or nil when it is empty.
+func checkTrainInputs(train, valid *data.Store, m *decomposition.Model, cfg *Settings, src rand.Source) (*data.Store, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if src == nil {
+		return nil, errors.New("completion: nil random source")
+	}
+	if err := checkShape(m, train); err != nil {
+		return nil, err
+	}
+	if train.NNZ() == 0 {
+		return nil, ErrEmpty
+	}
+	if valid != nil {
+		if err := checkShape(m, valid); err != nil {
+			return nil, fmt.Errorf("validation store: %w", err)
+		}
+		if valid.NNZ() == 0 {
+			valid = nil
+		}
+	}
+	if m.Kind == decomposition.Tucker {
+		// A Tucker rank above its mode's size only adds core entries the
+		// data cannot identify; CP ranks have no such limit.
+		for mo, r := range m.Ranks {
+			if r > m.Dims[mo] {
+				return nil, &ShapeError{Reason: fmt.Sprintf("Tucker rank %d of mode %d exceeds its size %d (lower --ranks / --rank)", r, mo, m.Dims[mo])}
+			}
+		}
+	}
+	if m.Kind == decomposition.Tucker && len(m.Core) == 0 {
+		return nil, &ShapeError{Reason: "Tucker model without a core"}
+	}
+	return valid, nil
 }
 
 // initModel sets the global mean and, unless WarmStart, draws the factors
