@@ -64,10 +64,10 @@ func fitPrivate(in *Input, opts *FitOptions, src rand.Source) (*Result, error) {
 		}
 		return res, nil
 	case MethodAGNWhitened:
-		if opts.Model != ModelSTM {
-			return nil, fmt.Errorf("otd: method %q is the single-topic model's whitened AGN (model stm); for lda use lda-whitened", opts.Method)
+		if opts.Model == ModelMoG {
+			return nil, fmt.Errorf("otd: method %q is for the topic models (stm, lda); for mog use agn", opts.Method)
 		}
-		return fitAGNWhitened(in, opts, b, secure, r) // agn_whitened.go (S10)
+		return fitAGNWhitened(in, opts, b, secure, r) // (S10), (S11) for lda
 	case MethodLDAInput, MethodLDAWhitened:
 		if opts.Model != ModelLDA {
 			return nil, fmt.Errorf("otd: method %q needs model lda", opts.Method)
