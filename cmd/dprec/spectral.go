@@ -54,7 +54,11 @@ training documents' topic proportions. Subcommands: infer (proportions of new do
 a saved --out FILE.arrow), eval (NPMI, UMass, held-out likelihood, label NMI).
 
 Private methods need a public vocabulary: --vocab FILE --public-vocab, and no data-dependent
-pruning rule; --epsilon without a private --method is refused.`,
+pruning rule; --epsilon without a private --method is refused. At real vocabulary sizes use
+--method agn-whitened (--model stm or lda): it selects --private-vocab words privately, clips
+each document's contributions (--clip-len, --clip-m3) and adds noise only to the selected
+words' second moment and the K x K x K whitened tensor (go doc otd, (S10) and (S11)); a run
+whose noise swamps the K-th eigenvalue of M2 warns with the N it would need.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "corpus", Category: in, Usage: "a directory of text documents, a UCI docword.txt[.gz], or a CSV of numeric rows (mog)"},
 			&cli.StringFlag{Name: "vocab", Category: in, Usage: "UCI vocab.txt (default: the docword file's name with docword replaced by vocab, when it exists)"},
