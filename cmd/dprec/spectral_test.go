@@ -69,6 +69,19 @@ func TestSpectralCLI(t *testing.T) {
 		{"bad model", []string{"--corpus", spectralFix + "docword.txt", "--model", "x", "--topics", "2"}, exitUsage, nil},
 		{"bad method", []string{"--corpus", spectralFix + "docword.txt", "--method", "x", "--topics", "2"}, exitUsage, nil},
 		{"private needs epsilon", []string{"--corpus", spectralFix + "docword.txt", "--method", "agn", "--topics", "2"}, exitUsage, nil},
+		{"epsilon without method", []string{"--corpus", spectralFix + "docword.txt", "--epsilon", "1", "--topics", "2"}, exitUsage, nil},
+		{"clip flag needs agn-whitened", []string{"--corpus", spectralFix + "docword.txt", "--vocab", spectralFix + "vocab.txt", "--public-vocab",
+			"--method", "lda-whitened", "--epsilon", "1", "--delta", "1e-5", "--clip-len", "10", "--topics", "2"}, exitUsage, nil},
+		{"negative private vocab", []string{"--corpus", spectralFix + "docword.txt", "--vocab", spectralFix + "vocab.txt", "--public-vocab",
+			"--method", "agn-whitened", "--epsilon", "1", "--delta", "1e-5", "--private-vocab", "-1", "--topics", "2"}, exitUsage, nil},
+		{"agn-whitened lda", []string{"--corpus", spectralFix + "docword.txt", "--vocab", spectralFix + "vocab.txt", "--public-vocab", "--model", "lda",
+			"--method", "agn-whitened", "--epsilon", "1", "--delta", "1e-5", "--private-vocab", "4", "--clip-len", "5", "--topics", "2", "--seed", "1"}, 0,
+			func(t *testing.T, o spectralOutput) {
+				p := o.Privacy
+				if o.Method != "agn-whitened" || len(p.Releases) != 6 || p.Epsilon < 1-1e-9 || p.Epsilon > 1+1e-9 || p.Randomness == "" {
+					t.Errorf("%+v", p)
+				}
+			}},
 	}
 	for i, tc := range cases {
 		out := filepath.Join(dir, tc.name+".json")
