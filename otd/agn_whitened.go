@@ -365,11 +365,11 @@ func clippedWhitening(c *data.Corpus, k int, c2 float64, n int, eps, delta float
 	if err != nil {
 		return nil, rel, "", err
 	}
-	kth, err := kthAbsEigen(m2n, k)
+	top, err := topAbsEigen(m2n, k)
 	if err != nil {
 		return nil, rel, "", err
 	}
-	return W, rel, swampNote(kth, 2*rel.Scale*math.Sqrt(float64(c.V())), k, n), nil
+	return W, rel, swampNote(top, 2*rel.Scale*math.Sqrt(float64(c.V())), k, n), nil
 }
 
 // tripleNormBound returns an upper bound on ||P3_d(W,W,W)||_F for a
@@ -443,33 +443,47 @@ func clippedWhitenedM3(c *data.Corpus, W *mat.Dense, c3 float64, n int, eps, del
 	return T, rel, nil
 }
 
-// swampNote returns a warning when sK, the K-th singular value of a
-// released matrix whose noise has spectral norm about level, is below
-// twice level, and "" otherwise.
-func swampNote(sK, level float64, k, n int) string {
+// swampNote returns a warning when top[k-1], the K-th of the largest
+// singular values top (descending, at least k of them) of a released
+// matrix whose noise has spectral norm about level, is below twice level,
+// and "" otherwise. The warning counts the directions above twice the
+// noise and estimates the N that would lift the K-th to twice the noise
+// (the noise level scales as 1/N) from the K-th signal
+// sqrt(s_K^2 - level^2); when s_K <= level no signal is detectable and
+// only "more than 2 N" can be said (a signal below level needs the noise
+// to shrink more than twofold).
+func swampNote(top []float64, level float64, k, n int) string {
+	sK := top[k-1]
 	if !(level > 0) || sK >= 2*level {
 		return ""
 	}
-	msg := fmt.Sprintf("WARNING: the %d-th singular value of the noisy second-moment release (%.3g) is below twice the spectral norm of its noise (%.3g): the whitening, and so the topics, are dominated by noise; ", k, sK, level)
-	if sig := math.Sqrt(math.Max(sK*sK-level*level, 0)); sig > 0 {
-		return msg + fmt.Sprintf("about N = %.0f documents (now %d) or a proportionally larger epsilon would be needed", math.Ceil(float64(n)*2*level/sig), n)
+	r := 0
+	for _, v := range top[:k] {
+		if v >= 2*level {
+			r++
+		}
 	}
-	return msg + fmt.Sprintf("no signal is detectable above the noise: many more than 2 N = %d documents or a much larger epsilon would be needed", 2*n)
+	msg := fmt.Sprintf("WARNING: the %d-th singular value of the noisy second-moment release (%.3g) is below twice the spectral norm of its noise (%.3g): %d of the K = %d whitening directions stand above it, and topics beyond those are dominated by noise; ", k, sK, level, r, k)
+	if sK > level {
+		need := math.Ceil(float64(n) * 2 * level / math.Sqrt(sK*sK-level*level))
+		return msg + fmt.Sprintf("about N = %.0f documents (now %d) or a proportionally larger epsilon would be needed for K = %d", need, n, k)
+	}
+	return msg + fmt.Sprintf("no signal is detectable in the %d-th direction: many more than 2 N = %d documents, a much larger epsilon or a smaller K (at most %d) would be needed", k, 2*n, max(r, 1))
 }
 
-// kthAbsEigen returns the k-th largest absolute eigenvalue of s.
-func kthAbsEigen(s *mat.SymDense, k int) (float64, error) {
+// topAbsEigen returns the k largest absolute eigenvalues of s, descending.
+func topAbsEigen(s *mat.SymDense, k int) ([]float64, error) {
 	var es mat.EigenSym
 	if !es.Factorize(s, false) {
-		return 0, errors.New("otd: eigendecomposition of the noisy M2 failed")
+		return nil, errors.New("otd: eigendecomposition of the noisy M2 failed")
 	}
 	vals := es.Values(nil)
 	abs := make([]float64, len(vals))
 	for i, v := range vals {
 		abs[i] = math.Abs(v)
 	}
-	sortFloats(abs)
-	return abs[len(abs)-k], nil
+	sort.Sort(sort.Reverse(sort.Float64Slice(abs)))
+	return abs[:k], nil
 }
 
 // privateWhitening releases a whitening matrix for the corpus moment with
@@ -479,7 +493,7 @@ func kthAbsEigen(s *mat.SymDense, k int) (float64, error) {
 func privateWhitening(c *data.Corpus, alpha0 float64, k int, sens Sensitivities, eps, delta float64, cal perturb.Calibration, r *rand.Rand) (*mat.Dense, []perturb.Release, string, error) {
 	n := c.NumDocs()
 	if c.V() > DenseWhitenMax {
-		W, rels, sK, err := privateWhitenSketchEig(c, alpha0, k, sens.M2, eps, delta, cal, r)
+		W, rels, topY, err := privateWhitenSketchEig(c, alpha0, k, sens.M2, eps, delta, cal, r)
 		if err != nil {
 			return nil, nil, "", err
 		}
@@ -488,7 +502,7 @@ func privateWhitening(c *data.Corpus, alpha0 float64, k int, sens Sensitivities,
 			p = c.V()
 		}
 		level := rels[0].Scale * (math.Sqrt(float64(c.V())) + math.Sqrt(float64(p)))
-		return W, rels, swampNote(sK, level, k, n), nil
+		return W, rels, swampNote(topY, level, k, n), nil
 	}
 	M2 := secondMoment(c, alpha0)
 	m2n, rel, err := AnalyzeGaussM2(M2, sens.M2, eps, delta, cal, r)
@@ -500,9 +514,9 @@ func privateWhitening(c *data.Corpus, alpha0 float64, k int, sens Sensitivities,
 	if err != nil {
 		return nil, nil, "", err
 	}
-	kth, err := kthAbsEigen(m2n, k)
+	top, err := topAbsEigen(m2n, k)
 	if err != nil {
 		return nil, nil, "", err
 	}
-	return W, []perturb.Release{rel}, swampNote(kth, 2*rel.Scale*math.Sqrt(float64(c.V())), k, n), nil
+	return W, []perturb.Release{rel}, swampNote(top, 2*rel.Scale*math.Sqrt(float64(c.V())), k, n), nil
 }

@@ -78,11 +78,11 @@ func fitAGNWhitenedLDA(st *agnWhitenedSetup, opts *FitOptions, b PrivacyBudget, 
 	if err != nil {
 		return nil, err
 	}
-	kth, err := kthAbsEigen(M2, k)
+	top, err := topAbsEigen(M2, k)
 	if err != nil {
 		return nil, err
 	}
-	note := swampNote(kth, 2*relE2.Scale*math.Sqrt(float64(v))/rho[1], k, st.n)
+	note := swampNote(top, 2*relE2.Scale*math.Sqrt(float64(v))/rho[1], k, st.n)
 	p, sens3, rho3 := clippedTriples(st.sub, W, st.c3, st.n, opts.Progress)
 	relT, err := releaseGaussian(p, sens3, (1-ldaShareRho3)*e2, (1-ldaShareRho3)*d2, cal, r,
 		"clipped whitened triple moment E3(W,W,W) (packed, C(K+2,3) entries)", "go doc otd (S10) stage 2: 2 min(C3, r_W^3) / N with W from stage 1")

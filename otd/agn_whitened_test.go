@@ -279,16 +279,31 @@ func TestAGNWhitenedSensitivity(t *testing.T) {
 	}
 }
 
+// TestSwampNote: no warning above twice the noise; the N estimate from
+// the K-th signal sqrt(s_K^2 - level^2); with no K-th signal, the lower
+// bound from the smallest direction above twice the noise; none at all.
 func TestSwampNote(t *testing.T) {
 	t.Parallel()
-	if s := swampNote(1, 0.1, 5, 1000); s != "" {
-		t.Errorf("clear signal warned: %s", s)
-	}
-	// signal sqrt(0.25^2 - 0.15^2) = 0.2: N = 1000 * 2 * 0.15 / 0.2.
-	if s := swampNote(0.25, 0.15, 5, 1000); !strings.Contains(s, "N = 1500") {
-		t.Errorf("note %q does not name N = 1500", s)
-	}
-	if s := swampNote(0.1, 0.15, 5, 1000); !strings.Contains(s, "no signal") {
-		t.Errorf("note %q", s)
+	for _, tc := range []struct {
+		name  string
+		top   []float64
+		level float64
+		want  []string // substrings; nil: no warning
+	}{
+		{"clear", []float64{2, 1}, 0.1, nil},
+		// signal sqrt(0.25^2 - 0.15^2) = 0.2: N = 1000 * 2 * 0.15 / 0.2.
+		{"k-th detectable", []float64{1, 0.25}, 0.15, []string{"N = 1500", "1 of the K = 2"}},
+		{"k-th lost", []float64{0.8, 0.5, 0.3}, 0.3, []string{"no signal is detectable in the 3-th", "more than 2 N = 2000", "K (at most 1)", "1 of the K = 3"}},
+		{"nothing", []float64{0.1, 0.1}, 0.15, []string{"no signal is detectable in the 2-th", "0 of the K = 2"}},
+	} {
+		s := swampNote(tc.top, tc.level, len(tc.top), 1000)
+		if tc.want == nil && s != "" {
+			t.Errorf("%s: warned: %s", tc.name, s)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(s, w) {
+				t.Errorf("%s: note %q lacks %q", tc.name, s, w)
+			}
+		}
 	}
 }

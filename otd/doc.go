@@ -444,10 +444,12 @@
 // 2 sigma sqrt(V) (for the D x p sketch of (S7), sigma (sqrt(D) +
 // sqrt(p))). When the K-th singular value s_K of the released matrix is
 // below twice that level, the K-th direction of the whitening is mostly
-// noise, and the report carries a warning with an estimate of the N that
-// would lift it to twice the noise: the signal is estimated as
-// sqrt(s_K^2 - level^2) and the noise level scales as 1/N (the moments
-// do not depend on N); when no signal is detectable the warning says so.
+// noise, and the report carries a warning with the number of directions
+// above twice the noise and an estimate of the N that would lift the K-th
+// to twice the noise: the signal is estimated as sqrt(s_K^2 - level^2)
+// and the noise level scales as 1/N (the moments do not depend on N);
+// when no K-th signal is detectable (s_K <= level) the warning says so
+// and asks for many more than 2N documents or a smaller K.
 //
 // # Determinism and concurrency
 //
