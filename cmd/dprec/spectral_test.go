@@ -74,6 +74,10 @@ func TestSpectralCLI(t *testing.T) {
 			"--method", "lda-whitened", "--epsilon", "1", "--delta", "1e-5", "--clip-len", "10", "--topics", "2"}, exitUsage, nil},
 		{"negative private vocab", []string{"--corpus", spectralFix + "docword.txt", "--vocab", spectralFix + "vocab.txt", "--public-vocab",
 			"--method", "agn-whitened", "--epsilon", "1", "--delta", "1e-5", "--private-vocab", "-1", "--topics", "2"}, exitUsage, nil},
+		{"clip-len in (0,1]", []string{"--corpus", spectralFix + "docword.txt", "--vocab", spectralFix + "vocab.txt", "--public-vocab",
+			"--method", "agn-whitened", "--epsilon", "1", "--delta", "1e-5", "--clip-len", "0.5", "--topics", "2"}, exitUsage, nil},
+		{"private vocab too large", []string{"--corpus", spectralFix + "docword.txt", "--vocab", spectralFix + "vocab.txt", "--public-vocab",
+			"--method", "agn-whitened", "--epsilon", "1", "--delta", "1e-5", "--private-vocab", "3001", "--topics", "2"}, exitUsage, nil},
 		{"agn-whitened lda", []string{"--corpus", spectralFix + "docword.txt", "--vocab", spectralFix + "vocab.txt", "--public-vocab", "--model", "lda",
 			"--method", "agn-whitened", "--epsilon", "1", "--delta", "1e-5", "--private-vocab", "4", "--clip-len", "5", "--topics", "2", "--seed", "1"}, 0,
 			func(t *testing.T, o spectralOutput) {
