@@ -307,3 +307,52 @@ func TestSwampNote(t *testing.T) {
 		}
 	}
 }
+
+// TestAGNWhitenedSplit: FitOptions.Split gives agn-whitened's three
+// stages their fractions of epsilon and delta (two fractions: M2 and the
+// tensor, only when no selection is made); bad splits are errors.
+func TestAGNWhitenedSplit(t *testing.T) {
+	t.Parallel()
+	syn, err := SyntheticSTM(DenseWhitenMax+100, 3, 3000, 30, 0.1, nil, rand.NewPCG(13, 14))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		vocab int
+		split []float64
+		want  []float64 // release epsilons; nil: error
+	}{
+		{"default, selecting", 400, nil, []float64{0.2, 1.2, 0.6}},
+		{"default, whole vocabulary", 0, nil, []float64{2 * 0.6 / 0.9, 2 * 0.3 / 0.9}},
+		{"three", 400, []float64{0.2, 0.5, 0.3}, []float64{0.4, 1, 0.6}},
+		{"two, whole vocabulary", 0, []float64{0.25, 0.75}, []float64{0.5, 1.5}},
+		{"two, selecting", 400, []float64{0.25, 0.75}, nil},
+		{"zero tensor share", 400, []float64{0.5, 0.5, 0}, nil},
+		{"not summing to 1", 400, []float64{0.2, 0.2, 0.2}, nil},
+		{"four", 400, []float64{0.25, 0.25, 0.25, 0.25}, nil},
+	} {
+		res, err := Fit(&syn.Input, FitOptions{Model: ModelSTM, K: 3, Method: MethodAGNWhitened, Epsilon: 2, Delta: 1e-5, Split: tc.split,
+			Private: PrivateOptions{Vocab: tc.vocab}}, rand.NewPCG(1, 1))
+		if tc.want == nil {
+			if err == nil {
+				t.Errorf("%s: accepted", tc.name)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		rels := res.Report.Releases
+		if len(rels) != len(tc.want) {
+			t.Errorf("%s: %d releases, want %d", tc.name, len(rels), len(tc.want))
+			continue
+		}
+		for i, r := range rels {
+			if math.Abs(r.Epsilon-tc.want[i]) > 1e-12 || math.Abs(r.Delta-tc.want[i]*1e-5/2) > 1e-18 {
+				t.Errorf("%s: release %d (%v, %v), want epsilon %v", tc.name, i, r.Epsilon, r.Delta, tc.want[i])
+			}
+		}
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,6 +79,15 @@ func TestSpectralCLI(t *testing.T) {
 			"--method", "agn-whitened", "--epsilon", "1", "--delta", "1e-5", "--clip-len", "0.5", "--topics", "2"}, exitUsage, nil},
 		{"private vocab too large", []string{"--corpus", spectralFix + "docword.txt", "--vocab", spectralFix + "vocab.txt", "--public-vocab",
 			"--method", "agn-whitened", "--epsilon", "1", "--delta", "1e-5", "--private-vocab", "3001", "--topics", "2"}, exitUsage, nil},
+		{"bad budget split", []string{"--corpus", spectralFix + "docword.txt", "--vocab", spectralFix + "vocab.txt", "--public-vocab",
+			"--method", "agn-whitened", "--epsilon", "1", "--delta", "1e-5", "--budget-split", "0.5,0.5", "--topics", "2"}, exitUsage, nil},
+		{"agn-whitened stm split", []string{"--corpus", spectralFix + "docword.txt", "--vocab", spectralFix + "vocab.txt", "--public-vocab", "--model", "stm",
+			"--method", "agn-whitened", "--epsilon", "2", "--delta", "1e-5", "--private-vocab", "4", "--budget-split", "0.2,0.5,0.3", "--topics", "2", "--seed", "1"}, 0,
+			func(t *testing.T, o spectralOutput) {
+				if r := o.Privacy.Releases; len(r) != 3 || math.Abs(r[0].Epsilon-0.4) > 1e-12 || math.Abs(r[1].Epsilon-1) > 1e-12 || math.Abs(r[2].Epsilon-0.6) > 1e-12 {
+					t.Errorf("%+v", r)
+				}
+			}},
 		{"agn-whitened lda", []string{"--corpus", spectralFix + "docword.txt", "--vocab", spectralFix + "vocab.txt", "--public-vocab", "--model", "lda",
 			"--method", "agn-whitened", "--epsilon", "1", "--delta", "1e-5", "--private-vocab", "4", "--clip-len", "5", "--topics", "2", "--seed", "1"}, 0,
 			func(t *testing.T, o spectralOutput) {
