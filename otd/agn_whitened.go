@@ -37,7 +37,8 @@ const (
 // below its eigenvalues at N = 10^6 on 20news (README, private topics).
 var defaultAGNWhitenedSplit = [3]float64{0.1, 0.6, 0.3}
 
-// PrivateOptions tunes agn-whitened (S10). Zero values are the defaults.
+// PrivateOptions tunes agn-whitened ((S10), (S11)). Zero values are the
+// defaults.
 type PrivateOptions struct {
 	// Vocab is the number of words kept by the private vocabulary
 	// selection (stage 0: the words of largest noisy frequency); 0 means
