@@ -33,11 +33,12 @@ const (
 // defaultAGNWhitenedSplit are the budget fractions (vocabulary
 // selection, M2, whitened tensor). The whitening carries the largest
 // share because its noise, not the tensor's, limits accuracy: at the
-// default clipping the tensor's noise is two orders of magnitude below
-// its eigenvalues for N >= 10^5 (README, private spectral).
+// default clipping the tensor's noise is about two orders of magnitude
+// below its eigenvalues at N = 10^6 on 20news (README, private topics).
 var defaultAGNWhitenedSplit = [3]float64{0.1, 0.6, 0.3}
 
-// PrivateOptions tunes agn-whitened (S10). Zero values are the defaults.
+// PrivateOptions tunes agn-whitened ((S10), (S11)). Zero values are the
+// defaults.
 type PrivateOptions struct {
 	// Vocab is the number of words kept by the private vocabulary
 	// selection (stage 0: the words of largest noisy frequency); 0 means
@@ -120,9 +121,21 @@ func agnWhitenedStages(opts *FitOptions, selecting bool) (eps, delta [3]float64,
 	return eps, delta, nil
 }
 
-// fitAGNWhitened runs (S10) on a single-topic corpus.
-func fitAGNWhitened(in *Input, opts *FitOptions, b PrivacyBudget, secure bool, r *rand.Rand) (*Result, error) {
-	if opts.Estimator != AllTriples {
+// agnWhitenedSetup is what both models' agn-whitened share: the checked
+// corpus, its restriction to the privately selected words (stage 0), the
+// clip norms and the stage budgets.
+type agnWhitenedSetup struct {
+	c, sub     *data.Corpus
+	sel        []int32 // selected word ids (nil: all words)
+	n, k       int
+	c1, c2, c3 float64
+	eps, delta [3]float64
+	rels       []perturb.Release
+}
+
+// newAGNWhitenedSetup validates the options and runs stage 0 of (S10).
+func newAGNWhitenedSetup(in *Input, opts *FitOptions, b PrivacyBudget, r *rand.Rand) (*agnWhitenedSetup, error) {
+	if opts.Model == ModelSTM && opts.Estimator != AllTriples {
 		return nil, fmt.Errorf("otd: private methods need the all-triples estimator (the %v estimator's word choice depends on the whole corpus)", opts.Estimator)
 	}
 	if err := opts.Private.validate(); err != nil {
@@ -132,60 +145,79 @@ func fitAGNWhitened(in *Input, opts *FitOptions, b PrivacyBudget, secure bool, r
 	if err != nil {
 		return nil, err
 	}
-	n, k := c.NumDocs(), opts.K
+	st := &agnWhitenedSetup{c: c, sub: c, n: c.NumDocs(), k: opts.K}
 	v := opts.Private.Vocab
 	if v == 0 {
 		v = defaultPrivateVocab
 	}
-	if v < k {
-		return nil, fmt.Errorf("otd: private vocabulary of %d words is smaller than K = %d", v, k)
+	if v < st.k {
+		return nil, fmt.Errorf("otd: private vocabulary of %d words is smaller than K = %d", v, st.k)
 	}
 	selecting := c.V() > v
 	if !selecting && c.V() > MaxPrivateVocab {
 		return nil, fmt.Errorf("otd: agn-whitened forms the selected words' dense second moment: at most %d words, the vocabulary has %d", MaxPrivateVocab, c.V())
 	}
-	eps, delta, err := agnWhitenedStages(opts, selecting)
-	if err != nil {
+	if st.eps, st.delta, err = agnWhitenedStages(opts, selecting); err != nil {
 		return nil, err
 	}
-	c1, c2, c3 := opts.Private.clips(k)
-	var rels []perturb.Release
-	sub, sel := c, []int32(nil)
+	st.c1, st.c2, st.c3 = opts.Private.clips(st.k)
 	if selecting {
 		var rel perturb.Release
-		if sel, rel, err = privateTopWords(c, v, c1, n, eps[0], delta[0], b.Calibration, r); err != nil {
+		if st.sel, rel, err = privateTopWords(c, v, st.c1, st.n, st.eps[0], st.delta[0], b.Calibration, r); err != nil {
 			return nil, err
 		}
-		rels = append(rels, rel)
-		sub = restrictCorpus(c, sel)
+		st.rels = append(st.rels, rel)
+		st.sub = restrictCorpus(c, st.sel)
 	}
-	W, rel1, note, err := clippedWhitening(sub, k, c2, n, eps[1], delta[1], b.Calibration, r)
+	return st, nil
+}
+
+// finish decomposes T, un-whitens and packages the result.
+func (st *agnWhitenedSetup) finish(opts *FitOptions, b PrivacyBudget, W *mat.Dense, T *SymTensor, note string, secure bool, r *rand.Rand) (*Result, error) {
+	lam, V, err := PowerIteration(T, st.k, opts.TPM, r)
 	if err != nil {
 		return nil, err
 	}
-	rels = append(rels, rel1)
-	T, rel2, err := clippedWhitenedM3(sub, W, c3, n, eps[2], delta[2], b.Calibration, r, opts.Progress)
-	if err != nil {
-		return nil, err
+	var A *mat.Dense
+	var w []float64
+	if opts.Model == ModelLDA {
+		A, w = UnwhitenLDA(W, lam, V, opts.Alpha0)
+	} else {
+		A, w = Unwhiten(W, lam, V)
 	}
-	rels = append(rels, rel2)
-	lam, V, err := PowerIteration(T, k, opts.TPM, r)
-	if err != nil {
-		return nil, err
-	}
-	A, w := Unwhiten(W, lam, V)
-	if selecting {
-		A = embedRows(A, sel, c.V())
+	if st.sel != nil {
+		A = embedRows(A, st.sel, st.c.V())
 	}
 	res := assemble(opts, A, w, lam)
 	res.Path = "whitened"
-	res.Vocab = c.Vocab
-	res.Report = privateReport(opts, b, rels, "basic: the sum of the releases' (epsilon, delta) (vocabulary selection, M2 of the selected words, whitened tensor)", secure, n)
-	res.Report.Notes = append(res.Report.Notes, fmt.Sprintf("agn-whitened: %d of %d words selected privately; per-document contributions clipped to norms %.3g (frequencies), %.3g (pairs), %.3g (whitened triples), so the moments are weighted averages that down-weight short or repetitive documents ((S10))", sub.V(), c.V(), c1, c2, c3))
+	res.Vocab = st.c.Vocab
+	res.Report = privateReport(opts, b, st.rels, "basic: the sum of the releases' (epsilon, delta) (vocabulary selection, moments of the selected words, whitened tensor)", secure, st.n)
+	res.Report.Notes = append(res.Report.Notes, fmt.Sprintf("agn-whitened: %d of %d words selected privately; per-document contributions clipped to norms %.3g (frequencies), %.3g (pairs), %.3g (whitened triples), so the moments are weighted averages that down-weight short or repetitive documents ((S10))", st.sub.V(), st.c.V(), st.c1, st.c2, st.c3))
 	if note != "" {
 		res.Report.Notes = append(res.Report.Notes, note)
 	}
 	return res, nil
+}
+
+// fitAGNWhitened runs (S10) (single-topic model) or (S11) (LDA).
+func fitAGNWhitened(in *Input, opts *FitOptions, b PrivacyBudget, secure bool, r *rand.Rand) (*Result, error) {
+	st, err := newAGNWhitenedSetup(in, opts, b, r)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Model == ModelLDA {
+		return fitAGNWhitenedLDA(st, opts, b, secure, r)
+	}
+	W, rel1, note, err := clippedWhitening(st.sub, st.k, st.c2, st.n, st.eps[1], st.delta[1], b.Calibration, r)
+	if err != nil {
+		return nil, err
+	}
+	T, rel2, err := clippedWhitenedM3(st.sub, W, st.c3, st.n, st.eps[2], st.delta[2], b.Calibration, r, opts.Progress)
+	if err != nil {
+		return nil, err
+	}
+	st.rels = append(st.rels, rel1, rel2)
+	return st.finish(opts, b, W, T, note, secure, r)
 }
 
 // clipScale returns min(1, clip/norm) (1 for a zero norm).
@@ -198,8 +230,8 @@ func clipScale(norm, clip float64) float64 {
 
 // clippedFrequencies is stage 0's statistic of (S10): (1/n) sum_d
 // clip(c_d / l_d, c1) over the documents of c.
-func clippedFrequencies(c *data.Corpus, c1 float64, n int) []float64 {
-	m := make([]float64, c.V())
+func clippedFrequencies(c *data.Corpus, c1 float64, n int) (m []float64, rho float64) {
+	m = make([]float64, c.V())
 	for d := 0; d < c.NumDocs(); d++ {
 		ws, cs := c.Doc(d)
 		l := float64(c.DocLen(d))
@@ -210,19 +242,21 @@ func clippedFrequencies(c *data.Corpus, c1 float64, n int) []float64 {
 		for _, x := range cs {
 			s2 += float64(x) * float64(x)
 		}
-		f := clipScale(math.Sqrt(s2)/l, c1) / (l * float64(n))
+		sc := clipScale(math.Sqrt(s2)/l, c1)
+		rho += sc / float64(n)
+		f := sc / (l * float64(n))
 		for i, w := range ws {
 			m[w] += f * float64(cs[i])
 		}
 	}
-	return m
+	return m, rho
 }
 
 // privateTopWords is stage 0 of (S10): the clipped mean word-frequency
 // vector plus Gaussian noise (l2 sensitivity sqrt(2) c1 / n), and the ids
 // (ascending) of the v words with the largest noisy values.
 func privateTopWords(c *data.Corpus, v int, c1 float64, n int, eps, delta float64, cal perturb.Calibration, r *rand.Rand) ([]int32, perturb.Release, error) {
-	m := clippedFrequencies(c, c1, n)
+	m, _ := clippedFrequencies(c, c1, n)
 	g, err := perturb.NewGaussian(math.Sqrt2*c1/float64(n), eps, delta, cal)
 	if err != nil {
 		return nil, perturb.Release{}, fmt.Errorf("otd: noise on the word frequencies: %w", err)
@@ -282,8 +316,9 @@ func embedRows(a *mat.Dense, sel []int32, d int) *mat.Dense {
 
 // clippedM2 returns (1/n) sum_d s_d P2_d over the documents of c with at
 // least 2 words, P2_d = (c c^T - diag c)/(l(l-1)) and s_d =
-// min(1, c2/||P2_d||_F).
-func clippedM2(c *data.Corpus, c2 float64, n int) *mat.SymDense {
+// min(1, c2/||P2_d||_F), and rho = (1/n) sum_d s_d.
+func clippedM2(c *data.Corpus, c2 float64, n int) (*mat.SymDense, float64) {
+	var rho float64
 	v := c.V()
 	M := mat.NewSymDense(v, nil)
 	raw := M.RawSymmetric()
@@ -301,7 +336,9 @@ func clippedM2(c *data.Corpus, c2 float64, n int) *mat.SymDense {
 		}
 		den := l * (l - 1)
 		// ||c c^T - diag c||_F^2 = (sum c^2)^2 - 2 sum c^3 + sum c^2.
-		f := clipScale(math.Sqrt(math.Max(s2*s2-2*s3+s2, 0))/den, c2) / (den * float64(n))
+		sc := clipScale(math.Sqrt(math.Max(s2*s2-2*s3+s2, 0))/den, c2)
+		rho += sc / float64(n)
+		f := sc / (den * float64(n))
 		for i, wi := range ws {
 			xi := f * float64(cs[i])
 			row := raw.Data[int(wi)*raw.Stride:]
@@ -311,14 +348,14 @@ func clippedM2(c *data.Corpus, c2 float64, n int) *mat.SymDense {
 			}
 		}
 	}
-	return M
+	return M, rho
 }
 
 // clippedWhitening is stage 1 of (S10): Analyze Gauss on the clipped M2
 // of the selected words (upper triangle, l2 sensitivity sqrt(2) c2 / n),
 // WhitenSVD, and the swamp warning.
 func clippedWhitening(c *data.Corpus, k int, c2 float64, n int, eps, delta float64, cal perturb.Calibration, r *rand.Rand) (*mat.Dense, perturb.Release, string, error) {
-	M2 := clippedM2(c, c2, n)
+	M2, _ := clippedM2(c, c2, n)
 	m2n, rel, err := AnalyzeGaussM2(M2, math.Sqrt2*c2/float64(n), eps, delta, cal, r)
 	if err != nil {
 		return nil, rel, "", err
@@ -329,11 +366,11 @@ func clippedWhitening(c *data.Corpus, k int, c2 float64, n int, eps, delta float
 	if err != nil {
 		return nil, rel, "", err
 	}
-	kth, err := kthAbsEigen(m2n, k)
+	top, err := topAbsEigen(m2n, k)
 	if err != nil {
 		return nil, rel, "", err
 	}
-	return W, rel, swampNote(kth, 2*rel.Scale*math.Sqrt(float64(c.V())), k, n), nil
+	return W, rel, swampNote(top, 2*rel.Scale*math.Sqrt(float64(c.V())), k, n), nil
 }
 
 // tripleNormBound returns an upper bound on ||P3_d(W,W,W)||_F for a
@@ -362,8 +399,9 @@ func tripleNormBound(ws, cs []int32, l float64, W *mat.Dense, rn, y []float64) f
 
 // clippedTriples is stage 2's statistic of (S10): the packed
 // (1/n) sum_d s_d P3_d(W,W,W), s_d = min(1, c3/bound_d) (0 for documents
-// with fewer than 3 tokens), and its l2 sensitivity 2 min(c3, r_W^3)/n.
-func clippedTriples(c *data.Corpus, W *mat.Dense, c3 float64, n int, prog ProgressFunc) ([]float64, float64) {
+// with fewer than 3 tokens), its l2 sensitivity 2 min(c3, r_W^3)/n, and
+// rho = (1/n) sum_d s_d.
+func clippedTriples(c *data.Corpus, W *mat.Dense, c3 float64, n int, prog ProgressFunc) (p []float64, sens, rho float64) {
 	d, k := W.Dims()
 	rn := make([]float64, d)
 	var rw float64
@@ -380,17 +418,18 @@ func clippedTriples(c *data.Corpus, W *mat.Dense, c3 float64, n int, prog Progre
 		}
 		ws, cs := c.Doc(doc)
 		wt[doc] = clipScale(tripleNormBound(ws, cs, l, W, rn, y), c3)
+		rho += wt[doc] / float64(n)
 	}
 	a := newM3Accum(W, d)
 	a.wt, a.nDiv = wt, float64(n)
-	return a.run(c, 0, prog), 2 * math.Min(c3, rw*rw*rw) / float64(n)
+	return a.run(c, 0, prog), 2 * math.Min(c3, rw*rw*rw) / float64(n), rho
 }
 
 // clippedWhitenedM3 is stage 2 of (S10): clippedTriples released with
 // Gaussian noise on the packed entries.
 func clippedWhitenedM3(c *data.Corpus, W *mat.Dense, c3 float64, n int, eps, delta float64, cal perturb.Calibration, r *rand.Rand, prog ProgressFunc) (*SymTensor, perturb.Release, error) {
 	_, k := W.Dims()
-	p, sens := clippedTriples(c, W, c3, n, prog)
+	p, sens, _ := clippedTriples(c, W, c3, n, prog)
 	g, err := perturb.NewGaussian(sens, eps, delta, cal)
 	if err != nil {
 		return nil, perturb.Release{}, fmt.Errorf("otd: noise on the whitened tensor: %w", err)
@@ -405,33 +444,47 @@ func clippedWhitenedM3(c *data.Corpus, W *mat.Dense, c3 float64, n int, eps, del
 	return T, rel, nil
 }
 
-// swampNote returns a warning when sK, the K-th singular value of a
-// released matrix whose noise has spectral norm about level, is below
-// twice level, and "" otherwise.
-func swampNote(sK, level float64, k, n int) string {
+// swampNote returns a warning when top[k-1], the K-th of the largest
+// singular values top (descending, at least k of them) of a released
+// matrix whose noise has spectral norm about level, is below twice level,
+// and "" otherwise. The warning counts the directions above twice the
+// noise and estimates the N that would lift the K-th to twice the noise
+// (the noise level scales as 1/N) from the K-th signal
+// sqrt(s_K^2 - level^2); when s_K <= level no signal is detectable and
+// only "more than 2 N" can be said (a signal below level needs the noise
+// to shrink more than twofold).
+func swampNote(top []float64, level float64, k, n int) string {
+	sK := top[k-1]
 	if !(level > 0) || sK >= 2*level {
 		return ""
 	}
-	msg := fmt.Sprintf("WARNING: the %d-th singular value of the noisy second-moment release (%.3g) is below twice the spectral norm of its noise (%.3g): the whitening, and so the topics, are dominated by noise; ", k, sK, level)
-	if sig := math.Sqrt(math.Max(sK*sK-level*level, 0)); sig > 0 {
-		return msg + fmt.Sprintf("about N = %.0f documents (now %d) or a proportionally larger epsilon would be needed", math.Ceil(float64(n)*2*level/sig), n)
+	r := 0
+	for _, v := range top[:k] {
+		if v >= 2*level {
+			r++
+		}
 	}
-	return msg + fmt.Sprintf("no signal is detectable above the noise: many more than 2 N = %d documents or a much larger epsilon would be needed", 2*n)
+	msg := fmt.Sprintf("WARNING: the %d-th singular value of the noisy second-moment release (%.3g) is below twice the spectral norm of its noise (%.3g): %d of the K = %d whitening directions stand above it, and topics beyond those are dominated by noise; ", k, sK, level, r, k)
+	if sK > level {
+		need := math.Ceil(float64(n) * 2 * level / math.Sqrt(sK*sK-level*level))
+		return msg + fmt.Sprintf("about N = %.0f documents (now %d) or a proportionally larger epsilon would be needed for K = %d", need, n, k)
+	}
+	return msg + fmt.Sprintf("no signal is detectable in the %d-th direction: many more than 2 N = %d documents, a much larger epsilon or a smaller K (at most %d) would be needed", k, 2*n, max(r, 1))
 }
 
-// kthAbsEigen returns the k-th largest absolute eigenvalue of s.
-func kthAbsEigen(s *mat.SymDense, k int) (float64, error) {
+// topAbsEigen returns the k largest absolute eigenvalues of s, descending.
+func topAbsEigen(s *mat.SymDense, k int) ([]float64, error) {
 	var es mat.EigenSym
 	if !es.Factorize(s, false) {
-		return 0, errors.New("otd: eigendecomposition of the noisy M2 failed")
+		return nil, errors.New("otd: eigendecomposition of the noisy M2 failed")
 	}
 	vals := es.Values(nil)
 	abs := make([]float64, len(vals))
 	for i, v := range vals {
 		abs[i] = math.Abs(v)
 	}
-	sortFloats(abs)
-	return abs[len(abs)-k], nil
+	sort.Sort(sort.Reverse(sort.Float64Slice(abs)))
+	return abs[:k], nil
 }
 
 // privateWhitening releases a whitening matrix for the corpus moment with
@@ -441,7 +494,7 @@ func kthAbsEigen(s *mat.SymDense, k int) (float64, error) {
 func privateWhitening(c *data.Corpus, alpha0 float64, k int, sens Sensitivities, eps, delta float64, cal perturb.Calibration, r *rand.Rand) (*mat.Dense, []perturb.Release, string, error) {
 	n := c.NumDocs()
 	if c.V() > DenseWhitenMax {
-		W, rels, sK, err := privateWhitenSketchEig(c, alpha0, k, sens.M2, eps, delta, cal, r)
+		W, rels, topY, err := privateWhitenSketchEig(c, alpha0, k, sens.M2, eps, delta, cal, r)
 		if err != nil {
 			return nil, nil, "", err
 		}
@@ -450,7 +503,7 @@ func privateWhitening(c *data.Corpus, alpha0 float64, k int, sens Sensitivities,
 			p = c.V()
 		}
 		level := rels[0].Scale * (math.Sqrt(float64(c.V())) + math.Sqrt(float64(p)))
-		return W, rels, swampNote(sK, level, k, n), nil
+		return W, rels, swampNote(topY, level, k, n), nil
 	}
 	M2 := secondMoment(c, alpha0)
 	m2n, rel, err := AnalyzeGaussM2(M2, sens.M2, eps, delta, cal, r)
@@ -462,9 +515,9 @@ func privateWhitening(c *data.Corpus, alpha0 float64, k int, sens Sensitivities,
 	if err != nil {
 		return nil, nil, "", err
 	}
-	kth, err := kthAbsEigen(m2n, k)
+	top, err := topAbsEigen(m2n, k)
 	if err != nil {
 		return nil, nil, "", err
 	}
-	return W, []perturb.Release{rel}, swampNote(kth, 2*rel.Scale*math.Sqrt(float64(c.V())), k, n), nil
+	return W, []perturb.Release{rel}, swampNote(top, 2*rel.Scale*math.Sqrt(float64(c.V())), k, n), nil
 }

@@ -60,12 +60,51 @@ func TestAGNWhitenedRecovers(t *testing.T) {
 			t.Errorf("vocab %d, epsilon 0.01: e_comp %.3f (epsilon 300: %.3f), warned %v", tc.vocab, e2, e, warned)
 		}
 	}
-	if _, err := Fit(&syn.Input, FitOptions{Model: ModelLDA, Alpha0: 1, K: 4, Method: MethodAGNWhitened, Epsilon: 1, Delta: 1e-5}, nil); err == nil {
-		t.Error("agn-whitened accepted model lda")
+	if _, err := Fit(&Input{Rows: mat.NewDense(5, 4, nil)}, FitOptions{Model: ModelMoG, K: 2, Method: MethodAGNWhitened, Epsilon: 1, Delta: 1e-5}, nil); err == nil {
+		t.Error("agn-whitened accepted model mog")
 	}
 	for _, p := range []PrivateOptions{{Vocab: MaxPrivateVocab + 1}, {Vocab: 3}, {ClipLen: 0.5}, {ClipM3: math.NaN()}} {
 		if _, err := Fit(&syn.Input, FitOptions{Model: ModelSTM, K: 4, Method: MethodAGNWhitened, Epsilon: 1, Delta: 1e-5, Private: p}, nil); err == nil {
 			t.Errorf("options %+v accepted", p)
+		}
+	}
+}
+
+// TestAGNWhitenedLDA: on an LDA corpus above DenseWhitenMax, agn-whitened
+// with model lda recovers the topics at a large budget (with and without
+// the private selection), states six releases (five without selection)
+// summing to the budget, and is far worse at a tiny one.
+func TestAGNWhitenedLDA(t *testing.T) {
+	t.Parallel()
+	syn, err := SyntheticLDA(DenseWhitenMax+100, 3, 1, 20000, 60, 0.05, rand.NewPCG(7, 8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		vocab, releases int
+		maxE            float64
+	}{
+		{0, 5, 0.1},
+		{450, 6, 0.15},
+	} {
+		opts := FitOptions{Model: ModelLDA, Alpha0: 1, K: 3, Method: MethodAGNWhitened, Epsilon: 300, Delta: 1e-5, Private: PrivateOptions{Vocab: tc.vocab}}
+		res, err := Fit(&syn.Input, opts, rand.NewPCG(3, 4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := EComp(syn.A, res.A)
+		t.Logf("lda, vocab %d: e_comp %.3f at epsilon 300", tc.vocab, e)
+		r := res.Report
+		if e > tc.maxE || len(r.Releases) != tc.releases || math.Abs(r.Epsilon-300) > 1e-9 || math.Abs(r.Delta-1e-5) > 1e-15 {
+			t.Errorf("vocab %d: e_comp %.3f (want <= %.2f), %d releases, (%v, %v)", tc.vocab, e, tc.maxE, len(r.Releases), r.Epsilon, r.Delta)
+		}
+		opts.Epsilon = 0.01
+		res, err = Fit(&syn.Input, opts, rand.NewPCG(3, 4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e2 := EComp(syn.A, res.A); e2 < 2*e {
+			t.Errorf("vocab %d: epsilon 0.01 e_comp %.3f, epsilon 300 %.3f", tc.vocab, e2, e)
 		}
 	}
 }
@@ -125,20 +164,24 @@ func TestAGNWhitenedNeighbours(t *testing.T) {
 			t.Fatalf("%s: %d releases", tc.name, len(rels))
 		}
 		c1, c2, c3 := tc.opts.clips(k)
-		_, s3 := clippedTriples(corpus(docs), W, c3, n, nil)
+		_, s3, _ := clippedTriples(corpus(docs), W, c3, n, nil)
 		claimed := []float64{rels[0].Sensitivity, rels[1].Sensitivity, s3}
 		// Stage 2's stated sensitivity is 2 min(C3, r_W^3)/N for the W of
 		// the run; recompute it for the test's W and check the formula.
 		if math.Abs(rels[0].Sensitivity-math.Sqrt2*c1/n) > 1e-15 || math.Abs(rels[1].Sensitivity-math.Sqrt2*c2/n) > 1e-15 {
 			t.Errorf("%s: stated sensitivities %v, %v", tc.name, rels[0].Sensitivity, rels[1].Sensitivity)
 		}
-		stats := func(docs [][]int32) [3][]float64 {
+		// Statistics 3 and 4 are the clip-weight means released by (S11):
+		// (rho1, rho2) and rho3, each weight in [0, 1].
+		claimed = append(claimed, math.Sqrt2/n, 1.0/n)
+		stats := func(docs [][]int32) [5][]float64 {
 			c := corpus(docs)
-			m2 := clippedM2(c, c2, n)
-			p, _ := clippedTriples(c, W, c3, n, nil)
-			return [3][]float64{clippedFrequencies(c, c1, n), packUpper(d, m2.At), p}
+			m2, rho2 := clippedM2(c, c2, n)
+			p, _, rho3 := clippedTriples(c, W, c3, n, nil)
+			m1, rho1 := clippedFrequencies(c, c1, n)
+			return [5][]float64{m1, packUpper(d, m2.At), p, {rho1, rho2}, {rho3}}
 		}
-		worst := [3]float64{}
+		worst := [5]float64{}
 		for trial := 0; trial < 60; trial++ {
 			before := append([][]int32(nil), docs...)
 			after := append([][]int32(nil), docs...)
@@ -162,7 +205,7 @@ func TestAGNWhitenedNeighbours(t *testing.T) {
 				worst[s] = math.Max(worst[s], change)
 			}
 		}
-		for s := range worst {
+		for s := range worst[:3] { // the weight means' bounds are not attained by documents of >= 3 words
 			if worst[s] < claimed[s]*(1-1e-9) {
 				t.Errorf("%s, statistic %d: largest change %.4g below the stated sensitivity %.4g: the extreme pair does not reach it", tc.name, s, worst[s], claimed[s])
 			}
@@ -236,16 +279,80 @@ func TestAGNWhitenedSensitivity(t *testing.T) {
 	}
 }
 
+// TestSwampNote: no warning above twice the noise; the N estimate from
+// the K-th signal sqrt(s_K^2 - level^2); with no K-th signal, the lower
+// bound from the smallest direction above twice the noise; none at all.
 func TestSwampNote(t *testing.T) {
 	t.Parallel()
-	if s := swampNote(1, 0.1, 5, 1000); s != "" {
-		t.Errorf("clear signal warned: %s", s)
+	for _, tc := range []struct {
+		name  string
+		top   []float64
+		level float64
+		want  []string // substrings; nil: no warning
+	}{
+		{"clear", []float64{2, 1}, 0.1, nil},
+		// signal sqrt(0.25^2 - 0.15^2) = 0.2: N = 1000 * 2 * 0.15 / 0.2.
+		{"k-th detectable", []float64{1, 0.25}, 0.15, []string{"N = 1500", "1 of the K = 2"}},
+		{"k-th lost", []float64{0.8, 0.5, 0.3}, 0.3, []string{"no signal is detectable in the 3-th", "more than 2 N = 2000", "K (at most 1)", "1 of the K = 3"}},
+		{"nothing", []float64{0.1, 0.1}, 0.15, []string{"no signal is detectable in the 2-th", "0 of the K = 2"}},
+	} {
+		s := swampNote(tc.top, tc.level, len(tc.top), 1000)
+		if tc.want == nil && s != "" {
+			t.Errorf("%s: warned: %s", tc.name, s)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(s, w) {
+				t.Errorf("%s: note %q lacks %q", tc.name, s, w)
+			}
+		}
 	}
-	// signal sqrt(0.25^2 - 0.15^2) = 0.2: N = 1000 * 2 * 0.15 / 0.2.
-	if s := swampNote(0.25, 0.15, 5, 1000); !strings.Contains(s, "N = 1500") {
-		t.Errorf("note %q does not name N = 1500", s)
+}
+
+// TestAGNWhitenedSplit: FitOptions.Split gives agn-whitened's three
+// stages their fractions of epsilon and delta (two fractions: M2 and the
+// tensor, only when no selection is made); bad splits are errors.
+func TestAGNWhitenedSplit(t *testing.T) {
+	t.Parallel()
+	syn, err := SyntheticSTM(DenseWhitenMax+100, 3, 3000, 30, 0.1, nil, rand.NewPCG(13, 14))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if s := swampNote(0.1, 0.15, 5, 1000); !strings.Contains(s, "no signal") {
-		t.Errorf("note %q", s)
+	for _, tc := range []struct {
+		name  string
+		vocab int
+		split []float64
+		want  []float64 // release epsilons; nil: error
+	}{
+		{"default, selecting", 400, nil, []float64{0.2, 1.2, 0.6}},
+		{"default, whole vocabulary", 0, nil, []float64{2 * 0.6 / 0.9, 2 * 0.3 / 0.9}},
+		{"three", 400, []float64{0.2, 0.5, 0.3}, []float64{0.4, 1, 0.6}},
+		{"two, whole vocabulary", 0, []float64{0.25, 0.75}, []float64{0.5, 1.5}},
+		{"two, selecting", 400, []float64{0.25, 0.75}, nil},
+		{"zero tensor share", 400, []float64{0.5, 0.5, 0}, nil},
+		{"not summing to 1", 400, []float64{0.2, 0.2, 0.2}, nil},
+		{"four", 400, []float64{0.25, 0.25, 0.25, 0.25}, nil},
+	} {
+		res, err := Fit(&syn.Input, FitOptions{Model: ModelSTM, K: 3, Method: MethodAGNWhitened, Epsilon: 2, Delta: 1e-5, Split: tc.split,
+			Private: PrivateOptions{Vocab: tc.vocab}}, rand.NewPCG(1, 1))
+		if tc.want == nil {
+			if err == nil {
+				t.Errorf("%s: accepted", tc.name)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		rels := res.Report.Releases
+		if len(rels) != len(tc.want) {
+			t.Errorf("%s: %d releases, want %d", tc.name, len(rels), len(tc.want))
+			continue
+		}
+		for i, r := range rels {
+			if math.Abs(r.Epsilon-tc.want[i]) > 1e-12 || math.Abs(r.Delta-tc.want[i]*1e-5/2) > 1e-18 {
+				t.Errorf("%s: release %d (%v, %v), want epsilon %v", tc.name, i, r.Epsilon, r.Delta, tc.want[i])
+			}
+		}
 	}
 }

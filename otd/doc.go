@@ -417,17 +417,39 @@
 // clipped). The privacy guarantee does not depend on the model.
 // TestAGNWhitenedNeighbours replaces one document (including the
 // extreme cases of each bound) and checks every release's change against
-// its sensitivity.
+// its sensitivity (also the weight means of (S11)).
+//
+// (S11) agn-whitened for LDA (Model "lda"). Stage 0 is that of (S10).
+// Stage 1 releases E2 (as (S10) stage 1, share 0.8 of the stage), the
+// clipped frequencies E1 = (1/N) sum_d clip(c_d/l_d, C1) of the selected
+// words (share 0.15, sensitivity sqrt(2) C1 / N) and the clip-weight
+// means rho1, rho2 (rho = (1/N) sum_d s_d with s_d in [0, 1] the factor
+// the clip applied, 0 for a document that adds nothing; share 0.05, l2
+// sensitivity sqrt(2)/N for the pair). Stage 2 releases the clipped
+// whitened triples (share 0.9, (S10) stage 2) and rho3 (share 0.1,
+// sensitivity 1/N). The LDA moments of seed 004 Lemma 25 are formed by
+// post-processing, each clipped moment divided by its weight mean (a
+// ratio estimator, exact when the clip factors are independent of the
+// documents' topics; a released mean is floored at 1/N):
+//
+//	M2 = E2/rho2 - a (E1/rho1)(E1/rho1)^T
+//	T  = E3(W,W,W)/rho3 - b' sym3(W^T (E2/rho2) W (x) W^T E1/rho1) + c (W^T E1/rho1)^(x)3
+//
+// with a, b', c of (S5) and W from M2 (WhitenSVD). The products over
+// distinct documents of the U-statistics are replaced by products of the
+// means (a relative difference O(1/N)). Six releases, basic composition.
 //
 // Warning (post-processing of released values). A symmetric V x V noise
 // matrix with i.i.d. N(0, sigma^2) upper triangle has spectral norm about
 // 2 sigma sqrt(V) (for the D x p sketch of (S7), sigma (sqrt(D) +
 // sqrt(p))). When the K-th singular value s_K of the released matrix is
 // below twice that level, the K-th direction of the whitening is mostly
-// noise, and the report carries a warning with an estimate of the N that
-// would lift it to twice the noise: the signal is estimated as
-// sqrt(s_K^2 - level^2) and the noise level scales as 1/N (the moments
-// do not depend on N); when no signal is detectable the warning says so.
+// noise, and the report carries a warning with the number of directions
+// above twice the noise and an estimate of the N that would lift the K-th
+// to twice the noise: the signal is estimated as sqrt(s_K^2 - level^2)
+// and the noise level scales as 1/N (the moments do not depend on N);
+// when no K-th signal is detectable (s_K <= level) the warning says so
+// and asks for many more than 2N documents or a smaller K.
 //
 // # Determinism and concurrency
 //

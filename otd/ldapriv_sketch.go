@@ -35,10 +35,10 @@ func privateWhitenSketch(c *data.Corpus, alpha0 float64, k int, sensF, eps, delt
 	return W, rels, err
 }
 
-// privateWhitenSketchEig is privateWhitenSketch that also returns the K-th
-// singular value of the noisy sketch Y (a released value), for the swamp
+// privateWhitenSketchEig is privateWhitenSketch that also returns the K largest
+// singular values of the noisy sketch Y (released values), descending, for the swamp
 // warning of (S10).
-func privateWhitenSketchEig(c *data.Corpus, alpha0 float64, k int, sensF, eps, delta float64, cal perturb.Calibration, r *rand.Rand) (*mat.Dense, []perturb.Release, float64, error) {
+func privateWhitenSketchEig(c *data.Corpus, alpha0 float64, k int, sensF, eps, delta float64, cal perturb.Calibration, r *rand.Rand) (*mat.Dense, []perturb.Release, []float64, error) {
 	d := c.V()
 	p := 2*k + sketchOversample
 	if p > d {
@@ -55,18 +55,20 @@ func privateWhitenSketchEig(c *data.Corpus, alpha0 float64, k int, sensF, eps, d
 	m2Apply(c, alpha0, omega, Y)
 	g1, err := perturb.NewGaussian(sensF, eps/2, delta/2, cal)
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("otd: noise on the M2 sketch: %w", err)
+		return nil, nil, nil, fmt.Errorf("otd: noise on the M2 sketch: %w", err)
 	}
 	g1.AddTo(Y.RawMatrix().Data, r) // a new Dense is contiguous (stride p)
 	rel1 := g1.Release("M2 sketch M2 Omega (D x (2K+10), Omega public orthonormal)")
 	rel1.Derivation = "go doc otd (S7): ||Delta M2 Omega||_F <= ||Delta M2||_F <= Delta_2(l1)"
 	var yty mat.SymDense
 	yty.SymOuterK(1, Y.T())
-	kthY, err := kthAbsEigen(&yty, k)
+	topY, err := topAbsEigen(&yty, k)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, nil, err
 	}
-	kthY = math.Sqrt(kthY)
+	for i, v := range topY {
+		topY[i] = math.Sqrt(v)
+	}
 	Q := orthonormalColumns(Y)
 	Z := mat.NewDense(d, p, nil)
 	m2Apply(c, alpha0, Q, Z)
@@ -80,13 +82,13 @@ func privateWhitenSketchEig(c *data.Corpus, alpha0 float64, k int, sensF, eps, d
 	}
 	Bn, rel2, err := AnalyzeGaussM2(Bs, sensF, eps/2, delta/2, cal, r)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, nil, err
 	}
 	rel2.What = "projected M2 Q^T M2 Q ((2K+10) x (2K+10) upper triangle)"
 	rel2.Derivation = "go doc otd (S7): ||Q^T Delta M2 Q||_F <= ||Delta M2||_F <= Delta_2(l1)"
 	var es mat.EigenSym
 	if !es.Factorize(Bn, true) {
-		return nil, nil, 0, errors.New("otd: eigendecomposition of the projected noisy M2 failed")
+		return nil, nil, nil, errors.New("otd: eigendecomposition of the projected noisy M2 failed")
 	}
 	vals := es.Values(nil)
 	var vecs mat.Dense
@@ -97,7 +99,7 @@ func privateWhitenSketchEig(c *data.Corpus, alpha0 float64, k int, sensF, eps, d
 	}
 	sort.SliceStable(idx, func(a, b int) bool { return math.Abs(vals[idx[a]]) > math.Abs(vals[idx[b]]) })
 	if kth := math.Abs(vals[idx[k-1]]); !(kth > 1e-12*math.Abs(vals[idx[0]])) {
-		return nil, nil, 0, fmt.Errorf("otd: the %d-th singular value of the projected noisy M2 is %.3g: rank below %d", k, kth, k)
+		return nil, nil, nil, fmt.Errorf("otd: the %d-th singular value of the projected noisy M2 is %.3g: rank below %d", k, kth, k)
 	}
 	UK := mat.NewDense(p, k, nil)
 	for cc := 0; cc < k; cc++ {
@@ -108,7 +110,7 @@ func privateWhitenSketchEig(c *data.Corpus, alpha0 float64, k int, sensF, eps, d
 	}
 	W := mat.NewDense(d, k, nil)
 	W.Mul(Q, UK)
-	return W, []perturb.Release{rel1, rel2}, kthY, nil
+	return W, []perturb.Release{rel1, rel2}, topY, nil
 }
 
 // orthonormalColumns returns an orthonormal basis of the columns of m

@@ -64,10 +64,10 @@ func fitPrivate(in *Input, opts *FitOptions, src rand.Source) (*Result, error) {
 		}
 		return res, nil
 	case MethodAGNWhitened:
-		if opts.Model != ModelSTM {
-			return nil, fmt.Errorf("otd: method %q is the single-topic model's whitened AGN (model stm); for lda use lda-whitened", opts.Method)
+		if opts.Model == ModelMoG {
+			return nil, fmt.Errorf("otd: method %q is for the topic models (stm, lda); for mog use agn", opts.Method)
 		}
-		return fitAGNWhitened(in, opts, b, secure, r) // agn_whitened.go (S10)
+		return fitAGNWhitened(in, opts, b, secure, r) // (S10), (S11) for lda
 	case MethodLDAInput, MethodLDAWhitened:
 		if opts.Model != ModelLDA {
 			return nil, fmt.Errorf("otd: method %q needs model lda", opts.Method)
@@ -90,12 +90,19 @@ func budgetFromOptions(opts *FitOptions) (PrivacyBudget, error) {
 	b := PrivacyBudget{Epsilon: opts.Epsilon, Delta: opts.Delta}
 	switch len(opts.Split) {
 	case 0:
+	case 3:
+		if opts.Method != MethodAGNWhitened {
+			return b, fmt.Errorf("otd: method %q has two releases; the budget split needs 2 fractions, got 3", opts.Method)
+		}
+		// agn-whitened's three stages are split by agnWhitenedStages.
 	case 2:
 		s0, s1 := opts.Split[0], opts.Split[1]
 		if !(s0 > 0 && s1 > 0) || math.Abs(s0+s1-1) > 1e-9 {
 			return b, fmt.Errorf("otd: budget split %v must be two positive fractions summing to 1", opts.Split)
 		}
-		b.Split = s0
+		if opts.Method != MethodAGNWhitened {
+			b.Split = s0
+		}
 	default:
 		return b, fmt.Errorf("otd: method %q has two releases; the budget split needs 2 fractions, got %d", opts.Method, len(opts.Split))
 	}

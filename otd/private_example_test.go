@@ -43,3 +43,29 @@ func ExampleFit_agn() {
 	// agn: epsilon 5, delta 1e-05, 2 releases, seeded (reproducible, NOT private)
 	// e_comp below 0.1: true
 }
+
+// ExampleFit_agnWhitened fits a single-topic model privately at a
+// vocabulary size where no dense moment is formed: 300 of the 600 words
+// are selected privately, each document's contributions are clipped, and
+// three releases compose to the budget.
+func ExampleFit_agnWhitened() {
+	syn, _ := otd.SyntheticSTM(600, 3, 20000, 30, 0.1, nil, rand.NewPCG(5, 6))
+	res, err := otd.Fit(&syn.Input, otd.FitOptions{Model: otd.ModelSTM, K: 3, Method: otd.MethodAGNWhitened, Epsilon: 50, Delta: 1e-5,
+		Private: otd.PrivateOptions{Vocab: 300}}, rand.NewPCG(7, 8))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	r := res.Report
+	fmt.Printf("%s: epsilon %g, delta %g, %d releases\n", r.Mode, r.Epsilon, r.Delta, len(r.Releases))
+	for _, rel := range r.Releases {
+		fmt.Println(" ", rel.What)
+	}
+	fmt.Printf("e_comp below 0.1: %v\n", otd.EComp(syn.A, res.A) < 0.1)
+	// Output:
+	// agn-whitened: epsilon 50, delta 1e-05, 3 releases
+	//   clipped mean word frequencies (D entries; the top words by noisy value are kept)
+	//   clipped M2 of the selected words (upper triangle)
+	//   clipped whitened tensor M3(W,W,W) (packed, C(K+2,3) entries)
+	// e_comp below 0.1: true
+}

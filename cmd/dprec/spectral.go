@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,7 +55,11 @@ training documents' topic proportions. Subcommands: infer (proportions of new do
 a saved --out FILE.arrow), eval (NPMI, UMass, held-out likelihood, label NMI).
 
 Private methods need a public vocabulary: --vocab FILE --public-vocab, and no data-dependent
-pruning rule; --epsilon without a private --method is refused.`,
+pruning rule; --epsilon without a private --method is refused. At real vocabulary sizes use
+--method agn-whitened (--model stm or lda): it selects --private-vocab words privately, clips
+each document's contributions (--clip-len, --clip-m3) and adds noise only to the selected
+words' second moment and the K x K x K whitened tensor (go doc otd, (S10) and (S11)); a run
+whose noise swamps the K-th eigenvalue of M2 warns with the N it would need.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "corpus", Category: in, Usage: "a directory of text documents, a UCI docword.txt[.gz], or a CSV of numeric rows (mog)"},
 			&cli.StringFlag{Name: "vocab", Category: in, Usage: "UCI vocab.txt (default: the docword file's name with docword replaced by vocab, when it exists)"},
@@ -84,6 +89,7 @@ pruning rule; --epsilon without a private --method is refused.`,
 			&cli.IntFlag{Name: "private-vocab", Category: pr, Usage: "agn-whitened: words kept by the private vocabulary selection (default 1000, at most 3000)"},
 			&cli.Float64Flag{Name: "clip-len", Category: pr, Usage: "agn-whitened: clip each document's frequency and pair contributions to those of a document of L distinct words (default 20; negative: off)"},
 			&cli.Float64Flag{Name: "clip-m3", Category: pr, Usage: "agn-whitened: clip each document's whitened triple contribution to kappa K^1.5 (default 1; negative: off)"},
+			&cli.StringFlag{Name: "budget-split", Category: pr, Usage: "agn-whitened: fractions of the budget for the vocabulary selection, the second moment and the whitened tensor, e.g. 0.1,0.6,0.3 (the default)"},
 			&cli.IntFlag{Name: "top-words", Value: 10, Category: out, Usage: "words shown per topic"},
 			&cli.BoolFlag{Name: "json", Category: out, Usage: "print the result as JSON on stdout"},
 			&cli.StringFlag{Name: "out", Category: out, Usage: "also write the full result (every component entry, weights, privacy report) to FILE.json or FILE.arrow (Arrow IPC, long form)"},
@@ -270,6 +276,7 @@ type spectralFlags struct {
 	docTopics string
 	outPath   string
 	memLimit  int64
+	split     []float64
 }
 
 func spectralRun(c *cli.Context) error {
@@ -301,6 +308,7 @@ func spectralRun(c *cli.Context) error {
 		TPM:       otd.TPMOptions{Restarts: c.Int("restarts"), Iters: c.Int("iters")},
 		Estimator: f.est, Progress: spectralProgress(c),
 		Private: otd.PrivateOptions{Vocab: c.Int("private-vocab"), ClipLen: c.Float64("clip-len"), ClipM3: c.Float64("clip-m3")},
+		Split:   f.split,
 	}
 	res, extra, err := spectralFit(c, &f, in, opts)
 	if err != nil {
@@ -326,6 +334,9 @@ func spectralParseFlags(c *cli.Context) (spectralFlags, error) {
 		return f, cli.Exit("spectral needs --corpus and --topics (see dprec spectral --help)", exitUsage)
 	}
 	if err := spectralCheckPrivacyFlags(c, f.model, f.method); err != nil {
+		return f, err
+	}
+	if f.split, err = spectralBudgetSplit(c.String("budget-split")); err != nil {
 		return f, err
 	}
 	if f.refine = c.Int("refine"); f.refine < 0 {
@@ -369,7 +380,7 @@ func spectralCheckPrivacyFlags(c *cli.Context, model otd.Model, method otd.Metho
 	if !method.Private() && (c.IsSet("epsilon") || c.IsSet("delta")) {
 		return cli.Exit("--epsilon/--delta given without a private --method: the run would not be private; choose --method ("+strings.Join(spectralMethods[1:], ", ")+")", exitUsage)
 	}
-	for _, fl := range []string{"private-vocab", "clip-len", "clip-m3"} {
+	for _, fl := range []string{"private-vocab", "clip-len", "clip-m3", "budget-split"} {
 		if c.IsSet(fl) && method != otd.MethodAGNWhitened {
 			return cli.Exit(fmt.Sprintf("--%s applies to --method agn-whitened only", fl), exitUsage)
 		}
@@ -385,6 +396,28 @@ func spectralCheckPrivacyFlags(c *cli.Context, model otd.Model, method otd.Metho
 		return cli.Exit("--rescale divides by the largest row norm, which depends on the private data; private methods need rows already scaled by a public bound (||t|| <= 1)", exitUsage)
 	}
 	return nil
+}
+
+// spectralBudgetSplit parses --budget-split: three comma-separated
+// fractions summing to 1 ("" means the default, nil).
+func spectralBudgetSplit(v string) ([]float64, error) {
+	if v == "" {
+		return nil, nil
+	}
+	parts := strings.Split(v, ",")
+	out := make([]float64, len(parts))
+	var sum float64
+	for i, p := range parts {
+		x, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil || !(x >= 0 && x <= 1) {
+			return nil, cli.Exit(fmt.Sprintf("--budget-split %q: %q is not a fraction in [0, 1]", v, p), exitUsage)
+		}
+		out[i], sum = x, sum+x
+	}
+	if len(out) != 3 || math.Abs(sum-1) > 1e-9 || out[1] == 0 || out[2] == 0 {
+		return nil, cli.Exit(fmt.Sprintf("--budget-split %q: want three fractions (vocabulary, second moment, whitened tensor) summing to 1, the last two positive", v), exitUsage)
+	}
+	return out, nil
 }
 
 // spectralCheckOutputs checks --out's suffix and that no output would

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,6 +70,32 @@ func TestSpectralCLI(t *testing.T) {
 		{"bad model", []string{"--corpus", spectralFix + "docword.txt", "--model", "x", "--topics", "2"}, exitUsage, nil},
 		{"bad method", []string{"--corpus", spectralFix + "docword.txt", "--method", "x", "--topics", "2"}, exitUsage, nil},
 		{"private needs epsilon", []string{"--corpus", spectralFix + "docword.txt", "--method", "agn", "--topics", "2"}, exitUsage, nil},
+		{"epsilon without method", []string{"--corpus", spectralFix + "docword.txt", "--epsilon", "1", "--topics", "2"}, exitUsage, nil},
+		{"clip flag needs agn-whitened", []string{"--corpus", spectralFix + "docword.txt", "--vocab", spectralFix + "vocab.txt", "--public-vocab",
+			"--method", "lda-whitened", "--epsilon", "1", "--delta", "1e-5", "--clip-len", "10", "--topics", "2"}, exitUsage, nil},
+		{"negative private vocab", []string{"--corpus", spectralFix + "docword.txt", "--vocab", spectralFix + "vocab.txt", "--public-vocab",
+			"--method", "agn-whitened", "--epsilon", "1", "--delta", "1e-5", "--private-vocab", "-1", "--topics", "2"}, exitUsage, nil},
+		{"clip-len in (0,1]", []string{"--corpus", spectralFix + "docword.txt", "--vocab", spectralFix + "vocab.txt", "--public-vocab",
+			"--method", "agn-whitened", "--epsilon", "1", "--delta", "1e-5", "--clip-len", "0.5", "--topics", "2"}, exitUsage, nil},
+		{"private vocab too large", []string{"--corpus", spectralFix + "docword.txt", "--vocab", spectralFix + "vocab.txt", "--public-vocab",
+			"--method", "agn-whitened", "--epsilon", "1", "--delta", "1e-5", "--private-vocab", "3001", "--topics", "2"}, exitUsage, nil},
+		{"bad budget split", []string{"--corpus", spectralFix + "docword.txt", "--vocab", spectralFix + "vocab.txt", "--public-vocab",
+			"--method", "agn-whitened", "--epsilon", "1", "--delta", "1e-5", "--budget-split", "0.5,0.5", "--topics", "2"}, exitUsage, nil},
+		{"agn-whitened stm split", []string{"--corpus", spectralFix + "docword.txt", "--vocab", spectralFix + "vocab.txt", "--public-vocab", "--model", "stm",
+			"--method", "agn-whitened", "--epsilon", "2", "--delta", "1e-5", "--private-vocab", "4", "--budget-split", "0.2,0.5,0.3", "--topics", "2", "--seed", "1"}, 0,
+			func(t *testing.T, o spectralOutput) {
+				if r := o.Privacy.Releases; len(r) != 3 || math.Abs(r[0].Epsilon-0.4) > 1e-12 || math.Abs(r[1].Epsilon-1) > 1e-12 || math.Abs(r[2].Epsilon-0.6) > 1e-12 {
+					t.Errorf("%+v", r)
+				}
+			}},
+		{"agn-whitened lda", []string{"--corpus", spectralFix + "docword.txt", "--vocab", spectralFix + "vocab.txt", "--public-vocab", "--model", "lda",
+			"--method", "agn-whitened", "--epsilon", "1", "--delta", "1e-5", "--private-vocab", "4", "--clip-len", "5", "--topics", "2", "--seed", "1"}, 0,
+			func(t *testing.T, o spectralOutput) {
+				p := o.Privacy
+				if o.Method != "agn-whitened" || len(p.Releases) != 6 || p.Epsilon < 1-1e-9 || p.Epsilon > 1+1e-9 || p.Randomness == "" {
+					t.Errorf("%+v", p)
+				}
+			}},
 	}
 	for i, tc := range cases {
 		out := filepath.Join(dir, tc.name+".json")

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/otd"
 	"github.com/dprec/dprec/perturb"
 	"github.com/urfave/cli/v2"
 )
@@ -56,7 +57,7 @@ var flagChecks = map[string][]flagCheck{
 		oneOf("method", spectralMethods...),
 		oneOf("estimator", "all-triples", "first-three"),
 		positiveInt("topics"), nonNegativeInt("private-vocab"),
-		checkSpectralPrivacy,
+		checkSpectralPrivacy, checkSpectralClip,
 	},
 	"dprec pca": {positiveInt("k"), checkCalibration, positiveFloat("epsilon"), openFraction("delta")},
 	"dprec data split": {
@@ -287,6 +288,22 @@ func checkSpectralPrivacy(c *cli.Context) error {
 		if c.IsSet(f) {
 			return fmt.Errorf("--%s is a privacy budget: give a private --method (%s)", f, orList(spectralMethods[1:]))
 		}
+	}
+	return nil
+}
+
+// checkSpectralClip checks agn-whitened's settings against otd's rules
+// (otd.PrivateOptions): --private-vocab at most otd.MaxPrivateVocab,
+// --clip-len above 1 (0: default, negative: off), --clip-m3 finite.
+func checkSpectralClip(c *cli.Context) error {
+	if v := c.Int("private-vocab"); v > otd.MaxPrivateVocab {
+		return fmt.Errorf("--private-vocab %d: at most %d (the selected words' second moment is dense)", v, otd.MaxPrivateVocab)
+	}
+	if v := c.Float64("clip-len"); c.IsSet("clip-len") && (math.IsNaN(v) || math.IsInf(v, 0) || (v > 0 && v <= 1)) {
+		return fmt.Errorf("--clip-len %g: want a document length above 1, or a negative value to turn clipping off", v)
+	}
+	if v := c.Float64("clip-m3"); c.IsSet("clip-m3") && (math.IsNaN(v) || math.IsInf(v, 0)) {
+		return fmt.Errorf("--clip-m3 %g: must be finite (negative: off)", v)
 	}
 	return nil
 }
