@@ -21,8 +21,9 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-func init() {
-	register(&cli.Command{
+// capeCmd builds the "dprec cape" command (listed in commands.go).
+func capeCmd() *cli.Command {
+	return &cli.Command{
 		Name:  "cape",
 		Usage: "run the CAPE roles (Imtiaz and Sarwate 2018, distributed) as separate processes over authenticated HTTP",
 		Description: `Start "dprec cape keys" once to create one keyring per role (pairwise
@@ -37,7 +38,7 @@ above --max-rows, bad epsilon or delta, malformed values) is excluded and
 reported; the run goes on while --min-sites remain. Threat model: otd/cape.
 With the same --seed the result equals the in-process run (dprec pca).`,
 		Subcommands: []*cli.Command{capeKeysCmd(), capeAggregateCmd(), capeNoiseCmd(), capeSiteCmd()},
-	})
+	}
 }
 
 func capeCommonFlags() []cli.Flag {

@@ -15,10 +15,6 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func init() {
-	dataCmd.Subcommands = append(dataCmd.Subcommands, datastatsCmd(), datasplitCmd(), dataconvertCmd())
-}
-
 // datasplitDefaultSeed seeds splits when no --seed is given, so that a
 // split is reproducible by default.
 const datasplitDefaultSeed = 1

@@ -13,10 +13,6 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func init() {
-	dataCmd.Subcommands = append(dataCmd.Subcommands, datasynthCmd())
-}
-
 func datasynthCmd() *cli.Command {
 	d := data.DefaultSynthOptions()
 	return &cli.Command{

@@ -10,7 +10,8 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func init() {
+// evalCmd builds the "dprec eval" command (listed in commands.go).
+func evalCmd() *cli.Command {
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "model", Aliases: []string{"m"}, Required: true, Usage: "model file"},
 		&cli.StringFlag{Name: "data", Required: true, Usage: "test rating log (read with the input flags)"},
@@ -22,7 +23,7 @@ func init() {
 		&cli.Float64Flag{Name: "threshold", Value: 4, Usage: "a test item is relevant when its test rating is >= threshold"},
 		&cli.BoolFlag{Name: "json", Usage: "JSON output"},
 	}
-	register(&cli.Command{
+	return &cli.Command{
 		Name:  "eval",
 		Usage: "RMSE, MAE and the ranking metrics (precision, recall, NDCG, MAP at k, coverage) of a saved model on a test log, beside a most-popular baseline",
 		Description: `Test users and items are matched to the model by external id. RMSE and MAE
@@ -39,7 +40,7 @@ catalogue. The most-popular baseline (items by distinct training users,
 minus the same left-out items) is printed beside every metric.`,
 		Flags:  append(flags, dataLoadFlags()...),
 		Action: evalRun,
-	})
+	}
 }
 
 func evalRun(c *cli.Context) error {

@@ -13,8 +13,9 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func init() {
-	experimentCmd.Subcommands = append(experimentCmd.Subcommands, &cli.Command{
+// expCapeCmd builds the "dprec experiment cape" command (listed in commands.go).
+func expCapeCmd() *cli.Command {
+	return &cli.Command{
 		Name:  "cape",
 		Usage: "figures of Imtiaz and Sarwate 2018 (distributed): capePCA q_CE and capeAGN e_comp versus epsilon, N_s and delta, with conv, local and non-private curves",
 		Flags: []cli.Flag{
@@ -28,7 +29,7 @@ func init() {
 			&cli.IntFlag{Name: "real-items", Value: 50, Usage: "number of item columns D of the real data set"},
 		},
 		Action: expCapeRun,
-	})
+	}
 }
 
 func expCapeRun(c *cli.Context) error {

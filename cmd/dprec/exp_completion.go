@@ -16,10 +16,6 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func init() {
-	experimentCmd.Subcommands = append(experimentCmd.Subcommands, expCompletionSyntheticCmd(), expCompletionSpeedCmd())
-}
-
 func expCompletionSyntheticCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "completion-synthetic",

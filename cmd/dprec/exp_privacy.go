@@ -18,8 +18,9 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func init() {
-	experimentCmd.Subcommands = append(experimentCmd.Subcommands, &cli.Command{
+// expPrivacyCmd builds the "dprec experiment completion-privacy" command (listed in commands.go).
+func expPrivacyCmd() *cli.Command {
+	return &cli.Command{
 		Name:  "completion-privacy",
 		Usage: "test RMSE versus epsilon for input, gradient (C and all) and output perturbation and non-private training, on the synthetic set-ups of Wei et al. 2021 (CP, Tucker) and a rating log",
 		Flags: []cli.Flag{
@@ -44,7 +45,7 @@ func init() {
 			&cli.BoolFlag{Name: "force", Usage: "overwrite existing files"},
 		},
 		Action: expPrivacyRun,
-	})
+	}
 }
 
 func expPrivacyFloats(s, name string) ([]float64, error) {

@@ -9,8 +9,9 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func init() {
-	register(&cli.Command{
+// exportCmd builds the "dprec export" command (listed in commands.go).
+func exportCmd() *cli.Command {
+	return &cli.Command{
 		Name:      "export",
 		Usage:     "write a model's factors, biases, core and id dictionaries as Parquet tables (plus header.json)",
 		ArgsUsage: "MODEL DIR",
@@ -26,7 +27,7 @@ only with --force.`,
 			&cli.BoolFlag{Name: "force", Usage: "replace existing files in DIR"},
 		},
 		Action: exportRun,
-	})
+	}
 }
 
 func exportRun(c *cli.Context) error {

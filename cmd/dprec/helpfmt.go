@@ -12,8 +12,6 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func init() { cli.FlagStringer = flagString }
-
 // fileFlags are string flags whose value is a path.
 var fileFlags = []string{"data", "out", "input", "corpus", "vocab", "ratings", "exclude-rated", "train", "test",
 	"keys", "truth", "plot", "real-ratings"}

@@ -13,8 +13,9 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func init() {
-	register(&cli.Command{
+// inspectCmd builds the "dprec inspect" command (listed in commands.go).
+func inspectCmd() *cli.Command {
+	return &cli.Command{
 		Name:      "inspect",
 		Usage:     "print the header of a saved model (verifying its checksums)",
 		ArgsUsage: "MODEL",
@@ -22,7 +23,7 @@ func init() {
 			&cli.BoolFlag{Name: "json", Usage: "print the header as JSON"},
 		},
 		Action: inspectRun,
-	})
+	}
 }
 
 func inspectRun(c *cli.Context) error {

@@ -10,22 +10,22 @@ package main
 import (
 	"io"
 	"os"
-	"sort"
 	"sync"
 
 	"github.com/urfave/cli/v2"
 )
 
-// commands is filled by the init functions of the command files, one file
-// per top-level command, so that adding a command touches no shared file.
-var commands []*cli.Command
+// cliGlobals sets urfave/cli's package-level help settings once (tests
+// build Apps concurrently).
+var cliGlobals sync.Once
 
-func register(c *cli.Command) { commands = append(commands, c) }
-
+// newApp builds the application with the commands of commandList.
 func newApp() *cli.App {
-	cmds := append([]*cli.Command(nil), commands...)
-	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
-	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version (module version and VCS revision) and exit"}
+	cliGlobals.Do(func() {
+		cli.FlagStringer = flagString
+		cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version (module version and VCS revision) and exit"}
+	})
+	cmds := commandList()
 	app := &cli.App{
 		Name:  "dprec",
 		Usage: "differentially private tensor completion and spectral topic models",
@@ -41,17 +41,13 @@ prints one JSON document, --jsonl one JSON object per line. Start with
 		ExitErrHandler:       func(*cli.Context, error) {},
 		OnUsageError:         onUsageError,
 	}
-	// The commands are package-level values shared by every App (tests
-	// build many): hook them once. urfave adds its help command to the
-	// tree when an App runs, so the walks skip it.
-	hookOnce.Do(func() {
-		installHooks(commands, "dprec")
-		addExamples(commands, "dprec")
-	})
+	// Every App gets its own command values, so hooking them here never
+	// wraps a hook twice. urfave adds its help command to the tree when an
+	// App runs, so the walks skip it.
+	installHooks(cmds, "dprec")
+	addExamples(cmds, "dprec")
 	return app
 }
-
-var hookOnce sync.Once
 
 // installHooks gives every command the usage-error handler (no help dump)
 // and the flag checks of validate.go, run before the command's action.

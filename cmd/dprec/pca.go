@@ -17,8 +17,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-func init() { register(pcaCmd()) }
-
 func pcaCmd() *cli.Command {
 	const in, priv, out = "Input", "Privacy", "Output"
 	return &cli.Command{

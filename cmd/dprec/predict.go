@@ -17,7 +17,8 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func init() {
+// predictCmd builds the "dprec predict" command (listed in commands.go).
+func predictCmd() *cli.Command {
 	cmd := &cli.Command{
 		Name:  "predict",
 		Usage: "predict ratings from a saved model (one pair, a CSV of pairs, or a new user's fold-in)",
@@ -42,7 +43,7 @@ instead. Times are Unix seconds, RFC 3339 or YYYY-MM-DD (UTC).`,
 	}
 	cmd.Flags = append(cmd.Flags, jsonFlags("the predictions")...)
 	cmd.Flags = append(cmd.Flags, dataLoadFlags()...)
-	register(cmd)
+	return cmd
 }
 
 // predictParseTime parses a time flag or column: Unix seconds, RFC 3339 or

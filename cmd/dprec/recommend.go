@@ -22,7 +22,8 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func init() {
+// recommendCmd builds the "dprec recommend" command (listed in commands.go).
+func recommendCmd() *cli.Command {
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "model", Aliases: []string{"m"}, Required: true, Usage: "model file"},
 		&cli.StringFlag{Name: "user", Usage: "user id"},
@@ -39,7 +40,7 @@ func init() {
 		&cli.BoolFlag{Name: "force", Usage: "overwrite --out"},
 	}
 	flags = append(flags, jsonFlags("the lists (one record per user)")...)
-	register(&cli.Command{
+	return &cli.Command{
 		Name:  "recommend",
 		Usage: "top-N items for a user, a folded-in new user, or every user (streamed)",
 		Description: `Output columns: user,rank,item,score, where score is the predicted rating
@@ -53,7 +54,7 @@ x items score matrix, and reports users/s on stderr. --threads sets the
 scoring workers.`,
 		Flags:  append(flags, dataLoadFlags()...),
 		Action: recommendRun,
-	})
+	}
 }
 
 func recommendRun(c *cli.Context) error {

@@ -10,8 +10,9 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func init() {
-	register(&cli.Command{
+// similarCmd builds the "dprec similar" command (listed in commands.go).
+func similarCmd() *cli.Command {
+	return &cli.Command{
 		Name:  "similar",
 		Usage: "items (or users) most similar to one item (user): cosine of their factor embeddings",
 		Description: `Ranks every other item (with --item) or user (with --user) by the cosine
@@ -27,7 +28,7 @@ An unknown id is an error (exit 1).`,
 			&cli.BoolFlag{Name: "json", Usage: "JSON output"},
 		},
 		Action: similarRun,
-	})
+	}
 }
 
 func similarRun(c *cli.Context) error {

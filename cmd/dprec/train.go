@@ -23,7 +23,8 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func init() {
+// trainCmd builds the "dprec train" command (listed in commands.go).
+func trainCmd() *cli.Command {
 	const cat = "Model"
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "data", Usage: "training rating log (default: the embedded synthetic log)"},
@@ -57,7 +58,7 @@ func init() {
 	flags = append(flags, dataLoadFlags()...)
 	flags = append(flags, trainPrivacyFlags()...)
 	flags = append(flags, trainObjectiveFlags()...)
-	register(&cli.Command{
+	return &cli.Command{
 		Name:  "train",
 		Usage: "train a CP or Tucker completion model (Gibbs sampler, ALS or SGD) and save it",
 		Description: `Without --data, trains on the embedded synthetic rating log. A fraction
@@ -66,7 +67,7 @@ RMSE and stop early. --threads sets both parsing and training workers;
 --threads N --seed S gives bit-identical models run to run.`,
 		Flags:  flags,
 		Action: trainRun,
-	})
+	}
 }
 
 // trainSummary is what train prints at the end.

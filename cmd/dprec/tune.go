@@ -18,7 +18,8 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func init() {
+// tuneCmd builds the "dprec tune" command (listed in commands.go).
+func tuneCmd() *cli.Command {
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "data", Usage: "training rating log (required); tuning never reads a test file", Required: true},
 		&cli.StringFlag{Name: "grid", Usage: `parameters and values, e.g. "rank=10,30 reg=0.1,0.15 solver=als,gibbs" (names: rank, solver, epochs, lr, decay, reg, reg-bias, reg-core, reg-time, reg-pair, item-periods, burn-in, time-biases)`, Required: true},
@@ -36,7 +37,7 @@ func init() {
 		&cli.BoolFlag{Name: "json", Usage: "print the table as one JSON document"},
 	}
 	flags = append(flags, dataLoadFlags()...)
-	register(&cli.Command{
+	return &cli.Command{
 		Name:  "tune",
 		Usage: "score completion settings on validation folds carved from the training log (grid or random search)",
 		Description: `Every point of the grid is trained on the same folds (or one random hold-out)
@@ -46,7 +47,7 @@ of epochs early stopping chose) and saved. Like Surprise's GridSearchCV, it
 never looks at a test set: split one off first with "dprec data split".`,
 		Flags:  flags,
 		Action: tuneRun,
-	})
+	}
 }
 
 type tuneSummary struct {
