@@ -74,7 +74,7 @@ func capeKeysCmd() *cli.Command {
 				}
 			}
 			if !quiet(c) {
-				fmt.Fprintf(os.Stderr, "wrote %d keyrings to %s (give each process only its own file)\n", len(rings), c.String("dir"))
+				fmt.Fprintf(streamsOf(c).Err, "wrote %d keyrings to %s (give each process only its own file)\n", len(rings), c.String("dir"))
 			}
 			return nil
 		},
@@ -86,8 +86,8 @@ func capeKeysCmd() *cli.Command {
 const capeMaxRejectLines = 100
 
 // capeRejectLogger returns an HTTPConfig.OnReject that logs each refused
-// request on stderr with the role it claimed and the reason.
-func capeRejectLogger(server cape.Role) func(role cape.Role, reason string) {
+// request on w (the error stream) with the role it claimed and the reason.
+func capeRejectLogger(w io.Writer, server cape.Role) func(role cape.Role, reason string) {
 	var mu sync.Mutex
 	n := 0
 	return func(role cape.Role, reason string) {
@@ -96,9 +96,9 @@ func capeRejectLogger(server cape.Role) func(role cape.Role, reason string) {
 		n++
 		switch {
 		case n <= capeMaxRejectLines:
-			fmt.Fprintf(os.Stderr, "%s: rejected request claiming role %q: %s\n", server, role, reason)
+			fmt.Fprintf(w, "%s: rejected request claiming role %q: %s\n", server, role, reason)
 		case n == capeMaxRejectLines+1:
-			fmt.Fprintf(os.Stderr, "%s: more than %d requests rejected; no longer logging them\n", server, capeMaxRejectLines)
+			fmt.Fprintf(w, "%s: more than %d requests rejected; no longer logging them\n", server, capeMaxRejectLines)
 		}
 	}
 }
@@ -109,7 +109,7 @@ func capeListen(c *cli.Context, role cape.Role) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: listen on %s: %w", role, c.String("listen"), err)
 	}
-	fmt.Fprintf(os.Stderr, "%s listening on http://%s\n", role, ln.Addr())
+	fmt.Fprintf(streamsOf(c).Err, "%s listening on http://%s\n", role, ln.Addr())
 	return ln, nil
 }
 
@@ -187,7 +187,7 @@ func capeAggregateRun(c *cli.Context) error {
 	// Bodies are bounded by the job's largest message; each site holds at
 	// most a couple of connections, the noise generator too.
 	tr, err := cape.NewHTTPTransport(cape.HTTPConfig{Role: cape.RoleAggregator, Keys: keys, Listener: ln,
-		MaxValues: job.MaxValues(), MaxConns: 2*c.Int("sites") + 8, OnReject: capeRejectLogger(cape.RoleAggregator)})
+		MaxValues: job.MaxValues(), MaxConns: 2*c.Int("sites") + 8, OnReject: capeRejectLogger(streamsOf(c).Err, cape.RoleAggregator)})
 	if err != nil {
 		return err
 	}
@@ -207,32 +207,32 @@ func capeAggregateRun(c *cli.Context) error {
 	left := tr.Drain(dctx)
 	dcancel()
 	if n := tr.Rejections(); n > 0 {
-		fmt.Fprintf(os.Stderr, "aggregator: %d request(s) rejected in this run (see above)\n", n)
+		fmt.Fprintf(streamsOf(c).Err, "aggregator: %d request(s) rejected in this run (see above)\n", n)
 	}
 	if runErr != nil {
 		return capeAggRunError(c, out, runErr)
 	}
 	for _, e := range out.Excluded {
-		fmt.Fprintf(os.Stderr, "aggregator: excluded %s in stage %d: %s\n", cape.SiteRole(e.Site), e.Stage, e.Reason)
+		fmt.Fprintf(streamsOf(c).Err, "aggregator: excluded %s in stage %d: %s\n", cape.SiteRole(e.Site), e.Stage, e.Reason)
 	}
 	if len(left) > 0 {
-		fmt.Fprintf(os.Stderr, "note: messages to %v were never fetched\n", left)
+		fmt.Fprintf(streamsOf(c).Err, "note: messages to %v were never fetched\n", left)
 	}
 	res, matrix, err := capeAggResults(job, out, opts)
 	if err != nil {
 		return err
 	}
 	if p := c.String("out"); p != "" && matrix != nil {
-		if err := data.WriteFileAtomic(p, c.Bool("force"), func(w io.Writer) error { return pcaWriteCSV(w, matrix) }); err != nil {
+		if err := streamsOf(c).writeFile(p, c.Bool("force"), func(w io.Writer) error { return pcaWriteCSV(w, matrix) }); err != nil {
 			return err
 		}
 	}
 	if c.Bool("json") {
-		enc := json.NewEncoder(os.Stdout)
+		enc := json.NewEncoder(streamsOf(c).Out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	capeAggPrint(os.Stdout, res, out)
+	capeAggPrint(streamsOf(c).Out, res, out)
 	return nil
 }
 
@@ -352,7 +352,7 @@ func capeNoiseCmd() *cli.Command {
 			// Nobody sends values to the noise generator (sites only fetch
 			// their e_s): the smallest body limit.
 			tr, err := cape.NewHTTPTransport(cape.HTTPConfig{Role: cape.RoleNoise, Keys: keys, Listener: ln, MaxValues: 1,
-				Peers: map[cape.Role]string{cape.RoleAggregator: c.String("aggregator")}, OnReject: capeRejectLogger(cape.RoleNoise)})
+				Peers: map[cape.Role]string{cape.RoleAggregator: c.String("aggregator")}, OnReject: capeRejectLogger(streamsOf(c).Err, cape.RoleNoise)})
 			if err != nil {
 				return err
 			}
@@ -369,7 +369,7 @@ func capeNoiseCmd() *cli.Command {
 				return runErr
 			}
 			if len(left) > 0 {
-				fmt.Fprintf(os.Stderr, "noise generator: %v never fetched their noise (dropped out?)\n", left)
+				fmt.Fprintf(streamsOf(c).Err, "noise generator: %v never fetched their noise (dropped out?)\n", left)
 			}
 			return nil
 		},
@@ -434,7 +434,7 @@ func capeSiteCmd() *cli.Command {
 				return err
 			}
 			if !quiet(c) {
-				fmt.Fprintf(os.Stderr, "%s: done\n", role)
+				fmt.Fprintf(streamsOf(c).Err, "%s: done\n", role)
 			}
 			return nil
 		},

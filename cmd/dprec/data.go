@@ -52,7 +52,7 @@ func datastatsRun(c *cli.Context) error {
 	if source == "" {
 		source = "embedded synthetic default"
 		if !quiet(c) {
-			fmt.Fprintln(os.Stderr, "no FILE given: using the embedded synthetic default log (see dprec data synth)")
+			fmt.Fprintln(streamsOf(c).Err, "no FILE given: using the embedded synthetic default log (see dprec data synth)")
 		}
 		s, _, err = data.DefaultSynth()
 	} else {
@@ -63,7 +63,7 @@ func datastatsRun(c *cli.Context) error {
 	}
 	st := data.ComputeStats(s)
 	if c.Bool("json") {
-		enc := json.NewEncoder(c.App.Writer)
+		enc := json.NewEncoder(streamsOf(c).Out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
 			Source string           `json:"source"`
@@ -71,8 +71,8 @@ func datastatsRun(c *cli.Context) error {
 			Stats  *data.Stats      `json:"stats"`
 		}{source, rep, st})
 	}
-	fmt.Fprintf(c.App.Writer, "source        %s\n", source)
-	return st.WriteText(c.App.Writer)
+	fmt.Fprintf(streamsOf(c).Out, "source        %s\n", source)
+	return st.WriteText(streamsOf(c).Out)
 }
 
 func datasplitCmd() *cli.Command {
@@ -177,7 +177,7 @@ func datasplitRun(c *cli.Context) error {
 		if !given {
 			note = " (default; pass --seed for another split)"
 		}
-		fmt.Fprintf(os.Stderr, "split seed %d%s\n", seed, note)
+		fmt.Fprintf(streamsOf(c).Err, "split seed %d%s\n", seed, note)
 	}
 	splits, err := datasplitSplits(c, s, method, cutoff, rand.NewPCG(seed, seed))
 	if err != nil {
@@ -188,7 +188,7 @@ func datasplitRun(c *cli.Context) error {
 		return err
 	}
 	if c.Bool("json") {
-		enc := json.NewEncoder(c.App.Writer)
+		enc := json.NewEncoder(streamsOf(c).Out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
 			Input  string          `json:"input"`
@@ -198,7 +198,7 @@ func datasplitRun(c *cli.Context) error {
 		}{in, method, seed, parts})
 	}
 	for _, p := range parts {
-		fmt.Fprintf(c.App.Writer, "%-5s %9d observations  %s\n", p.Part, p.Observations, p.Path)
+		fmt.Fprintf(streamsOf(c).Out, "%-5s %9d observations  %s\n", p.Part, p.Observations, p.Path)
 	}
 	return nil
 }
@@ -360,7 +360,7 @@ func dataconvertRun(c *cli.Context) error {
 		return err
 	}
 	if !quiet(c) && out != "-" {
-		fmt.Fprintf(os.Stderr, "wrote %d observations to %s\n", s.NNZ(), out)
+		fmt.Fprintf(streamsOf(c).Err, "wrote %d observations to %s\n", s.NNZ(), out)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -15,9 +14,8 @@ import (
 // dataTestRun runs dprec with args and returns stdout and the error.
 func dataTestRun(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	app := newApp()
-	var out, errb bytes.Buffer
-	app.Writer, app.ErrWriter = &out, &errb
+	s, out, _ := testStreams()
+	app := newApp(s)
 	err := app.Run(append([]string{"dprec", "--quiet"}, args...))
 	return out.String(), err
 }

@@ -2,8 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"math"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -197,29 +197,29 @@ func dataLoadWith(c *cli.Context, path string, opts data.LoadOptions) (*data.Sto
 		return nil, rep, err
 	}
 	if !quiet(c) {
-		dataPrintReport(rep)
+		dataPrintReport(streamsOf(c).Err, rep)
 	}
 	return s, rep, nil
 }
 
-// dataPrintReport prints the notes of a load report on stderr.
-func dataPrintReport(rep *data.LoadReport) {
+// dataPrintReport prints the notes of a load report on w (the error stream).
+func dataPrintReport(w io.Writer, rep *data.LoadReport) {
 	if len(rep.Detected) > 0 {
-		fmt.Fprintf(os.Stderr, "%s: %s\n", rep.Path, strings.Join(rep.Detected, "; "))
+		fmt.Fprintf(w, "%s: %s\n", rep.Path, strings.Join(rep.Detected, "; "))
 	}
 	if rep.Skipped > 0 {
-		fmt.Fprintf(os.Stderr, "%s: skipped %d malformed rows of %d", rep.Path, rep.Skipped, rep.Rows)
+		fmt.Fprintf(w, "%s: skipped %d malformed rows of %d", rep.Path, rep.Skipped, rep.Rows)
 		if len(rep.SkipReasons) > 0 {
-			fmt.Fprintf(os.Stderr, "; first reasons:\n")
+			fmt.Fprintf(w, "; first reasons:\n")
 			for _, r := range rep.SkipReasons {
-				fmt.Fprintf(os.Stderr, "  %s\n", r)
+				fmt.Fprintf(w, "  %s\n", r)
 			}
 		} else {
-			fmt.Fprintln(os.Stderr)
+			fmt.Fprintln(w)
 		}
 	}
 	if rep.Duplicates.Cells > 0 {
-		fmt.Fprintf(os.Stderr, "%s: %d cells observed more than once; %d duplicate rows merged\n",
+		fmt.Fprintf(w, "%s: %d cells observed more than once; %d duplicate rows merged\n",
 			rep.Path, rep.Duplicates.Cells, rep.Duplicates.Dropped)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -137,7 +136,7 @@ func datasynthRun(c *cli.Context) error {
 		if truthPath != "" {
 			note = "; truth in " + truthPath
 		}
-		fmt.Fprintf(os.Stderr, "dprec: wrote %d ratings (%s; %s, noise %g, scale %s, seed %d) to %s in %.2fs%s\n",
+		fmt.Fprintf(streamsOf(c).Err, "dprec: wrote %d ratings (%s; %s, noise %g, scale %s, seed %d) to %s in %.2fs%s\n",
 			s.NNZ(), shape, model, o.Noise, datasynthScaleName(o.Scale), seed, out, time.Since(t0).Seconds(), note)
 	}
 	return nil

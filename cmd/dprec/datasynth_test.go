@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,9 +11,8 @@ import (
 )
 
 func datasynthTestRun(args ...string) error {
-	app := newApp()
-	var out, errb bytes.Buffer
-	app.Writer, app.ErrWriter = &out, &errb
+	s, _, _ := testStreams()
+	app := newApp(s)
 	return app.Run(append([]string{"dprec", "-q"}, args...))
 }
 

@@ -74,7 +74,7 @@ func evalRun(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.String("data"), err)
 	}
-	w := c.App.Writer
+	w := streamsOf(c).Out
 	if c.Bool("json") {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

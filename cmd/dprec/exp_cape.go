@@ -86,7 +86,7 @@ func expCapeRun(c *cli.Context) error {
 				return err
 			}
 			if !quiet(c) {
-				expCapePrint(os.Stdout, t)
+				expCapePrint(streamsOf(c).Out, t)
 			}
 		}
 	}

@@ -6,11 +6,9 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"strings"
 
-	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
 	"github.com/dprec/dprec/internal/experiment/completionexp"
 	"github.com/urfave/cli/v2"
@@ -78,8 +76,8 @@ func expCompletionKinds(s string) ([]decomposition.Kind, error) {
 }
 
 // expCompletionWrite writes a CSV table to path (atomically, --force to
-// replace) or to stdout when path is empty.
-func expCompletionWrite(path string, force bool, header []string, rows [][]string) error {
+// replace) or to s.Out when path is empty or "-".
+func expCompletionWrite(s *iostreams, path string, force bool, header []string, rows [][]string) error {
 	write := func(w io.Writer) error {
 		cw := csv.NewWriter(w)
 		if err := cw.Write(header); err != nil {
@@ -91,10 +89,10 @@ func expCompletionWrite(path string, force bool, header []string, rows [][]strin
 		cw.Flush()
 		return cw.Error()
 	}
-	if path == "" || path == "-" {
-		return write(os.Stdout)
+	if path == "" {
+		path = "-"
 	}
-	if err := data.WriteFileAtomic(path, force, write); err != nil {
+	if err := s.writeFile(path, force, write); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
@@ -141,15 +139,15 @@ func expCompletionSyntheticRun(c *cli.Context) error {
 		out = append(out, []string{r.Kind, expCompletionG(r.Fraction), strconv.Itoa(r.Seed), strconv.Itoa(r.Observed),
 			expCompletionG(r.Sigma), expCompletionG(r.TestRMSE), expCompletionG(r.Recovery), strconv.Itoa(r.Epochs)})
 	}
-	if err := expCompletionWrite(c.String("out"), c.Bool("force"),
+	if err := expCompletionWrite(streamsOf(c), c.String("out"), c.Bool("force"),
 		[]string{"kind", "fraction", "seed", "observed", "sigma", "test_rmse", "recovery", "epochs"}, out); err != nil {
 		return err
 	}
 	sum := completionexp.SummarizeSynthetic(all)
 	if !quiet(c) {
-		fmt.Fprintln(os.Stderr, "kind    fraction  test_rmse/sigma  recovery (mean ± sd over seeds)")
+		fmt.Fprintln(streamsOf(c).Err, "kind    fraction  test_rmse/sigma  recovery (mean ± sd over seeds)")
 		for _, s := range sum {
-			fmt.Fprintf(os.Stderr, "%-7s %8.2f  %15.3f  %.3f ± %.3f\n", s.Kind, s.Fraction, s.TestRMSE/s.Sigma, s.Recovery, s.RecoverySD)
+			fmt.Fprintf(streamsOf(c).Err, "%-7s %8.2f  %15.3f  %.3f ± %.3f\n", s.Kind, s.Fraction, s.TestRMSE/s.Sigma, s.Recovery, s.RecoverySD)
 		}
 	}
 	if p := c.String("plot"); p != "" {
@@ -268,7 +266,7 @@ func expCompletionSpeedRun(c *cli.Context) error {
 	}
 	rows, err := completionexp.CompletionSpeed(cfg, rand.NewPCG(seed, 0), func(r completionexp.SpeedRow) {
 		if !quiet(c) {
-			fmt.Fprintf(os.Stderr, "%s threads %d: %.4f s/epoch, %.3g entries/s\n", r.Size, r.Threads, r.SecondsPerEpoch, r.EntriesPerSecond)
+			fmt.Fprintf(streamsOf(c).Err, "%s threads %d: %.4f s/epoch, %.3g entries/s\n", r.Size, r.Threads, r.SecondsPerEpoch, r.EntriesPerSecond)
 		}
 	})
 	if err != nil {
@@ -283,6 +281,6 @@ func expCompletionSpeedRun(c *cli.Context) error {
 		out = append(out, []string{r.Size, strings.Join(dims, "x"), strconv.Itoa(r.NNZ), r.Kind, strconv.Itoa(r.Rank),
 			strconv.Itoa(r.Threads), strconv.Itoa(r.Epochs), expCompletionG(r.SecondsPerEpoch), expCompletionG(r.EntriesPerSecond), expCompletionG(r.TrainRMSE)})
 	}
-	return expCompletionWrite(c.String("out"), c.Bool("force"),
+	return expCompletionWrite(streamsOf(c), c.String("out"), c.Bool("force"),
 		[]string{"size", "dims", "nnz", "kind", "rank", "threads", "epochs", "seconds_per_epoch", "entries_per_second", "train_rmse"}, out)
 }

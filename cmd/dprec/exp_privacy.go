@@ -83,9 +83,9 @@ func expPrivacyRun(c *cli.Context) error {
 	}
 	summary := completionexp.SummarizePrivacy(all)
 	if !quiet(c) {
-		fmt.Fprintf(os.Stderr, "wrote %s (noise seeded: reproducible, NOT private)\n", csvPath)
+		fmt.Fprintf(streamsOf(c).Err, "wrote %s (noise seeded: reproducible, NOT private)\n", csvPath)
 	}
-	w := os.Stdout
+	w := streamsOf(c).Out
 	fmt.Fprintf(w, "dataset\tmode\tepsilon\tmean_rmse\tsd\truns\tfailed\n")
 	for _, s := range summary {
 		fmt.Fprintf(w, "%s\t%s\t%g\t%.4f\t%.4f\t%d\t%d\n", s.Dataset, s.Mode, s.Epsilon, s.Mean, s.SD, s.Runs, s.Failed)

@@ -49,7 +49,7 @@ func exportRun(c *cli.Context) error {
 		}
 		sort.Strings(names)
 		for _, n := range names {
-			fmt.Fprintln(c.App.ErrWriter, "wrote", filepath.Join(dir, n))
+			fmt.Fprintln(streamsOf(c).Err, "wrote", filepath.Join(dir, n))
 		}
 	}
 	return nil

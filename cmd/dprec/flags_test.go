@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,8 +15,8 @@ import (
 // exit code.
 func cliRun(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	code := runWith(append([]string{"dprec"}, args...), &out, &errb)
+	s, out, errb := testStreams()
+	code := runWith(append([]string{"dprec"}, args...), s)
 	return out.String(), errb.String(), code
 }
 
@@ -51,7 +50,7 @@ func TestNormalizeArgs(t *testing.T) {
 		{"help", "--help"},
 		{"inspect --version", "--version inspect"},
 	} {
-		app := newApp()
+		app := newApp(discardStreams())
 		l, err := normalizeArgs(app, append([]string{"dprec"}, strings.Fields(tc.in)...))
 		if err != nil {
 			t.Errorf("%q: %v", tc.in, err)
@@ -169,7 +168,7 @@ func TestSuggest(t *testing.T) {
 // example parses: known commands and flags, values present, required
 // flags given.
 func TestCommandExamples(t *testing.T) {
-	app := newApp()
+	app := newApp(discardStreams())
 	var walk func(cmds []*cli.Command, parent string)
 	walk = func(cmds []*cli.Command, parent string) {
 		for _, c := range cmds {
@@ -216,7 +215,7 @@ var doubledDefault = regexp.MustCompile(`(?i)\(default[^)\n]*\)\s*\(default`)
 // TestHelpText: no doubled defaults, required flags marked, no internal
 // names or paper file numbers in any command's help.
 func TestHelpText(t *testing.T) {
-	app := newApp()
+	app := newApp(discardStreams())
 	var walk func(cmds []*cli.Command, parent []string)
 	walk = func(cmds []*cli.Command, parent []string) {
 		for _, c := range cmds {
@@ -264,7 +263,7 @@ func TestReadmeTourParses(t *testing.T) {
 		t.Fatal("README.md has no <!-- tour --> ... <!-- /tour --> section")
 	}
 	tour := strings.ReplaceAll(s[i:j], "\\\n", " ")
-	app := newApp()
+	app := newApp(discardStreams())
 	n := 0
 	for _, line := range strings.Split(tour, "\n") {
 		line = strings.TrimSpace(line)

@@ -2,12 +2,10 @@ package main
 
 import (
 	"io"
-	"os"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
-	"golang.org/x/term"
 )
 
 func globalFlags() []cli.Flag {
@@ -41,15 +39,14 @@ func boolOf(c *cli.Context, name string) bool {
 // quiet reports whether --quiet was given anywhere on the command line.
 func quiet(c *cli.Context) bool { return boolOf(c, "quiet") }
 
-// stderrIsTerminal reports whether stderr is a terminal.
-func stderrIsTerminal() bool { return term.IsTerminal(int(os.Stderr.Fd())) }
-
-// newBar returns a progress bar on stderr for max steps (-1: unknown), shown
-// only when stderr is a terminal or --progress was given, and never with
-// --quiet. A hidden bar accepts the same calls and prints nothing.
+// newBar returns a progress bar on the error stream for max steps (-1:
+// unknown), shown only when that stream is a terminal or --progress was
+// given, and never with --quiet. A hidden bar accepts the same calls and
+// prints nothing.
 func newBar(c *cli.Context, max int64, desc string) *progressbar.ProgressBar {
-	visible := !quiet(c) && (boolOf(c, "progress") || stderrIsTerminal())
-	var w io.Writer = os.Stderr
+	s := streamsOf(c)
+	visible := !quiet(c) && (boolOf(c, "progress") || s.ErrTTY)
+	w := s.Err
 	if !visible {
 		w = io.Discard
 	}
@@ -61,7 +58,7 @@ func newBar(c *cli.Context, max int64, desc string) *progressbar.ProgressBar {
 		progressbar.OptionSetVisibility(visible),
 		progressbar.OptionOnCompletion(func() {
 			if visible {
-				io.WriteString(os.Stderr, "\n")
+				io.WriteString(s.Err, "\n")
 			}
 		}),
 		progressbar.OptionSetPredictTime(true),

@@ -35,7 +35,7 @@ func inspectRun(c *cli.Context) error {
 		return err
 	}
 	warns := inspectPrivacyWarnings(f.Privacy)
-	w := c.App.Writer
+	w := streamsOf(c).Out
 	if c.Bool("json") {
 		out := struct {
 			*models.Header

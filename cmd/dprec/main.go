@@ -8,7 +8,6 @@
 package main
 
 import (
-	"io"
 	"os"
 	"sync"
 
@@ -19,8 +18,15 @@ import (
 // build Apps concurrently).
 var cliGlobals sync.Once
 
-// newApp builds the application with the commands of commandList.
-func newApp() *cli.App {
+// newApp builds the application with the commands of commandList, reading
+// and writing on s.
+//
+// The streams reach every command through App.Metadata (streamsOf), the
+// one value urfave/cli v2 hands to every command's context that can hold
+// our own type, so the terminal flag travels with the writers; they are
+// also App.Reader, App.Writer and App.ErrWriter, so urfave's own help,
+// version and completion output goes to the same place.
+func newApp(s *iostreams) *cli.App {
 	cliGlobals.Do(func() {
 		cli.FlagStringer = flagString
 		cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version (module version and VCS revision) and exit"}
@@ -40,6 +46,10 @@ prints one JSON document, --jsonl one JSON object per line. Start with
 		Commands:             cmds,
 		ExitErrHandler:       func(*cli.Context, error) {},
 		OnUsageError:         onUsageError,
+		Reader:               s.In,
+		Writer:               s.Out,
+		ErrWriter:            s.Err,
+		Metadata:             map[string]any{streamsKey: s},
 	}
 	// Every App gets its own command values, so hooking them here never
 	// wraps a hook twice. urfave adds its help command to the tree when an
@@ -78,19 +88,20 @@ func main() {
 	os.Exit(run(os.Args))
 }
 
-func run(args []string) int { return runWith(args, os.Stdout, os.Stderr) }
+// run runs dprec on the process's standard streams (systemStreams) and
+// returns the exit code.
+func run(args []string) int { return runWith(args, systemStreams()) }
 
-// runWith runs the application with the given output streams and returns
-// the exit code.
-func runWith(args []string, stdout, stderr io.Writer) int {
-	app := newApp()
-	app.Writer, app.ErrWriter = stdout, stderr
+// runWith runs the application on the streams s and returns the exit code;
+// usage and runtime errors are reported on s.Err.
+func runWith(args []string, s *iostreams) int {
+	app := newApp(s)
 	l, err := normalizeArgs(app, args)
 	if err != nil {
-		return reportError(stderr, l, err)
+		return reportError(s.Err, l, err)
 	}
 	if err := app.Run(l.args); err != nil {
-		return reportError(stderr, l, err)
+		return reportError(s.Err, l, err)
 	}
 	return exitOK
 }

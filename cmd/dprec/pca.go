@@ -211,17 +211,17 @@ func pcaRun(c *cli.Context) error {
 		res.Baselines = []pcaMethod{{"conv", cape.CapturedEnergy(cv.V, A)}, {"local (site 1)", cape.CapturedEnergy(lc.V, A)}, {"non-private pooled", cape.CapturedEnergy(np.V, A)}}
 	}
 	if p := c.String("out"); p != "" {
-		if err := data.WriteFileAtomic(p, c.Bool("force"), func(w io.Writer) error { return pcaWriteCSV(w, pr.V) }); err != nil {
+		if err := streamsOf(c).writeFile(p, c.Bool("force"), func(w io.Writer) error { return pcaWriteCSV(w, pr.V) }); err != nil {
 			return err
 		}
 	}
 	res.Seconds = time.Since(start).Seconds()
 	if c.Bool("json") {
-		enc := json.NewEncoder(c.App.Writer)
+		enc := json.NewEncoder(streamsOf(c).Out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	pcaPrint(c.App.Writer, &res)
+	pcaPrint(streamsOf(c).Out, &res)
 	return nil
 }
 

@@ -76,7 +76,7 @@ func predictLoad(c *cli.Context, path string) (*models.Predictor, error) {
 	}
 	if !quiet(c) && f.Privacy.Private() {
 		for _, w := range inspectPrivacyWarnings(f.Privacy) {
-			fmt.Fprintf(c.App.ErrWriter, "dprec: %s: WARNING: %s\n", path, w)
+			fmt.Fprintf(streamsOf(c).Err, "dprec: %s: WARNING: %s\n", path, w)
 		}
 	}
 	return models.NewPredictor(f), nil
@@ -115,7 +115,7 @@ func predictTo(c *cli.Context, p *models.Predictor, t *int64, w io.Writer) error
 			return err
 		}
 		if !quiet(c) {
-			fmt.Fprintln(c.App.ErrWriter, "dprec:", note)
+			fmt.Fprintln(streamsOf(c).Err, "dprec:", note)
 		}
 		v, fb := p.PredictRow(row, c.String("item"), t)
 		if c.Bool("strict") && fb&models.UnknownItem != 0 {
@@ -129,7 +129,7 @@ func predictTo(c *cli.Context, p *models.Predictor, t *int64, w io.Writer) error
 			return err
 		}
 		if !quiet(c) {
-			fmt.Fprintln(c.App.ErrWriter, "dprec:", note)
+			fmt.Fprintln(streamsOf(c).Err, "dprec:", note)
 		}
 		v, fb := p.PredictRow(row, c.String("item"), t)
 		if c.Bool("strict") && fb&models.UnknownItem != 0 {
@@ -190,7 +190,7 @@ func predictEmit(c *cli.Context, w io.Writer, rs []predictResult) error {
 func predictMany(c *cli.Context, p *models.Predictor, path string, w io.Writer) error {
 	var r io.Reader
 	if path == "-" {
-		r = os.Stdin
+		r = streamsOf(c).In
 	} else {
 		fh, err := os.Open(path)
 		if err != nil {

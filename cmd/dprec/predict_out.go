@@ -14,7 +14,6 @@ import (
 	"github.com/apache/arrow/go/v15/parquet"
 	"github.com/apache/arrow/go/v15/parquet/compress"
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
-	"github.com/dprec/dprec/data"
 	"github.com/urfave/cli/v2"
 )
 
@@ -202,7 +201,7 @@ func (s *parquetSink) Close() error {
 func predictOutput(c *cli.Context, write func(w io.Writer) error) error {
 	out := c.String("out")
 	if out == "" || out == "-" {
-		return write(c.App.Writer)
+		return write(streamsOf(c).Out)
 	}
-	return data.WriteFileAtomic(out, c.Bool("force"), write)
+	return streamsOf(c).writeFile(out, c.Bool("force"), write)
 }

@@ -97,7 +97,7 @@ func recommendRun(c *cli.Context) error {
 			return err
 		}
 		if !quiet(c) {
-			fmt.Fprintln(c.App.ErrWriter, "dprec:", note)
+			fmt.Fprintln(streamsOf(c).Err, "dprec:", note)
 		}
 		ex, err := recommendRatedItems(p, c.String("ratings"))
 		if err != nil {
@@ -117,12 +117,12 @@ func recommendRun(c *cli.Context) error {
 		}
 		recs, fb = p.Recommend(user, t, n, excl.For(u, p.NumItems(), nil))
 		if fb&models.UnknownUser != 0 && !quiet(c) {
-			fmt.Fprintf(c.App.ErrWriter, "dprec: unknown user %q: items ranked without a user term (by item bias)\n", user)
+			fmt.Fprintf(streamsOf(c).Err, "dprec: unknown user %q: items ranked without a user term (by item bias)\n", user)
 		}
 	default:
 		return cli.Exit("recommend: give --user, --ratings or --all-users", exitUsage)
 	}
-	w := c.App.Writer
+	w := streamsOf(c).Out
 	if c.Bool("json") || c.Bool("jsonl") {
 		rec := recommendRecord(user, recs)
 		rec.Fallback = fb.String()
@@ -153,7 +153,7 @@ func recommendRatedItems(p *models.Predictor, path string) ([]int32, error) {
 func recommendExclusions(c *cli.Context, p *models.Predictor) (*models.Exclusions, error) {
 	note := func(format string, a ...any) {
 		if !quiet(c) {
-			fmt.Fprintf(c.App.ErrWriter, "dprec: "+format+"\n", a...)
+			fmt.Fprintf(streamsOf(c).Err, "dprec: "+format+"\n", a...)
 		}
 	}
 	var excl *models.Exclusions
@@ -291,11 +291,11 @@ func recommendAll(c *cli.Context, p *models.Predictor, n int, t *int64, excl *mo
 	t0 := time.Now()
 	defer func() {
 		if sec := time.Since(t0).Seconds(); !quiet(c) && sec > 0 {
-			fmt.Fprintf(c.App.ErrWriter, "dprec: %d users in %.3gs (%.0f users/s)\n", p.NumUsers(), sec, float64(p.NumUsers())/sec)
+			fmt.Fprintf(streamsOf(c).Err, "dprec: %d users in %.3gs (%.0f users/s)\n", p.NumUsers(), sec, float64(p.NumUsers())/sec)
 		}
 	}()
 	if (out == "" || out == "-") && (c.Bool("json") || c.Bool("jsonl")) {
-		rw := newRecordWriter(c.App.Writer, c.Bool("jsonl"))
+		rw := newRecordWriter(streamsOf(c).Out, c.Bool("jsonl"))
 		err := p.RecommendAll(n, t, threads, excl, func(u int32, recs []models.Scored) error {
 			bar.Add(1)
 			return rw.Write(recommendRecord(p.UserID(u), recs))
@@ -306,7 +306,7 @@ func recommendAll(c *cli.Context, p *models.Predictor, n int, t *int64, excl *mo
 		return rw.Close()
 	}
 	if out == "" || out == "-" {
-		bw := bufio.NewWriterSize(c.App.Writer, 1<<16)
+		bw := bufio.NewWriterSize(streamsOf(c).Out, 1<<16)
 		fmt.Fprintln(bw, "user,rank,item,score")
 		err := p.RecommendAll(n, t, threads, excl, func(u int32, recs []models.Scored) error {
 			recommendCSV(bw, p.UserID(u), recs)
@@ -320,7 +320,7 @@ func recommendAll(c *cli.Context, p *models.Predictor, n int, t *int64, excl *mo
 	}
 	switch data.DetectFormat(out) {
 	case data.FormatCSV:
-		return data.WriteFileAtomic(out, c.Bool("force"), func(w io.Writer) error {
+		return streamsOf(c).writeFile(out, c.Bool("force"), func(w io.Writer) error {
 			bw := bufio.NewWriterSize(w, 1<<16)
 			fmt.Fprintln(bw, "user,rank,item,score")
 			err := p.RecommendAll(n, t, threads, excl, func(u int32, recs []models.Scored) error {
@@ -334,7 +334,7 @@ func recommendAll(c *cli.Context, p *models.Predictor, n int, t *int64, excl *mo
 			return bw.Flush()
 		})
 	case data.FormatParquet:
-		return data.WriteFileAtomic(out, c.Bool("force"), func(w io.Writer) error {
+		return streamsOf(c).writeFile(out, c.Bool("force"), func(w io.Writer) error {
 			return recommendParquet(struct{ io.Writer }{w}, p, n, t, threads, excl, func() { bar.Add(1) })
 		})
 	}

@@ -55,7 +55,7 @@ func similarRun(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.String("model"), err)
 	}
-	w := c.App.Writer
+	w := streamsOf(c).Out
 	if c.Bool("json") {
 		return json.NewEncoder(w).Encode(struct {
 			Kind    string            `json:"kind"`

@@ -380,7 +380,7 @@ func trainSave(c *cli.Context, out string, st, final *data.Store, m *decompositi
 }
 
 func trainPrint(c *cli.Context, s *trainSummary) error {
-	w := c.App.Writer
+	w := streamsOf(c).Out
 	if c.Bool("json") {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

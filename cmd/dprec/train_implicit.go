@@ -140,7 +140,7 @@ func trainImplicitSettings(c *cli.Context) (int, *completion.ImplicitSettings, e
 // trainImplicitPrint prints the summary (seen is the number of stored
 // seen pairs).
 func trainImplicitPrint(c *cli.Context, sum *trainImplicitSummary, seen int) error {
-	w := c.App.Writer
+	w := streamsOf(c).Out
 	if c.Bool("json") {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

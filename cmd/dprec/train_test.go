@@ -23,9 +23,8 @@ import (
 // trainTestRun runs dprec with args and returns stdout, stderr and the error.
 func trainTestRun(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
-	app := newApp()
-	var out, errb bytes.Buffer
-	app.Writer, app.ErrWriter = &out, &errb
+	s, out, errb := testStreams()
+	app := newApp(s)
 	err := app.Run(append([]string{"dprec"}, args...))
 	return out.String(), errb.String(), err
 }

@@ -172,7 +172,7 @@ func tuneSaveBest(st *data.Store, cfg *completion.TuneConfig, best *completion.T
 }
 
 func tunePrint(c *cli.Context, s *tuneSummary, grid []completion.Param) error {
-	w := c.App.Writer
+	w := streamsOf(c).Out
 	if c.Bool("json") {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"io"
+	"os"
+
+	"github.com/dprec/dprec/data"
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+)
+
+// iostreams is where a command reads its standard input and writes its
+// results (Out) and its notes, warnings and progress bars (Err). main
+// builds one from the process's streams (systemStreams); a test builds one
+// over buffers, with no terminal, and runs commands entirely in process.
+// Command code reaches it through streamsOf instead of naming os.Stdin,
+// os.Stdout or os.Stderr.
+type iostreams struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+	// ErrTTY reports whether Err is a terminal: progress bars are drawn
+	// only then (or with --progress), and never with --quiet.
+	ErrTTY bool
+}
+
+// systemStreams returns the process's standard streams, with ErrTTY from
+// terminal detection on standard error.
+func systemStreams() *iostreams {
+	return &iostreams{
+		In:     os.Stdin,
+		Out:    os.Stdout,
+		Err:    os.Stderr,
+		ErrTTY: term.IsTerminal(int(os.Stderr.Fd())),
+	}
+}
+
+// streamsKey is the cli.App.Metadata key of the application's *iostreams.
+const streamsKey = "iostreams"
+
+// streamsOf returns the streams of the application running c (newApp
+// stores them in its Metadata, which every command's context reaches
+// through c.App).
+func streamsOf(c *cli.Context) *iostreams {
+	return c.App.Metadata[streamsKey].(*iostreams)
+}
+
+// writeFile writes through write to path atomically (data.WriteFileAtomic,
+// refusing to replace an existing file unless force), or to s.Out when path
+// is "-".
+func (s *iostreams) writeFile(path string, force bool, write func(w io.Writer) error) error {
+	if path == "-" {
+		return write(s.Out)
+	}
+	return data.WriteFileAtomic(path, force, write)
+}
