@@ -184,22 +184,28 @@ func dataLoad(c *cli.Context, path string) (*data.Store, *data.LoadReport, error
 // dataLoadWith is dataLoad with options already parsed (and possibly
 // adjusted, e.g. to keep raw time stamps).
 func dataLoadWith(c *cli.Context, path string, opts data.LoadOptions) (*data.Store, *data.LoadReport, error) {
-	bar := newBar(c, -1, "loading "+path)
+	return loadLog(streamsOf(c), globalOptionsOf(c), path, opts)
+}
+
+// loadLog loads a rating log with a progress bar on s, and prints the
+// notes of the load report unless --quiet.
+func loadLog(s *iostreams, g globalOptions, path string, opts data.LoadOptions) (*data.Store, *data.LoadReport, error) {
+	bar := s.bar(g, -1, "loading "+path)
 	opts.Progress = func(done, total int64) {
 		if total > 0 && bar.GetMax64() != total {
 			bar.ChangeMax64(total)
 		}
 		_ = bar.Set64(done)
 	}
-	s, rep, err := data.Load(path, opts)
+	st, rep, err := data.Load(path, opts)
 	_ = bar.Finish()
 	if err != nil {
 		return nil, rep, err
 	}
-	if !quiet(c) {
-		dataPrintReport(streamsOf(c).Err, rep)
+	if !g.Quiet {
+		dataPrintReport(s.Err, rep)
 	}
-	return s, rep, nil
+	return st, rep, nil
 }
 
 // dataPrintReport prints the notes of a load report on w (the error stream).

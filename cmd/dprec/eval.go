@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/models"
 	"github.com/urfave/cli/v2"
 )
@@ -39,43 +40,74 @@ coverage is the distinct items of those users' top-k lists over the
 catalogue. The most-popular baseline (items by distinct training users,
 minus the same left-out items) is printed beside every metric.`,
 		Flags:  append(flags, dataLoadFlags()...),
-		Action: evalRun,
+		Action: runWithOptions(evalOptionsOf, evalRun),
 	}
 }
 
-func evalRun(c *cli.Context) error {
-	p, err := predictLoad(c, c.String("model"))
+// evalOptions are the flags of dprec eval.
+type evalOptions struct {
+	globalOptions
+	Model string // --model
+	Data  string // --data: the test log
+	Train string // --train: a training log whose items are left out of the rankings ("": none)
+	// Eval holds --k, --threshold, --time, --include-seen and --threads;
+	// its Train is loaded from the Train path by evalRun.
+	Eval      models.EvalOptions
+	Shrinkage float64          // --shrinkage
+	JSON      bool             // --json
+	Load      data.LoadOptions // the input flags, for --data and --train
+}
+
+// evalOptionsOf reads eval's flags.
+func evalOptionsOf(c *cli.Context) (*evalOptions, error) {
+	o := &evalOptions{
+		globalOptions: globalOptionsOf(c),
+		Model:         c.String("model"),
+		Data:          c.String("data"),
+		Train:         c.String("train"),
+		Eval:          models.EvalOptions{K: c.Int("k"), Threshold: c.Float64("threshold"), Threads: c.Int("threads"), IncludeSeen: c.Bool("include-seen")},
+		Shrinkage:     c.Float64("shrinkage"),
+		JSON:          c.Bool("json"),
+	}
+	var err error
+	if o.Eval.Time, err = predictParseTime(c.String("time")); err != nil {
+		return nil, cli.Exit(fmt.Sprintf("--time: %v", err), exitUsage)
+	}
+	if o.Eval.K <= 0 {
+		return nil, cli.Exit(fmt.Sprintf("--k %d: must be positive", o.Eval.K), exitUsage)
+	}
+	if o.Load, err = dataLoadOptions(c); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// evalRun scores the model o.Model on the test log o.Data and prints the
+// metrics on s.Out.
+func evalRun(o *evalOptions, s *iostreams) error {
+	p, err := loadPredictor(s, o.globalOptions, o.Model)
 	if err != nil {
 		return err
 	}
-	p = p.WithShrinkage(c.Float64("shrinkage"))
-	opts, err := dataLoadOptions(c)
-	if err != nil {
-		return err
-	}
+	p = p.WithShrinkage(o.Shrinkage)
+	opts := o.Load
 	opts.Builder.KeepTimestamps = true
-	test, _, err := dataLoadWith(c, c.String("data"), opts)
+	test, _, err := loadLog(s, o.globalOptions, o.Data, opts)
 	if err != nil {
 		return err
 	}
-	eo := models.EvalOptions{K: c.Int("k"), Threshold: c.Float64("threshold"), Threads: c.Int("threads"), IncludeSeen: c.Bool("include-seen")}
-	if eo.Time, err = predictParseTime(c.String("time")); err != nil {
-		return cli.Exit(fmt.Sprintf("--time: %v", err), exitUsage)
-	}
-	if eo.K <= 0 {
-		return cli.Exit(fmt.Sprintf("--k %d: must be positive", eo.K), exitUsage)
-	}
-	if path := c.String("train"); path != "" {
-		if eo.Train, _, err = dataLoad(c, path); err != nil {
+	eo := o.Eval
+	if o.Train != "" {
+		if eo.Train, _, err = loadLog(s, o.globalOptions, o.Train, o.Load); err != nil {
 			return err
 		}
 	}
 	res, err := models.Evaluate(p, test, eo)
 	if err != nil {
-		return fmt.Errorf("%s: %w", c.String("data"), err)
+		return fmt.Errorf("%s: %w", o.Data, err)
 	}
-	w := streamsOf(c).Out
-	if c.Bool("json") {
+	w := s.Out
+	if o.JSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)

@@ -39,13 +39,43 @@ func boolOf(c *cli.Context, name string) bool {
 // quiet reports whether --quiet was given anywhere on the command line.
 func quiet(c *cli.Context) bool { return boolOf(c, "quiet") }
 
-// newBar returns a progress bar on the error stream for max steps (-1:
+// globalOptions are the global flags the run functions of commands with
+// an options struct need (the seed is read where it is used).
+type globalOptions struct {
+	Quiet    bool // --quiet: no progress bars, notes or summaries on the error stream
+	Progress bool // --progress: progress bars even when the error stream is not a terminal
+}
+
+// globalOptionsOf reads the global flags, given anywhere on the command line.
+func globalOptionsOf(c *cli.Context) globalOptions {
+	return globalOptions{Quiet: quiet(c), Progress: boolOf(c, "progress")}
+}
+
+// runWithOptions adapts a command's options parser and run function to an
+// action: the flags are read once into the options, and the run function
+// sees only them and the streams (so a test can call it with neither a
+// *cli.Context nor a terminal).
+func runWithOptions[O any](parse func(*cli.Context) (O, error), run func(O, *iostreams) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		o, err := parse(c)
+		if err != nil {
+			return err
+		}
+		return run(o, streamsOf(c))
+	}
+}
+
+// newBar returns a progress bar for the command running c (iostreams.bar).
+func newBar(c *cli.Context, max int64, desc string) *progressbar.ProgressBar {
+	return streamsOf(c).bar(globalOptionsOf(c), max, desc)
+}
+
+// bar returns a progress bar on the error stream for max steps (-1:
 // unknown), shown only when that stream is a terminal or --progress was
 // given, and never with --quiet. A hidden bar accepts the same calls and
 // prints nothing.
-func newBar(c *cli.Context, max int64, desc string) *progressbar.ProgressBar {
-	s := streamsOf(c)
-	visible := !quiet(c) && (boolOf(c, "progress") || s.ErrTTY)
+func (s *iostreams) bar(g globalOptions, max int64, desc string) *progressbar.ProgressBar {
+	visible := !g.Quiet && (g.Progress || s.ErrTTY)
 	w := s.Err
 	if !visible {
 		w = io.Discard

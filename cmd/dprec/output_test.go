@@ -347,7 +347,14 @@ func TestPredictIsLog(t *testing.T) {
 		var got bool
 		cmd := findCommand(app.Commands, "predict")
 		saved := cmd.Action
-		cmd.Action = func(c *cli.Context) error { got = predictIsLog(c, path); return nil }
+		cmd.Action = func(c *cli.Context) error {
+			o, err := predictOptionsOf(c)
+			if err != nil {
+				return err
+			}
+			got = predictIsLog(o, path)
+			return nil
+		}
 		err := app.Run(append([]string{"dprec", "predict", "-m", "x", "--input", path}, tc.flags...))
 		cmd.Action = saved
 		if err != nil {

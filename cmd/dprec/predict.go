@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dprec/dprec/completion"
+	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
 	"github.com/dprec/dprec/models"
 	"github.com/urfave/cli/v2"
@@ -39,7 +40,7 @@ instead. Times are Unix seconds, RFC 3339 or YYYY-MM-DD (UTC).`,
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "write the predictions to FILE: .csv, .json (one document), .jsonl or .parquet (default: standard output)"},
 			&cli.BoolFlag{Name: "force", Usage: "overwrite --out"},
 		},
-		Action: predictRun,
+		Action: runWithOptions(predictOptionsOf, predictRun),
 	}
 	cmd.Flags = append(cmd.Flags, jsonFlags("the predictions")...)
 	cmd.Flags = append(cmd.Flags, dataLoadFlags()...)
@@ -70,13 +71,19 @@ func predictParseTime(s string) (*int64, error) {
 // model makes no guarantee to qualify: train and inspect say it is not
 // private, and predict, recommend and eval do not repeat it on every run.
 func predictLoad(c *cli.Context, path string) (*models.Predictor, error) {
+	return loadPredictor(streamsOf(c), globalOptionsOf(c), path)
+}
+
+// loadPredictor is predictLoad for a run function: the caveats go to s.Err
+// unless --quiet.
+func loadPredictor(s *iostreams, g globalOptions, path string) (*models.Predictor, error) {
 	f, err := models.Load(path)
 	if err != nil {
 		return nil, err
 	}
-	if !quiet(c) && f.Privacy.Private() {
+	if !g.Quiet && f.Privacy.Private() {
 		for _, w := range inspectPrivacyWarnings(f.Privacy) {
-			fmt.Fprintf(streamsOf(c).Err, "dprec: %s: WARNING: %s\n", path, w)
+			fmt.Fprintf(s.Err, "dprec: %s: WARNING: %s\n", path, w)
 		}
 	}
 	return models.NewPredictor(f), nil
@@ -92,69 +99,120 @@ type predictResult struct {
 	Fallback   string   `json:"fallback"`
 }
 
-func predictRun(c *cli.Context) error {
-	p, err := predictLoad(c, c.String("model"))
+// predictOptions are the flags of dprec predict.
+type predictOptions struct {
+	globalOptions
+	Model      string // --model
+	User, Item string // --user, --item
+	Time       *int64 // --time (nil: averaged over the trained period)
+	Input      string // --input: pairs or a rating log ("-": the input stream; "": none)
+	Ratings    string // --ratings: a new user's ratings to fold in ("": none)
+	UserLog    string // --user-log: a rating log holding --user's rows to fold in ("": none)
+	FoldLambda float64
+	Strict     bool
+	Out        string // --out ("" or "-": the output stream)
+	Force      bool
+	Format     string // csv, json, jsonl or parquet (predictFormat)
+	// LogFlags says the loader's --columns or --format was given, which
+	// makes --input a rating log (predictIsLog).
+	LogFlags bool
+	Load     data.LoadOptions // the input flags, for rating logs
+}
+
+// predictOptionsOf reads predict's flags.
+func predictOptionsOf(c *cli.Context) (*predictOptions, error) {
+	o := &predictOptions{
+		globalOptions: globalOptionsOf(c),
+		Model:         c.String("model"),
+		User:          c.String("user"),
+		Item:          c.String("item"),
+		Input:         c.String("input"),
+		Ratings:       c.String("ratings"),
+		UserLog:       c.String("user-log"),
+		FoldLambda:    c.Float64("fold-lambda"),
+		Strict:        c.Bool("strict"),
+		Out:           c.String("out"),
+		Force:         c.Bool("force"),
+		LogFlags:      c.IsSet("columns") || c.IsSet("format"),
+	}
+	var err error
+	if o.Time, err = predictParseTime(c.String("time")); err != nil {
+		return nil, fmt.Errorf("--time: %w", err)
+	}
+	if o.Format, err = predictFormat(c); err != nil {
+		return nil, err
+	}
+	if o.Load, err = dataLoadOptions(c); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// predictRun writes the predictions o asks for on s.Out (or --out).
+func predictRun(o *predictOptions, s *iostreams) error {
+	p, err := loadPredictor(s, o.globalOptions, o.Model)
 	if err != nil {
 		return err
 	}
-	t, err := predictParseTime(c.String("time"))
-	if err != nil {
-		return fmt.Errorf("--time: %w", err)
+	if o.Out == "" || o.Out == "-" {
+		return predictTo(o, s, p, s.Out)
 	}
-	return predictOutput(c, func(w io.Writer) error { return predictTo(c, p, t, w) })
+	return s.writeFile(o.Out, o.Force, func(w io.Writer) error { return predictTo(o, s, p, w) })
 }
 
 // predictTo runs predict with its output on w.
-func predictTo(c *cli.Context, p *models.Predictor, t *int64, w io.Writer) error {
-	if c.IsSet("ratings") {
-		if c.IsSet("input") || c.String("item") == "" {
+func predictTo(o *predictOptions, s *iostreams, p *models.Predictor, w io.Writer) error {
+	t := o.Time
+	if o.Ratings != "" {
+		if o.Input != "" || o.Item == "" {
 			return cli.Exit("predict --ratings: give the item to predict with --item", exitUsage)
 		}
-		row, note, err := predictFoldIn(c, p, c.String("ratings"))
+		row, note, err := predictFoldIn(p, o.Ratings, o.FoldLambda)
 		if err != nil {
 			return err
 		}
-		if !quiet(c) {
-			fmt.Fprintln(streamsOf(c).Err, "dprec:", note)
+		if !o.Quiet {
+			fmt.Fprintln(s.Err, "dprec:", note)
 		}
-		v, fb := p.PredictRow(row, c.String("item"), t)
-		if c.Bool("strict") && fb&models.UnknownItem != 0 {
-			return fmt.Errorf("unknown item %q", c.String("item"))
+		v, fb := p.PredictRow(row, o.Item, t)
+		if o.Strict && fb&models.UnknownItem != 0 {
+			return fmt.Errorf("unknown item %q", o.Item)
 		}
-		return predictEmit(c, w, []predictResult{{User: "(folded-in)", Item: c.String("item"), Time: t, Prediction: v, Fallback: fb.String()}})
+		return predictEmit(o, w, []predictResult{{User: "(folded-in)", Item: o.Item, Time: t, Prediction: v, Fallback: fb.String()}})
 	}
-	if c.IsSet("user-log") {
-		row, note, err := predictUserLog(c, p, c.String("user-log"), c.String("user"))
+	if o.UserLog != "" {
+		row, note, err := predictUserLog(o, s, p)
 		if err != nil {
 			return err
 		}
-		if !quiet(c) {
-			fmt.Fprintln(streamsOf(c).Err, "dprec:", note)
+		if !o.Quiet {
+			fmt.Fprintln(s.Err, "dprec:", note)
 		}
-		v, fb := p.PredictRow(row, c.String("item"), t)
-		if c.Bool("strict") && fb&models.UnknownItem != 0 {
-			return fmt.Errorf("unknown item %q", c.String("item"))
+		v, fb := p.PredictRow(row, o.Item, t)
+		if o.Strict && fb&models.UnknownItem != 0 {
+			return fmt.Errorf("unknown item %q", o.Item)
 		}
-		return predictEmit(c, w, []predictResult{{User: c.String("user"), Item: c.String("item"), Time: t, Prediction: v, Fallback: fb.String()}})
+		return predictEmit(o, w, []predictResult{{User: o.User, Item: o.Item, Time: t, Prediction: v, Fallback: fb.String()}})
 	}
-	if in := c.String("input"); in != "" {
-		if predictIsLog(c, in) {
-			return predictLog(c, p, in, w)
+	if in := o.Input; in != "" {
+		if predictIsLog(o, in) {
+			return predictLog(o, s, p, w)
 		}
-		return predictMany(c, p, in, w)
+		return predictMany(o, s, p, w)
 	}
-	if c.String("user") == "" || c.String("item") == "" {
+	if o.User == "" || o.Item == "" {
 		return cli.Exit("predict: give --user and --item, or --input pairs.csv", exitUsage)
 	}
-	v, fb := p.Predict(c.String("user"), c.String("item"), t)
-	if err := predictStrict(c, fb, c.String("user"), c.String("item")); err != nil {
+	v, fb := p.Predict(o.User, o.Item, t)
+	if err := predictStrict(o.Strict, fb, o.User, o.Item); err != nil {
 		return err
 	}
-	return predictEmit(c, w, []predictResult{{User: c.String("user"), Item: c.String("item"), Time: t, Prediction: v, Fallback: fb.String()}})
+	return predictEmit(o, w, []predictResult{{User: o.User, Item: o.Item, Time: t, Prediction: v, Fallback: fb.String()}})
 }
 
-func predictStrict(c *cli.Context, fb models.Fallback, user, item string) error {
-	if !c.Bool("strict") {
+// predictStrict is the --strict check of one prediction.
+func predictStrict(strict bool, fb models.Fallback, user, item string) error {
+	if !strict {
 		return nil
 	}
 	if fb&models.UnknownUser != 0 {
@@ -166,15 +224,13 @@ func predictStrict(c *cli.Context, fb models.Fallback, user, item string) error 
 	return nil
 }
 
-func predictEmit(c *cli.Context, w io.Writer, rs []predictResult) error {
-	format, err := predictFormat(c)
-	if err != nil {
-		return err
-	}
-	if format == "json" && len(rs) == 1 && c.String("out") == "" {
+// predictEmit writes a few predictions in o's format; one prediction with
+// --json on the output stream is one JSON object.
+func predictEmit(o *predictOptions, w io.Writer, rs []predictResult) error {
+	if o.Format == "json" && len(rs) == 1 && o.Out == "" {
 		return json.NewEncoder(w).Encode(rs[0])
 	}
-	sink, err := newPredictSink(format, w, false)
+	sink, err := newPredictSink(o.Format, w, false)
 	if err != nil {
 		return err
 	}
@@ -186,11 +242,12 @@ func predictEmit(c *cli.Context, w io.Writer, rs []predictResult) error {
 	return sink.Close()
 }
 
-// predictMany predicts every user,item[,time] row of a CSV file.
-func predictMany(c *cli.Context, p *models.Predictor, path string, w io.Writer) error {
+// predictMany predicts every user,item[,time] row of the CSV file o.Input.
+func predictMany(o *predictOptions, s *iostreams, p *models.Predictor, w io.Writer) error {
+	path := o.Input
 	var r io.Reader
 	if path == "-" {
-		r = streamsOf(c).In
+		r = s.In
 	} else {
 		fh, err := os.Open(path)
 		if err != nil {
@@ -203,11 +260,7 @@ func predictMany(c *cli.Context, p *models.Predictor, path string, w io.Writer) 
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
 	cr.TrimLeadingSpace = true
-	format, err := predictFormat(c)
-	if err != nil {
-		return err
-	}
-	sink, err := newPredictSink(format, w, false)
+	sink, err := newPredictSink(o.Format, w, false)
 	if err != nil {
 		return err
 	}
@@ -232,7 +285,7 @@ func predictMany(c *cli.Context, p *models.Predictor, path string, w io.Writer) 
 			}
 		}
 		v, fb := p.Predict(rec[0], rec[1], t)
-		if err := predictStrict(c, fb, rec[0], rec[1]); err != nil {
+		if err := predictStrict(o.Strict, fb, rec[0], rec[1]); err != nil {
 			return fmt.Errorf("%s:%d: %w", path, line, err)
 		}
 		if err := sink.Write(predictResult{User: rec[0], Item: rec[1], Time: t, Prediction: v, Fallback: fb.String()}); err != nil {
@@ -280,8 +333,9 @@ func predictIsHeader(s string) bool {
 // predictFoldIn reads a new user's ratings (CSV item,rating[,time], with an
 // optional header) and solves the user's factor row (and bias) against the
 // frozen model by regularised least squares (decomposition.FoldIn). It
-// returns the row and a note saying what was used.
-func predictFoldIn(c *cli.Context, p *models.Predictor, path string) (models.Row, string, error) {
+// returns the row and a note saying what was used. lambda is --fold-lambda
+// (0: the default penalty).
+func predictFoldIn(p *models.Predictor, path string, lambda float64) (models.Row, string, error) {
 	f := p.File()
 	m := f.Model
 	fh, err := os.Open(path)
@@ -336,12 +390,13 @@ func predictFoldIn(c *cli.Context, p *models.Predictor, path string) (models.Row
 		items = append(items, j)
 		ratings = append(ratings, r)
 	}
-	return predictSolve(c, p, path, items, times, ratings, unknown, noTime)
+	return predictSolve(p, path, lambda, items, times, ratings, unknown, noTime)
 }
 
 // predictSolve solves a user's row from their ratings of known items (the
-// fold-in), for predictFoldIn and predictUserLog.
-func predictSolve(c *cli.Context, p *models.Predictor, path string, items, times []int32, ratings []float64, unknown, noTime int) (models.Row, string, error) {
+// fold-in), for predictFoldIn and predictUserLog, with ridge penalty lambda
+// (0: the default).
+func predictSolve(p *models.Predictor, path string, lambda float64, items, times []int32, ratings []float64, unknown, noTime int) (models.Row, string, error) {
 	f := p.File()
 	m := f.Model
 	if len(ratings) == 0 {
@@ -350,7 +405,6 @@ func predictSolve(c *cli.Context, p *models.Predictor, path string, items, times
 	if f.Header.Objective == models.ObjectiveImplicit {
 		return implicitFoldIn(f, path, items, ratings, unknown)
 	}
-	lambda := c.Float64("fold-lambda")
 	if lambda == 0 {
 		reg := completion.DefaultReg
 		var s struct{ Reg float64 }
@@ -381,10 +435,12 @@ func predictSolve(c *cli.Context, p *models.Predictor, path string, items, times
 	return row, note, nil
 }
 
-// predictUserLog folds user in from that user's rows of a rating log: the
-// billboard model's prediction for a user from their own ratings only.
-func predictUserLog(c *cli.Context, p *models.Predictor, path, user string) (models.Row, string, error) {
-	st, _, err := dataLoad(c, path)
+// predictUserLog folds o.User in from that user's rows of the rating log
+// o.UserLog: the billboard model's prediction for a user from their own
+// ratings only.
+func predictUserLog(o *predictOptions, s *iostreams, p *models.Predictor) (models.Row, string, error) {
+	path, user := o.UserLog, o.User
+	st, _, err := loadLog(s, o.globalOptions, path, o.Load)
 	if err != nil {
 		return models.Row{}, "", err
 	}
@@ -422,5 +478,5 @@ func predictUserLog(c *cli.Context, p *models.Predictor, path, user string) (mod
 		items = append(items, j)
 		ratings = append(ratings, st.Val[e])
 	}
-	return predictSolve(c, p, path+" (user "+user+")", items, times, ratings, unknown, 0)
+	return predictSolve(p, path+" (user "+user+")", o.FoldLambda, items, times, ratings, unknown, 0)
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/models"
-	"github.com/urfave/cli/v2"
 )
 
 // predict --input accepts two kinds of file: a CSV of user,item[,time]
@@ -23,8 +22,8 @@ import (
 // CSV of pairs: the loader's flags were given, the name says Arrow,
 // Parquet or gzip, or the text's header names a rating column, or its
 // first data row has four or more fields.
-func predictIsLog(c *cli.Context, path string) bool {
-	if c.IsSet("columns") || c.IsSet("format") {
+func predictIsLog(o *predictOptions, path string) bool {
+	if o.LogFlags {
 		return true
 	}
 	if path == "-" {
@@ -63,22 +62,15 @@ func predictIsLog(c *cli.Context, path string) bool {
 	return false
 }
 
-// predictLog predicts every observation of a rating log.
-func predictLog(c *cli.Context, p *models.Predictor, path string, w io.Writer) error {
-	opts, err := dataLoadOptions(c)
-	if err != nil {
-		return err
-	}
+// predictLog predicts every observation of the rating log o.Input.
+func predictLog(o *predictOptions, s *iostreams, p *models.Predictor, w io.Writer) error {
+	opts := o.Load
 	opts.Builder.KeepTimestamps = true
-	st, _, err := dataLoadWith(c, path, opts)
+	st, _, err := loadLog(s, o.globalOptions, o.Input, opts)
 	if err != nil {
 		return err
 	}
-	format, err := predictFormat(c)
-	if err != nil {
-		return err
-	}
-	sink, err := newPredictSink(format, w, true)
+	sink, err := newPredictSink(o.Format, w, true)
 	if err != nil {
 		return err
 	}
@@ -90,7 +82,7 @@ func predictLog(c *cli.Context, p *models.Predictor, path string, w io.Writer) e
 			t = &v
 		}
 		v, fb := p.Predict(user, item, t)
-		if err := predictStrict(c, fb, user, item); err != nil {
+		if err := predictStrict(o.Strict, fb, user, item); err != nil {
 			return err
 		}
 		rating := r

@@ -195,13 +195,3 @@ func (s *parquetSink) Close() error {
 	}
 	return s.fw.Close()
 }
-
-// predictOutput runs write on standard output, or on --out written
-// atomically (never replacing a file without --force).
-func predictOutput(c *cli.Context, write func(w io.Writer) error) error {
-	out := c.String("out")
-	if out == "" || out == "-" {
-		return write(streamsOf(c).Out)
-	}
-	return streamsOf(c).writeFile(out, c.Bool("force"), write)
-}

@@ -53,53 +53,101 @@ empty list. --all-users uses a size-N heap per user and never holds the users
 x items score matrix, and reports users/s on stderr. --threads sets the
 scoring workers.`,
 		Flags:  append(flags, dataLoadFlags()...),
-		Action: recommendRun,
+		Action: runWithOptions(recommendOptionsOf, recommendRun),
 	}
 }
 
-func recommendRun(c *cli.Context) error {
-	if err := checkOutputs([]string{c.String("model"), c.String("exclude-rated"), c.String("ratings")}, c.String("out")); err != nil {
+// recommendOptions are the flags of dprec recommend.
+type recommendOptions struct {
+	globalOptions
+	Model        string           // --model
+	User         string           // --user ("": none)
+	Time         *int64           // --time (nil: averaged over the trained period)
+	Top          int              // --top: items per list
+	ExcludeRated string           // --exclude-rated: a rating log whose pairs are left out ("": none)
+	Shrinkage    float64          // --shrinkage
+	IncludeSeen  bool             // --include-seen
+	Items        string           // --items: the candidate filter ("": every item)
+	Ratings      string           // --ratings: a new user's ratings to fold in ("": none)
+	FoldLambda   float64          // --fold-lambda (0: the default penalty)
+	AllUsers     bool             // --all-users
+	Out          string           // --out, for --all-users ("" or "-": the output stream)
+	Force        bool             // --force
+	JSON, JSONL  bool             // --json, --jsonl
+	Threads      int              // --threads: scoring workers
+	Load         data.LoadOptions // the input flags, for --exclude-rated
+}
+
+// recommendOptionsOf reads recommend's flags.
+func recommendOptionsOf(c *cli.Context) (*recommendOptions, error) {
+	o := &recommendOptions{
+		globalOptions: globalOptionsOf(c),
+		Model:         c.String("model"),
+		User:          c.String("user"),
+		Top:           c.Int("top"),
+		ExcludeRated:  c.String("exclude-rated"),
+		Shrinkage:     c.Float64("shrinkage"),
+		IncludeSeen:   c.Bool("include-seen"),
+		Items:         c.String("items"),
+		Ratings:       c.String("ratings"),
+		FoldLambda:    c.Float64("fold-lambda"),
+		AllUsers:      c.Bool("all-users"),
+		Out:           c.String("out"),
+		Force:         c.Bool("force"),
+		JSON:          c.Bool("json"),
+		JSONL:         c.Bool("jsonl"),
+		Threads:       c.Int("threads"),
+	}
+	var err error
+	if o.Time, err = predictParseTime(c.String("time")); err != nil {
+		return nil, fmt.Errorf("--time: %w", err)
+	}
+	if o.Load, err = dataLoadOptions(c); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// recommendRun writes the top-N lists o asks for on s.Out (or --out).
+func recommendRun(o *recommendOptions, s *iostreams) error {
+	if err := checkOutputs([]string{o.Model, o.ExcludeRated, o.Ratings}, o.Out); err != nil {
 		return err
 	}
-	p, err := predictLoad(c, c.String("model"))
+	if o.Top <= 0 {
+		return cli.Exit(fmt.Sprintf("--top %d: must be positive", o.Top), exitUsage)
+	}
+	p, err := loadPredictor(s, o.globalOptions, o.Model)
 	if err != nil {
 		return err
 	}
-	p = p.WithShrinkage(c.Float64("shrinkage"))
-	n := c.Int("top")
-	if n <= 0 {
-		return cli.Exit(fmt.Sprintf("--top %d: must be positive", n), exitUsage)
-	}
-	t, err := predictParseTime(c.String("time"))
-	if err != nil {
-		return fmt.Errorf("--time: %w", err)
-	}
-	excl, err := recommendExclusions(c, p)
+	p = p.WithShrinkage(o.Shrinkage)
+	n, t := o.Top, o.Time
+	excl, err := recommendExclusions(o, s, p)
 	if err != nil {
 		return err
 	}
-	if c.Bool("all-users") {
-		if c.IsSet("user") || c.IsSet("ratings") {
+	if o.AllUsers {
+		if o.User != "" || o.Ratings != "" {
 			return cli.Exit("recommend --all-users takes no --user or --ratings", exitUsage)
 		}
-		if (c.Bool("json") || c.Bool("jsonl")) && c.String("out") != "" && c.String("out") != "-" {
+		if (o.JSON || o.JSONL) && o.Out != "" && o.Out != "-" {
 			return usagef("recommend --all-users --out writes CSV or Parquet (by the file name); --json and --jsonl print on standard output")
 		}
-		return recommendAll(c, p, n, t, excl)
+		return recommendAll(o, s, p, excl)
 	}
 	var recs []models.Scored
 	var fb models.Fallback
-	user := c.String("user")
+	user := o.User
 	switch {
-	case c.IsSet("ratings"):
-		row, note, err := predictFoldIn(c, p, c.String("ratings"))
+	case o.Ratings != "":
+		row, note, err := predictFoldIn(p, o.Ratings, o.FoldLambda)
 		if err != nil {
 			return err
 		}
-		if !quiet(c) {
-			fmt.Fprintln(streamsOf(c).Err, "dprec:", note)
+		if !o.Quiet {
+			fmt.Fprintln(s.Err, "dprec:", note)
 		}
-		ex, err := recommendRatedItems(p, c.String("ratings"))
+		ex, err := recommendRatedItems(p, o.Ratings)
 		if err != nil {
 			return err
 		}
@@ -116,14 +164,14 @@ func recommendRun(c *cli.Context) error {
 			u = -1
 		}
 		recs, fb = p.Recommend(user, t, n, excl.For(u, p.NumItems(), nil))
-		if fb&models.UnknownUser != 0 && !quiet(c) {
-			fmt.Fprintf(streamsOf(c).Err, "dprec: unknown user %q: items ranked without a user term (by item bias)\n", user)
+		if fb&models.UnknownUser != 0 && !o.Quiet {
+			fmt.Fprintf(s.Err, "dprec: unknown user %q: items ranked without a user term (by item bias)\n", user)
 		}
 	default:
 		return cli.Exit("recommend: give --user, --ratings or --all-users", exitUsage)
 	}
-	w := streamsOf(c).Out
-	if c.Bool("json") || c.Bool("jsonl") {
+	w := s.Out
+	if o.JSON || o.JSONL {
 		rec := recommendRecord(user, recs)
 		rec.Fallback = fb.String()
 		return json.NewEncoder(w).Encode(rec)
@@ -149,28 +197,28 @@ func recommendRatedItems(p *models.Predictor, path string) ([]int32, error) {
 
 // recommendExclusions builds what every list leaves out: the model's seen
 // items (unless --include-seen), the pairs of --exclude-rated, and the
-// candidate filter of --items. Notes go to stderr unless --quiet.
-func recommendExclusions(c *cli.Context, p *models.Predictor) (*models.Exclusions, error) {
+// candidate filter of --items. Notes go to s.Err unless --quiet.
+func recommendExclusions(o *recommendOptions, s *iostreams, p *models.Predictor) (*models.Exclusions, error) {
 	note := func(format string, a ...any) {
-		if !quiet(c) {
-			fmt.Fprintf(streamsOf(c).Err, "dprec: "+format+"\n", a...)
+		if !o.Quiet {
+			fmt.Fprintf(s.Err, "dprec: "+format+"\n", a...)
 		}
 	}
 	var excl *models.Exclusions
 	f := p.File()
 	switch {
-	case c.Bool("include-seen"):
+	case o.IncludeSeen:
 	case f.Seen != nil:
 		excl = f.Seen
-	case c.String("exclude-rated") == "":
-		note("%s stores no training items (a private or older model): items users already rated may be recommended; pass --exclude-rated TRAIN to leave them out", c.String("model"))
+	case o.ExcludeRated == "":
+		note("%s stores no training items (a private or older model): items users already rated may be recommended; pass --exclude-rated TRAIN to leave them out", o.Model)
 	}
-	if path := c.String("exclude-rated"); path != "" {
-		s, _, err := dataLoad(c, path)
+	if path := o.ExcludeRated; path != "" {
+		st, _, err := loadLog(s, o.globalOptions, path, o.Load)
 		if err != nil {
 			return nil, err
 		}
-		ex, err := p.NewExclusions(s)
+		ex, err := p.NewExclusions(st)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
@@ -179,7 +227,7 @@ func recommendExclusions(c *cli.Context, p *models.Predictor) (*models.Exclusion
 		}
 		excl = excl.Union(ex)
 	}
-	if path := c.String("items"); path != "" {
+	if path := o.Items; path != "" {
 		allowed, known, unknown, err := recommendCandidates(p, path)
 		if err != nil {
 			return nil, err
@@ -282,20 +330,19 @@ func recommendQuote(s string) string {
 }
 
 // recommendAll streams every user's list to --out (CSV or Parquet) or to
-// standard output.
-func recommendAll(c *cli.Context, p *models.Predictor, n int, t *int64, excl *models.Exclusions) error {
-	threads := c.Int("threads")
-	out := c.String("out")
-	bar := newBar(c, int64(p.NumUsers()), "recommending")
+// the output stream.
+func recommendAll(o *recommendOptions, s *iostreams, p *models.Predictor, excl *models.Exclusions) error {
+	n, t, threads, out := o.Top, o.Time, o.Threads, o.Out
+	bar := s.bar(o.globalOptions, int64(p.NumUsers()), "recommending")
 	defer bar.Finish()
 	t0 := time.Now()
 	defer func() {
-		if sec := time.Since(t0).Seconds(); !quiet(c) && sec > 0 {
-			fmt.Fprintf(streamsOf(c).Err, "dprec: %d users in %.3gs (%.0f users/s)\n", p.NumUsers(), sec, float64(p.NumUsers())/sec)
+		if sec := time.Since(t0).Seconds(); !o.Quiet && sec > 0 {
+			fmt.Fprintf(s.Err, "dprec: %d users in %.3gs (%.0f users/s)\n", p.NumUsers(), sec, float64(p.NumUsers())/sec)
 		}
 	}()
-	if (out == "" || out == "-") && (c.Bool("json") || c.Bool("jsonl")) {
-		rw := newRecordWriter(streamsOf(c).Out, c.Bool("jsonl"))
+	if (out == "" || out == "-") && (o.JSON || o.JSONL) {
+		rw := newRecordWriter(s.Out, o.JSONL)
 		err := p.RecommendAll(n, t, threads, excl, func(u int32, recs []models.Scored) error {
 			bar.Add(1)
 			return rw.Write(recommendRecord(p.UserID(u), recs))
@@ -306,7 +353,7 @@ func recommendAll(c *cli.Context, p *models.Predictor, n int, t *int64, excl *mo
 		return rw.Close()
 	}
 	if out == "" || out == "-" {
-		bw := bufio.NewWriterSize(streamsOf(c).Out, 1<<16)
+		bw := bufio.NewWriterSize(s.Out, 1<<16)
 		fmt.Fprintln(bw, "user,rank,item,score")
 		err := p.RecommendAll(n, t, threads, excl, func(u int32, recs []models.Scored) error {
 			recommendCSV(bw, p.UserID(u), recs)
@@ -320,7 +367,7 @@ func recommendAll(c *cli.Context, p *models.Predictor, n int, t *int64, excl *mo
 	}
 	switch data.DetectFormat(out) {
 	case data.FormatCSV:
-		return streamsOf(c).writeFile(out, c.Bool("force"), func(w io.Writer) error {
+		return s.writeFile(out, o.Force, func(w io.Writer) error {
 			bw := bufio.NewWriterSize(w, 1<<16)
 			fmt.Fprintln(bw, "user,rank,item,score")
 			err := p.RecommendAll(n, t, threads, excl, func(u int32, recs []models.Scored) error {
@@ -334,7 +381,7 @@ func recommendAll(c *cli.Context, p *models.Predictor, n int, t *int64, excl *mo
 			return bw.Flush()
 		})
 	case data.FormatParquet:
-		return streamsOf(c).writeFile(out, c.Bool("force"), func(w io.Writer) error {
+		return s.writeFile(out, o.Force, func(w io.Writer) error {
 			return recommendParquet(struct{ io.Writer }{w}, p, n, t, threads, excl, func() { bar.Add(1) })
 		})
 	}

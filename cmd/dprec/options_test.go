@@ -1,0 +1,76 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dprec/dprec/models"
+)
+
+// TestRunFunctions calls the run functions of eval, predict and recommend
+// with hand-built options and buffer streams: no *cli.Context, no flag
+// parsing, no terminal.
+func TestRunFunctions(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "r.csv")
+	model := filepath.Join(dir, "m.arrow")
+	for _, args := range [][]string{
+		{"data", "synth", "--users", "30", "--items", "20", "--times", "5", "--ratings", "600", "--seed", "1", "--out", log},
+		{"train", "--data", log, "--epochs", "2", "--seed", "1", "--out", model},
+	} {
+		s, _, errb := testStreams()
+		if code := runWith(append([]string{"dprec", "-q"}, args...), s); code != exitOK {
+			t.Fatalf("%v: exit %d: %s", args, code, errb)
+		}
+	}
+	quiet := globalOptions{Quiet: true}
+	for _, tc := range []struct {
+		name    string
+		in      string
+		run     func(*iostreams) error
+		wantOut []string // substrings of the output stream
+		wantErr string   // substring of the error stream ("": empty)
+	}{
+		{"eval json", "", func(s *iostreams) error {
+			return evalRun(&evalOptions{globalOptions: quiet, Model: model, Data: log, Eval: models.EvalOptions{K: 5, Threshold: 4}, JSON: true}, s)
+		}, []string{`"rmse":`, `"ranked_users": 30`}, ""},
+		{"eval text, notes on Err", "", func(s *iostreams) error {
+			return evalRun(&evalOptions{Model: model, Data: log, Eval: models.EvalOptions{K: 5, Threshold: 4}}, s)
+		}, []string{"test ratings   600\n", "precision@5"}, "header row (detected"},
+		{"predict one pair", "", func(s *iostreams) error {
+			return predictRun(&predictOptions{globalOptions: quiet, Model: model, User: "1", Item: "2", Format: "json"}, s)
+		}, []string{`"user":"1","item":"2"`}, ""},
+		{"predict pairs from In", "user,item\n1,2\n3,4\n", func(s *iostreams) error {
+			return predictRun(&predictOptions{globalOptions: quiet, Model: model, Input: "-", Format: "csv"}, s)
+		}, []string{"user,item,time,prediction,fallback\n1,2,", "\n3,4,"}, ""},
+		{"predict rating log", "", func(s *iostreams) error {
+			return predictRun(&predictOptions{globalOptions: quiet, Model: model, Input: log, Format: "jsonl"}, s)
+		}, []string{`"rating":`}, ""},
+		{"recommend user", "", func(s *iostreams) error {
+			return recommendRun(&recommendOptions{globalOptions: quiet, Model: model, User: "1", Top: 3}, s)
+		}, []string{"user,rank,item,score\n1,1,", "\n1,3,"}, ""},
+		{"recommend all users json", "", func(s *iostreams) error {
+			return recommendRun(&recommendOptions{globalOptions: quiet, Model: model, AllUsers: true, Top: 2, JSON: true}, s)
+		}, []string{`"user":"1"`}, ""},
+	} {
+		s, out, errb := testStreams()
+		s.In = strings.NewReader(tc.in)
+		if err := tc.run(s); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		for _, w := range tc.wantOut {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("%s: output %.300q lacks %q", tc.name, out, w)
+			}
+		}
+		if strings.Contains(tc.name, "json") && !strings.Contains(tc.name, "jsonl") && !json.Valid(out.Bytes()) {
+			t.Errorf("%s: not one JSON document: %.200s", tc.name, out)
+		}
+		if tc.wantErr == "" && errb.Len() > 0 || !strings.Contains(errb.String(), tc.wantErr) {
+			t.Errorf("%s: error stream %q, want it to contain %q", tc.name, errb, tc.wantErr)
+		}
+	}
+}
