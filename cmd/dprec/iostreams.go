@@ -40,9 +40,13 @@ const streamsKey = "iostreams"
 
 // streamsOf returns the streams of the application running c (newApp
 // stores them in its Metadata, which every command's context reaches
-// through c.App).
+// through c.App). An App not made by newApp (a test's) gets its own
+// Reader, Writer and ErrWriter, with no terminal.
 func streamsOf(c *cli.Context) *iostreams {
-	return c.App.Metadata[streamsKey].(*iostreams)
+	if s, ok := c.App.Metadata[streamsKey].(*iostreams); ok {
+		return s
+	}
+	return &iostreams{In: c.App.Reader, Out: c.App.Writer, Err: c.App.ErrWriter}
 }
 
 // writeFile writes through write to path atomically (data.WriteFileAtomic,

@@ -80,6 +80,8 @@ func TestCommandsInProcess(t *testing.T) {
 			"", true, "trained cp model", "| (2/2)", exitOK},
 		{"train --quiet", []string{"train", "--data", log, "--epochs", "2", "--seed", "1", "--out", model, "--force", "--quiet"},
 			"", false, "trained cp model", "", exitOK},
+		{"train --privacy", []string{"train", "--data", log, "--privacy", "input", "--epsilon", "1", "--epochs", "1", "--out", filepath.Join(dir, "mi.arrow")},
+			"", false, "privacy     input", "implies --validation 0", exitOK},
 		{"inspect --json", []string{"inspect", model, "--json"}, "", false, `"format": "dprec-model"`, "", exitOK},
 		{"predict stdin", []string{"predict", "-m", model, "--input", "-", "-q"}, "user,item\n1,2\n", false, "user,item,time,prediction,fallback\n1,2,", "", exitOK},
 		{"usage error", []string{"train", "--rnak", "5"}, "", false, "", "did you mean --rank?", exitUsage},

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 
 	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/data"
@@ -113,11 +112,11 @@ func trainPrivateOptions(c *cli.Context) (*completion.PrivateOptions, error) {
 	if seed, ok := seedOf(c); ok {
 		o.Noise = perturb.SeededNoise(seed)
 		if !quiet(c) {
-			fmt.Fprintln(os.Stderr, "warning: --seed makes the privacy noise reproducible: the model is NOT private (never release it)")
+			fmt.Fprintln(streamsOf(c).Err, "warning: --seed makes the privacy noise reproducible: the model is NOT private (never release it)")
 		}
 	}
 	if !c.IsSet("rating-min") && !c.IsSet("rating-max") && !quiet(c) {
-		fmt.Fprintf(os.Stderr, "note: ratings clamped to the documented default public scale [%g, %g]; set --rating-min/--rating-max for another scale\n", o.RatingMin, o.RatingMax)
+		fmt.Fprintf(streamsOf(c).Err, "note: ratings clamped to the documented default public scale [%g, %g]; set --rating-min/--rating-max for another scale\n", o.RatingMin, o.RatingMax)
 	}
 	if err := trainCheckUnit(c, o); err != nil {
 		return nil, err
@@ -195,7 +194,7 @@ func trainValidationFraction(c *cli.Context) (float64, error) {
 		return 0, nil
 	}
 	if !quiet(c) {
-		fmt.Fprintf(os.Stderr, "note: --privacy %s implies --validation 0 (no held-out ratings: their error would be released without noise)\n", mode)
+		fmt.Fprintf(streamsOf(c).Err, "note: --privacy %s implies --validation 0 (no held-out ratings: their error would be released without noise)\n", mode)
 	}
 	return 0, nil
 }
