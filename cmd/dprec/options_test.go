@@ -6,10 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dprec/dprec/completion"
+	"github.com/dprec/dprec/decomposition"
 	"github.com/dprec/dprec/models"
 )
 
-// TestRunFunctions calls the run functions of eval, predict and recommend
+// TestRunFunctions calls the run functions of eval, predict, recommend and tune
 // with hand-built options and buffer streams: no *cli.Context, no flag
 // parsing, no terminal.
 func TestRunFunctions(t *testing.T) {
@@ -54,6 +56,15 @@ func TestRunFunctions(t *testing.T) {
 		{"recommend all users json", "", func(s *iostreams) error {
 			return recommendRun(&recommendOptions{globalOptions: quiet, Model: model, AllUsers: true, Top: 2, JSON: true}, s)
 		}, []string{`"user":"1"`}, ""},
+		{"tune json", "", func(s *iostreams) error {
+			grid, err := completion.ParseGrid("reg=0.1,0.2")
+			if err != nil {
+				return err
+			}
+			return tuneRun(&tuneOptions{globalOptions: quiet, Data: log, Seed: 1, Seeded: true, JSON: true,
+				Config: completion.TuneConfig{Kind: decomposition.CP, Rank: 2, Bias: true, Grid: grid, Fraction: 0.1,
+					Base: completion.Settings{Solver: completion.SolverALS, Epochs: 2}}}, s)
+		}, []string{`"points": [`, `"reg": "0.1"`}, ""},
 	} {
 		s, out, errb := testStreams()
 		s.In = strings.NewReader(tc.in)

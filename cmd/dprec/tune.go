@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -46,7 +47,7 @@ With --out the best point is retrained on the whole log (for the mean number
 of epochs early stopping chose) and saved. Like Surprise's GridSearchCV, it
 never looks at a test set: split one off first with "dprec data split".`,
 		Flags:  flags,
-		Action: tuneRun,
+		Action: runWithOptions(tuneOptionsOf, tuneRun),
 	}
 }
 
@@ -59,38 +60,75 @@ type tuneSummary struct {
 	Secs   float64                `json:"seconds"`
 }
 
-func tuneRun(c *cli.Context) error {
-	start := time.Now()
+// tuneOptions are the flags of dprec tune.
+type tuneOptions struct {
+	globalOptions
+	Data string // --data: the training log
+	// Config holds --model, --rank, --bias, --solver, --epochs,
+	// --threads, --grid, --random, --folds and --validation; tuneRun sets
+	// its clamp range from the data.
+	Config completion.TuneConfig
+	Seed   uint64 // --seed, when Seeded
+	Seeded bool
+	Out    string           // --out: save the retrained best point here ("": do not)
+	Force  bool             // --force
+	JSON   bool             // --json
+	Load   data.LoadOptions // the input flags
+}
+
+// tuneOptionsOf reads tune's flags; bad values are usage errors.
+func tuneOptionsOf(c *cli.Context) (*tuneOptions, error) {
 	kind := decomposition.Kind(strings.ToLower(c.String("model")))
 	if kind != decomposition.CP && kind != decomposition.Tucker {
-		return cli.Exit(fmt.Sprintf("--model %q: want cp or tucker", c.String("model")), exitUsage)
+		return nil, cli.Exit(fmt.Sprintf("--model %q: want cp or tucker", c.String("model")), exitUsage)
 	}
 	solver, err := completion.ParseSolver(strings.ToLower(c.String("solver")))
 	if err != nil {
-		return cli.Exit("--solver: "+err.Error(), exitUsage)
+		return nil, cli.Exit("--solver: "+err.Error(), exitUsage)
 	}
 	grid, err := completion.ParseGrid(c.String("grid"))
 	if err != nil {
-		return cli.Exit("--grid: "+err.Error(), exitUsage)
+		return nil, cli.Exit("--grid: "+err.Error(), exitUsage)
 	}
 	if c.Int("rank") <= 0 || c.Int("folds") < 0 || c.Int("random") < 0 {
-		return cli.Exit("--rank must be positive, --folds and --random at least 0", exitUsage)
+		return nil, cli.Exit("--rank must be positive, --folds and --random at least 0", exitUsage)
 	}
 	if f := c.Float64("validation"); !(f > 0 && f < 1) {
-		return cli.Exit(fmt.Sprintf("--validation %g: want a fraction in (0, 1)", f), exitUsage)
+		return nil, cli.Exit(fmt.Sprintf("--validation %g: want a fraction in (0, 1)", f), exitUsage)
 	}
-	out := c.String("out")
-	if out != "" && !c.Bool("force") {
+	o := &tuneOptions{
+		globalOptions: globalOptionsOf(c),
+		Data:          c.String("data"),
+		Config: completion.TuneConfig{Kind: kind, Rank: c.Int("rank"), Bias: c.Bool("bias"),
+			Base: completion.Settings{Threads: c.Int("threads"), Solver: solver, Epochs: c.Int("epochs")}, Grid: grid, Random: c.Int("random"),
+			Folds: c.Int("folds"), Fraction: c.Float64("validation")},
+		Out:   c.String("out"),
+		Force: c.Bool("force"),
+		JSON:  c.Bool("json"),
+	}
+	o.Seed, o.Seeded = seedOf(c)
+	if o.Load, err = dataLoadOptions(c); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// tuneRun scores the grid on folds of o.Data, prints the table on s.Out
+// and with o.Out saves the best point retrained on the whole log.
+func tuneRun(o *tuneOptions, s *iostreams) error {
+	start := time.Now()
+	out := o.Out
+	if out != "" && !o.Force {
 		if err := trainCheckOut(out); err != nil {
 			return err
 		}
 	}
-	st, _, err := dataLoad(c, c.String("data"))
+	st, _, err := loadLog(s, o.globalOptions, o.Data, o.Load)
 	if err != nil {
 		return err
 	}
-	seed, seeded := seedOf(c)
-	if !seeded {
+	seed := o.Seed
+	if !o.Seeded {
 		var b [8]byte
 		if _, err := crand.Read(b[:]); err != nil {
 			return err
@@ -98,14 +136,12 @@ func tuneRun(c *cli.Context) error {
 		seed = binary.LittleEndian.Uint64(b[:])
 	}
 	info := models.Fingerprint(st)
-	cfg := &completion.TuneConfig{Kind: kind, Rank: c.Int("rank"), Bias: c.Bool("bias"),
-		Base: completion.Settings{Threads: c.Int("threads"), Solver: solver, Epochs: c.Int("epochs")}, Grid: grid, Random: c.Int("random"),
-		Folds: c.Int("folds"), Fraction: c.Float64("validation")}
+	cfg := o.Config
 	if info.Min < info.Max {
 		cfg.ClampLo, cfg.ClampHi = info.Min, info.Max
 	}
-	bar := newBar(c, 1, "tuning")
-	pts, err := completion.Tune(st, cfg, rand.NewPCG(seed, 0x7475), func(done, total int) {
+	bar := s.bar(o.globalOptions, 1, "tuning")
+	pts, err := completion.Tune(st, &cfg, rand.NewPCG(seed, 0x7475), func(done, total int) {
 		bar.ChangeMax(total)
 		bar.Set(done)
 	})
@@ -113,7 +149,7 @@ func tuneRun(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	sum := tuneSummary{Data: c.String("data"), Folds: max(1, cfg.Folds), Points: pts}
+	sum := tuneSummary{Data: o.Data, Folds: max(1, cfg.Folds), Points: pts}
 	if len(pts) > 0 && pts[0].Err == "" {
 		sum.Best = &pts[0]
 	}
@@ -121,13 +157,13 @@ func tuneRun(c *cli.Context) error {
 		if sum.Best == nil {
 			return fmt.Errorf("no grid point trained without error: nothing to save")
 		}
-		if err := tuneSaveBest(st, cfg, sum.Best, seed, out, c.Bool("force"), info); err != nil {
+		if err := tuneSaveBest(st, &cfg, sum.Best, seed, out, o.Force, info); err != nil {
 			return err
 		}
 		sum.Out = out
 	}
 	sum.Secs = time.Since(start).Seconds()
-	return tunePrint(c, &sum, grid)
+	return tunePrint(s.Out, o.JSON, &sum, cfg.Grid)
 }
 
 // tuneSaveBest trains the best point on the whole log for its mean best
@@ -171,9 +207,9 @@ func tuneSaveBest(st *data.Store, cfg *completion.TuneConfig, best *completion.T
 	return models.Save(out, f, force)
 }
 
-func tunePrint(c *cli.Context, s *tuneSummary, grid []completion.Param) error {
-	w := streamsOf(c).Out
-	if c.Bool("json") {
+// tunePrint writes the table (or with asJSON the summary) on w.
+func tunePrint(w io.Writer, asJSON bool, s *tuneSummary, grid []completion.Param) error {
+	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(s)
