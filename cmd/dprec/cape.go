@@ -412,7 +412,7 @@ func capeSiteCmd() *cli.Command {
 				}
 				sd = &cape.SiteData{Corpus: corpus}
 			case len(c.StringSlice("data")) == 1:
-				mats, err := pcaReadFiles(c)
+				mats, err := pcaReadRows(c.StringSlice("data"), c.Float64("row-scale"), c.Bool("clip"))
 				if err != nil {
 					return err
 				}

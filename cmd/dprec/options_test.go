@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,9 +11,11 @@ import (
 	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/decomposition"
 	"github.com/dprec/dprec/models"
+	"github.com/dprec/dprec/perturb"
 )
 
-// TestRunFunctions calls the run functions of eval, predict, recommend and tune
+// TestRunFunctions calls the run functions of eval, predict, recommend, tune
+// and pca
 // with hand-built options and buffer streams: no *cli.Context, no flag
 // parsing, no terminal.
 func TestRunFunctions(t *testing.T) {
@@ -28,6 +32,14 @@ func TestRunFunctions(t *testing.T) {
 		}
 	}
 	quiet := globalOptions{Quiet: true}
+	rows := filepath.Join(dir, "rows.csv")
+	var b strings.Builder
+	for i := range 60 { // three clusters on the first three axes, norm about 0.6
+		fmt.Fprintf(&b, "%g,%g,%g\n", 0.6*float64(i%3/2), 0.6*float64(i%3%2), 0.01*float64(i%7))
+	}
+	if err := os.WriteFile(rows, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name    string
 		in      string
@@ -65,6 +77,10 @@ func TestRunFunctions(t *testing.T) {
 				Config: completion.TuneConfig{Kind: decomposition.CP, Rank: 2, Bias: true, Grid: grid, Fraction: 0.1,
 					Base: completion.Settings{Solver: completion.SolverALS, Epochs: 2}}}, s)
 		}, []string{`"points": [`, `"reg": "0.1"`}, ""},
+		{"pca json", "", func(s *iostreams) error {
+			return pcaRun(&pcaOptions{globalOptions: quiet, Files: []string{rows}, Sites: 3, RowScale: 1, K: 2, Epsilon: 1, Delta: 1e-5,
+				Calibration: perturb.Analytic, Seed: 1, Seeded: true, JSON: true}, s)
+		}, []string{`"sites": 3`, `"k": 2`}, ""},
 	} {
 		s, out, errb := testStreams()
 		s.In = strings.NewReader(tc.in)

@@ -47,18 +47,18 @@ and prints each method's captured energy q_CE = tr(V^T A V) on the pooled data
 			&cli.BoolFlag{Name: "json", Category: out, Usage: "print the result as JSON on stdout"},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed all randomness (reproducible, NOT private)"},
 		},
-		Action: pcaRun,
+		Action: runWithOptions(pcaOptionsOf, pcaRun),
 	}
 }
 
 // pcaLoadSites reads the --data files into sites.
-func pcaLoadSites(c *cli.Context) ([]*mat.Dense, error) {
-	mats, err := pcaReadFiles(c)
+func pcaLoadSites(o *pcaOptions) ([]*mat.Dense, error) {
+	mats, err := pcaReadRows(o.Files, o.RowScale, o.Clip)
 	if err != nil {
 		return nil, err
 	}
-	files := c.StringSlice("data")
-	S := c.Int("sites")
+	files := o.Files
+	S := o.Sites
 	_, d := mats[0].Dims()
 	switch {
 	case S == 0:
@@ -82,11 +82,10 @@ func pcaLoadSites(c *cli.Context) ([]*mat.Dense, error) {
 	return mats, nil
 }
 
-// pcaReadFiles reads every --data file as rows, applying --row-scale and
-// the norm rule (error, or --clip).
-func pcaReadFiles(c *cli.Context) ([]*mat.Dense, error) {
-	files := c.StringSlice("data")
-	scale := c.Float64("row-scale")
+// pcaReadRows reads every file as rows, divided by the public scale
+// (--row-scale), with the norm rule: a row of norm > 1 is an error, or with
+// clip is clipped to norm 1.
+func pcaReadRows(files []string, scale float64, clip bool) ([]*mat.Dense, error) {
 	if !(scale > 0) || math.IsInf(scale, 0) {
 		return nil, cli.Exit(fmt.Sprintf("--row-scale %v: must be positive and finite", scale), exitUsage)
 	}
@@ -109,7 +108,7 @@ func pcaReadFiles(c *cli.Context) ([]*mat.Dense, error) {
 			r := x.RawRowView(i)
 			n := math.Sqrt(mat.Dot(mat.NewVecDense(len(r), r), mat.NewVecDense(len(r), r)))
 			if n > 1+1e-9 {
-				if !c.Bool("clip") {
+				if !clip {
 					return nil, fmt.Errorf("%s: data row %d has norm %.4g > 1 after --row-scale %g (use a larger --row-scale or --clip)", f, i+1, n, scale)
 				}
 				for j := range r {
@@ -142,20 +141,67 @@ type pcaResult struct {
 	V           [][]float64                `json:"v,omitempty"`
 }
 
-func pcaRun(c *cli.Context) error {
-	start := time.Now()
+// pcaOptions are the flags of dprec pca.
+type pcaOptions struct {
+	globalOptions
+	Files        []string            // --data: one file per site, or one file split by Sites
+	Sites        int                 // --sites (0: one site per file)
+	RowScale     float64             // --row-scale
+	Clip         bool                // --clip
+	K            int                 // --k
+	Epsilon      float64             // --epsilon, per site
+	Delta        float64             // --delta, per site
+	Calibration  perturb.Calibration // --calibration
+	EqualWeights bool                // --equal-weights
+	Drop         int                 // --drop: the 1-based site that drops out (0: none)
+	Baselines    bool                // --baselines
+	Out          string              // --out: V_K as CSV ("": not written; "-": the output stream)
+	Force        bool                // --force
+	JSON         bool                // --json
+	Seed         uint64              // --seed, when Seeded
+	Seeded       bool
+}
+
+// pcaOptionsOf reads pca's flags.
+func pcaOptionsOf(c *cli.Context) (*pcaOptions, error) {
 	cal, err := perturb.ParseCalibration(c.String("calibration"))
 	if err != nil {
-		return cli.Exit(err.Error(), exitUsage)
+		return nil, cli.Exit(err.Error(), exitUsage)
 	}
-	if err := checkOutputs(c.StringSlice("data"), c.String("out")); err != nil {
+	o := &pcaOptions{
+		globalOptions: globalOptionsOf(c),
+		Files:         c.StringSlice("data"),
+		Sites:         c.Int("sites"),
+		RowScale:      c.Float64("row-scale"),
+		Clip:          c.Bool("clip"),
+		K:             c.Int("k"),
+		Epsilon:       c.Float64("epsilon"),
+		Delta:         c.Float64("delta"),
+		Calibration:   cal,
+		EqualWeights:  c.Bool("equal-weights"),
+		Drop:          c.Int("drop"),
+		Baselines:     c.Bool("baselines"),
+		Out:           c.String("out"),
+		Force:         c.Bool("force"),
+		JSON:          c.Bool("json"),
+	}
+	o.Seed, o.Seeded = seedOf(c)
+	return o, nil
+}
+
+// pcaRun runs capePCA with every role in process and prints the result on
+// s.Out.
+func pcaRun(o *pcaOptions, s *iostreams) error {
+	start := time.Now()
+	cal := o.Calibration
+	if err := checkOutputs(o.Files, o.Out); err != nil {
 		return err
 	}
-	mats, err := pcaLoadSites(c)
+	mats, err := pcaLoadSites(o)
 	if err != nil {
 		return err
 	}
-	k := c.Int("k")
+	k := o.K
 	_, d := mats[0].Dims()
 	if k < 1 || k > d {
 		return cli.Exit(fmt.Sprintf("--k %d: must be in [1, %d]", k, d), exitUsage)
@@ -163,19 +209,19 @@ func pcaRun(c *cli.Context) error {
 	sites := make([]cape.SiteInput, len(mats))
 	res := pcaResult{Sites: len(mats), D: d, K: k}
 	for i, x := range mats {
-		sites[i] = cape.SiteInput{Data: &cape.SiteData{Rows: x}, Epsilon: c.Float64("epsilon"), Delta: c.Float64("delta")}
+		sites[i] = cape.SiteInput{Data: &cape.SiteData{Rows: x}, Epsilon: o.Epsilon, Delta: o.Delta}
 		n, _ := x.Dims()
 		res.SiteRows = append(res.SiteRows, n)
 	}
-	if dr := c.Int("drop"); dr != 0 {
+	if dr := o.Drop; dr != 0 {
 		if dr < 1 || dr > len(sites) {
 			return cli.Exit(fmt.Sprintf("--drop %d: no such site (1..%d)", dr, len(sites)), exitUsage)
 		}
 		sites[dr-1].DropStage = 1
 	}
-	seed, seeded := seedOf(c)
+	seed, seeded := o.Seed, o.Seeded
 	opts := cape.RunOptions{Seeded: seeded, Seed: seed}
-	job := cape.Job{Kind: cape.JobPCA, D: d, K: k, Calibration: cal, EqualWeights: c.Bool("equal-weights")}
+	job := cape.Job{Kind: cape.JobPCA, D: d, K: k, Calibration: cal, EqualWeights: o.EqualWeights}
 	run, err := cape.RunLocal(context.Background(), job, sites, opts)
 	if err != nil {
 		return err
@@ -190,7 +236,7 @@ func pcaRun(c *cli.Context) error {
 	res.Stage = run.Outcome.Stages[0]
 	res.Traffic = run.Traffic
 	res.Privacy = run.Report()
-	if c.Bool("baselines") {
+	if o.Baselines {
 		var src rand.Source = perturb.SecureSource()
 		if seeded {
 			src = perturb.StreamSource(seed, 1000)
@@ -210,18 +256,18 @@ func pcaRun(c *cli.Context) error {
 		}
 		res.Baselines = []pcaMethod{{"conv", cape.CapturedEnergy(cv.V, A)}, {"local (site 1)", cape.CapturedEnergy(lc.V, A)}, {"non-private pooled", cape.CapturedEnergy(np.V, A)}}
 	}
-	if p := c.String("out"); p != "" {
-		if err := streamsOf(c).writeFile(p, c.Bool("force"), func(w io.Writer) error { return pcaWriteCSV(w, pr.V) }); err != nil {
+	if p := o.Out; p != "" {
+		if err := s.writeFile(p, o.Force, func(w io.Writer) error { return pcaWriteCSV(w, pr.V) }); err != nil {
 			return err
 		}
 	}
 	res.Seconds = time.Since(start).Seconds()
-	if c.Bool("json") {
-		enc := json.NewEncoder(streamsOf(c).Out)
+	if o.JSON {
+		enc := json.NewEncoder(s.Out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	pcaPrint(streamsOf(c).Out, &res)
+	pcaPrint(s.Out, &res)
 	return nil
 }
 
