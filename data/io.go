@@ -80,13 +80,27 @@ func Save(path string, s *Store, opts WriteOptions) error {
 		f = FormatCSV
 	}
 	return WriteFileAtomic(path, opts.Force, func(w io.Writer) error {
-		switch f {
-		case FormatArrow, FormatArrowStream:
-			return writeArrow(w, s, f, &opts)
-		case FormatParquet:
-			return writeParquet(w, s, &opts)
-		default:
-			return writeDelimited(w, s, f, strings.HasSuffix(strings.ToLower(path), ".gz"), &opts)
-		}
+		return writeStore(w, s, f, strings.HasSuffix(strings.ToLower(path), ".gz"), &opts)
 	})
+}
+
+// Write writes s to w in opts.Format (CSV when FormatAuto), uncompressed;
+// opts.Force is ignored. It is Save for a stream (standard output, say).
+func Write(w io.Writer, s *Store, opts WriteOptions) error {
+	f := opts.Format
+	if f == FormatAuto {
+		f = FormatCSV
+	}
+	return writeStore(w, s, f, false, &opts)
+}
+
+func writeStore(w io.Writer, s *Store, f Format, gz bool, opts *WriteOptions) error {
+	switch f {
+	case FormatArrow, FormatArrowStream:
+		return writeArrow(w, s, f, opts)
+	case FormatParquet:
+		return writeParquet(w, s, opts)
+	default:
+		return writeDelimited(w, s, f, gz, opts)
+	}
 }

@@ -356,7 +356,7 @@ func dataconvertRun(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := data.Save(out, s, data.WriteOptions{Format: f, Force: c.Bool("force")}); err != nil {
+	if err := streamsOf(c).saveLog(out, s, data.WriteOptions{Format: f, Force: c.Bool("force")}); err != nil {
 		return err
 	}
 	if !quiet(c) && out != "-" {

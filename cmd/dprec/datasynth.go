@@ -110,7 +110,7 @@ func datasynthRun(c *cli.Context) error {
 	}
 	out := c.String("out")
 	force := c.Bool("force")
-	if err := data.Save(out, s, data.WriteOptions{Format: format, Force: force}); err != nil {
+	if err := streamsOf(c).saveLog(out, s, data.WriteOptions{Format: format, Force: force}); err != nil {
 		return err
 	}
 	truthPath := c.String("truth")

@@ -58,3 +58,13 @@ func (s *iostreams) writeFile(path string, force bool, write func(w io.Writer) e
 	}
 	return data.WriteFileAtomic(path, force, write)
 }
+
+// saveLog writes the rating log st to path (data.Save: atomically, in the
+// format of opts or path's name), or to s.Out when path is "-" (data.Write:
+// opts.Format, CSV by default).
+func (s *iostreams) saveLog(path string, st *data.Store, opts data.WriteOptions) error {
+	if path == "-" {
+		return data.Write(s.Out, st, opts)
+	}
+	return data.Save(path, st, opts)
+}

@@ -74,6 +74,10 @@ func TestCommandsInProcess(t *testing.T) {
 	}{
 		{"synth", []string{"data", "synth", "--users", "30", "--items", "20", "--times", "5", "--ratings", "600", "--seed", "1", "--out", log},
 			"", false, "", "wrote 600 ratings", exitOK},
+		{"synth --out -", []string{"data", "synth", "--users", "30", "--items", "20", "--times", "5", "--ratings", "600", "--seed", "1", "--out", "-", "-q"},
+			"", false, "userId,movieId,rating,timestamp\n", "", exitOK},
+		{"convert to -", []string{"data", "convert", log, "-", "--out-format", "tsv", "-q"},
+			"", false, "userId\tmovieId\trating\ttimestamp\n", "", exitOK},
 		{"stats", []string{"data", "stats", log, "--json", "-q"}, "", false, `"nnz": 600`, "", exitOK},
 		// A terminal on the error stream: the progress bars are drawn there.
 		{"train", []string{"train", "--data", log, "--epochs", "2", "--seed", "1", "--out", model},
