@@ -14,8 +14,8 @@ import (
 	"github.com/dprec/dprec/perturb"
 )
 
-// TestRunFunctions calls the run functions of eval, predict, recommend, tune
-// and pca
+// TestRunFunctions calls the run functions of eval, predict, recommend, tune,
+// pca and similar
 // with hand-built options and buffer streams: no *cli.Context, no flag
 // parsing, no terminal.
 func TestRunFunctions(t *testing.T) {
@@ -81,6 +81,9 @@ func TestRunFunctions(t *testing.T) {
 			return pcaRun(&pcaOptions{globalOptions: quiet, Files: []string{rows}, Sites: 3, RowScale: 1, K: 2, Epsilon: 1, Delta: 1e-5,
 				Calibration: perturb.Analytic, Seed: 1, Seeded: true, JSON: true}, s)
 		}, []string{`"sites": 3`, `"k": 2`}, ""},
+		{"similar", "", func(s *iostreams) error {
+			return similarRun(&similarOptions{globalOptions: quiet, Model: model, Item: "2", Top: 3}, s)
+		}, []string{"id,rank,similar,cosine\n2,1,", "\n2,3,"}, ""},
 	} {
 		s, out, errb := testStreams()
 		s.In = strings.NewReader(tc.in)

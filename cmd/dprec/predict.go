@@ -66,16 +66,11 @@ func predictParseTime(s string) (*int64, error) {
 	return nil, fmt.Errorf("time %q: want Unix seconds, RFC 3339 or YYYY-MM-DD", s)
 }
 
-// predictLoad loads a model and prints the caveats of its privacy
-// guarantee (uncovered parameters, seeded noise) on stderr. A non-private
-// model makes no guarantee to qualify: train and inspect say it is not
-// private, and predict, recommend and eval do not repeat it on every run.
-func predictLoad(c *cli.Context, path string) (*models.Predictor, error) {
-	return loadPredictor(streamsOf(c), globalOptionsOf(c), path)
-}
-
-// loadPredictor is predictLoad for a run function: the caveats go to s.Err
-// unless --quiet.
+// loadPredictor loads a model and prints the caveats of its privacy
+// guarantee (uncovered parameters, seeded noise) on s.Err unless --quiet.
+// A non-private model makes no guarantee to qualify: train and inspect say
+// it is not private, and predict, recommend, eval and similar do not
+// repeat it on every run.
 func loadPredictor(s *iostreams, g globalOptions, path string) (*models.Predictor, error) {
 	f, err := models.Load(path)
 	if err != nil {

@@ -27,20 +27,37 @@ An unknown id is an error (exit 1).`,
 			&cli.IntFlag{Name: "top", Aliases: []string{"n"}, Value: 10, Usage: "number of neighbours"},
 			&cli.BoolFlag{Name: "json", Usage: "JSON output"},
 		},
-		Action: similarRun,
+		Action: runWithOptions(similarOptionsOf, similarRun),
 	}
 }
 
-func similarRun(c *cli.Context) error {
-	item, user := c.String("item"), c.String("user")
-	if (item == "") == (user == "") {
-		return cli.Exit("similar: give exactly one of --item or --user", exitUsage)
+// similarOptions are the flags of dprec similar.
+type similarOptions struct {
+	globalOptions
+	Model      string // --model
+	Item, User string // --item or --user: whose neighbours (exactly one)
+	Top        int    // --top
+	JSON       bool   // --json
+}
+
+// similarOptionsOf reads similar's flags.
+func similarOptionsOf(c *cli.Context) (*similarOptions, error) {
+	o := &similarOptions{globalOptions: globalOptionsOf(c), Model: c.String("model"),
+		Item: c.String("item"), User: c.String("user"), Top: c.Int("top"), JSON: c.Bool("json")}
+	if (o.Item == "") == (o.User == "") {
+		return nil, cli.Exit("similar: give exactly one of --item or --user", exitUsage)
 	}
-	n := c.Int("top")
-	if n <= 0 {
-		return cli.Exit(fmt.Sprintf("--top %d: must be positive", n), exitUsage)
+	if o.Top <= 0 {
+		return nil, cli.Exit(fmt.Sprintf("--top %d: must be positive", o.Top), exitUsage)
 	}
-	p, err := predictLoad(c, c.String("model"))
+	return o, nil
+}
+
+// similarRun prints the o.Top nearest items (users) of o.Item (o.User) on
+// s.Out.
+func similarRun(o *similarOptions, s *iostreams) error {
+	item, user, n := o.Item, o.User, o.Top
+	p, err := loadPredictor(s, o.globalOptions, o.Model)
 	if err != nil {
 		return err
 	}
@@ -53,10 +70,10 @@ func similarRun(c *cli.Context) error {
 		out, err = p.SimilarUsers(user, n)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", c.String("model"), err)
+		return fmt.Errorf("%s: %w", o.Model, err)
 	}
-	w := streamsOf(c).Out
-	if c.Bool("json") {
+	w := s.Out
+	if o.JSON {
 		return json.NewEncoder(w).Encode(struct {
 			Kind    string            `json:"kind"`
 			ID      string            `json:"id"`
@@ -66,8 +83,8 @@ func similarRun(c *cli.Context) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintln(bw, "id,rank,similar,cosine")
 	q := recommendQuote(id)
-	for i, s := range out {
-		fmt.Fprintf(bw, "%s,%d,%s,%s\n", q, i+1, recommendQuote(s.ID), strconv.FormatFloat(s.Cosine, 'g', 6, 64))
+	for i, nb := range out {
+		fmt.Fprintf(bw, "%s,%d,%s,%s\n", q, i+1, recommendQuote(nb.ID), strconv.FormatFloat(nb.Cosine, 'g', 6, 64))
 	}
 	return bw.Flush()
 }
