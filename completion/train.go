@@ -262,7 +262,6 @@ type trainer struct {
 	workers []*worker // generic kernel state, one per block slot; nil on the fast path
 	seeds   [][2]uint64
 	sse     []float64
-	sink    []float64 // prefetch sinks, one per worker
 	chunks  [][]int32 // chunk-order scratch, one per worker
 }
 
@@ -272,7 +271,7 @@ func newTrainer(m *decomposition.Model, train *data.Store, vals []float64, cfg *
 	if err != nil {
 		return nil, err
 	}
-	t := &trainer{m: m, cfg: cfg, L: L, rng: rng, strata: L.strata(), sse: make([]float64, p), sink: make([]float64, p), chunks: make([][]int32, p)}
+	t := &trainer{m: m, cfg: cfg, L: L, rng: rng, strata: L.strata(), sse: make([]float64, p), chunks: make([][]int32, p)}
 	fast := m.Kind == decomposition.CP
 	trans := make([]GradientTransform, p)
 	for w := range trans {
@@ -377,7 +376,7 @@ func (t *trainer) runBlock(w, b int, st step) {
 		j := int(r.Uint64N(uint64(i + 1)))
 		co[i], co[j] = co[j], co[i]
 	}
-	sse, sink := 0.0, 0.0
+	sse := 0.0
 	for _, c := range co {
 		clo := lo + int(c)*chunkLen
 		chi := min(clo+chunkLen, hi)
@@ -385,14 +384,12 @@ func (t *trainer) runBlock(w, b int, st step) {
 		case t.workers != nil:
 			sse += t.workers[w].genericBlock(L, clo, chi, st)
 		case L.order == 3:
-			s, k := cp3Block(t.m, L, clo, chi, st)
-			sse, sink = sse+s, sink+k
+			sse += cp3Block(t.m, L, clo, chi, st)
 		default:
-			s, k := cp2Block(t.m, L, clo, chi, st)
-			sse, sink = sse+s, sink+k
+			sse += cp2Block(t.m, L, clo, chi, st)
 		}
 	}
-	t.sse[w], t.sink[w] = sse, sink
+	t.sse[w] = sse
 }
 
 // regNorms is the regulariser of objective (4) at the current parameters.
