@@ -139,14 +139,37 @@ func logErfc(x float64) float64 {
 }
 
 // logAFrac is log A_alpha for fractional alpha (Mironov, Talwar and Zhang
-// 2019, Section 3.3): two series over i >= 0, truncated once both terms
-// fall below e^-30 relative to the order of 1 (the Opacus stopping rule).
+// 2019, Section 3.3): two series over i >= 0,
+//
+//	t0_i = C(alpha, i) q^i (1-q)^(alpha-i) e^((i^2-i)/(2 s^2)) erfc((i-z0)/(sqrt2 s))/2,
+//	t1_i = C(alpha, i) q^j (1-q)^i e^((j^2-j)/(2 s^2)) erfc((z0-j)/(sqrt2 s))/2, j = alpha - i.
+//
+// Truncation. For i <= alpha every C(alpha, i) is positive and the terms
+// are the bulk of the sums (a binomial around q alpha and (1-q) alpha),
+// so none of them is skipped: stopping as soon as a term is below e^-30
+// (the Opacus rule, applied from i = 0) cuts the sum at i = 0 whenever
+// alpha log(1-q) < -30 and returns a negative RDP (-30/(alpha-1)). Past
+// alpha the signs alternate and the magnitudes decrease: |t_{i+1}/t_i|
+// is |alpha-i|/(i+1) < 1 times q/(1-q) e^(i/s^2) erfc(x+h)/erfc(x) (x the
+// erfc argument, h = 1/(sqrt2 s); the mirror factor for t1), and the log
+// of that factor is non-decreasing in i (its increment is 1/s^2 plus a
+// second difference of log erfc, whose second derivative exceeds -2, so
+// the increment is >= 1/s^2 - 2h^2 = 0) with limit 0 (the tail asymptote
+// of erfc, z0 = s^2 log(1/q-1) + 1/2), hence <= 1. So once i > alpha the
+// remainder of each series is at most its last term's magnitude. The
+// loop stops when both are below e^-40, under half a unit in the last
+// place of A_alpha >= 1 (Jensen), so the truncation is below the
+// rounding of A itself; if maxFracTerms terms do not get there, both
+// magnitudes are added, which keeps the result an upper bound.
+// TestSampledGaussianRDPMonotone checks the result against the integer
+// orders.
 func logAFrac(q, s, alpha float64) float64 {
 	la0, la1 := math.Inf(-1), math.Inf(-1)
 	z0 := s*s*math.Log(1/q-1) + 0.5
 	lq, l1q := math.Log(q), math.Log1p(-q)
 	lc, pos := 0.0, true // log |C(alpha, i)| and its sign, updated incrementally
-	for i := 0; i < 100000; i++ {
+	var ls0, ls1 float64
+	for i := 0; ; i++ {
 		if i > 0 {
 			f := alpha - float64(i-1) // C(alpha, i) = C(alpha, i-1) (alpha-i+1)/i
 			lc += math.Log(math.Abs(f)) - math.Log(float64(i))
@@ -160,19 +183,28 @@ func logAFrac(q, s, alpha float64) float64 {
 		lt1 := lc + j*lq + fi*l1q
 		le0 := math.Log(0.5) + logErfc((fi-z0)/(math.Sqrt2*s))
 		le1 := math.Log(0.5) + logErfc((z0-j)/(math.Sqrt2*s))
-		ls0 := lt0 + (fi*fi-fi)/(2*s*s) + le0
-		ls1 := lt1 + (j*j-j)/(2*s*s) + le1
+		ls0 = lt0 + (fi*fi-fi)/(2*s*s) + le0
+		ls1 = lt1 + (j*j-j)/(2*s*s) + le1
 		if pos {
 			la0, la1 = logAdd(la0, ls0), logAdd(la1, ls1)
 		} else {
 			la0, la1 = logSub(la0, ls0), logSub(la1, ls1)
 		}
-		if math.Max(ls0, ls1) < -30 {
+		if fi > alpha && math.Max(ls0, ls1) < -40 {
+			break
+		}
+		if fi > alpha && i >= maxFracTerms {
+			// The remainders, each at most its last term's magnitude.
+			la0, la1 = logAdd(la0, ls0), logAdd(la1, ls1)
 			break
 		}
 	}
 	return logAdd(la0, la1)
 }
+
+// maxFracTerms caps the terms of logAFrac's series (beyond alpha; the
+// remainder bound keeps the result an upper bound when it is reached).
+const maxFracTerms = 100000
 
 // SampledGaussianEpsilon returns the (epsilon, delta) guarantee of steps
 // compositions of the Poisson-subsampled Gaussian mechanism with sampling

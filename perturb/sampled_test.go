@@ -229,3 +229,43 @@ func TestAddToFastStatistics(t *testing.T) {
 		t.Error("two streams gave the same noise")
 	}
 }
+
+// TestSampledGaussianRDPMonotone: the RDP of the sampled Gaussian is
+// non-negative and non-decreasing in alpha (log A_alpha is convex in
+// alpha with log A_1 = 0), and at a fractional order it lies between the
+// integer orders around it: rho(n) <= rho(n+f) and log A_(n+f) <= (1-f)
+// log A_n + f log A_(n+1) (convexity). Checked at orders 1.1 to 200 by
+// 0.1 over a grid of (q, sigma). The truncation of the fractional series
+// before the binomial bulk (alpha log(1-q) < -30) gave -0.29 at q = 0.25,
+// sigma = 16.75, alpha = 104.3, and failed 13 of these 72 pairs.
+func TestSampledGaussianRDPMonotone(t *testing.T) {
+	t.Parallel()
+	for _, q := range []float64{1e-4, 1e-3, 0.01, 0.05, 0.1, 0.25, 0.5, 0.9} {
+		for _, s := range []float64{0.3, 0.5, 0.8, 1, 2, 5, 16.75, 50, 200} {
+			rho := func(a float64) float64 {
+				r, err := SampledGaussianRDP(q, s, a)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r
+			}
+			prev := 0.0
+			for x := 11; x <= 2000; x++ {
+				a := float64(x) / 10
+				r := rho(a)
+				if !(r >= 0) || r < prev*(1-1e-9) {
+					t.Errorf("q %v sigma %v: RDP %.6g at order %.1f after %.6g", q, s, r, a, prev)
+					break
+				}
+				prev = r
+				if n := math.Floor(a); x%10 != 0 && n >= 2 {
+					f := a - n
+					if up := ((1-f)*(n-1)*rho(n) + f*n*rho(n+1)) / (a - 1); r > up*(1+1e-9)+1e-15 {
+						t.Errorf("q %v sigma %v: RDP %.10g at order %.1f above the convex interpolation %.10g of the integer orders", q, s, r, a, up)
+						break
+					}
+				}
+			}
+		}
+	}
+}
