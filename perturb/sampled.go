@@ -321,3 +321,47 @@ func (a *Accountant) rdpEpsilonFast(delta float64) (float64, bool) {
 	}
 	return best, true
 }
+
+// GroupTwoEpsilon returns an (epsilon, delta) guarantee, minimised over
+// the accountant's grid of orders, for two inputs two neighbouring steps
+// apart (D ~ D0 ~ D', as one rating's value change is two zero-out steps
+// through the log with that rating nulled) when the releases in single
+// were accounted for one step; the releases in direct (may be nil) have
+// sensitivities that already cover the two-step change and enter once.
+// Its RDP curve is
+//
+//	rho2(alpha) = direct(alpha) + (alpha - 1/2)/(alpha - 1) single(2 alpha) + single(2 alpha - 1),
+//
+// group privacy for RDP (Mironov 2017, Proposition 11, with p = q = 2):
+// writing P, R, Q for the output laws on D, D0, D', Hoelder's inequality
+// on E_R[(P/R)^alpha (R/Q)^(alpha-1)] with exponents 2 and 2 gives
+// D_alpha(P||Q) <= (alpha - 1/2)/(alpha - 1) D_2alpha(P||R) +
+// D_(2 alpha - 1)(R||Q). It needs single's curve for both directions of a
+// step, which the sampled Gaussian bound gives (Mironov, Talwar and Zhang
+// 2019, Theorem 5), and applies to an adaptive composition (the bound
+// holds for the conditional laws of each step given the released past,
+// and direct composes before it). The result is converted by
+// Canonne, Kamath and Steinke (2020, Proposition 12), as TotalBy does;
+// order is the minimising order, and ok is false when some release has
+// no RDP curve or delta is not in (0, 1).
+func GroupTwoEpsilon(single, direct *Accountant, delta float64) (eps, order float64, ok bool) {
+	if !(delta > 0) || delta >= 1 || single == nil {
+		return 0, 0, false
+	}
+	if direct == nil {
+		direct = &Accountant{}
+	}
+	eps = math.Inf(1)
+	for _, a := range rdpOrders {
+		d, ok1 := direct.RDPAt(a)
+		s2, ok2 := single.RDPAt(2 * a)
+		s1, ok3 := single.RDPAt(2*a - 1)
+		if !ok1 || !ok2 || !ok3 {
+			return 0, 0, false
+		}
+		if e := rdpToDP(a, d+(a-0.5)/(a-1)*s2+s1, delta); e < eps {
+			eps, order = e, a
+		}
+	}
+	return eps, order, true
+}
