@@ -334,6 +334,11 @@ func TestUserLevelNeighbouringModels(t *testing.T) {
 			if c := reps[j].Check(); c != nil {
 				t.Errorf("%s: report check: %v", mode, c)
 			}
+			// The noisy counts the user unit releases (in the notes) are
+			// covered, in both modes.
+			if !slices.Contains(reps[j].Covered, "number of users") || !slices.Contains(reps[j].Covered, "number of ratings") {
+				t.Errorf("%s: covered %q omits the released noisy counts", mode, reps[j].Covered)
+			}
 			if reps[j].Epsilon > o.Epsilon*(1+1e-9) || reps[j].Delta > o.Delta*(1+1e-9) || reps[j].Unit != "user" || !strings.Contains(reps[j].Relation, "adding or removing one user") {
 				t.Errorf("%s: report %+v", mode, reps[j])
 			}
