@@ -173,8 +173,14 @@ func TestTrainUserLevelSelection(t *testing.T) {
 	out := filepath.Join(dir, "sel.arrow")
 	args := []string{"--quiet", "train", "--data", with, "--time-unit", "none", "--privacy", "bias", "--privacy-unit", "user", "--max-ratings-per-user", "3",
 		"--epsilon", "40", "--delta", "1e-5", "--selection-epsilon", "20", "--out", out}
-	if _, stderr, err := trainTestRun(t, args...); err != nil {
+	stdout, stderr, err := trainTestRun(t, args...)
+	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
+	}
+	// The summary's exact (bounded) rating count is labelled as the
+	// operator's only, like the drop counts.
+	if !strings.Contains(stdout, "training ratings ("+trainUserCountNote+")") {
+		t.Errorf("the exact rating count is printed unlabelled:\n%s", stdout)
 	}
 	f, err := models.Load(out)
 	if err != nil {
@@ -202,9 +208,13 @@ func TestTrainUserLevelSelection(t *testing.T) {
 	for j, log := range []string{with, without} {
 		out := filepath.Join(dir, "sel"+itoa(j)+".arrow")
 		args := []string{"--quiet", "train", "--data", log, "--time-unit", "none", "--privacy", "bias", "--privacy-unit", "user", "--max-ratings-per-user", "25",
-			"--epsilon", "40", "--delta", "1e-5", "--selection-epsilon", "20", "--seed", "5", "--out", out}
-		if _, stderr, err := trainTestRun(t, args...); err != nil {
+			"--epsilon", "40", "--delta", "1e-5", "--selection-epsilon", "20", "--seed", "5", "--json", "--out", out}
+		stdout, stderr, err := trainTestRun(t, args...)
+		if err != nil {
 			t.Fatalf("%v\n%s", err, stderr)
+		}
+		if !strings.Contains(stdout, `"train_ratings_note": "`+trainUserCountNote+`"`) {
+			t.Errorf("--json: the exact rating count is not labelled:\n%s", stdout)
 		}
 		f, err := models.Load(out)
 		if err != nil {
