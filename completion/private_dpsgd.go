@@ -93,7 +93,7 @@ package completion
 //
 // The constants were chosen on the validation part of ml-latest-small's
 // training log (85.5% fit, 4.5% scored; never the test part), CP rank 10
-// with biases, week buckets, validation RMSE at epsilon 0.1 / 1 / 10
+// with biases, week buckets, validation RMSE at zero-out epsilon 0.1 / 1 / 10
 // (TestMovieLensDPSGDSweep; the q and clip rows at warm share 0.5, measured
 // before the sampler and bisection reached their final form, so a rerun
 // moves them by about 0.002):
