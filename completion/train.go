@@ -75,6 +75,12 @@ func TrainContext(ctx context.Context, train, valid *data.Store, m *decompositio
 		return nil, err
 	}
 	cfg.hasBias = m.HasBias
+	if _, none := cfg.Privacy.(NoPrivacy); !none && cfg.WarmStart {
+		// The private modes start from a data-independent model (random
+		// factors; minibatch DP-SGD freezes rows at their public initial
+		// values): the model's current values may come from the data.
+		return nil, &SettingsError{Field: "WarmStart", Value: 1, Rule: "refused by the private modes: they start from a data-independent model (minibatch DP-SGD's frozen rows keep their public initial values), and a warm start keeps values that may come from the private data"}
+	}
 	if err := cfg.Privacy.Plan(train, &cfg); err != nil {
 		return nil, err
 	}
