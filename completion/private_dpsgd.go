@@ -254,31 +254,9 @@ func (p *GradientPerturbation) planMinibatch(train *data.Store, s *Settings, has
 	// start alone (its sensitivities cover a value change directly).
 	var acc, warmAcc perturb.Accountant
 	if hasBias {
-		frac := p.o.WarmFraction
-		if frac == 0 {
-			frac = DefaultWarmFraction
-		}
-		wo := p.o
-		wo.Epsilon = frac * p.o.Epsilon
-		wo.Mechanism, wo.MeanFraction = "", 0
-		wm, err := decomposition.NewModel(decomposition.CP, train.Dims, []int{1}, true)
-		if err != nil {
+		if err := p.planWarmStart(train, mb, &acc, &warmAcc); err != nil {
 			return err
 		}
-		rep, err := TrainPrivateBias(train, wm, &wo)
-		if err != nil {
-			return fmt.Errorf("completion: minibatch DP-SGD (bias warm start): %w", err)
-		}
-		for _, r := range rep.Releases {
-			if err := acc.Add(r, max(r.Count, 1)); err != nil {
-				return err
-			}
-			if err := warmAcc.Add(r, max(r.Count, 1)); err != nil {
-				return err
-			}
-		}
-		mb.warm, mb.warmEps = wm, wo.Epsilon
-		p.muT, p.meanSet = wm.Mean, true
 	}
 	s2, err := perturb.SampledGaussianNoiseMultiplier(mb.q, mb.steps, p.o.Epsilon, p.o.Delta, &acc)
 	if err != nil {
@@ -332,6 +310,38 @@ func (p *GradientPerturbation) planMinibatch(train *data.Store, s *Settings, has
 	// does not see privately; private runs have no validation store.
 	s.Patience = -1
 	p.planned = true
+	return nil
+}
+
+// planWarmStart releases the bias mode's statistics at WarmFraction of the
+// budget as minibatch DP-SGD's warm start, recording them in acc (the
+// zero-out composition) and warmAcc (the warm start alone).
+func (p *GradientPerturbation) planWarmStart(train *data.Store, mb *minibatchPlan, acc, warmAcc *perturb.Accountant) error {
+	frac := p.o.WarmFraction
+	if frac == 0 {
+		frac = DefaultWarmFraction
+	}
+	wo := p.o
+	wo.Epsilon = frac * p.o.Epsilon
+	wo.Mechanism, wo.MeanFraction = "", 0
+	wm, err := decomposition.NewModel(decomposition.CP, train.Dims, []int{1}, true)
+	if err != nil {
+		return err
+	}
+	rep, err := TrainPrivateBias(train, wm, &wo)
+	if err != nil {
+		return fmt.Errorf("completion: minibatch DP-SGD (bias warm start): %w", err)
+	}
+	for _, r := range rep.Releases {
+		if err := acc.Add(r, max(r.Count, 1)); err != nil {
+			return err
+		}
+		if err := warmAcc.Add(r, max(r.Count, 1)); err != nil {
+			return err
+		}
+	}
+	mb.warm, mb.warmEps = wm, wo.Epsilon
+	p.muT, p.meanSet = wm.Mean, true
 	return nil
 }
 

@@ -105,6 +105,13 @@ func TrainContext(ctx context.Context, train, valid *data.Store, m *decompositio
 		}
 		return trainALS(ctx, train, valid, m, &cfg, vals, src, progress)
 	}
+	return trainSGD(ctx, train, valid, m, &cfg, vals, src, progress)
+}
+
+// trainSGD is Train for SolverSGD (called with validated, planned
+// settings and the possibly perturbed values).
+func trainSGD(ctx context.Context, train, valid *data.Store, m *decomposition.Model, c *Settings, vals []float64, src rand.Source, progress func(EpochRecord)) (*Result, error) {
+	cfg := *c
 	m.Pairs = nil // SGD trains no pair biases
 	rng := rand.New(src)
 	initModel(m, vals, &cfg, rng)
