@@ -56,7 +56,6 @@ type alsWork struct {
 	core []float64 // Tucker core accumulator
 	// ad, bd: the data part of the last row's normal equations.
 	ad, bd []float64
-	sink   float64 // prefetch loads (kept so they are not optimised away)
 	// zc and ys hold a batch of design vectors (column by column) and
 	// targets for gramAdd.
 	zc, ys []float64
@@ -420,10 +419,11 @@ func addOuter(A, b, z []float64, y float64, n int) {
 
 // accumulateCP3 is accumulate for an order-3 CP model: the design vector
 // of an entry is the elementwise product of its rows in the two other
-// modes. Those rows are random accesses into the factor matrices, so, as
-// in the SGD kernel (prefetchDist), at the start of every group of
-// prefetchDist entries it loads the rows of the next group together, to
-// have their cache misses in flight at once instead of one after another.
+// modes. Those rows are random accesses into the factor matrices, so it
+// prefetches the rows of the entry alsPrefetch positions ahead (prefetch4),
+// having many cache misses in flight at once instead of one after another
+// (a prefetch, unlike the plain loads used before, never stalls the work
+// behind it: 10-30% less CPU per sweep on the 10M tensor, A/B alternated).
 // The design vectors are gathered gramBatch at a time and added to the
 // normal equations by gramAdd.
 func (t *alsTrainer) accumulateCP3(mo, lo, hi int, A, b []float64, n int, ws *alsWork) float64 {
@@ -445,14 +445,12 @@ func (t *alsTrainer) accumulateCP3(mo, lo, hi int, A, b []float64, n int, ws *al
 			ones[e] = 1
 		}
 	}
-	yy, sink := 0.0, 0.0
+	yy := 0.0
 	nb := 0
 	for e, y := range gv {
-		if e%prefetchDist == 0 {
-			for f := e + prefetchDist; f < min(e+2*prefetchDist, len(gv)); f++ {
-				ju, jv := int(gi[3*f+u])*R, int(gi[3*f+v])*R
-				sink += Fu[ju] + Fu[ju+R-1] + Fv[jv] + Fv[jv+R-1]
-			}
+		if f := e + alsPrefetch; f < len(gv) {
+			pu, pv := int(gi[3*f+u])*R, int(gi[3*f+v])*R
+			prefetch4(&Fu[pu], &Fu[pu+R-1], &Fv[pv], &Fv[pv+R-1])
 		}
 		ju, jv := int(gi[3*e+u]), int(gi[3*e+v])
 		fu := Fu[ju*R : ju*R+R]
@@ -478,9 +476,13 @@ func (t *alsTrainer) accumulateCP3(mo, lo, hi int, A, b []float64, n int, ws *al
 	if nb > 0 {
 		gramAdd(A, b, zc, ys, n, nb)
 	}
-	ws.sink += sink
 	return yy
 }
+
+// alsPrefetch is how many entries ahead accumulateCP3 prefetches the
+// factor rows: far enough for a memory access (about 100 ns) to complete
+// during the work on the entries in between.
+const alsPrefetch = 16
 
 // gramBatch is the number of design vectors gramAdd takes at once.
 const gramBatch = 16

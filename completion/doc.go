@@ -109,7 +109,9 @@
 // Notation: ratings are clamped to the public range [r_min, r_max],
 // Delta_r = r_max - r_min. Entry-level relation: neighbouring logs have the
 // same observed positions (so every count, the user and item dictionaries
-// and the time range are public) and differ in ONE rating value.
+// and the time range are public) and differ in ONE rating value (minibatch
+// DP-SGD's headline (epsilon, delta) is for zero-out instead; its
+// value-change guarantee is derived below and stated in its report).
 //
 // Bias mode (TrainPrivateBias, private_bias.go; the billboard model). Two
 // releases, composed by basic composition (epsilon_mu + epsilon_items =
@@ -238,9 +240,27 @@
 // coordinate. Neighbouring batch sums differ by one clipped vector, norm
 // <= C, so each step is the sampled Gaussian mechanism of Mironov, Talwar
 // and Zhang (2019) with noise multiplier sigma (perturb.SampledGaussianRDP);
-// T steps and the bias warm start compose in RDP. A change of one rating's
-// value is two zero-out steps (group size 2). TestDPSGDSensitivityNeighbours
-// checks C (zero-out) and 2C (value change) on neighbouring logs.
+// T steps and the bias warm start compose in RDP. The headline (epsilon,
+// delta) is for zero-out. A change of one rating's value (the relation of
+// every other entry-level mode) is two zero-out steps, D ~ D0 ~ D' with D0
+// the log with that rating nulled; with P, R, Q the output laws on D, D0,
+// D', Hoelder's inequality (exponents 2, 2) on
+// E_R[(P/R)^a (R/Q)^(a-1)] gives RDP group privacy (Mironov 2017,
+// Proposition 11):
+//
+//	D_a(P||Q) <= (a - 1/2)/(a - 1) D_2a(P||R) + D_(2a-1)(R||Q),
+//
+// and both zero-out directions are bounded by the sampled Gaussian's RDP
+// rho (Mironov, Talwar and Zhang 2019). Per step and composed over T steps
+// (conditionally on the released past), plus the warm start's own curve
+// once (its sensitivities are for a value change):
+// rho2(a) = warm(a) + (a - 1/2)/(a - 1) T rho(2a) + T rho(2a - 1),
+// converted like the headline (perturb.GroupTwoEpsilon; TestGroupTwoEpsilon
+// checks it against a numerical integration of the value-change
+// divergence). The report gives the result in its Relation and notes:
+// at the default plan (q = 0.25, T = 240, delta 1e-5) zero-out epsilon 1
+// is value-change epsilon 2.05. TestDPSGDSensitivityNeighbours checks C
+// (zero-out) and 2C (value change) on neighbouring logs.
 //
 // Input mode (private_input.go): the vector of clamped values has l1 = l2
 // sensitivity Delta_r (entry); when the public noise scale says nothing

@@ -250,6 +250,7 @@ func (g *gibbsTrainer) sampleMode(it, mo int) error {
 	// The time rows of an order-3 CP model are anchored at all-ones unless
 	// RegTime is off (package doc, "Gibbs").
 	anchored := mo == 2 && g.cfg.RegTime > 0
+	cp3 := m.Kind == decomposition.CP && m.Order() == 3
 	var failed atomic.Bool
 	g.parallel(m.Dims[mo], 64, func(w, lo, hi int) {
 		ws := g.work[w]
@@ -278,7 +279,22 @@ func (g *gibbsTrainer) sampleMode(it, mo int) error {
 					b[R] = h.lam[R*D+R] * h.mu[R]
 				}
 			}
-			for q := g.start[mo][i]; q < g.start[mo][i+1]; q++ {
+			if cp3 {
+				// The data part of the precision and right-hand side,
+				// accumulated as in ALS (batched, prefetched), then
+				// scaled by the noise precision.
+				ad, bd := ws.ad[:D*D], ws.bd[:D]
+				clear(ad)
+				clear(bd)
+				g.accumulateCP3(mo, g.start[mo][i], g.start[mo][i+1], ad, bd, D, ws)
+				for p := 0; p < D; p++ {
+					b[p] += g.alpha * bd[p]
+					for q := p; q < D; q++ {
+						A[p*D+q] += g.alpha * ad[p*D+q]
+					}
+				}
+			}
+			for q := g.start[mo][i]; !cp3 && q < g.start[mo][i+1]; q++ {
 				v, pp := g.grouped(mo, q, ws.idx)
 				g.design(mo, ws, z)
 				y := v - g.offsetAt(ws.idx, pp, mo)

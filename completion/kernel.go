@@ -18,19 +18,14 @@ type step struct {
 	lr, lrG, regO, regB, regG float64
 }
 
-// prefetchDist is the group size of the CP kernels' software prefetch:
-// at the start of every group of prefetchDist entries they load the factor
-// rows of the next group, so those cache misses are in flight together and
-// overlap (Go has no prefetch instruction; plain loads feeding a sink do
-// the same). One load per row stalls the out-of-order window only once per
-// group instead of once per entry; 8 entries (32 loads) fit the window of
-// current x86 cores.
-const prefetchDist = 8
+// sgdPrefetch is how many entries ahead the CP kernels prefetch the factor
+// rows (prefetch4), so the cache misses of upcoming entries are in flight
+// while the current ones are updated.
+const sgdPrefetch = 8
 
 // cp3Block is the fast path for an order-3 CP model without a gradient
-// transform. It returns the sum of squared residuals and a sink value (the
-// sum of the prefetch loads) that the caller stores per worker.
-func cp3Block(m *decomposition.Model, L *layout, lo, hi int, st step) (float64, float64) {
+// transform. It returns the sum of squared residuals.
+func cp3Block(m *decomposition.Model, L *layout, lo, hi int, st step) float64 {
 	R := m.Ranks[0]
 	A, B, C := m.Factors[0], m.Factors[1], m.Factors[2]
 	sh1, sh2 := L.shift[1], L.shift[2]
@@ -45,16 +40,15 @@ func cp3Block(m *decomposition.Model, L *layout, lo, hi int, st step) (float64, 
 	if m.HasBias {
 		bu, bi, bt, mu = m.Bias[0], m.Bias[1], m.Bias[2], m.Mean
 	}
-	sse, sink := 0.0, 0.0
+	sse := 0.0
 	for e, c := range coords {
-		if e%prefetchDist == 0 {
-			// Touch the rows of the next group of entries, all at once so
-			// their cache misses are in flight together; the first and last
-			// element, as an 80-byte row (rank 10) may straddle two lines.
-			for _, n := range coords[min(e+prefetchDist, len(coords)):min(e+2*prefetchDist, len(coords))] {
-				ni, nj := int(n&m0)*R, int((n>>sh1)&m1)*R
-				sink += A[ni] + A[ni+R-1] + B[nj] + B[nj+R-1]
-			}
+		if f := e + sgdPrefetch; f < len(coords) {
+			// Start loading the rows of the entry sgdPrefetch ahead: the
+			// first and last element, as an 80-byte row (rank 10) may
+			// straddle two lines.
+			n := coords[f]
+			ni, nj := int(n&m0)*R, int((n>>sh1)&m1)*R
+			prefetch4(&A[ni], &A[ni+R-1], &B[nj], &B[nj+R-1])
 		}
 		i := int(c & m0)
 		j := int((c >> sh1) & m1)
@@ -93,12 +87,12 @@ func cp3Block(m *decomposition.Model, L *layout, lo, hi int, st step) (float64, 
 			bt[k] = db*bt[k] + g
 		}
 	}
-	return sse, sink
+	return sse
 }
 
 // cp2Block is the fast path for an order-2 CP model (matrix factorisation)
 // without a gradient transform; it returns like cp3Block.
-func cp2Block(m *decomposition.Model, L *layout, lo, hi int, st step) (float64, float64) {
+func cp2Block(m *decomposition.Model, L *layout, lo, hi int, st step) float64 {
 	R := m.Ranks[0]
 	A, B := m.Factors[0], m.Factors[1]
 	sh1 := L.shift[1]
@@ -113,13 +107,12 @@ func cp2Block(m *decomposition.Model, L *layout, lo, hi int, st step) (float64, 
 	if m.HasBias {
 		bu, bi, mu = m.Bias[0], m.Bias[1], m.Mean
 	}
-	sse, sink := 0.0, 0.0
+	sse := 0.0
 	for e, c := range coords {
-		if e%prefetchDist == 0 {
-			for _, n := range coords[min(e+prefetchDist, len(coords)):min(e+2*prefetchDist, len(coords))] {
-				ni, nj := int(n&m0)*R, int((n>>sh1)&m1)*R
-				sink += A[ni] + A[ni+R-1] + B[nj] + B[nj+R-1]
-			}
+		if f := e + sgdPrefetch; f < len(coords) {
+			n := coords[f]
+			ni, nj := int(n&m0)*R, int((n>>sh1)&m1)*R
+			prefetch4(&A[ni], &A[ni+R-1], &B[nj], &B[nj+R-1])
 		}
 		i := int(c & m0)
 		j := int((c >> sh1) & m1)
@@ -152,7 +145,7 @@ func cp2Block(m *decomposition.Model, L *layout, lo, hi int, st step) (float64, 
 			bi[j] = db*bi[j] + g
 		}
 	}
-	return sse, sink
+	return sse
 }
 
 // worker is the per-goroutine state of the generic kernel.

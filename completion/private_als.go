@@ -241,6 +241,11 @@ func TrainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 	rep := baseReport(&o, "als", acc, eps, delta, used)
 	publicClamp(&o, m, rep)
 	rep.Covered = []string{"global mean", "item biases", "B (item rows)", "C (time rows: constant ones, data-independent)"}
+	if o.Unit == UnitUser {
+		// The bias notes release the noisy numbers of users and ratings;
+		// the item ridge uses the noisy item counts.
+		rep.Covered = append(rep.Covered, "number of users", "number of ratings", "item counts (used by the bias estimate and the item ridge, not saved)")
+	}
 	rep.Notes = append(rep.Notes,
 		"not released: user rows and user biases (zero in the model); each user solves them at prediction time from the released item side and their own ratings (billboard model, joint DP)",
 		fmt.Sprintf("item steps: %d, each releasing every item's Gram matrix (upper triangle) and right-hand side with Gaussian noise sigma %.4g at l2 sensitivity %.4g (package doc, Sensitivities)", ALSPrivateSteps, sigma, sens),

@@ -2,8 +2,10 @@ package completion
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/dprec/dprec/data"
@@ -379,5 +381,52 @@ func TestDPSGDNoBias(t *testing.T) {
 		if !modelFinite(m) || res.Privacy.Epsilon > o.Epsilon*(1+1e-9) || res.Privacy.Check() != nil {
 			t.Errorf("%s: finite %v, report %+v", kind, modelFinite(m), res.Privacy)
 		}
+	}
+}
+
+// TestDPSGDValueChangeReported: the minibatch report's headline is for
+// zero-out, and it states the value-change guarantee (group size 2) as
+// numbers in its Relation and notes; the figure is GroupTwoEpsilon of the
+// report's own releases (the sampled steps as the one-step part, the warm
+// start once), above the zero-out epsilon and at most about twice it plus
+// the RDP slack (2.05 at epsilon 1 on the default plan).
+func TestDPSGDValueChangeReported(t *testing.T) {
+	t.Parallel()
+	st := privStore([]int{30, 25, 4}, 900, 33)
+	for _, eps := range []float64{0.5, 1, 4} {
+		o := baseOpts()
+		o.Epsilon, o.RatingMin, o.RatingMax = eps, 0.5, 5
+		p := planDPSGD(t, st, o, 60)
+		rep := p.Report()
+		var single, direct perturb.Accountant
+		for _, r := range rep.Releases {
+			a := &direct
+			if r.SampleRate > 0 {
+				a = &single
+			}
+			if err := a.Add(r, r.Count); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, _, ok := perturb.GroupTwoEpsilon(&single, &direct, rep.Delta)
+		if !ok || math.Abs(want-p.mb.vcEps) > 1e-12*want {
+			t.Fatalf("epsilon %v: value-change epsilon %v, recomputed %v", eps, p.mb.vcEps, want)
+		}
+		if !(want > rep.Epsilon) || want > 2.3*rep.Epsilon {
+			t.Errorf("epsilon %v: value-change epsilon %v against zero-out %v", eps, want, rep.Epsilon)
+		}
+		num := fmt.Sprintf("epsilon %.4g at delta %.3g", want, rep.Delta)
+		found := false
+		for _, n := range rep.Notes {
+			found = found || (strings.HasPrefix(n, "value change of one rating") && strings.Contains(n, num))
+		}
+		if !found || !strings.Contains(rep.Relation, num) || !strings.HasPrefix(rep.Relation, "zero-out") {
+			t.Errorf("epsilon %v: the report does not state the value change (%s): relation %q, notes %q", eps, num, rep.Relation, rep.Notes)
+		}
+	}
+	o := baseOpts()
+	o.RatingMin, o.RatingMax = 0.5, 5
+	if v := planDPSGD(t, st, o, 60).mb.vcEps; math.Abs(v-2.05) > 0.01 {
+		t.Errorf("default plan at epsilon 1: value change %v, the docs say 2.05", v)
 	}
 }

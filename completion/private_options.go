@@ -153,7 +153,11 @@ type PrivateOptions struct {
 	// DefaultOutputLambda).
 	Lambda float64
 	// Sigma, when > 0, fixes the Gaussian noise of --protect all instead of
-	// solving for it; Plan then refuses it if the budget is exceeded.
+	// solving for it; Plan then refuses it if the budget is exceeded. Its
+	// unit depends on the variant: minibatch DP-SGD (the default) reads it
+	// as the noise multiplier, the noise standard deviation per coordinate
+	// being Sigma times the clip C; the per-entry variant reads it as the
+	// noise standard deviation itself.
 	Sigma float64
 	// StepEpsilon, when > 0, fixes the per-step epsilon of --protect C
 	// instead of solving for it; Plan refuses it if the budget is exceeded.

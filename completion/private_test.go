@@ -634,3 +634,48 @@ func TestProtectAllValidUsesNoisyMean(t *testing.T) {
 		t.Errorf("history validation RMSE %v, model with the released mean %v", got, want)
 	}
 }
+
+// TestPrivateRefusesWarmStart: every private SGD mode refuses
+// Settings.WarmStart with a SettingsError before anything is released
+// (the plug-in still plans a fresh run afterwards), while a non-private
+// run accepts it.
+func TestPrivateRefusesWarmStart(t *testing.T) {
+	t.Parallel()
+	dims := []int{20, 15, 3}
+	st := privStore(dims, 400, 7)
+	for _, tc := range []struct {
+		name string
+		make func(o *PrivateOptions) (Privacy, error)
+	}{
+		{"input", func(o *PrivateOptions) (Privacy, error) { return NewInputPerturbation(o) }},
+		{"gradient C", func(o *PrivateOptions) (Privacy, error) { return NewGradientPerturbation(o) }},
+		{"gradient all minibatch", func(o *PrivateOptions) (Privacy, error) {
+			o.Protect = ProtectAll
+			return NewGradientPerturbation(o)
+		}},
+		{"gradient all per-entry", func(o *PrivateOptions) (Privacy, error) {
+			o.Protect, o.DPSGD = ProtectAll, DPSGDPerEntry
+			return NewGradientPerturbation(o)
+		}},
+		{"output", func(o *PrivateOptions) (Privacy, error) { return NewOutputPerturbation(o) }},
+	} {
+		o := baseOpts()
+		p, err := tc.make(&o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := privModel(t, decomposition.CP, dims, 2, true, 1, 0.1)
+		_, err = Train(st, nil, m, &Settings{Epochs: 2, Threads: 1, WarmStart: true, Privacy: p}, rand.NewPCG(1, 1), nil)
+		var se *SettingsError
+		if !errors.As(err, &se) || se.Field != "WarmStart" {
+			t.Errorf("%s: warm start gave %v, want a SettingsError on WarmStart", tc.name, err)
+		}
+		if _, err := Train(st, nil, m, &Settings{Epochs: 2, Threads: 1, Privacy: p}, rand.NewPCG(1, 1), nil); err != nil {
+			t.Errorf("%s: a fresh run after the refusal: %v", tc.name, err)
+		}
+	}
+	m := privModel(t, decomposition.CP, dims, 2, true, 1, 0.1)
+	if _, err := Train(st, nil, m, &Settings{Epochs: 2, Threads: 1, WarmStart: true, Solver: SolverSGD}, rand.NewPCG(1, 1), nil); err != nil {
+		t.Errorf("non-private warm start: %v", err)
+	}
+}

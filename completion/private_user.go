@@ -14,12 +14,14 @@ package completion
 // package doc (Sensitivities, "User unit").
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/perturb"
@@ -238,8 +240,10 @@ func checkUserContributions(train *data.Store, k int) error {
 
 // ItemSelection is the result of SelectItems.
 type ItemSelection struct {
-	// Items holds the selected items' IDs, in the order of the store's item
-	// dictionary: a public catalogue for RestrictToDomain.
+	// Items holds the selected items' IDs in increasing order (numeric for
+	// integer IDs, bytewise for strings): a public catalogue for
+	// RestrictToDomain whose order is a function of the selected set only,
+	// never of the log's file order.
 	Items *data.Dict
 	// Release records the selection (its own epsilon and delta).
 	Release perturb.Release
@@ -258,14 +262,24 @@ const SelectionDeltaShare = 0.5
 // 2020; Google's Gaussian partition selection): every user u of the
 // bounded log (BoundUserContributions: n_u <= k distinct items) adds
 // 1/sqrt(n_u) to each item they rated, so one user's vector has l2 norm 1;
-// W~_i = W_i + N(0, sigma^2) and item i is kept when W~_i > tau. Sigma is
+// W~_i = W_i + N(0, sigma^2) and item i is kept when W~_i > tau. The
+// candidates are exactly the items with W_i > 0, the items the bounded
+// store rates: the store's item dictionary may also list items whose
+// every rating was dropped (by the contribution bound, the time range or
+// a held-out split), and such an item is absent from a neighbour without
+// its raters, so it must never be a candidate (a user with M unique items
+// would otherwise bring M - k zero-weight candidates, each kept with
+// probability 1 - Phi(tau/sigma), and the leak would grow with M). Sigma is
 // calibrated to (epsilon, SelectionDeltaShare delta) at l2 sensitivity 1
 // (analytic Gaussian) and tau so that an item that only the added user
 // rated is kept with probability at most the rest of delta: with m items
 // of weight 1/sqrt(m), P(any kept) = 1 - Phi((tau - 1/sqrt(m))/sigma)^m,
 // maximised over m = 1..k. Only the set of kept items is released (the
-// weighted counts are not). The budget is the selection's own; it
-// composes with the training's by basic composition.
+// weighted counts are not), as a dictionary sorted by ID: the order is a
+// function of the set (post-processing), while the store's dictionary
+// order is that of first appearance in the private file. The budget is
+// the selection's own; it composes with the training's by basic
+// composition.
 func SelectItems(train *data.Store, k int, b perturb.Budget, noise perturb.Noise) (*ItemSelection, error) {
 	if err := b.Validate(); err != nil {
 		return nil, fmt.Errorf("completion: item selection: %w", err)
@@ -293,22 +307,27 @@ func SelectItems(train *data.Store, k int, b perturb.Budget, noise perturb.Noise
 	for e, u := range train.Idx[0] {
 		w[train.Idx[1][e]] += 1 / math.Sqrt(float64(nu[u]))
 	}
-	g.AddTo(w, rand.New(noise.Source(streamSelect)))
 	src := train.Dicts[1]
+	cand := selectionCandidates(w, src)
+	noisy := make([]float64, len(cand))
+	for c, i := range cand {
+		noisy[c] = w[i]
+	}
+	g.AddTo(noisy, rand.New(noise.Source(streamSelect)))
 	var dict *data.Dict
 	if src.IsString {
 		dict = data.NewStringDict(src.Name)
 	} else {
 		dict = data.NewIntDict(src.Name)
 	}
-	for i, v := range w {
-		if v <= tau {
+	for c, i := range cand {
+		if noisy[c] <= tau {
 			continue
 		}
 		if src.IsString {
-			dict.InternString(src.String(int32(i)))
+			dict.InternString(src.String(i))
 		} else {
-			dict.InternInt(src.Int(int32(i)))
+			dict.InternInt(src.Int(i))
 		}
 	}
 	if dict.Len() == 0 {
@@ -318,6 +337,24 @@ func SelectItems(train *data.Store, k int, b perturb.Budget, noise perturb.Noise
 	rel.Delta = b.Delta
 	rel.Derivation = fmt.Sprintf("one user's weight vector has l2 norm 1 (n_u <= %d distinct items); Gaussian part delta %.3g, threshold part delta %.3g: an item rated only by the added user is kept with probability <= max_m 1 - Phi((tau - 1/sqrt(m))/sigma)^m (completion.SelectItems)", k, SelectionDeltaShare*b.Delta, (1-SelectionDeltaShare)*b.Delta)
 	return &ItemSelection{Items: dict, Release: rel, Threshold: tau}, nil
+}
+
+// selectionCandidates returns the item indices with positive weight
+// (items the bounded store rates), sorted by their IDs in src (numeric or
+// bytewise), the public order of the released dictionary.
+func selectionCandidates(w []float64, src *data.Dict) []int32 {
+	var cand []int32
+	for i, v := range w {
+		if v > 0 {
+			cand = append(cand, int32(i))
+		}
+	}
+	if src.IsString {
+		slices.SortFunc(cand, func(a, b int32) int { return strings.Compare(src.String(a), src.String(b)) })
+	} else {
+		slices.SortFunc(cand, func(a, b int32) int { return cmp.Compare(src.Int(a), src.Int(b)) })
+	}
+	return cand
 }
 
 // selectionThreshold returns the smallest tau (to 1e-9 relative) with

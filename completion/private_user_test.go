@@ -1,9 +1,12 @@
 package completion
 
 import (
+	"cmp"
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -331,6 +334,11 @@ func TestUserLevelNeighbouringModels(t *testing.T) {
 			if c := reps[j].Check(); c != nil {
 				t.Errorf("%s: report check: %v", mode, c)
 			}
+			// The noisy counts the user unit releases (in the notes) are
+			// covered, in both modes.
+			if !slices.Contains(reps[j].Covered, "number of users") || !slices.Contains(reps[j].Covered, "number of ratings") {
+				t.Errorf("%s: covered %q omits the released noisy counts", mode, reps[j].Covered)
+			}
 			if reps[j].Epsilon > o.Epsilon*(1+1e-9) || reps[j].Delta > o.Delta*(1+1e-9) || reps[j].Unit != "user" || !strings.Contains(reps[j].Relation, "adding or removing one user") {
 				t.Errorf("%s: report %+v", mode, reps[j])
 			}
@@ -455,6 +463,159 @@ func TestReportsNamePublic(t *testing.T) {
 		}
 		if len(notes) != 1 || notes[0] != tc.want {
 			t.Errorf("%s: public notes %q, want [%q]", tc.name, notes, tc.want)
+		}
+	}
+}
+
+// selectionLog is the log of the selection tests: 200 users rating 8 of
+// 50 common items (IDs 1..50) each, and, when extra > 0, user 9999 rating
+// extra items nobody else rated (IDs 1000..), in file order.
+func selectionLog(extra int) *data.Store {
+	users, items := data.NewIntDict("user"), data.NewIntDict("item")
+	st := &data.Store{Idx: make([][]int32, 2), Dicts: []*data.Dict{users, items}}
+	add := func(u, i int64) {
+		st.Idx[0] = append(st.Idx[0], users.InternInt(u))
+		st.Idx[1] = append(st.Idx[1], items.InternInt(i))
+		st.Val = append(st.Val, 4)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for u := int64(1); u <= 200; u++ {
+		for _, i := range r.Perm(50)[:8] {
+			add(u, int64(i+1))
+		}
+	}
+	for j := range extra {
+		add(9999, int64(1000+j))
+	}
+	st.Dims = []int{users.Len(), items.Len()}
+	return st
+}
+
+// TestSelectItemsOnlyRatedCandidates is the neighbouring-log test of the
+// selection's candidates: D adds to D' one user who rated 3000 items
+// nobody else rated. After the bound (k = 8) D's item dictionary still
+// lists the 2992 dropped items with weight 0; no such item may ever be
+// selected (deterministic), and the chance that any of the user's items
+// is selected (0 under D', where they do not exist) must stay within the
+// threshold part of delta (0.1 here; 300 seeded runs, 4.42 standard
+// errors). Candidates taken from the dictionary keep a zero-weight item
+// with probability 1 - Phi(tau/sigma) ~ 0.005 each, so about 15 per run.
+func TestSelectItemsOnlyRatedCandidates(t *testing.T) {
+	t.Parallel()
+	const k, runs = 8, 300
+	b := perturb.Budget{Epsilon: 1, Delta: 0.2}
+	dThr := (1 - SelectionDeltaShare) * b.Delta
+	d, dPrime := selectionLog(3000), selectionLog(0)
+	hits := 0
+	for s := range runs {
+		o := perturb.SeededNoise(uint64(s + 1))
+		bd, _, err := BoundUserContributions(d, k, o.Source(streamBound))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rated := map[int64]bool{}
+		for _, i := range bd.Idx[1] {
+			rated[bd.Dicts[1].Int(i)] = true
+		}
+		sel, err := SelectItems(bd, k, b, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hit := false
+		for j := range sel.Items.Len() {
+			id := sel.Items.Int(int32(j))
+			if !rated[id] {
+				t.Fatalf("run %d: item %d has no rating in the bounded store and was selected", s, id)
+			}
+			hit = hit || id >= 1000
+		}
+		if hit {
+			hits++
+		}
+		bp, _, err := BoundUserContributions(dPrime, k, o.Source(streamBound))
+		if err != nil {
+			t.Fatal(err)
+		}
+		selP, err := SelectItems(bp, k, b, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range selP.Items.Len() {
+			if selP.Items.Int(int32(j)) >= 1000 {
+				t.Fatal("D' released an item it does not hold")
+			}
+		}
+	}
+	if lim := runs*dThr + 4.42*math.Sqrt(runs*dThr*(1-dThr)); float64(hits) > lim {
+		t.Errorf("one user's unique items selected in %d of %d runs; the threshold delta %.3g allows at most %.1f", hits, runs, dThr, lim)
+	}
+}
+
+// TestSelectItemsOrderIsPublic: the selected dictionary is sorted by ID
+// and identical, order included, for neighbouring logs that select the
+// same set. The log is in file order: user 1, first in the file, rated
+// items 17 and 12, so the log's dictionary starts 17, 12 with user 1 and
+// 10, 11, ... without (the order the audit's demo released).
+func TestSelectItemsOrderIsPublic(t *testing.T) {
+	t.Parallel()
+	build := func(withUser1 bool, str bool) *data.Store {
+		users := data.NewIntDict("user")
+		items := data.NewIntDict("item")
+		if str {
+			items = data.NewStringDict("item")
+		}
+		st := &data.Store{Idx: make([][]int32, 2), Dicts: []*data.Dict{users, items}}
+		add := func(u, i int64) {
+			st.Idx[0] = append(st.Idx[0], users.InternInt(u))
+			if str {
+				st.Idx[1] = append(st.Idx[1], items.InternString("m"+strconv.FormatInt(i, 10)))
+			} else {
+				st.Idx[1] = append(st.Idx[1], items.InternInt(i))
+			}
+			st.Val = append(st.Val, 4)
+		}
+		if withUser1 {
+			add(1, 17)
+			add(1, 12)
+		}
+		for u := int64(2); u <= 400; u++ {
+			for i := int64(10); i < 18; i++ {
+				add(u, i)
+			}
+		}
+		st.Dims = []int{users.Len(), items.Len()}
+		return st
+	}
+	for _, str := range []bool{false, true} {
+		var got [2][]string
+		for j, with := range []bool{true, false} {
+			st := build(with, str)
+			if with && st.Dicts[1].String(0) != map[bool]string{false: "17", true: "m17"}[str] {
+				t.Fatalf("the log's dictionary does not start with user 1's item: %v", st.Dicts[1].String(0))
+			}
+			sel, err := SelectItems(st, 8, perturb.Budget{Epsilon: 5, Delta: 1e-6}, perturb.SeededNoise(7))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range sel.Items.Len() {
+				got[j] = append(got[j], sel.Items.String(int32(i)))
+			}
+			if sel.Items.IsString != str {
+				t.Errorf("string IDs %v: selected dictionary IsString %v", str, sel.Items.IsString)
+			}
+		}
+		if len(got[0]) != 8 || !slices.Equal(got[0], got[1]) {
+			t.Errorf("string IDs %v: selected %v with user 1 and %v without", str, got[0], got[1])
+		}
+		if !slices.IsSortedFunc(got[0], func(a, b string) int {
+			if !str {
+				x, _ := strconv.ParseInt(a, 10, 64)
+				y, _ := strconv.ParseInt(b, 10, 64)
+				return cmp.Compare(x, y)
+			}
+			return strings.Compare(a, b)
+		}) {
+			t.Errorf("string IDs %v: selected order %v is not sorted", str, got[0])
 		}
 	}
 }

@@ -63,6 +63,8 @@ type Settings struct {
 	InitScale float64
 	// WarmStart keeps the factors, core and biases already in the model
 	// instead of initialising them (the global mean is still recomputed).
+	// The private modes refuse it (a SettingsError): their guarantees
+	// assume a data-independent initial model.
 	WarmStart bool
 	// Patience stops training when the validation RMSE has not improved for
 	// this many epochs, restoring the best epoch's model. Zero means

@@ -75,6 +75,12 @@ func TrainContext(ctx context.Context, train, valid *data.Store, m *decompositio
 		return nil, err
 	}
 	cfg.hasBias = m.HasBias
+	if _, none := cfg.Privacy.(NoPrivacy); !none && cfg.WarmStart {
+		// The private modes start from a data-independent model (random
+		// factors; minibatch DP-SGD freezes rows at their public initial
+		// values): the model's current values may come from the data.
+		return nil, &SettingsError{Field: "WarmStart", Value: 1, Rule: "refused by the private modes: they start from a data-independent model (minibatch DP-SGD's frozen rows keep their public initial values), and a warm start keeps values that may come from the private data"}
+	}
 	if err := cfg.Privacy.Plan(train, &cfg); err != nil {
 		return nil, err
 	}
@@ -99,6 +105,13 @@ func TrainContext(ctx context.Context, train, valid *data.Store, m *decompositio
 		}
 		return trainALS(ctx, train, valid, m, &cfg, vals, src, progress)
 	}
+	return trainSGD(ctx, train, valid, m, &cfg, vals, src, progress)
+}
+
+// trainSGD is Train for SolverSGD (called with validated, planned
+// settings and the possibly perturbed values).
+func trainSGD(ctx context.Context, train, valid *data.Store, m *decomposition.Model, c *Settings, vals []float64, src rand.Source, progress func(EpochRecord)) (*Result, error) {
+	cfg := *c
 	m.Pairs = nil // SGD trains no pair biases
 	rng := rand.New(src)
 	initModel(m, vals, &cfg, rng)
@@ -262,7 +275,6 @@ type trainer struct {
 	workers []*worker // generic kernel state, one per block slot; nil on the fast path
 	seeds   [][2]uint64
 	sse     []float64
-	sink    []float64 // prefetch sinks, one per worker
 	chunks  [][]int32 // chunk-order scratch, one per worker
 }
 
@@ -272,7 +284,7 @@ func newTrainer(m *decomposition.Model, train *data.Store, vals []float64, cfg *
 	if err != nil {
 		return nil, err
 	}
-	t := &trainer{m: m, cfg: cfg, L: L, rng: rng, strata: L.strata(), sse: make([]float64, p), sink: make([]float64, p), chunks: make([][]int32, p)}
+	t := &trainer{m: m, cfg: cfg, L: L, rng: rng, strata: L.strata(), sse: make([]float64, p), chunks: make([][]int32, p)}
 	fast := m.Kind == decomposition.CP
 	trans := make([]GradientTransform, p)
 	for w := range trans {
@@ -377,7 +389,7 @@ func (t *trainer) runBlock(w, b int, st step) {
 		j := int(r.Uint64N(uint64(i + 1)))
 		co[i], co[j] = co[j], co[i]
 	}
-	sse, sink := 0.0, 0.0
+	sse := 0.0
 	for _, c := range co {
 		clo := lo + int(c)*chunkLen
 		chi := min(clo+chunkLen, hi)
@@ -385,14 +397,12 @@ func (t *trainer) runBlock(w, b int, st step) {
 		case t.workers != nil:
 			sse += t.workers[w].genericBlock(L, clo, chi, st)
 		case L.order == 3:
-			s, k := cp3Block(t.m, L, clo, chi, st)
-			sse, sink = sse+s, sink+k
+			sse += cp3Block(t.m, L, clo, chi, st)
 		default:
-			s, k := cp2Block(t.m, L, clo, chi, st)
-			sse, sink = sse+s, sink+k
+			sse += cp2Block(t.m, L, clo, chi, st)
 		}
 	}
-	t.sse[w], t.sink[w] = sse, sink
+	t.sse[w] = sse
 }
 
 // regNorms is the regulariser of objective (4) at the current parameters.

@@ -139,14 +139,37 @@ func logErfc(x float64) float64 {
 }
 
 // logAFrac is log A_alpha for fractional alpha (Mironov, Talwar and Zhang
-// 2019, Section 3.3): two series over i >= 0, truncated once both terms
-// fall below e^-30 relative to the order of 1 (the Opacus stopping rule).
+// 2019, Section 3.3): two series over i >= 0,
+//
+//	t0_i = C(alpha, i) q^i (1-q)^(alpha-i) e^((i^2-i)/(2 s^2)) erfc((i-z0)/(sqrt2 s))/2,
+//	t1_i = C(alpha, i) q^j (1-q)^i e^((j^2-j)/(2 s^2)) erfc((z0-j)/(sqrt2 s))/2, j = alpha - i.
+//
+// Truncation. For i <= alpha every C(alpha, i) is positive and the terms
+// are the bulk of the sums (a binomial around q alpha and (1-q) alpha),
+// so none of them is skipped: stopping as soon as a term is below e^-30
+// (the Opacus rule, applied from i = 0) cuts the sum at i = 0 whenever
+// alpha log(1-q) < -30 and returns a negative RDP (-30/(alpha-1)). Past
+// alpha the signs alternate and the magnitudes decrease: |t_{i+1}/t_i|
+// is |alpha-i|/(i+1) < 1 times q/(1-q) e^(i/s^2) erfc(x+h)/erfc(x) (x the
+// erfc argument, h = 1/(sqrt2 s); the mirror factor for t1), and the log
+// of that factor is non-decreasing in i (its increment is 1/s^2 plus a
+// second difference of log erfc, whose second derivative exceeds -2, so
+// the increment is >= 1/s^2 - 2h^2 = 0) with limit 0 (the tail asymptote
+// of erfc, z0 = s^2 log(1/q-1) + 1/2), hence <= 1. So once i > alpha the
+// remainder of each series is at most its last term's magnitude. The
+// loop stops when both are below e^-40, under half a unit in the last
+// place of A_alpha >= 1 (Jensen), so the truncation is below the
+// rounding of A itself; if maxFracTerms terms do not get there, both
+// magnitudes are added, which keeps the result an upper bound.
+// TestSampledGaussianRDPMonotone checks the result against the integer
+// orders.
 func logAFrac(q, s, alpha float64) float64 {
 	la0, la1 := math.Inf(-1), math.Inf(-1)
 	z0 := s*s*math.Log(1/q-1) + 0.5
 	lq, l1q := math.Log(q), math.Log1p(-q)
 	lc, pos := 0.0, true // log |C(alpha, i)| and its sign, updated incrementally
-	for i := 0; i < 100000; i++ {
+	var ls0, ls1 float64
+	for i := 0; ; i++ {
 		if i > 0 {
 			f := alpha - float64(i-1) // C(alpha, i) = C(alpha, i-1) (alpha-i+1)/i
 			lc += math.Log(math.Abs(f)) - math.Log(float64(i))
@@ -160,19 +183,28 @@ func logAFrac(q, s, alpha float64) float64 {
 		lt1 := lc + j*lq + fi*l1q
 		le0 := math.Log(0.5) + logErfc((fi-z0)/(math.Sqrt2*s))
 		le1 := math.Log(0.5) + logErfc((z0-j)/(math.Sqrt2*s))
-		ls0 := lt0 + (fi*fi-fi)/(2*s*s) + le0
-		ls1 := lt1 + (j*j-j)/(2*s*s) + le1
+		ls0 = lt0 + (fi*fi-fi)/(2*s*s) + le0
+		ls1 = lt1 + (j*j-j)/(2*s*s) + le1
 		if pos {
 			la0, la1 = logAdd(la0, ls0), logAdd(la1, ls1)
 		} else {
 			la0, la1 = logSub(la0, ls0), logSub(la1, ls1)
 		}
-		if math.Max(ls0, ls1) < -30 {
+		if fi > alpha && math.Max(ls0, ls1) < -40 {
+			break
+		}
+		if fi > alpha && i >= maxFracTerms {
+			// The remainders, each at most its last term's magnitude.
+			la0, la1 = logAdd(la0, ls0), logAdd(la1, ls1)
 			break
 		}
 	}
 	return logAdd(la0, la1)
 }
+
+// maxFracTerms caps the terms of logAFrac's series (beyond alpha; the
+// remainder bound keeps the result an upper bound when it is reached).
+const maxFracTerms = 100000
 
 // SampledGaussianEpsilon returns the (epsilon, delta) guarantee of steps
 // compositions of the Poisson-subsampled Gaussian mechanism with sampling
@@ -288,4 +320,48 @@ func (a *Accountant) rdpEpsilonFast(delta float64) (float64, bool) {
 		}
 	}
 	return best, true
+}
+
+// GroupTwoEpsilon returns an (epsilon, delta) guarantee, minimised over
+// the accountant's grid of orders, for two inputs two neighbouring steps
+// apart (D ~ D0 ~ D', as one rating's value change is two zero-out steps
+// through the log with that rating nulled) when the releases in single
+// were accounted for one step; the releases in direct (may be nil) have
+// sensitivities that already cover the two-step change and enter once.
+// Its RDP curve is
+//
+//	rho2(alpha) = direct(alpha) + (alpha - 1/2)/(alpha - 1) single(2 alpha) + single(2 alpha - 1),
+//
+// group privacy for RDP (Mironov 2017, Proposition 11, with p = q = 2):
+// writing P, R, Q for the output laws on D, D0, D', Hoelder's inequality
+// on E_R[(P/R)^alpha (R/Q)^(alpha-1)] with exponents 2 and 2 gives
+// D_alpha(P||Q) <= (alpha - 1/2)/(alpha - 1) D_2alpha(P||R) +
+// D_(2 alpha - 1)(R||Q). It needs single's curve for both directions of a
+// step, which the sampled Gaussian bound gives (Mironov, Talwar and Zhang
+// 2019, Theorem 5), and applies to an adaptive composition (the bound
+// holds for the conditional laws of each step given the released past,
+// and direct composes before it). The result is converted by
+// Canonne, Kamath and Steinke (2020, Proposition 12), as TotalBy does;
+// order is the minimising order, and ok is false when some release has
+// no RDP curve or delta is not in (0, 1).
+func GroupTwoEpsilon(single, direct *Accountant, delta float64) (eps, order float64, ok bool) {
+	if !(delta > 0) || delta >= 1 || single == nil {
+		return 0, 0, false
+	}
+	if direct == nil {
+		direct = &Accountant{}
+	}
+	eps = math.Inf(1)
+	for _, a := range rdpOrders {
+		d, ok1 := direct.RDPAt(a)
+		s2, ok2 := single.RDPAt(2 * a)
+		s1, ok3 := single.RDPAt(2*a - 1)
+		if !ok1 || !ok2 || !ok3 {
+			return 0, 0, false
+		}
+		if e := rdpToDP(a, d+(a-0.5)/(a-1)*s2+s1, delta); e < eps {
+			eps, order = e, a
+		}
+	}
+	return eps, order, true
 }

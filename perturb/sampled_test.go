@@ -229,3 +229,137 @@ func TestAddToFastStatistics(t *testing.T) {
 		t.Error("two streams gave the same noise")
 	}
 }
+
+// TestSampledGaussianRDPMonotone: the RDP of the sampled Gaussian is
+// non-negative and non-decreasing in alpha (log A_alpha is convex in
+// alpha with log A_1 = 0), and at a fractional order it lies between the
+// integer orders around it: rho(n) <= rho(n+f) and log A_(n+f) <= (1-f)
+// log A_n + f log A_(n+1) (convexity). Checked at orders 1.1 to 200 by
+// 0.1 over a grid of (q, sigma). The truncation of the fractional series
+// before the binomial bulk (alpha log(1-q) < -30) gave -0.29 at q = 0.25,
+// sigma = 16.75, alpha = 104.3, and failed 13 of these 72 pairs.
+func TestSampledGaussianRDPMonotone(t *testing.T) {
+	t.Parallel()
+	for _, q := range []float64{1e-4, 1e-3, 0.01, 0.05, 0.1, 0.25, 0.5, 0.9} {
+		for _, s := range []float64{0.3, 0.5, 0.8, 1, 2, 5, 16.75, 50, 200} {
+			rho := func(a float64) float64 {
+				r, err := SampledGaussianRDP(q, s, a)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r
+			}
+			prev := 0.0
+			for x := 11; x <= 2000; x++ {
+				a := float64(x) / 10
+				r := rho(a)
+				if !(r >= 0) || r < prev*(1-1e-9) {
+					t.Errorf("q %v sigma %v: RDP %.6g at order %.1f after %.6g", q, s, r, a, prev)
+					break
+				}
+				prev = r
+				if n := math.Floor(a); x%10 != 0 && n >= 2 {
+					f := a - n
+					if up := ((1-f)*(n-1)*rho(n) + f*n*rho(n+1)) / (a - 1); r > up*(1+1e-9)+1e-15 {
+						t.Errorf("q %v sigma %v: RDP %.10g at order %.1f above the convex interpolation %.10g of the integer orders", q, s, r, a, up)
+						break
+					}
+				}
+			}
+		}
+	}
+}
+
+// renyiMixtures integrates D_alpha(P||Q) for P = (1-q) N(0, s^2) + q N(a,
+// s^2) and Q = (1-q) N(0, s^2) + q N(b, s^2) (one step of the sampled
+// Gaussian on two logs whose rating at one position has gradients a and
+// b) by the trapezoid rule in log space.
+func renyiMixtures(q, s, a, b, alpha float64) float64 {
+	lo, hi := -40*s-2, 40*s+2
+	n := 200000
+	h := (hi - lo) / float64(n)
+	logMix := func(z, c float64) float64 {
+		l0 := -z * z / (2 * s * s)
+		l1 := -(z - c) * (z - c) / (2 * s * s)
+		m := math.Max(l0, l1)
+		return m + math.Log((1-q)*math.Exp(l0-m)+q*math.Exp(l1-m)) - math.Log(s*math.Sqrt(2*math.Pi))
+	}
+	vals := make([]float64, n+1)
+	m := math.Inf(-1)
+	for i := range vals {
+		z := lo + float64(i)*h
+		vals[i] = alpha*logMix(z, a) + (1-alpha)*logMix(z, b)
+		m = math.Max(m, vals[i])
+	}
+	sum := 0.0
+	for i, v := range vals {
+		w := 1.0
+		if i == 0 || i == n {
+			w = 0.5
+		}
+		sum += w * math.Exp(v-m)
+	}
+	return (m + math.Log(sum*h)) / (alpha - 1)
+}
+
+// TestGroupTwoEpsilon: the group-2 RDP curve bounds the exact divergence
+// of a value change (gradients +1 and -1, the farthest pair, and 1 and 0.3)
+// of one sampled Gaussian step, integrated numerically; for the plain
+// Gaussian (q = 1) the group-2 epsilon is at least that of sensitivity 2
+// (the exact value change) and within 10% of it; it exceeds the one-step
+// epsilon; GroupTwoEpsilon minimises the curve over the grid (checked at
+// every order), and refuses a bad delta.
+func TestGroupTwoEpsilon(t *testing.T) {
+	t.Parallel()
+	curve := func(q, s float64, steps int, a float64) float64 {
+		return float64(steps) * ((a-0.5)/(a-1)*sampledGaussianRDP(q, s, 2*a) + sampledGaussianRDP(q, s, 2*a-1))
+	}
+	for _, tc := range []struct{ q, s, alpha float64 }{
+		{0.01, 1, 2}, {0.01, 1, 5}, {0.25, 1, 2}, {0.25, 2, 3}, {0.25, 2, 8.5}, {0.5, 1.5, 4}, {0.1, 0.8, 2.5},
+	} {
+		bound := curve(tc.q, tc.s, 1, tc.alpha)
+		for _, ab := range [][2]float64{{1, -1}, {-1, 1}, {1, 0.3}} {
+			if d := renyiMixtures(tc.q, tc.s, ab[0], ab[1], tc.alpha); d > bound*(1+1e-6) {
+				t.Errorf("q %v sigma %v alpha %v gradients %v: divergence %.6g above the group-2 bound %.6g", tc.q, tc.s, tc.alpha, ab, d, bound)
+			}
+		}
+	}
+	for _, s := range []float64{1, 3, 10} {
+		var one, two Accountant
+		if err := one.Add(Release{What: "g", Mechanism: MechGaussian, SensitivityNorm: "l2", Sensitivity: 1, Scale: s}, 4); err != nil {
+			t.Fatal(err)
+		}
+		if err := two.Add(Release{What: "g", Mechanism: MechGaussian, SensitivityNorm: "l2", Sensitivity: 2, Scale: s}, 4); err != nil {
+			t.Fatal(err)
+		}
+		e2, _, ok := GroupTwoEpsilon(&one, nil, 1e-5)
+		exact, _, _ := two.TotalBy(RDP, 1e-5)
+		e1, _, _ := one.TotalBy(RDP, 1e-5)
+		if !ok || e2 < exact*(1-1e-9) || e2 > 1.1*exact || !(e2 > e1) {
+			t.Errorf("sigma %v: group-2 epsilon %v, sensitivity 2 %v, one step %v", s, e2, exact, e1)
+		}
+	}
+	var st, warm Accountant
+	if err := st.Add(Release{What: "step", Mechanism: MechGaussian, SensitivityNorm: "l2", Sensitivity: 1, Scale: 5, SampleRate: 0.25, Calibration: "sigma"}, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Add(Release{What: "w", Mechanism: MechLaplace, SensitivityNorm: "l1", Sensitivity: 1, Scale: 10, Epsilon: 0.1}, 1); err != nil {
+		t.Fatal(err)
+	}
+	e, order, ok := GroupTwoEpsilon(&st, &warm, 1e-5)
+	if !ok {
+		t.Fatal("not ok")
+	}
+	for _, a := range rdpOrders {
+		w, _ := warm.RDPAt(a)
+		if v := rdpToDP(a, w+curve(0.25, 5, 100, a), 1e-5); v < e*(1-1e-12) {
+			t.Errorf("order %v gives %v below the returned %v (order %v)", a, v, e, order)
+		}
+	}
+	if w, _ := warm.RDPAt(order); math.Abs(rdpToDP(order, w+curve(0.25, 5, 100, order), 1e-5)-e) > 1e-12*e {
+		t.Errorf("returned epsilon %v is not the curve at its order %v", e, order)
+	}
+	if _, _, ok := GroupTwoEpsilon(&st, nil, 0); ok {
+		t.Error("delta 0 accepted")
+	}
+}

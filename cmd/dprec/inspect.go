@@ -147,10 +147,14 @@ func inspectText(w io.Writer, h *models.Header) {
 				best = e
 			}
 		}
+		took := fmt.Sprintf(" in %.3gs", secs)
+		if h.Privacy.Private() {
+			took = " (timings withheld: private model)"
+		}
 		if last := hist[len(hist)-1]; last.TrainRMSE == 0 && h.Privacy.Private() {
-			fmt.Fprintf(w, "training    %d epochs in %.3gs; losses withheld (computed from the private ratings)", len(hist), secs)
+			fmt.Fprintf(w, "training    %d epochs%s; losses withheld (computed from the private ratings)", len(hist), took)
 		} else {
-			fmt.Fprintf(w, "training    %d epochs in %.3gs; last train RMSE %.4f", len(hist), secs, last.TrainRMSE)
+			fmt.Fprintf(w, "training    %d epochs%s; last train RMSE %.4f", len(hist), took, last.TrainRMSE)
 		}
 		if best.ValidRMSE > 0 {
 			fmt.Fprintf(w, "; best validation RMSE %.4f (epoch %d)", best.ValidRMSE, best.Epoch)

@@ -92,6 +92,10 @@ type trainSummary struct {
 	// Refit says the saved model was retrained on all ratings (training
 	// and validation) for BestEpoch epochs after early stopping.
 	Refit bool `json:"refit"`
+	// TrainRatingsNote labels TrainRatings under the user unit: the exact
+	// number of bounded ratings is for the operator only (the model file
+	// and the report withhold it; only a noisy count is released).
+	TrainRatingsNote string `json:"train_ratings_note,omitempty"`
 }
 
 func trainRun(c *cli.Context) error {
@@ -183,6 +187,9 @@ func trainRun(c *cli.Context) error {
 		return err
 	}
 	sum := trainSummarize(out, src, tf.kind, m, train, valid, res, time.Since(start), refitted)
+	if ul != nil {
+		sum.TrainRatingsNote = trainUserCountNote
+	}
 	sum.Warnings = append(warnings, sum.Warnings...)
 	if prov, _ := res.Privacy.Provenance(); seeded && res.Privacy.Private() && prov != perturb.ProvenanceSeeded {
 		sum.Warnings = append(sum.Warnings, "--seed was given: the run is reproducible and NOT private")
@@ -387,6 +394,9 @@ func trainPrint(c *cli.Context, s *trainSummary) error {
 		return enc.Encode(s)
 	}
 	fmt.Fprintf(w, "trained %s model, ranks %v, on %s: dims %v, %d training ratings", s.Kind, s.Ranks, s.Data, s.Dims, s.TrainRatings)
+	if s.TrainRatingsNote != "" {
+		fmt.Fprintf(w, " (%s)", s.TrainRatingsNote)
+	}
 	if s.ValidRatings > 0 {
 		fmt.Fprintf(w, ", %d held out", s.ValidRatings)
 	}
@@ -526,20 +536,32 @@ func trainVersion() string {
 	return "dprec (devel)"
 }
 
+// trainUserCountNote labels the exact number of training ratings of a
+// user-level run, printed to the operator like the drop counts.
+const trainUserCountNote = "exact count after the per-user bound, for you only: not released, the model file holds no count"
+
 // trainReleasedHistory returns the training history as it may be written
 // into the model file. Losses and RMSEs are functions of the training
 // ratings: for a private model they are released only when computed from
 // already-perturbed values (input perturbation, where they are
-// post-processing); for the other private modes only the epoch numbers,
-// step sizes and timings are kept. The full history is still printed to
-// the data owner running the command.
+// post-processing); for the other private modes only the epoch numbers
+// and step sizes are kept. Wall times are dropped from every private
+// model: an epoch's time depends on the private data (batch sizes, which
+// rows a batch touches, the values), a timing channel no report covers.
+// The full history is still printed to the data owner running the
+// command.
 func trainReleasedHistory(h []completion.EpochRecord, r *perturb.Report) []completion.EpochRecord {
-	if r == nil || !r.Private() || r.Mode == "input" {
+	if r == nil || !r.Private() {
 		return h
 	}
 	out := make([]completion.EpochRecord, len(h))
 	for i, e := range h {
-		out[i] = completion.EpochRecord{Epoch: e.Epoch, LearningRate: e.LearningRate, Seconds: e.Seconds}
+		if r.Mode == "input" {
+			out[i] = e
+			out[i].Seconds = 0
+			continue
+		}
+		out[i] = completion.EpochRecord{Epoch: e.Epoch, LearningRate: e.LearningRate}
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/models"
+	"github.com/dprec/dprec/perturb"
 )
 
 // TestTrainPrivateModelFile trains private models end to end and checks
@@ -64,6 +65,9 @@ func TestTrainPrivateModelFile(t *testing.T) {
 		for _, h := range hist {
 			if has := h.TrainLoss != 0 || h.TrainRMSE != 0; has != tc.keepsLosses {
 				t.Errorf("%s: history record %+v (losses kept: %v, want %v)", tc.name, h, has, tc.keepsLosses)
+			}
+			if h.Seconds != 0 {
+				t.Errorf("%s: the private model file keeps a wall time (a timing channel): %+v", tc.name, h)
 			}
 		}
 		stdout, stderr, err := trainTestRun(t, "inspect", out)
@@ -163,5 +167,31 @@ func TestEditedReportFlagged(t *testing.T) {
 	}
 	if !strings.Contains(stdout+stderr, "does not check out") {
 		t.Errorf("inspect did not flag the edited report:\n%s%s", stdout, stderr)
+	}
+}
+
+// TestTrainReleasedHistory: what a model file keeps of the training
+// history. Non-private: everything. Input perturbation: the losses
+// (post-processing of perturbed values) but no wall time. Every other
+// private mode: the epoch and step size only.
+func TestTrainReleasedHistory(t *testing.T) {
+	h := []completion.EpochRecord{{Epoch: 1, LearningRate: 0.01, TrainLoss: 3, TrainRMSE: 0.9, ValidRMSE: 0.95, Seconds: 0.25}}
+	for _, tc := range []struct {
+		name string
+		r    *perturb.Report
+		want completion.EpochRecord
+	}{
+		{"none", nil, h[0]},
+		{"input", &perturb.Report{Mode: "input"}, completion.EpochRecord{Epoch: 1, LearningRate: 0.01, TrainLoss: 3, TrainRMSE: 0.9, ValidRMSE: 0.95}},
+		{"gradient", &perturb.Report{Mode: "gradient"}, completion.EpochRecord{Epoch: 1, LearningRate: 0.01}},
+		{"output", &perturb.Report{Mode: "output"}, completion.EpochRecord{Epoch: 1, LearningRate: 0.01}},
+	} {
+		got := trainReleasedHistory(h, tc.r)
+		if len(got) != 1 || got[0] != tc.want {
+			t.Errorf("%s: released %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+	if h[0].Seconds != 0.25 {
+		t.Error("the caller's history was modified")
 	}
 }

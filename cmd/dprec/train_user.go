@@ -48,7 +48,10 @@ func trainUserLevel(c *cli.Context, train *data.Store, o *completion.PrivateOpti
 			return nil, cli.Exit(fmt.Sprintf("--items: %v", err), exitUsage)
 		}
 	} else {
-		dom.Items = train.Dicts[1] // time restriction first; items selected below
+		// Time restriction first; items selected below, among the items
+		// the bounded store rates only (completion.SelectItems), never
+		// this dictionary's (it lists items whose ratings were dropped).
+		dom.Items = train.Dicts[1]
 	}
 	st, drops, err := completion.RestrictToDomain(train, dom)
 	if err != nil {

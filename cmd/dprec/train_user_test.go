@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -168,12 +169,18 @@ func TestTrainUserLevelEdges(t *testing.T) {
 // budget), names the selected-items relation as public, and checks.
 func TestTrainUserLevelSelection(t *testing.T) {
 	dir := t.TempDir()
-	with, _, _ := trainUserLogs(t, dir)
+	with, without, _ := trainUserLogs(t, dir)
 	out := filepath.Join(dir, "sel.arrow")
 	args := []string{"--quiet", "train", "--data", with, "--time-unit", "none", "--privacy", "bias", "--privacy-unit", "user", "--max-ratings-per-user", "3",
 		"--epsilon", "40", "--delta", "1e-5", "--selection-epsilon", "20", "--out", out}
-	if _, stderr, err := trainTestRun(t, args...); err != nil {
+	stdout, stderr, err := trainTestRun(t, args...)
+	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
+	}
+	// The summary's exact (bounded) rating count is labelled as the
+	// operator's only, like the drop counts.
+	if !strings.Contains(stdout, "training ratings ("+trainUserCountNote+")") {
+		t.Errorf("the exact rating count is printed unlabelled:\n%s", stdout)
 	}
 	f, err := models.Load(out)
 	if err != nil {
@@ -192,6 +199,34 @@ func TestTrainUserLevelSelection(t *testing.T) {
 	}
 	if !found || f.Dicts[1].Len() == 0 || f.Dicts[1].Len() > 25 {
 		t.Errorf("public note missing or %d items selected", f.Dicts[1].Len())
+	}
+	// Neighbouring logs (with and without user 1003, the same seed): the
+	// selected dictionary is sorted by ID, so when both select the same
+	// set the released dictionaries are identical, order included (the
+	// log's dictionary is in first-appearance order: 500, 502, ...).
+	var sel [2][]int64
+	for j, log := range []string{with, without} {
+		out := filepath.Join(dir, "sel"+itoa(j)+".arrow")
+		args := []string{"--quiet", "train", "--data", log, "--time-unit", "none", "--privacy", "bias", "--privacy-unit", "user", "--max-ratings-per-user", "25",
+			"--epsilon", "40", "--delta", "1e-5", "--selection-epsilon", "20", "--seed", "5", "--json", "--out", out}
+		stdout, stderr, err := trainTestRun(t, args...)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, stderr)
+		}
+		if !strings.Contains(stdout, `"train_ratings_note": "`+trainUserCountNote+`"`) {
+			t.Errorf("--json: the exact rating count is not labelled:\n%s", stdout)
+		}
+		f, err := models.Load(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sel[j] = append([]int64(nil), f.Dicts[1].Ints()...)
+	}
+	if !slices.IsSorted(sel[0]) || !slices.IsSorted(sel[1]) {
+		t.Errorf("selected dictionaries are not sorted: %v and %v", sel[0], sel[1])
+	}
+	if len(sel[0]) != 25 || !slices.Equal(sel[0], sel[1]) {
+		t.Errorf("the same selected set (all 25 items expected) released as %v with user 1003 and %v without", sel[0], sel[1])
 	}
 	// Without delta there is no selection.
 	args = []string{"--quiet", "train", "--data", with, "--time-unit", "none", "--privacy", "bias", "--privacy-unit", "user", "--max-ratings-per-user", "3",
