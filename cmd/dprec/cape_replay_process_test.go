@@ -144,6 +144,22 @@ func TestCapeProcessesReplayAndBadSite(t *testing.T) {
 			t.Fatal(err)
 		}
 		proxySrv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// While the aggregator is not listening yet, look as
+			// unreachable as it does (a dropped connection, which the
+			// site retries), not like a server answering 502, which it
+			// does not; and record nothing.
+			up, err := net.DialTimeout("tcp", u.Host, time.Second)
+			if err != nil {
+				if hj, ok := w.(http.Hijacker); ok {
+					if conn, _, err := hj.Hijack(); err == nil {
+						conn.Close()
+						return
+					}
+				}
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			up.Close()
 			b, _ := io.ReadAll(r.Body)
 			if r.URL.Path == "/cape/v1/send" {
 				mu.Lock()
