@@ -29,41 +29,61 @@ func datastatsCmd() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print JSON instead of text"},
 		}, dataLoadFlags()...),
-		Action: datastatsRun,
+		Action: runWithOptions(datastatsOptionsOf, datastatsRun),
 	}
 }
 
-func datastatsRun(c *cli.Context) error {
+// datastatsOptions are the arguments and flags of dprec data stats.
+type datastatsOptions struct {
+	globalOptions
+	File string           // FILE ("": the embedded synthetic default log)
+	JSON bool             // --json
+	Load data.LoadOptions // the input flags
+}
+
+// datastatsOptionsOf reads data stats' argument and flags (given in any
+// order, dataArgs).
+func datastatsOptionsOf(c *cli.Context) (*datastatsOptions, error) {
 	args, err := dataArgs(c)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(args) > 1 {
-		return cli.Exit("data stats takes at most one FILE", exitUsage)
+		return nil, cli.Exit("data stats takes at most one FILE", exitUsage)
 	}
+	o := &datastatsOptions{globalOptions: globalOptionsOf(c), JSON: c.Bool("json")}
+	if len(args) == 1 {
+		o.File = args[0]
+	}
+	if o.Load, err = dataLoadOptions(c); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// datastatsRun prints the statistics of o.File on ios.Out.
+func datastatsRun(o *datastatsOptions, ios *iostreams) error {
 	var (
 		s   *data.Store
 		rep *data.LoadReport
+		err error
 	)
-	source := ""
-	if len(args) == 1 {
-		source = args[0]
-	}
+	source := o.File
 	if source == "" {
 		source = "embedded synthetic default"
-		if !quiet(c) {
-			fmt.Fprintln(streamsOf(c).Err, "no FILE given: using the embedded synthetic default log (see dprec data synth)")
+		if !o.Quiet {
+			fmt.Fprintln(ios.Err, "no FILE given: using the embedded synthetic default log (see dprec data synth)")
 		}
 		s, _, err = data.DefaultSynth()
 	} else {
-		s, rep, err = dataLoad(c, source)
+		s, rep, err = loadLog(ios, o.globalOptions, source, o.Load)
 	}
 	if err != nil {
 		return err
 	}
 	st := data.ComputeStats(s)
-	if c.Bool("json") {
-		enc := json.NewEncoder(streamsOf(c).Out)
+	if o.JSON {
+		enc := json.NewEncoder(ios.Out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
 			Source string           `json:"source"`
@@ -71,8 +91,8 @@ func datastatsRun(c *cli.Context) error {
 			Stats  *data.Stats      `json:"stats"`
 		}{source, rep, st})
 	}
-	fmt.Fprintf(streamsOf(c).Out, "source        %s\n", source)
-	return st.WriteText(streamsOf(c).Out)
+	fmt.Fprintf(ios.Out, "source        %s\n", source)
+	return st.WriteText(ios.Out)
 }
 
 func datasplitCmd() *cli.Command {

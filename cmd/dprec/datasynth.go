@@ -44,11 +44,41 @@ func datasynthCmd() *cli.Command {
 			&cli.Uint64Flag{Name: "seed", Usage: "random seed (same seed, same log)", DefaultText: strconv.Itoa(data.DefaultSynthSeed)},
 			&cli.BoolFlag{Name: "force", Aliases: []string{"f"}, Usage: "overwrite existing files"},
 		},
-		Action: datasynthRun,
+		Action: runWithOptions(datasynthOptionsOf, datasynthRun),
 	}
 }
 
-func datasynthOptions(c *cli.Context) (data.SynthOptions, error) {
+// datasynthOptions are the flags of dprec data synth.
+type datasynthOptions struct {
+	globalOptions
+	Synth  data.SynthOptions // the model and size flags
+	Format data.Format       // --format (FormatAuto: from Out's name)
+	Seed   uint64            // --seed (data.DefaultSynthSeed when not given)
+	Out    string            // --out ("-": the output stream, no truth file unless Truth)
+	Truth  string            // --truth ("": OUT.truth.json)
+	Force  bool              // --force
+}
+
+// datasynthOptionsOf reads data synth's flags; bad values are usage errors.
+func datasynthOptionsOf(c *cli.Context) (*datasynthOptions, error) {
+	so, err := datasynthSynthOptions(c)
+	if err != nil {
+		return nil, cli.Exit("data synth: "+err.Error(), exitUsage)
+	}
+	format, err := data.ParseFormat(c.String("format"))
+	if err != nil {
+		return nil, cli.Exit("data synth: "+err.Error(), exitUsage)
+	}
+	seed, ok := seedOf(c)
+	if !ok {
+		seed = data.DefaultSynthSeed
+	}
+	return &datasynthOptions{globalOptions: globalOptionsOf(c), Synth: so, Format: format, Seed: seed,
+		Out: c.String("out"), Truth: c.String("truth"), Force: c.Bool("force")}, nil
+}
+
+// datasynthSynthOptions reads the model and size flags.
+func datasynthSynthOptions(c *cli.Context) (data.SynthOptions, error) {
 	o := data.SynthOptions{
 		Users: c.Int("users"), Items: c.Int("items"), Times: c.Int("times"), Ratings: c.Int("ratings"),
 		Kind: c.String("kind"), Rank: c.Int("rank"), Bias: c.Bool("bias"), Mean: c.Float64("mean"),
@@ -90,30 +120,19 @@ func datasynthOptions(c *cli.Context) (data.SynthOptions, error) {
 	return o, nil
 }
 
-func datasynthRun(c *cli.Context) error {
-	o, err := datasynthOptions(c)
-	if err != nil {
-		return cli.Exit("data synth: "+err.Error(), exitUsage)
-	}
-	format, err := data.ParseFormat(c.String("format"))
-	if err != nil {
-		return cli.Exit("data synth: "+err.Error(), exitUsage)
-	}
-	seed, ok := seedOf(c)
-	if !ok {
-		seed = data.DefaultSynthSeed
-	}
+// datasynthRun draws the log, writes it and its ground truth, and reports
+// on ios.Err unless --quiet.
+func datasynthRun(opts *datasynthOptions, ios *iostreams) error {
+	o, seed, out, force := opts.Synth, opts.Seed, opts.Out, opts.Force
 	t0 := time.Now()
 	s, truth, err := data.Synth(o, rand.NewPCG(seed, seed))
 	if err != nil {
 		return err
 	}
-	out := c.String("out")
-	force := c.Bool("force")
-	if err := streamsOf(c).saveLog(out, s, data.WriteOptions{Format: format, Force: force}); err != nil {
+	if err := ios.saveLog(out, s, data.WriteOptions{Format: opts.Format, Force: force}); err != nil {
 		return err
 	}
-	truthPath := c.String("truth")
+	truthPath := opts.Truth
 	if truthPath == "" && out != "-" {
 		truthPath = out + ".truth.json"
 	}
@@ -123,7 +142,7 @@ func datasynthRun(c *cli.Context) error {
 			return err
 		}
 	}
-	if !quiet(c) {
+	if !opts.Quiet {
 		shape := fmt.Sprintf("%d users x %d items", s.Dims[0], s.Dims[1])
 		if s.Order() == 3 {
 			shape += fmt.Sprintf(" x %d %s buckets", s.Dims[2], s.Time.Unit)
@@ -136,7 +155,7 @@ func datasynthRun(c *cli.Context) error {
 		if truthPath != "" {
 			note = "; truth in " + truthPath
 		}
-		fmt.Fprintf(streamsOf(c).Err, "dprec: wrote %d ratings (%s; %s, noise %g, scale %s, seed %d) to %s in %.2fs%s\n",
+		fmt.Fprintf(ios.Err, "dprec: wrote %d ratings (%s; %s, noise %g, scale %s, seed %d) to %s in %.2fs%s\n",
 			s.NNZ(), shape, model, o.Noise, datasynthScaleName(o.Scale), seed, out, time.Since(t0).Seconds(), note)
 	}
 	return nil

@@ -26,30 +26,45 @@ only with --force.`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "force", Usage: "replace existing files in DIR"},
 		},
-		Action: exportRun,
+		Action: runWithOptions(exportOptionsOf, exportRun),
 	}
 }
 
-func exportRun(c *cli.Context) error {
+// exportOptions are the arguments and flags of dprec export.
+type exportOptions struct {
+	globalOptions
+	Model string // MODEL
+	Dir   string // DIR
+	Force bool   // --force
+}
+
+// exportOptionsOf reads export's arguments and flags.
+func exportOptionsOf(c *cli.Context) (*exportOptions, error) {
 	if c.NArg() != 2 {
-		return usagef("want a model file and an output directory: dprec export MODEL DIR")
+		return nil, usagef("want a model file and an output directory: dprec export MODEL DIR")
 	}
-	path, dir := c.Args().Get(0), c.Args().Get(1)
-	f, err := models.Load(path)
+	return &exportOptions{globalOptions: globalOptionsOf(c), Model: c.Args().Get(0), Dir: c.Args().Get(1), Force: c.Bool("force")}, nil
+}
+
+// exportRun writes the model's tables into o.Dir and lists them on s.Err
+// unless --quiet.
+func exportRun(o *exportOptions, s *iostreams) error {
+	dir := o.Dir
+	f, err := models.Load(o.Model)
 	if err != nil {
 		return err
 	}
-	if err := models.Export(dir, f, c.Bool("force")); err != nil {
+	if err := models.Export(dir, f, o.Force); err != nil {
 		return err
 	}
-	if !quiet(c) {
+	if !o.Quiet {
 		names := []string{models.ExportHeader, models.ExportCore}
 		for mo := range f.Model.Dims {
 			names = append(names, models.ExportTable(mo))
 		}
 		sort.Strings(names)
 		for _, n := range names {
-			fmt.Fprintln(streamsOf(c).Err, "wrote", filepath.Join(dir, n))
+			fmt.Fprintln(s.Err, "wrote", filepath.Join(dir, n))
 		}
 	}
 	return nil

@@ -9,13 +9,14 @@ import (
 	"testing"
 
 	"github.com/dprec/dprec/completion"
+	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
 	"github.com/dprec/dprec/models"
 	"github.com/dprec/dprec/perturb"
 )
 
 // TestRunFunctions calls the run functions of eval, predict, recommend, tune,
-// pca and similar
+// pca, similar, data synth, data stats and export
 // with hand-built options and buffer streams: no *cli.Context, no flag
 // parsing, no terminal.
 func TestRunFunctions(t *testing.T) {
@@ -84,6 +85,17 @@ func TestRunFunctions(t *testing.T) {
 		{"similar", "", func(s *iostreams) error {
 			return similarRun(&similarOptions{globalOptions: quiet, Model: model, Item: "2", Top: 3}, s)
 		}, []string{"id,rank,similar,cosine\n2,1,", "\n2,3,"}, ""},
+		{"data synth to Out", "", func(s *iostreams) error {
+			so := data.DefaultSynthOptions()
+			so.Users, so.Items, so.Times, so.Ratings = 10, 8, 0, 40
+			return datasynthRun(&datasynthOptions{globalOptions: quiet, Synth: so, Seed: 2, Out: "-"}, s)
+		}, []string{"userId,movieId,rating\n"}, ""},
+		{"data stats json", "", func(s *iostreams) error {
+			return datastatsRun(&datastatsOptions{globalOptions: quiet, File: log, JSON: true}, s)
+		}, []string{`"nnz": 600`}, ""},
+		{"export", "", func(s *iostreams) error {
+			return exportRun(&exportOptions{Model: model, Dir: filepath.Join(dir, "export")}, s)
+		}, nil, "items.parquet"},
 	} {
 		s, out, errb := testStreams()
 		s.In = strings.NewReader(tc.in)
