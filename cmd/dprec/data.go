@@ -124,7 +124,7 @@ func datasplitCmd() *cli.Command {
 			&cli.BoolFlag{Name: "force", Aliases: []string{"f"}, Usage: "overwrite existing files"},
 			&cli.BoolFlag{Name: "json", Usage: "print the summary as JSON"},
 		}, dataLoadFlags()...),
-		Action: datasplitRun,
+		Action: runWithOptions(datasplitOptionsOf, datasplitRun),
 	}
 }
 
@@ -149,66 +149,105 @@ func dataParseTime(s string) (int64, error) {
 	return 0, fmt.Errorf("time %q: want Unix seconds or YYYY-MM-DD[THH:MM:SSZ]", s)
 }
 
-// dataOutFormat returns the output format: --out-format, else the input's
-// detected format.
-func dataOutFormat(c *cli.Context, rep *data.LoadReport) (data.Format, error) {
-	f, err := data.ParseFormat(c.String("out-format"))
-	if err != nil || f != data.FormatAuto {
-		return f, err
-	}
-	if rep != nil && rep.Format != data.FormatAuto {
-		return rep.Format, nil
-	}
-	return data.FormatCSV, nil
+// datasplitOptions are the argument and flags of dprec data split.
+type datasplitOptions struct {
+	globalOptions
+	File      string      // FILE
+	Method    string      // --method: random, user, time or kfold
+	Fraction  float64     // --fraction
+	PerUserK  int         // --per-user-k
+	Cutoff    *int64      // --cutoff (nil: none)
+	K         int         // --k folds
+	OutDir    string      // --out-dir
+	Train     string      // --train ("": named after FILE under OutDir)
+	Test      string      // --test (likewise)
+	OutFormat data.Format // --out-format (FormatAuto: the input's)
+	Seed      uint64      // --seed, or datasplitDefaultSeed when not SeedGiven
+	SeedGiven bool
+	Force     bool             // --force
+	JSON      bool             // --json
+	Load      data.LoadOptions // the input flags
 }
 
-func datasplitRun(c *cli.Context) error {
+// datasplitOptionsOf reads data split's argument and flags (in any order,
+// dataArgs) and checks --method, --train/--test and --cutoff before any
+// file is read.
+func datasplitOptionsOf(c *cli.Context) (*datasplitOptions, error) {
 	args, err := dataArgs(c)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(args) != 1 {
-		return cli.Exit("data split needs exactly one FILE", exitUsage)
+		return nil, cli.Exit("data split needs exactly one FILE", exitUsage)
 	}
-	in := args[0]
-	method, cutoff, err := datasplitFlags(c)
-	if err != nil {
-		return err
+	o := &datasplitOptions{globalOptions: globalOptionsOf(c), File: args[0], Method: c.String("method"),
+		Fraction: c.Float64("fraction"), PerUserK: c.Int("per-user-k"), K: c.Int("k"), OutDir: c.String("out-dir"),
+		Train: c.String("train"), Test: c.String("test"), Force: c.Bool("force"), JSON: c.Bool("json")}
+	switch o.Method {
+	case "random", "user", "time", "kfold":
+	default:
+		return nil, cli.Exit(fmt.Sprintf("--method %q: want random, user, time or kfold", o.Method), exitUsage)
 	}
-	opts, err := dataLoadOptions(c)
-	if err != nil {
-		return err
+	if (c.IsSet("train") || c.IsSet("test")) && (o.Method == "kfold" || !c.IsSet("train") || !c.IsSet("test")) {
+		return nil, cli.Exit("--train and --test go together, and not with --method kfold (use --out-dir)", exitUsage)
 	}
+	if c.IsSet("cutoff") {
+		if o.Method != "time" {
+			return nil, cli.Exit("--cutoff needs --method time", exitUsage)
+		}
+		cutoff, err := dataParseTime(c.String("cutoff"))
+		if err != nil {
+			return nil, cli.Exit("--cutoff: "+err.Error(), exitUsage)
+		}
+		o.Cutoff = &cutoff
+	}
+	if o.OutFormat, err = data.ParseFormat(c.String("out-format")); err != nil {
+		return nil, err
+	}
+	o.Seed, o.SeedGiven = seedOf(c)
+	if !o.SeedGiven {
+		o.Seed = datasplitDefaultSeed
+	}
+	if o.Load, err = dataLoadOptions(c); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// datasplitRun splits o.File, writes the parts and lists them on ios.Out.
+func datasplitRun(o *datasplitOptions, ios *iostreams) error {
+	in, method, seed := o.File, o.Method, o.Seed
+	opts := o.Load
 	opts.Builder.KeepTimestamps = true
-	s, rep, err := dataLoadWith(c, in, opts)
+	s, rep, err := loadLog(ios, o.globalOptions, in, opts)
 	if err != nil {
 		return err
 	}
-	f, err := dataOutFormat(c, rep)
-	if err != nil {
-		return err
+	// The output format: --out-format, else the input's detected format.
+	f := o.OutFormat
+	if f == data.FormatAuto {
+		f = data.FormatCSV
+		if rep != nil && rep.Format != data.FormatAuto {
+			f = rep.Format
+		}
 	}
-	seed, given := seedOf(c)
-	if !given {
-		seed = datasplitDefaultSeed
-	}
-	if method != "time" && !quiet(c) {
+	if method != "time" && !o.Quiet {
 		note := ""
-		if !given {
+		if !o.SeedGiven {
 			note = " (default; pass --seed for another split)"
 		}
-		fmt.Fprintf(streamsOf(c).Err, "split seed %d%s\n", seed, note)
+		fmt.Fprintf(ios.Err, "split seed %d%s\n", seed, note)
 	}
-	splits, err := datasplitSplits(c, s, method, cutoff, rand.NewPCG(seed, seed))
+	splits, err := datasplitSplits(o, s, rand.NewPCG(seed, seed))
 	if err != nil {
 		return fmt.Errorf("%s: %w", in, err)
 	}
-	parts, stores := datasplitParts(c, in, s, f, method, splits)
-	if err := datasplitWrite(c, in, f, parts, stores); err != nil {
+	parts, stores := datasplitParts(o, s, f, splits)
+	if err := datasplitWrite(o, f, parts, stores); err != nil {
 		return err
 	}
-	if c.Bool("json") {
-		enc := json.NewEncoder(streamsOf(c).Out)
+	if o.JSON {
+		enc := json.NewEncoder(ios.Out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
 			Input  string          `json:"input"`
@@ -218,60 +257,37 @@ func datasplitRun(c *cli.Context) error {
 		}{in, method, seed, parts})
 	}
 	for _, p := range parts {
-		fmt.Fprintf(streamsOf(c).Out, "%-5s %9d observations  %s\n", p.Part, p.Observations, p.Path)
+		fmt.Fprintf(ios.Out, "%-5s %9d observations  %s\n", p.Part, p.Observations, p.Path)
 	}
 	return nil
 }
 
-// datasplitFlags checks --method, --train/--test and --cutoff before any
-// file is read, and returns the method and the parsed cutoff.
-func datasplitFlags(c *cli.Context) (method string, cutoff int64, err error) {
-	method = c.String("method")
-	switch method {
-	case "random", "user", "time", "kfold":
-	default:
-		return "", 0, cli.Exit(fmt.Sprintf("--method %q: want random, user, time or kfold", method), exitUsage)
-	}
-	if (c.IsSet("train") || c.IsSet("test")) && (method == "kfold" || !c.IsSet("train") || !c.IsSet("test")) {
-		return "", 0, cli.Exit("--train and --test go together, and not with --method kfold (use --out-dir)", exitUsage)
-	}
-	if c.IsSet("cutoff") {
-		if method != "time" {
-			return "", 0, cli.Exit("--cutoff needs --method time", exitUsage)
-		}
-		if cutoff, err = dataParseTime(c.String("cutoff")); err != nil {
-			return "", 0, cli.Exit("--cutoff: "+err.Error(), exitUsage)
-		}
-	}
-	return method, cutoff, nil
-}
-
-// datasplitSplits splits s by method.
-func datasplitSplits(c *cli.Context, s *data.Store, method string, cutoff int64, src rand.Source) ([]data.Split, error) {
+// datasplitSplits splits s by o.Method.
+func datasplitSplits(o *datasplitOptions, s *data.Store, src rand.Source) ([]data.Split, error) {
 	var sp data.Split
 	var err error
-	switch method {
+	switch o.Method {
 	case "random":
-		sp, err = data.RandomSplit(s, c.Float64("fraction"), src)
+		sp, err = data.RandomSplit(s, o.Fraction, src)
 	case "user":
-		sp, err = data.PerUserSplit(s, c.Int("per-user-k"), c.Float64("fraction"), src)
+		sp, err = data.PerUserSplit(s, o.PerUserK, o.Fraction, src)
 	case "time":
-		if c.IsSet("cutoff") {
-			sp, err = data.CutoffSplit(s, cutoff)
+		if o.Cutoff != nil {
+			sp, err = data.CutoffSplit(s, *o.Cutoff)
 		} else {
-			sp, err = data.TimeSplit(s, c.Float64("fraction"))
+			sp, err = data.TimeSplit(s, o.Fraction)
 		}
 	case "kfold":
-		return data.KFold(s, c.Int("k"), src)
+		return data.KFold(s, o.K, src)
 	}
 	return []data.Split{sp}, err
 }
 
 // datasplitParts names the output of every split's train and test part
-// (--train/--test, else IN's base name, the part, the fold and format f
-// under --out-dir) and returns them with their stores.
-func datasplitParts(c *cli.Context, in string, s *data.Store, f data.Format, method string, splits []data.Split) ([]datasplitPart, []*data.Store) {
-	base := filepath.Base(in)
+// (--train/--test, else the input's base name, the part, the fold and
+// format f under --out-dir) and returns them with their stores.
+func datasplitParts(o *datasplitOptions, s *data.Store, f data.Format, splits []data.Split) ([]datasplitPart, []*data.Store) {
+	base := filepath.Base(o.File)
 	base = strings.TrimSuffix(base, ".gz")
 	base = strings.TrimSuffix(base, filepath.Ext(base))
 	var parts []datasplitPart
@@ -279,18 +295,18 @@ func datasplitParts(c *cli.Context, in string, s *data.Store, f data.Format, met
 	for i, sp := range splits {
 		train, test := sp.Stores(s)
 		for _, p := range []struct {
-			name string
-			st   *data.Store
-		}{{"train", train}, {"test", test}} {
-			path := c.String(p.name)
+			name, path string
+			st         *data.Store
+		}{{"train", o.Train, train}, {"test", o.Test, test}} {
+			path := p.path
 			fold := 0
 			if path == "" {
 				name := base + "." + p.name + "." + string(f)
-				if method == "kfold" {
+				if o.Method == "kfold" {
 					fold = i + 1
 					name = fmt.Sprintf("%s.fold%d.%s.%s", base, fold, p.name, f)
 				}
-				path = filepath.Join(c.String("out-dir"), name)
+				path = filepath.Join(o.OutDir, name)
 			}
 			parts = append(parts, datasplitPart{Fold: fold, Part: p.name, Path: path, Observations: p.st.NNZ()})
 			stores = append(stores, p.st)
@@ -301,10 +317,10 @@ func datasplitParts(c *cli.Context, in string, s *data.Store, f data.Format, met
 
 // datasplitWrite checks every output path before anything is written,
 // then writes the parts.
-func datasplitWrite(c *cli.Context, in string, f data.Format, parts []datasplitPart, stores []*data.Store) error {
-	force := c.Bool("force")
+func datasplitWrite(o *datasplitOptions, f data.Format, parts []datasplitPart, stores []*data.Store) error {
+	force := o.Force
 	for _, p := range parts {
-		if err := checkOutputs([]string{in}, p.Path); err != nil {
+		if err := checkOutputs([]string{o.File}, p.Path); err != nil {
 			return err
 		}
 	}
@@ -317,7 +333,8 @@ func datasplitWrite(c *cli.Context, in string, f data.Format, parts []datasplitP
 	}
 	for i, p := range parts {
 		pf := f
-		if c.String("out-format") == "" && c.IsSet(p.Part) && data.DetectFormat(p.Path) != data.FormatAuto {
+		named := (p.Part == "train" && o.Train != "") || (p.Part == "test" && o.Test != "")
+		if o.OutFormat == data.FormatAuto && named && data.DetectFormat(p.Path) != data.FormatAuto {
 			pf = data.DetectFormat(p.Path) // --train/--test name their format
 		}
 		if err := data.Save(p.Path, stores[i], data.WriteOptions{Format: pf, Force: force}); err != nil {
@@ -340,47 +357,63 @@ func dataconvertCmd() *cli.Command {
 			&cli.StringFlag{Name: "out-format", Usage: "output format (default: from OUT's name, CSV when unknown)"},
 			&cli.BoolFlag{Name: "force", Aliases: []string{"f"}, Usage: "overwrite OUT"},
 		}, dataLoadFlags()...),
-		Action: dataconvertRun,
+		Action: runWithOptions(dataconvertOptionsOf, dataconvertRun),
 	}
 }
 
-func dataconvertRun(c *cli.Context) error {
+// dataconvertOptions are the arguments and flags of dprec data convert.
+type dataconvertOptions struct {
+	globalOptions
+	In, Out   string           // IN, OUT ("-": the output stream)
+	OutFormat data.Format      // --out-format (FormatAuto: from OUT's name)
+	Force     bool             // --force
+	Load      data.LoadOptions // the input flags
+}
+
+// dataconvertOptionsOf reads data convert's arguments and flags (in any
+// order, dataArgs).
+func dataconvertOptionsOf(c *cli.Context) (*dataconvertOptions, error) {
 	args, err := dataArgs(c)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(args) != 2 {
-		return cli.Exit("data convert needs IN and OUT", exitUsage)
+		return nil, cli.Exit("data convert needs IN and OUT", exitUsage)
 	}
-	in, out := args[0], args[1]
-	f, err := data.ParseFormat(c.String("out-format"))
-	if err != nil {
-		return err
+	o := &dataconvertOptions{globalOptions: globalOptionsOf(c), In: args[0], Out: args[1], Force: c.Bool("force")}
+	if o.OutFormat, err = data.ParseFormat(c.String("out-format")); err != nil {
+		return nil, err
 	}
+	if o.Load, err = dataLoadOptions(c); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// dataconvertRun reads o.In and writes it to o.Out.
+func dataconvertRun(o *dataconvertOptions, ios *iostreams) error {
+	in, out := o.In, o.Out
 	if err := checkOutputs([]string{in}, out); err != nil {
 		return err
 	}
-	if out != "-" && !c.Bool("force") {
+	if out != "-" && !o.Force {
 		if _, err := os.Lstat(out); err == nil {
 			return fmt.Errorf("%s: %w", out, data.ErrExists)
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
-	opts, err := dataLoadOptions(c)
-	if err != nil {
-		return err
-	}
+	opts := o.Load
 	opts.Builder.KeepTimestamps = true
-	s, _, err := dataLoadWith(c, in, opts)
+	s, _, err := loadLog(ios, o.globalOptions, in, opts)
 	if err != nil {
 		return err
 	}
-	if err := streamsOf(c).saveLog(out, s, data.WriteOptions{Format: f, Force: c.Bool("force")}); err != nil {
+	if err := ios.saveLog(out, s, data.WriteOptions{Format: o.OutFormat, Force: o.Force}); err != nil {
 		return err
 	}
-	if !quiet(c) && out != "-" {
-		fmt.Fprintf(streamsOf(c).Err, "wrote %d observations to %s\n", s.NNZ(), out)
+	if !o.Quiet && out != "-" {
+		fmt.Fprintf(ios.Err, "wrote %d observations to %s\n", s.NNZ(), out)
 	}
 	return nil
 }

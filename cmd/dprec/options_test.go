@@ -16,7 +16,8 @@ import (
 )
 
 // TestRunFunctions calls the run functions of eval, predict, recommend, tune,
-// pca, similar, data synth, data stats and export
+// pca, similar, data synth, data stats, data split, data convert and
+// export
 // with hand-built options and buffer streams: no *cli.Context, no flag
 // parsing, no terminal.
 func TestRunFunctions(t *testing.T) {
@@ -93,6 +94,12 @@ func TestRunFunctions(t *testing.T) {
 		{"data stats json", "", func(s *iostreams) error {
 			return datastatsRun(&datastatsOptions{globalOptions: quiet, File: log, JSON: true}, s)
 		}, []string{`"nnz": 600`}, ""},
+		{"data split", "", func(s *iostreams) error {
+			return datasplitRun(&datasplitOptions{globalOptions: quiet, File: log, Method: "kfold", K: 2, OutDir: dir, Seed: 1, SeedGiven: true}, s)
+		}, []string{"train       300 observations  " + filepath.Join(dir, "r.fold1.train.csv")}, ""},
+		{"data convert to Out", "", func(s *iostreams) error {
+			return dataconvertRun(&dataconvertOptions{globalOptions: quiet, In: log, Out: "-", OutFormat: data.FormatTSV}, s)
+		}, []string{"userId\tmovieId\trating\ttimestamp\n"}, ""},
 		{"export", "", func(s *iostreams) error {
 			return exportRun(&exportOptions{Model: model, Dir: filepath.Join(dir, "export")}, s)
 		}, nil, "items.parquet"},
