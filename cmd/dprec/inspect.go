@@ -22,21 +22,33 @@ func inspectCmd() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the header as JSON"},
 		},
-		Action: inspectRun,
+		Action: runWithOptions(inspectOptionsOf, inspectRun),
 	}
 }
 
-func inspectRun(c *cli.Context) error {
+// inspectOptions are the argument and flags of dprec inspect.
+type inspectOptions struct {
+	Model string // MODEL
+	JSON  bool   // --json
+}
+
+// inspectOptionsOf reads inspect's argument and flags.
+func inspectOptionsOf(c *cli.Context) (*inspectOptions, error) {
 	if c.NArg() != 1 {
-		return cli.Exit("usage: dprec inspect MODEL [--json]", exitUsage)
+		return nil, cli.Exit("usage: dprec inspect MODEL [--json]", exitUsage)
 	}
-	f, err := models.Load(c.Args().First())
+	return &inspectOptions{Model: c.Args().First(), JSON: c.Bool("json")}, nil
+}
+
+// inspectRun prints the header of the model o.Model on s.Out.
+func inspectRun(o *inspectOptions, s *iostreams) error {
+	f, err := models.Load(o.Model)
 	if err != nil {
 		return err
 	}
 	warns := inspectPrivacyWarnings(f.Privacy)
-	w := streamsOf(c).Out
-	if c.Bool("json") {
+	w := s.Out
+	if o.JSON {
 		out := struct {
 			*models.Header
 			Warnings []string `json:"warnings"`
@@ -46,8 +58,8 @@ func inspectRun(c *cli.Context) error {
 		return enc.Encode(out)
 	}
 	inspectText(w, &f.Header)
-	for _, s := range warns {
-		fmt.Fprintln(w, "WARNING:", s)
+	for _, x := range warns {
+		fmt.Fprintln(w, "WARNING:", x)
 	}
 	return nil
 }

@@ -16,8 +16,8 @@ import (
 )
 
 // TestRunFunctions calls the run functions of eval, predict, recommend, tune,
-// pca, similar, data synth, data stats, data split, data convert and
-// export
+// pca, similar, data synth, data stats, data split, data convert, inspect
+// and export
 // with hand-built options and buffer streams: no *cli.Context, no flag
 // parsing, no terminal.
 func TestRunFunctions(t *testing.T) {
@@ -100,6 +100,9 @@ func TestRunFunctions(t *testing.T) {
 		{"data convert to Out", "", func(s *iostreams) error {
 			return dataconvertRun(&dataconvertOptions{globalOptions: quiet, In: log, Out: "-", OutFormat: data.FormatTSV}, s)
 		}, []string{"userId\tmovieId\trating\ttimestamp\n"}, ""},
+		{"inspect", "", func(s *iostreams) error {
+			return inspectRun(&inspectOptions{Model: model}, s)
+		}, []string{"WARNING: this model was trained WITHOUT differential privacy"}, ""},
 		{"export", "", func(s *iostreams) error {
 			return exportRun(&exportOptions{Model: model, Dir: filepath.Join(dir, "export")}, s)
 		}, nil, "items.parquet"},
