@@ -40,7 +40,7 @@ standard deviations over seeds.`,
 			&cli.BoolFlag{Name: "force", Usage: "overwrite existing output files"},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed of the whole experiment (default 1)"},
 		},
-		Action: expCompletionSyntheticRun,
+		Action: runWithOptions(expCompletionSyntheticOptionsOf, expCompletionSyntheticRun),
 	}
 }
 
@@ -100,32 +100,58 @@ func expCompletionWrite(s *iostreams, path string, force bool, header []string, 
 
 func expCompletionG(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 
-func expCompletionSyntheticRun(c *cli.Context) error {
+// expCompletionSyntheticOptions are the flags of dprec experiment
+// completion-synthetic.
+type expCompletionSyntheticOptions struct {
+	globalOptions
+	Kinds     []decomposition.Kind // --kind
+	Fractions []float64            // --fractions
+	Seeds     int                  // --seeds
+	Size      int                  // --size
+	Rank      int                  // --rank
+	SNR       float64              // --snr
+	Out       string               // --out ("" or "-": the output stream)
+	Plot      string               // --plot ("": none)
+	Force     bool                 // --force
+	Seed      uint64               // --seed (1 when not given)
+}
+
+// expCompletionSyntheticOptionsOf reads the flags; bad values are usage
+// errors.
+func expCompletionSyntheticOptionsOf(c *cli.Context) (*expCompletionSyntheticOptions, error) {
 	kinds, err := expCompletionKinds(c.String("kind"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	fr, err := expCompletionFloats("fractions", c.String("fractions"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, f := range fr {
 		if !(f > 0 && f < 1) {
-			return cli.Exit(fmt.Sprintf("--fractions: %g is not in (0,1)", f), exitUsage)
+			return nil, cli.Exit(fmt.Sprintf("--fractions: %g is not in (0,1)", f), exitUsage)
 		}
 	}
-	if c.Int("seeds") < 1 || c.Int("size") < 2 || c.Int("rank") < 1 || c.Int("rank") > c.Int("size") || !(c.Float64("snr") > 0) {
-		return cli.Exit("--seeds, --size, --rank and --snr must be positive (rank <= size)", exitUsage)
+	o := &expCompletionSyntheticOptions{globalOptions: globalOptionsOf(c), Kinds: kinds, Fractions: fr, Seeds: c.Int("seeds"),
+		Size: c.Int("size"), Rank: c.Int("rank"), SNR: c.Float64("snr"), Out: c.String("out"), Plot: c.String("plot"), Force: c.Bool("force")}
+	if o.Seeds < 1 || o.Size < 2 || o.Rank < 1 || o.Rank > o.Size || !(o.SNR > 0) {
+		return nil, cli.Exit("--seeds, --size, --rank and --snr must be positive (rank <= size)", exitUsage)
 	}
-	seed, ok := seedOf(c)
-	if !ok {
-		seed = 1
+	var ok bool
+	if o.Seed, ok = seedOf(c); !ok {
+		o.Seed = 1
 	}
-	n := c.Int("size")
+	return o, nil
+}
+
+// expCompletionSyntheticRun runs the experiment, writes the CSV (and the
+// plot) and prints the summary on ios.Err unless --quiet.
+func expCompletionSyntheticRun(o *expCompletionSyntheticOptions, ios *iostreams) error {
+	kinds, fr, seed, n := o.Kinds, o.Fractions, o.Seed, o.Size
 	var all []completionexp.SyntheticRow
-	bar := newBar(c, int64(len(kinds)*len(fr)*c.Int("seeds")), "completion-synthetic")
+	bar := ios.bar(o.globalOptions, int64(len(kinds)*len(fr)*o.Seeds), "completion-synthetic")
 	for i, k := range kinds {
-		cfg := completionexp.SyntheticConfig{Kind: k, Dims: []int{n, n, n}, Rank: c.Int("rank"), Fractions: fr, Seeds: c.Int("seeds"), SNR: c.Float64("snr")}
+		cfg := completionexp.SyntheticConfig{Kind: k, Dims: []int{n, n, n}, Rank: o.Rank, Fractions: fr, Seeds: o.Seeds, SNR: o.SNR}
 		rows, err := completionexp.CompletionSynthetic(cfg, rand.NewPCG(seed, uint64(i)), func(completionexp.SyntheticRow) { _ = bar.Add(1) })
 		if err != nil {
 			_ = bar.Finish()
@@ -139,18 +165,18 @@ func expCompletionSyntheticRun(c *cli.Context) error {
 		out = append(out, []string{r.Kind, expCompletionG(r.Fraction), strconv.Itoa(r.Seed), strconv.Itoa(r.Observed),
 			expCompletionG(r.Sigma), expCompletionG(r.TestRMSE), expCompletionG(r.Recovery), strconv.Itoa(r.Epochs)})
 	}
-	if err := expCompletionWrite(streamsOf(c), c.String("out"), c.Bool("force"),
+	if err := expCompletionWrite(ios, o.Out, o.Force,
 		[]string{"kind", "fraction", "seed", "observed", "sigma", "test_rmse", "recovery", "epochs"}, out); err != nil {
 		return err
 	}
 	sum := completionexp.SummarizeSynthetic(all)
-	if !quiet(c) {
-		fmt.Fprintln(streamsOf(c).Err, "kind    fraction  test_rmse/sigma  recovery (mean ± sd over seeds)")
+	if !o.Quiet {
+		fmt.Fprintln(ios.Err, "kind    fraction  test_rmse/sigma  recovery (mean ± sd over seeds)")
 		for _, s := range sum {
-			fmt.Fprintf(streamsOf(c).Err, "%-7s %8.2f  %15.3f  %.3f ± %.3f\n", s.Kind, s.Fraction, s.TestRMSE/s.Sigma, s.Recovery, s.RecoverySD)
+			fmt.Fprintf(ios.Err, "%-7s %8.2f  %15.3f  %.3f ± %.3f\n", s.Kind, s.Fraction, s.TestRMSE/s.Sigma, s.Recovery, s.RecoverySD)
 		}
 	}
-	if p := c.String("plot"); p != "" {
+	if p := o.Plot; p != "" {
 		var series []plotSeries
 		for _, k := range kinds {
 			rec := plotSeries{Name: string(k) + " recovery error"}
@@ -164,8 +190,8 @@ func expCompletionSyntheticRun(c *cli.Context) error {
 			}
 			series = append(series, rec, tst)
 		}
-		title := fmt.Sprintf("%dx%dx%d rank %d, SNR %g, %d seeds", n, n, n, c.Int("rank"), c.Float64("snr"), c.Int("seeds"))
-		if err := plotLines(p, c.Bool("force"), title, "observed fraction", "error", false, false, series); err != nil {
+		title := fmt.Sprintf("%dx%dx%d rank %d, SNR %g, %d seeds", n, n, n, o.Rank, o.SNR, o.Seeds)
+		if err := plotLines(p, o.Force, title, "observed fraction", "error", false, false, series); err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
 	}
@@ -192,7 +218,7 @@ epochs, seconds_per_epoch, entries_per_second, train_rmse) to --out or stdout.`,
 			&cli.BoolFlag{Name: "force", Usage: "overwrite --out"},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed (default 1)"},
 		},
-		Action: expCompletionSpeedRun,
+		Action: runWithOptions(expCompletionSpeedOptionsOf, expCompletionSpeedRun),
 	}
 }
 
@@ -235,38 +261,57 @@ func expCompletionSizes(s string) ([]completionexp.SpeedSize, error) {
 	return out, nil
 }
 
-func expCompletionSpeedRun(c *cli.Context) error {
+// expCompletionSpeedOptions are the flags of dprec experiment
+// completion-speed.
+type expCompletionSpeedOptions struct {
+	globalOptions
+	// Config holds --sizes, --kind, --rank, --epochs, --bias and --threads.
+	Config completionexp.SpeedConfig
+	Out    string // --out ("" or "-": the output stream)
+	Force  bool   // --force
+	Seed   uint64 // --seed (1 when not given)
+}
+
+// expCompletionSpeedOptionsOf reads the flags; bad values are usage errors.
+func expCompletionSpeedOptionsOf(c *cli.Context) (*expCompletionSpeedOptions, error) {
 	sizes, err := expCompletionSizes(c.String("sizes"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	kinds, err := expCompletionKinds(c.String("kind"))
 	if err != nil || len(kinds) != 1 {
-		return cli.Exit(fmt.Sprintf("--kind %q: want cp or tucker", c.String("kind")), exitUsage)
+		return nil, cli.Exit(fmt.Sprintf("--kind %q: want cp or tucker", c.String("kind")), exitUsage)
 	}
 	cfg := completionexp.SpeedConfig{Sizes: sizes, Kind: kinds[0], Rank: c.Int("rank"), Epochs: c.Int("epochs"), Bias: c.Bool("bias")}
 	if cfg.Rank < 1 || cfg.Epochs < 1 {
-		return cli.Exit("--rank and --epochs must be positive", exitUsage)
+		return nil, cli.Exit("--rank and --epochs must be positive", exitUsage)
 	}
 	if s := c.String("threads"); s != "" {
 		th, err := expCompletionFloats("threads", s)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, v := range th {
 			if v < 1 || v != math.Trunc(v) {
-				return cli.Exit(fmt.Sprintf("--threads: %g is not a positive integer", v), exitUsage)
+				return nil, cli.Exit(fmt.Sprintf("--threads: %g is not a positive integer", v), exitUsage)
 			}
 			cfg.Threads = append(cfg.Threads, int(v))
 		}
 	}
-	seed, ok := seedOf(c)
-	if !ok {
-		seed = 1
+	o := &expCompletionSpeedOptions{globalOptions: globalOptionsOf(c), Config: cfg, Out: c.String("out"), Force: c.Bool("force")}
+	var ok bool
+	if o.Seed, ok = seedOf(c); !ok {
+		o.Seed = 1
 	}
-	rows, err := completionexp.CompletionSpeed(cfg, rand.NewPCG(seed, 0), func(r completionexp.SpeedRow) {
-		if !quiet(c) {
-			fmt.Fprintf(streamsOf(c).Err, "%s threads %d: %.4f s/epoch, %.3g entries/s\n", r.Size, r.Threads, r.SecondsPerEpoch, r.EntriesPerSecond)
+	return o, nil
+}
+
+// expCompletionSpeedRun times the epochs, reporting each run on ios.Err
+// unless --quiet, and writes the CSV.
+func expCompletionSpeedRun(o *expCompletionSpeedOptions, ios *iostreams) error {
+	rows, err := completionexp.CompletionSpeed(o.Config, rand.NewPCG(o.Seed, 0), func(r completionexp.SpeedRow) {
+		if !o.Quiet {
+			fmt.Fprintf(ios.Err, "%s threads %d: %.4f s/epoch, %.3g entries/s\n", r.Size, r.Threads, r.SecondsPerEpoch, r.EntriesPerSecond)
 		}
 	})
 	if err != nil {
@@ -281,6 +326,6 @@ func expCompletionSpeedRun(c *cli.Context) error {
 		out = append(out, []string{r.Size, strings.Join(dims, "x"), strconv.Itoa(r.NNZ), r.Kind, strconv.Itoa(r.Rank),
 			strconv.Itoa(r.Threads), strconv.Itoa(r.Epochs), expCompletionG(r.SecondsPerEpoch), expCompletionG(r.EntriesPerSecond), expCompletionG(r.TrainRMSE)})
 	}
-	return expCompletionWrite(streamsOf(c), c.String("out"), c.Bool("force"),
+	return expCompletionWrite(ios, o.Out, o.Force,
 		[]string{"size", "dims", "nnz", "kind", "rank", "threads", "epochs", "seconds_per_epoch", "entries_per_second", "train_rmse"}, out)
 }

@@ -11,13 +11,14 @@ import (
 	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/internal/experiment/completionexp"
 	"github.com/dprec/dprec/models"
 	"github.com/dprec/dprec/perturb"
 )
 
 // TestRunFunctions calls the run functions of eval, predict, recommend, tune,
-// pca, similar, data synth, data stats, data split, data convert, inspect
-// and export
+// pca, similar, data synth, data stats, data split, data convert, inspect,
+// export and experiment completion-speed
 // with hand-built options and buffer streams: no *cli.Context, no flag
 // parsing, no terminal.
 func TestRunFunctions(t *testing.T) {
@@ -103,6 +104,10 @@ func TestRunFunctions(t *testing.T) {
 		{"inspect", "", func(s *iostreams) error {
 			return inspectRun(&inspectOptions{Model: model}, s)
 		}, []string{"WARNING: this model was trained WITHOUT differential privacy"}, ""},
+		{"experiment completion-speed", "", func(s *iostreams) error {
+			cfg := completionexp.SpeedConfig{Sizes: []completionexp.SpeedSize{{Name: "t", Dims: []int{12, 10, 4}, NNZ: 200}}, Threads: []int{1}, Epochs: 1}
+			return expCompletionSpeedRun(&expCompletionSpeedOptions{Config: cfg, Seed: 1}, s)
+		}, []string{"size,dims,nnz,kind,rank,threads,epochs,seconds_per_epoch,entries_per_second,train_rmse\nt,12x10x4,200,cp,10,1,1,"}, "t threads 1: "},
 		{"export", "", func(s *iostreams) error {
 			return exportRun(&exportOptions{Model: model, Dir: filepath.Join(dir, "export")}, s)
 		}, nil, "items.parquet"},
