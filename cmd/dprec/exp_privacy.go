@@ -44,7 +44,7 @@ func expPrivacyCmd() *cli.Command {
 			&cli.IntFlag{Name: "threads", Value: 2, Usage: "training threads"},
 			&cli.BoolFlag{Name: "force", Usage: "overwrite existing files"},
 		},
-		Action: expPrivacyRun,
+		Action: runWithOptions(expPrivacyOptionsOf, expPrivacyRun),
 	}
 }
 
@@ -63,35 +63,82 @@ func expPrivacyFloats(s, name string) ([]float64, error) {
 	return out, nil
 }
 
-func expPrivacyRun(c *cli.Context) error {
+// expPrivacyOptions are the flags of dprec experiment completion-privacy.
+type expPrivacyOptions struct {
+	globalOptions
+	Out          string   // --out: the results directory
+	Ratings      string   // --ratings ("": the synthetic set-ups only)
+	RatingMin    float64  // --rating-min
+	RatingMax    float64  // --rating-max
+	Datasets     []string // --datasets
+	Epsilons     []float64
+	Modes        []string
+	Seeds        int     // --seeds: seeds per point
+	Delta        float64 // --delta of gradient-all
+	Clip         float64 // --clip (0: the default)
+	Rank         int     // --rank of the rating-log model
+	Force        bool    // --force
+	Seed         uint64  // --seed: the base seed (0 when not given)
+	Settings     completion.Settings
+	InitScaleSet bool // --init-scale was given (else the synthetic set-ups use 0.5)
+	LRSet        bool // --lr was given (else synthetic Tucker uses 0.002)
+	// PrivateSchedule says --private-lr-scale or --private-reg was given:
+	// the private modes then train with PrivateLRScale and PrivateReg.
+	PrivateSchedule bool
+	PrivateLRScale  float64
+	PrivateReg      float64
+}
+
+// expPrivacyOptionsOf reads the flags; bad --epsilons, --modes and --seeds
+// are usage errors.
+func expPrivacyOptionsOf(c *cli.Context) (*expPrivacyOptions, error) {
 	eps, modes, err := expPrivacyFlags(c)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	dir := c.String("out")
+	o := &expPrivacyOptions{globalOptions: globalOptionsOf(c), Out: c.String("out"), Ratings: c.String("ratings"),
+		RatingMin: c.Float64("rating-min"), RatingMax: c.Float64("rating-max"), Epsilons: eps, Modes: modes,
+		Seeds: c.Int("seeds"), Delta: c.Float64("delta"), Clip: c.Float64("clip"), Rank: c.Int("rank"), Force: c.Bool("force"),
+		Settings: completion.Settings{Epochs: c.Int("epochs"), Threads: c.Int("threads"), LearningRate: c.Float64("lr"),
+			Reg: c.Float64("reg"), InitScale: c.Float64("init-scale")},
+		InitScaleSet: c.IsSet("init-scale"), LRSet: c.IsSet("lr"),
+		PrivateSchedule: c.IsSet("private-lr-scale") || c.IsSet("private-reg"),
+		PrivateLRScale:  c.Float64("private-lr-scale"), PrivateReg: c.Float64("private-reg")}
+	for _, name := range strings.Split(c.String("datasets"), ",") {
+		o.Datasets = append(o.Datasets, strings.TrimSpace(name))
+	}
+	o.Seed, _ = seedOf(c)
+	return o, nil
+}
+
+// expPrivacyRun runs the experiment, writes the CSV and plots under o.Out
+// and prints the summary table on ios.Out.
+func expPrivacyRun(o *expPrivacyOptions, ios *iostreams) error {
+	eps, modes := o.Epsilons, o.Modes
+	dir := o.Out
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	all, baselines, err := expPrivacyRows(c, eps, modes)
+	all, baselines, err := expPrivacyRows(o, ios)
 	if err != nil {
 		return err
 	}
-	force := c.Bool("force")
+	force := o.Force
 	csvPath := filepath.Join(dir, "completion_privacy.csv")
 	if err := expPrivacyWriteCSV(csvPath, force, all); err != nil {
 		return err
 	}
 	summary := completionexp.SummarizePrivacy(all)
-	if !quiet(c) {
-		fmt.Fprintf(streamsOf(c).Err, "wrote %s (noise seeded: reproducible, NOT private)\n", csvPath)
+	if !o.Quiet {
+		fmt.Fprintf(ios.Err, "wrote %s (noise seeded: reproducible, NOT private)\n", csvPath)
 	}
-	w := streamsOf(c).Out
+	w := ios.Out
 	fmt.Fprintf(w, "dataset\tmode\tepsilon\tmean_rmse\tsd\truns\tfailed\n")
 	for _, s := range summary {
 		fmt.Fprintf(w, "%s\t%s\t%g\t%.4f\t%.4f\t%d\t%d\n", s.Dataset, s.Mode, s.Epsilon, s.Mean, s.SD, s.Runs, s.Failed)
 	}
 	for name, b := range baselines {
-		fmt.Fprintf(w, "%s\tbias-only baseline (non-private)\t-\t%.4f\t-\t%d\t0\n", name, b, c.Int("seeds"))
+		fmt.Fprintf(w, "%s\tbias-only baseline (non-private)\t-\t%.4f\t-\t%d\t0\n", name, b, o.Seeds)
 	}
 	return expPrivacyPlots(dir, force, summary, modes, eps, baselines)
 }
@@ -120,34 +167,30 @@ func expPrivacyFlags(c *cli.Context) ([]float64, []string, error) {
 // expPrivacyRows runs the experiment on every dataset and seed, and
 // returns its rows and, per rating-log dataset, the mean RMSE over seeds
 // of the non-private bias-only baseline.
-func expPrivacyRows(c *cli.Context, eps []float64, modes []string) ([]completionexp.PrivacyExpRow, map[string]float64, error) {
-	base, _ := seedOf(c)
-	nSeeds := c.Int("seeds")
-	settings := completion.Settings{Epochs: c.Int("epochs"), Threads: c.Int("threads"), LearningRate: c.Float64("lr"), Reg: c.Float64("reg"), InitScale: c.Float64("init-scale")}
-	usePrivate := c.IsSet("private-lr-scale") || c.IsSet("private-reg")
+func expPrivacyRows(o *expPrivacyOptions, ios *iostreams) ([]completionexp.PrivacyExpRow, map[string]float64, error) {
+	eps, modes, base, nSeeds := o.Epsilons, o.Modes, o.Seed, o.Seeds
 	var all []completionexp.PrivacyExpRow
 	baselines := map[string]float64{}
-	for _, name := range strings.Split(c.String("datasets"), ",") {
-		name = strings.TrimSpace(name)
+	for _, name := range o.Datasets {
 		for s := 0; s < nSeeds; s++ {
 			seed := base + uint64(s) + 1
-			ds, err := expPrivacyDataset(c, name, seed, settings)
+			ds, err := expPrivacyDataset(o, name, seed, o.Settings)
 			if err != nil {
 				return nil, nil, err
 			}
 			if ds == nil {
 				break // ratings without --ratings
 			}
-			if usePrivate {
-				ds.PrivateSettings = completionexp.PrivateSchedule(ds.Settings, c.Float64("private-lr-scale"), c.Float64("private-reg"))
+			if o.PrivateSchedule {
+				ds.PrivateSettings = completionexp.PrivateSchedule(ds.Settings, o.PrivateLRScale, o.PrivateReg)
 			}
 			if name == "ratings" {
 				baselines[name] += completionexp.BiasBaselineRMSE(ds.Train, ds.Test, 5, ds.RatingMin, ds.RatingMax) / float64(nSeeds)
 			}
-			bar := newBar(c, int64(len(modes)*len(eps)), fmt.Sprintf("%s seed %d", name, seed))
+			bar := ios.bar(o.globalOptions, int64(len(modes)*len(eps)), fmt.Sprintf("%s seed %d", name, seed))
 			rows, err := completionexp.RunPrivacyExperiment(completionexp.PrivacyExpConfig{
 				Datasets: []completionexp.PrivacyExpDataset{*ds}, Modes: modes, Epsilons: eps,
-				Seeds: []uint64{seed}, Delta: c.Float64("delta"), Clip: c.Float64("clip"),
+				Seeds: []uint64{seed}, Delta: o.Delta, Clip: o.Clip,
 			}, func(completionexp.PrivacyExpRow) { _ = bar.Add(1) })
 			_ = bar.Finish()
 			if err != nil {
@@ -220,7 +263,7 @@ func fmtG(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 
 // expPrivacyDataset builds one dataset for a seed (nil for "ratings"
 // without --ratings).
-func expPrivacyDataset(c *cli.Context, name string, seed uint64, s completion.Settings) (*completionexp.PrivacyExpDataset, error) {
+func expPrivacyDataset(o *expPrivacyOptions, name string, seed uint64, s completion.Settings) (*completionexp.PrivacyExpDataset, error) {
 	switch name {
 	case "synthetic-cp", "synthetic-tucker":
 		kind := decomposition.CP
@@ -233,10 +276,10 @@ func expPrivacyDataset(c *cli.Context, name string, seed uint64, s completion.Se
 		if err != nil {
 			return nil, err
 		}
-		if !c.IsSet("init-scale") {
+		if !o.InitScaleSet {
 			s.InitScale = 0.5
 		}
-		if kind == decomposition.Tucker && !c.IsSet("lr") {
+		if kind == decomposition.Tucker && !o.LRSet {
 			// Tucker entries have variance rank^3 = 27 (std 7.3 with the
 			// noise): the trainer's default step (tuned for 1-5 ratings)
 			// diverges; 0.002 reaches the noise floor in 30 epochs.
@@ -244,7 +287,7 @@ func expPrivacyDataset(c *cli.Context, name string, seed uint64, s completion.Se
 		}
 		return &completionexp.PrivacyExpDataset{Name: name, Train: tr, Test: te, RatingMin: lo, RatingMax: hi, Kind: kind, Rank: 3, Settings: s}, nil
 	case "ratings":
-		path := c.String("ratings")
+		path := o.Ratings
 		if path == "" {
 			return nil, nil
 		}
@@ -253,8 +296,8 @@ func expPrivacyDataset(c *cli.Context, name string, seed uint64, s completion.Se
 			return nil, err
 		}
 		tr, te := completionexp.SplitStore(st, 0.1, perturb.StreamSource(seed, 78))
-		return &completionexp.PrivacyExpDataset{Name: name, Train: tr, Test: te, RatingMin: c.Float64("rating-min"), RatingMax: c.Float64("rating-max"),
-			Kind: decomposition.CP, Rank: c.Int("rank"), Bias: true, Settings: s}, nil
+		return &completionexp.PrivacyExpDataset{Name: name, Train: tr, Test: te, RatingMin: o.RatingMin, RatingMax: o.RatingMax,
+			Kind: decomposition.CP, Rank: o.Rank, Bias: true, Settings: s}, nil
 	}
 	return nil, fmt.Errorf("--datasets: unknown dataset %q (want synthetic-cp, synthetic-tucker or ratings)", name)
 }
