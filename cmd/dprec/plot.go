@@ -78,6 +78,17 @@ func plotLines(path string, force bool, title, xlabel, ylabel string, logX, logY
 			}
 		}
 	}
+	// A log axis over a single value: gonum would widen it by one on each
+	// side (to zero or below, where LogTicks panics); widen it by a
+	// factor of two instead.
+	for _, ax := range []struct {
+		log bool
+		a   *plot.Axis
+	}{{logX, &p.X}, {logY, &p.Y}} {
+		if ax.log && ax.a.Min == ax.a.Max && ax.a.Min > 0 {
+			ax.a.Min, ax.a.Max = ax.a.Min/2, ax.a.Max*2
+		}
+	}
 	p.Legend.Top = true
 	ext := strings.ToLower(filepath.Ext(path))
 	if ext != ".png" && ext != ".svg" {
