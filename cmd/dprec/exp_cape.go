@@ -28,33 +28,65 @@ func expCapeCmd() *cli.Command {
 			&cli.StringFlag{Name: "real-ratings", Usage: "MovieLens-style ratings CSV (userId,movieId,rating,...): adds a capePCA table on users x the most-rated item columns"},
 			&cli.IntFlag{Name: "real-items", Value: 50, Usage: "number of item columns D of the real data set"},
 		},
-		Action: expCapeRun,
+		Action: runWithOptions(expCapeOptionsOf, expCapeRun),
 	}
 }
 
-func expCapeRun(c *cli.Context) error {
-	dir := c.String("out")
+// expCapeOptions are the flags of dprec experiment cape.
+type expCapeOptions struct {
+	globalOptions
+	Out         string // --out: the results directory
+	Quick       bool   // --quick
+	Reps        int    // --reps (0: the default)
+	Only        string // --only: pca, agn, real or all
+	Force       bool   // --force
+	Seed        uint64 // --seed (1 when not given)
+	RealRatings string // --real-ratings ("": none)
+	RealItems   int    // --real-items
+}
+
+// expCapeOptionsOf reads the flags; bad --only and --real-items values
+// are usage errors.
+func expCapeOptionsOf(c *cli.Context) (*expCapeOptions, error) {
+	o := &expCapeOptions{globalOptions: globalOptionsOf(c), Out: c.String("out"), Quick: c.Bool("quick"), Reps: c.Int("reps"),
+		Only: c.String("only"), Force: c.Bool("force"), RealRatings: c.String("real-ratings"), RealItems: c.Int("real-items")}
+	var ok bool
+	if o.Seed, ok = seedOf(c); !ok {
+		o.Seed = 1
+	}
+	if o.RealRatings != "" && o.RealItems < 2 {
+		return nil, cli.Exit(fmt.Sprintf("--real-items %d: want at least 2", o.RealItems), exitUsage)
+	}
+	switch o.Only {
+	case "all", "pca", "agn":
+	case "real":
+		if o.RealRatings == "" {
+			return nil, cli.Exit("--only real needs --real-ratings FILE", exitUsage)
+		}
+	default:
+		return nil, cli.Exit(fmt.Sprintf("--only %q: want pca, agn or all", o.Only), exitUsage)
+	}
+	return o, nil
+}
+
+// expCapeRun runs the experiments, writes their tables and plots under
+// o.Out and prints the tables on ios.Out unless --quiet.
+func expCapeRun(o *expCapeOptions, ios *iostreams) error {
+	dir := o.Out
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	seed, ok := seedOf(c)
-	if !ok {
-		seed = 1
-	}
-	cfg := capeexp.Config{Quick: c.Bool("quick"), Reps: c.Int("reps"), Seed: seed}
-	if p := c.String("real-ratings"); p != "" {
-		if d := c.Int("real-items"); d < 2 {
-			return cli.Exit(fmt.Sprintf("--real-items %d: want at least 2", d), exitUsage)
-		}
-		x, err := capeexp.RatingRows(p, c.Int("real-items"))
+	cfg := capeexp.Config{Quick: o.Quick, Reps: o.Reps, Seed: o.Seed}
+	if p := o.RealRatings; p != "" {
+		x, err := capeexp.RatingRows(p, o.RealItems)
 		if err != nil {
 			return err
 		}
 		cfg.Real = x
-		cfg.RealName = fmt.Sprintf("%s, users x top-%d items", filepath.Base(p), c.Int("real-items"))
+		cfg.RealName = fmt.Sprintf("%s, users x top-%d items", filepath.Base(p), o.RealItems)
 	}
 	var runs []func(capeexp.Config) ([]capeexp.Table, error)
-	switch c.String("only") {
+	switch o.Only {
 	case "all":
 		runs = append(runs, capeexp.PCA, capeexp.AGN)
 	case "pca":
@@ -62,16 +94,11 @@ func expCapeRun(c *cli.Context) error {
 	case "agn":
 		runs = append(runs, capeexp.AGN)
 	case "real":
-		if cfg.Real == nil {
-			return cli.Exit("--only real needs --real-ratings FILE", exitUsage)
-		}
 		cfg.RealOnly = true
 		runs = append(runs, capeexp.PCA)
-	default:
-		return cli.Exit(fmt.Sprintf("--only %q: want pca, agn or all", c.String("only")), exitUsage)
 	}
 	for i, run := range runs {
-		bar := newBar(c, -1, fmt.Sprintf("cape experiment %d/%d", i+1, len(runs)))
+		bar := ios.bar(o.globalOptions, -1, fmt.Sprintf("cape experiment %d/%d", i+1, len(runs)))
 		cfg.Progress = func(done, total int) {
 			bar.ChangeMax(total)
 			_ = bar.Set(done)
@@ -82,11 +109,11 @@ func expCapeRun(c *cli.Context) error {
 			return err
 		}
 		for _, t := range tables {
-			if err := expCapeWrite(dir, c.Bool("force"), t); err != nil {
+			if err := expCapeWrite(dir, o.Force, t); err != nil {
 				return err
 			}
-			if !quiet(c) {
-				expCapePrint(streamsOf(c).Out, t)
+			if !o.Quiet {
+				expCapePrint(ios.Out, t)
 			}
 		}
 	}
