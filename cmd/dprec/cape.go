@@ -103,13 +103,14 @@ func capeRejectLogger(w io.Writer, server cape.Role) func(role cape.Role, reason
 	}
 }
 
-// capeListen opens the listener and announces its address on stderr.
-func capeListen(c *cli.Context, role cape.Role) (net.Listener, error) {
-	ln, err := net.Listen("tcp", c.String("listen"))
+// capeListen opens the listener on addr (--listen) and announces its
+// address on s.Err.
+func capeListen(s *iostreams, addr string, role cape.Role) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("%s: listen on %s: %w", role, c.String("listen"), err)
+		return nil, fmt.Errorf("%s: listen on %s: %w", role, addr, err)
 	}
-	fmt.Fprintf(streamsOf(c).Err, "%s listening on http://%s\n", role, ln.Addr())
+	fmt.Fprintf(s.Err, "%s listening on http://%s\n", role, ln.Addr())
 	return ln, nil
 }
 
@@ -118,13 +119,14 @@ func capeOptions(c *cli.Context) cape.RunOptions {
 	return cape.RunOptions{Seeded: ok, Seed: seed}
 }
 
-func capeLoadKeys(c *cli.Context, role cape.Role) (*cape.Keyring, error) {
-	k, err := cape.LoadKeyring(c.String("keys"))
+// capeLoadKeys loads the keyring at path (--keys) and checks it is role's.
+func capeLoadKeys(path string, role cape.Role) (*cape.Keyring, error) {
+	k, err := cape.LoadKeyring(path)
 	if err != nil {
 		return nil, err
 	}
 	if k.Role != role {
-		return nil, cli.Exit(fmt.Sprintf("--keys %s is the keyring of %s, not of %s", c.String("keys"), k.Role, role), exitUsage)
+		return nil, cli.Exit(fmt.Sprintf("--keys %s is the keyring of %s, not of %s", path, k.Role, role), exitUsage)
 	}
 	return k, nil
 }
@@ -151,7 +153,7 @@ func capeAggregateCmd() *cli.Command {
 			&cli.BoolFlag{Name: "force", Usage: "overwrite --out"},
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
 		),
-		Action: capeAggregateRun,
+		Action: runWithOptions(capeAggregateOptionsOf, capeAggregateRun),
 	}
 }
 
@@ -168,71 +170,100 @@ type capeAggResult struct {
 	Guarantees []cape.SiteGuarantee `json:"guarantees"`
 }
 
-func capeAggregateRun(c *cli.Context) error {
-	if err := checkOutputs([]string{c.String("keys")}, c.String("out")); err != nil {
-		return err
-	}
-	keys, err := capeLoadKeys(c, cape.RoleAggregator)
-	if err != nil {
-		return err
-	}
+// capeAggregateOptions are the flags of dprec cape aggregate.
+type capeAggregateOptions struct {
+	globalOptions
+	Keys     string          // --keys: the aggregator's keyring
+	Deadline time.Duration   // --deadline
+	Run      cape.RunOptions // --seed
+	Listen   string          // --listen
+	Sites    int             // --sites
+	Job      cape.Job        // --job, --dim, --k, --model, --sigma2, --split, --calibration, --equal-weights (validated)
+	Timeout  time.Duration   // --timeout per site message
+	MaxRows  int             // --max-rows
+	MinSites int             // --min-sites
+	Out      string          // --out ("": none; "-": the output stream)
+	Force    bool            // --force
+	JSON     bool            // --json
+}
+
+// capeAggregateOptionsOf reads the aggregator's flags; an invalid job,
+// --max-rows or --min-sites is a usage error.
+func capeAggregateOptionsOf(c *cli.Context) (*capeAggregateOptions, error) {
 	job, err := capeAggJob(c)
 	if err != nil {
+		return nil, err
+	}
+	o := &capeAggregateOptions{globalOptions: globalOptionsOf(c), Keys: c.String("keys"), Deadline: c.Duration("deadline"),
+		Run: capeOptions(c), Listen: c.String("listen"), Sites: c.Int("sites"), Job: job, Timeout: c.Duration("timeout"),
+		MaxRows: c.Int("max-rows"), MinSites: c.Int("min-sites"), Out: c.String("out"), Force: c.Bool("force"), JSON: c.Bool("json")}
+	if o.MaxRows < 1 {
+		return nil, cli.Exit(fmt.Sprintf("--max-rows %d must be positive", o.MaxRows), exitUsage)
+	}
+	if m := o.MinSites; m < 2 || m > o.Sites {
+		return nil, cli.Exit(fmt.Sprintf("--min-sites %d must be in [2, --sites %d]", m, o.Sites), exitUsage)
+	}
+	return o, nil
+}
+
+// capeAggregateRun serves the aggregator role until the run ends, then
+// prints the result on ios.Out (notes on ios.Err).
+func capeAggregateRun(o *capeAggregateOptions, ios *iostreams) error {
+	if err := checkOutputs([]string{o.Keys}, o.Out); err != nil {
 		return err
 	}
-	ln, err := capeListen(c, cape.RoleAggregator)
+	keys, err := capeLoadKeys(o.Keys, cape.RoleAggregator)
+	if err != nil {
+		return err
+	}
+	job := o.Job
+	ln, err := capeListen(ios, o.Listen, cape.RoleAggregator)
 	if err != nil {
 		return err
 	}
 	// Bodies are bounded by the job's largest message; each site holds at
 	// most a couple of connections, the noise generator too.
 	tr, err := cape.NewHTTPTransport(cape.HTTPConfig{Role: cape.RoleAggregator, Keys: keys, Listener: ln,
-		MaxValues: job.MaxValues(), MaxConns: 2*c.Int("sites") + 8, OnReject: capeRejectLogger(streamsOf(c).Err, cape.RoleAggregator)})
+		MaxValues: job.MaxValues(), MaxConns: 2*o.Sites + 8, OnReject: capeRejectLogger(ios.Err, cape.RoleAggregator)})
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.Duration("deadline"))
+	ctx, cancel := context.WithTimeout(context.Background(), o.Deadline)
 	defer cancel()
-	opts := capeOptions(c)
-	if c.Int("max-rows") < 1 {
-		return cli.Exit(fmt.Sprintf("--max-rows %d must be positive", c.Int("max-rows")), exitUsage)
-	}
-	if m := c.Int("min-sites"); m < 2 || m > c.Int("sites") {
-		return cli.Exit(fmt.Sprintf("--min-sites %d must be in [2, --sites %d]", m, c.Int("sites")), exitUsage)
-	}
-	agg := &cape.Aggregator{T: tr, Src: opts.Source(cape.StreamAggregator), Job: job, Sites: c.Int("sites"), Timeout: c.Duration("timeout"),
-		MaxRows: c.Int("max-rows"), MinSites: c.Int("min-sites")}
+	opts := o.Run
+	agg := &cape.Aggregator{T: tr, Src: opts.Source(cape.StreamAggregator), Job: job, Sites: o.Sites, Timeout: o.Timeout,
+		MaxRows: o.MaxRows, MinSites: o.MinSites}
 	out, runErr := agg.Run(ctx)
 	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
 	left := tr.Drain(dctx)
 	dcancel()
 	if n := tr.Rejections(); n > 0 {
-		fmt.Fprintf(streamsOf(c).Err, "aggregator: %d request(s) rejected in this run (see above)\n", n)
+		fmt.Fprintf(ios.Err, "aggregator: %d request(s) rejected in this run (see above)\n", n)
 	}
 	if runErr != nil {
-		return capeAggRunError(c, out, runErr)
+		return capeAggRunError(o.Timeout, out, runErr)
 	}
 	for _, e := range out.Excluded {
-		fmt.Fprintf(streamsOf(c).Err, "aggregator: excluded %s in stage %d: %s\n", cape.SiteRole(e.Site), e.Stage, e.Reason)
+		fmt.Fprintf(ios.Err, "aggregator: excluded %s in stage %d: %s\n", cape.SiteRole(e.Site), e.Stage, e.Reason)
 	}
 	if len(left) > 0 {
-		fmt.Fprintf(streamsOf(c).Err, "note: messages to %v were never fetched\n", left)
+		fmt.Fprintf(ios.Err, "note: messages to %v were never fetched\n", left)
 	}
 	res, matrix, err := capeAggResults(job, out, opts)
 	if err != nil {
 		return err
 	}
-	if p := c.String("out"); p != "" && matrix != nil {
-		if err := streamsOf(c).writeFile(p, c.Bool("force"), func(w io.Writer) error { return pcaWriteCSV(w, matrix) }); err != nil {
+	if p := o.Out; p != "" && matrix != nil {
+		if err := ios.writeFile(p, o.Force, func(w io.Writer) error { return pcaWriteCSV(w, matrix) }); err != nil {
 			return err
 		}
 	}
-	if c.Bool("json") {
-		enc := json.NewEncoder(streamsOf(c).Out)
+	if o.JSON {
+		enc := json.NewEncoder(ios.Out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	capeAggPrint(streamsOf(c).Out, res, out)
+	capeAggPrint(ios.Out, res, out)
 	return nil
 }
 
@@ -262,8 +293,8 @@ func capeAggJob(c *cli.Context) (cape.Job, error) {
 }
 
 // capeAggRunError adds to a failed run's error the sites that never said
-// hello, when that is why nothing ran.
-func capeAggRunError(c *cli.Context, out *cape.Outcome, runErr error) error {
+// hello, when that is why nothing ran; timeout is --timeout.
+func capeAggRunError(timeout time.Duration, out *cape.Outcome, runErr error) error {
 	if out != nil && len(out.Stages) == 0 {
 		missing := []string{}
 		for _, e := range out.Excluded {
@@ -272,7 +303,7 @@ func capeAggRunError(c *cli.Context, out *cape.Outcome, runErr error) error {
 			}
 		}
 		if len(missing) > 0 {
-			return fmt.Errorf("%w (no hello from %s within --timeout %s: are those site processes running with the right --aggregator address?)", runErr, strings.Join(missing, ", "), c.Duration("timeout"))
+			return fmt.Errorf("%w (no hello from %s within --timeout %s: are those site processes running with the right --aggregator address?)", runErr, strings.Join(missing, ", "), timeout)
 		}
 	}
 	return runErr
@@ -341,11 +372,11 @@ func capeNoiseCmd() *cli.Command {
 			&cli.StringFlag{Name: "aggregator", Value: "http://127.0.0.1:7400", Usage: "aggregator URL"},
 		),
 		Action: func(c *cli.Context) error {
-			keys, err := capeLoadKeys(c, cape.RoleNoise)
+			keys, err := capeLoadKeys(c.String("keys"), cape.RoleNoise)
 			if err != nil {
 				return err
 			}
-			ln, err := capeListen(c, cape.RoleNoise)
+			ln, err := capeListen(streamsOf(c), c.String("listen"), cape.RoleNoise)
 			if err != nil {
 				return err
 			}
@@ -395,7 +426,7 @@ func capeSiteCmd() *cli.Command {
 		),
 		Action: func(c *cli.Context) error {
 			role := cape.SiteRole(c.Int("id"))
-			keys, err := capeLoadKeys(c, role)
+			keys, err := capeLoadKeys(c.String("keys"), role)
 			if err != nil {
 				return err
 			}
