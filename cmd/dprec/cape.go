@@ -58,27 +58,42 @@ func capeKeysCmd() *cli.Command {
 			&cli.StringFlag{Name: "dir", Required: true, Usage: "directory for aggregator.json, noise.json, site-1.json, ..."},
 			&cli.BoolFlag{Name: "force", Usage: "overwrite existing keyrings"},
 		},
-		Action: func(c *cli.Context) error {
-			rings, err := cape.NewKeyrings(c.Int("sites"))
-			if err != nil {
-				return cli.Exit(err.Error(), exitUsage)
-			}
-			if err := os.MkdirAll(c.String("dir"), 0o700); err != nil {
-				return err
-			}
-			for role, k := range rings {
-				p := filepath.Join(c.String("dir"), strings.ReplaceAll(string(role), "/", "-")+".json")
-				// Mode 0600 from creation (never renamed in wider).
-				if err := cape.SaveKeyring(p, k, c.Bool("force")); err != nil {
-					return err
-				}
-			}
-			if !quiet(c) {
-				fmt.Fprintf(streamsOf(c).Err, "wrote %d keyrings to %s (give each process only its own file)\n", len(rings), c.String("dir"))
-			}
-			return nil
-		},
+		Action: runWithOptions(capeKeysOptionsOf, capeKeysRun),
 	}
+}
+
+// capeKeysOptions are the flags of dprec cape keys.
+type capeKeysOptions struct {
+	globalOptions
+	Sites int    // --sites
+	Dir   string // --dir
+	Force bool   // --force
+}
+
+func capeKeysOptionsOf(c *cli.Context) (*capeKeysOptions, error) {
+	return &capeKeysOptions{globalOptions: globalOptionsOf(c), Sites: c.Int("sites"), Dir: c.String("dir"), Force: c.Bool("force")}, nil
+}
+
+// capeKeysRun writes one keyring per role into o.Dir.
+func capeKeysRun(o *capeKeysOptions, ios *iostreams) error {
+	rings, err := cape.NewKeyrings(o.Sites)
+	if err != nil {
+		return cli.Exit(err.Error(), exitUsage)
+	}
+	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+		return err
+	}
+	for role, k := range rings {
+		p := filepath.Join(o.Dir, strings.ReplaceAll(string(role), "/", "-")+".json")
+		// Mode 0600 from creation (never renamed in wider).
+		if err := cape.SaveKeyring(p, k, o.Force); err != nil {
+			return err
+		}
+	}
+	if !o.Quiet {
+		fmt.Fprintf(ios.Err, "wrote %d keyrings to %s (give each process only its own file)\n", len(rings), o.Dir)
+	}
+	return nil
 }
 
 // capeMaxRejectLines caps the refused requests a server logs (a flood of
@@ -114,9 +129,18 @@ func capeListen(s *iostreams, addr string, role cape.Role) (net.Listener, error)
 	return ln, nil
 }
 
-func capeOptions(c *cli.Context) cape.RunOptions {
+// capeRoleOptions are the flags every role has (capeCommonFlags).
+type capeRoleOptions struct {
+	globalOptions
+	Keys     string          // --keys: this role's keyring
+	Deadline time.Duration   // --deadline
+	Run      cape.RunOptions // --seed
+}
+
+func capeRoleOptionsOf(c *cli.Context) capeRoleOptions {
 	seed, ok := seedOf(c)
-	return cape.RunOptions{Seeded: ok, Seed: seed}
+	return capeRoleOptions{globalOptions: globalOptionsOf(c), Keys: c.String("keys"), Deadline: c.Duration("deadline"),
+		Run: cape.RunOptions{Seeded: ok, Seed: seed}}
 }
 
 // capeLoadKeys loads the keyring at path (--keys) and checks it is role's.
@@ -172,19 +196,16 @@ type capeAggResult struct {
 
 // capeAggregateOptions are the flags of dprec cape aggregate.
 type capeAggregateOptions struct {
-	globalOptions
-	Keys     string          // --keys: the aggregator's keyring
-	Deadline time.Duration   // --deadline
-	Run      cape.RunOptions // --seed
-	Listen   string          // --listen
-	Sites    int             // --sites
-	Job      cape.Job        // --job, --dim, --k, --model, --sigma2, --split, --calibration, --equal-weights (validated)
-	Timeout  time.Duration   // --timeout per site message
-	MaxRows  int             // --max-rows
-	MinSites int             // --min-sites
-	Out      string          // --out ("": none; "-": the output stream)
-	Force    bool            // --force
-	JSON     bool            // --json
+	capeRoleOptions
+	Listen   string        // --listen
+	Sites    int           // --sites
+	Job      cape.Job      // --job, --dim, --k, --model, --sigma2, --split, --calibration, --equal-weights (validated)
+	Timeout  time.Duration // --timeout per site message
+	MaxRows  int           // --max-rows
+	MinSites int           // --min-sites
+	Out      string        // --out ("": none; "-": the output stream)
+	Force    bool          // --force
+	JSON     bool          // --json
 }
 
 // capeAggregateOptionsOf reads the aggregator's flags; an invalid job,
@@ -194,8 +215,7 @@ func capeAggregateOptionsOf(c *cli.Context) (*capeAggregateOptions, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &capeAggregateOptions{globalOptions: globalOptionsOf(c), Keys: c.String("keys"), Deadline: c.Duration("deadline"),
-		Run: capeOptions(c), Listen: c.String("listen"), Sites: c.Int("sites"), Job: job, Timeout: c.Duration("timeout"),
+	o := &capeAggregateOptions{capeRoleOptions: capeRoleOptionsOf(c), Listen: c.String("listen"), Sites: c.Int("sites"), Job: job, Timeout: c.Duration("timeout"),
 		MaxRows: c.Int("max-rows"), MinSites: c.Int("min-sites"), Out: c.String("out"), Force: c.Bool("force"), JSON: c.Bool("json")}
 	if o.MaxRows < 1 {
 		return nil, cli.Exit(fmt.Sprintf("--max-rows %d must be positive", o.MaxRows), exitUsage)
@@ -371,40 +391,54 @@ func capeNoiseCmd() *cli.Command {
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7401", Usage: "address to serve on"},
 			&cli.StringFlag{Name: "aggregator", Value: "http://127.0.0.1:7400", Usage: "aggregator URL"},
 		),
-		Action: func(c *cli.Context) error {
-			keys, err := capeLoadKeys(c.String("keys"), cape.RoleNoise)
-			if err != nil {
-				return err
-			}
-			ln, err := capeListen(streamsOf(c), c.String("listen"), cape.RoleNoise)
-			if err != nil {
-				return err
-			}
-			// Nobody sends values to the noise generator (sites only fetch
-			// their e_s): the smallest body limit.
-			tr, err := cape.NewHTTPTransport(cape.HTTPConfig{Role: cape.RoleNoise, Keys: keys, Listener: ln, MaxValues: 1,
-				Peers: map[cape.Role]string{cape.RoleAggregator: c.String("aggregator")}, OnReject: capeRejectLogger(streamsOf(c).Err, cape.RoleNoise)})
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), c.Duration("deadline"))
-			defer cancel()
-			opts := capeOptions(c)
-			runErr := (&cape.NoiseGenerator{T: tr, Src: opts.Source(cape.StreamNoise)}).Run(ctx)
-			// Keep serving until every site fetched its noise (drop-outs
-			// may never do so: bounded wait).
-			dctx, dcancel := context.WithTimeout(ctx, time.Minute)
-			left := tr.Drain(dctx)
-			dcancel()
-			if runErr != nil {
-				return runErr
-			}
-			if len(left) > 0 {
-				fmt.Fprintf(streamsOf(c).Err, "noise generator: %v never fetched their noise (dropped out?)\n", left)
-			}
-			return nil
-		},
+		Action: runWithOptions(capeNoiseOptionsOf, capeNoiseRun),
 	}
+}
+
+// capeNoiseOptions are the flags of dprec cape noise.
+type capeNoiseOptions struct {
+	capeRoleOptions
+	Listen     string // --listen
+	Aggregator string // --aggregator URL
+}
+
+func capeNoiseOptionsOf(c *cli.Context) (*capeNoiseOptions, error) {
+	return &capeNoiseOptions{capeRoleOptions: capeRoleOptionsOf(c), Listen: c.String("listen"), Aggregator: c.String("aggregator")}, nil
+}
+
+// capeNoiseRun serves the trusted noise generator role until every site
+// fetched its noise (or the deadline).
+func capeNoiseRun(o *capeNoiseOptions, ios *iostreams) error {
+	keys, err := capeLoadKeys(o.Keys, cape.RoleNoise)
+	if err != nil {
+		return err
+	}
+	ln, err := capeListen(ios, o.Listen, cape.RoleNoise)
+	if err != nil {
+		return err
+	}
+	// Nobody sends values to the noise generator (sites only fetch
+	// their e_s): the smallest body limit.
+	tr, err := cape.NewHTTPTransport(cape.HTTPConfig{Role: cape.RoleNoise, Keys: keys, Listener: ln, MaxValues: 1,
+		Peers: map[cape.Role]string{cape.RoleAggregator: o.Aggregator}, OnReject: capeRejectLogger(ios.Err, cape.RoleNoise)})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.Deadline)
+	defer cancel()
+	runErr := (&cape.NoiseGenerator{T: tr, Src: o.Run.Source(cape.StreamNoise)}).Run(ctx)
+	// Keep serving until every site fetched its noise (drop-outs
+	// may never do so: bounded wait).
+	dctx, dcancel := context.WithTimeout(ctx, time.Minute)
+	left := tr.Drain(dctx)
+	dcancel()
+	if runErr != nil {
+		return runErr
+	}
+	if len(left) > 0 {
+		fmt.Fprintf(ios.Err, "noise generator: %v never fetched their noise (dropped out?)\n", left)
+	}
+	return nil
 }
 
 func capeSiteCmd() *cli.Command {
@@ -424,50 +458,79 @@ func capeSiteCmd() *cli.Command {
 			&cli.Float64Flag{Name: "delta", Value: 1e-5, Usage: "this site's delta"},
 			&cli.IntFlag{Name: "drop-in-stage", Usage: "simulate a drop-out in this stage (1-based) after receiving the noise"},
 		),
-		Action: func(c *cli.Context) error {
-			role := cape.SiteRole(c.Int("id"))
-			keys, err := capeLoadKeys(c.String("keys"), role)
-			if err != nil {
-				return err
-			}
-			var sd *cape.SiteData
-			switch {
-			case c.String("corpus") != "" && len(c.StringSlice("data")) > 0:
-				return cli.Exit("give a site either --data (rows) or --corpus (documents), not both", exitUsage)
-			case c.String("corpus") != "":
-				// Documents shorter than 3 words carry no word triple and
-				// are skipped (counted), as in dprec spectral.
-				corpus, err := data.ReadUCIBagOfWords(c.String("corpus"), c.String("vocab"), data.CorpusOptions{MinDocLen: 3})
-				if err != nil {
-					return err
-				}
-				sd = &cape.SiteData{Corpus: corpus}
-			case len(c.StringSlice("data")) == 1:
-				mats, err := pcaReadRows(c.StringSlice("data"), c.Float64("row-scale"), c.Bool("clip"))
-				if err != nil {
-					return err
-				}
-				sd = &cape.SiteData{Rows: mats[0]}
-			default:
-				return cli.Exit("a site takes exactly one --data file (rows) or one --corpus file (documents)", exitUsage)
-			}
-			tr, err := cape.NewHTTPTransport(cape.HTTPConfig{Role: role, Keys: keys,
-				Peers: map[cape.Role]string{cape.RoleAggregator: c.String("aggregator"), cape.RoleNoise: c.String("noise")}})
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), c.Duration("deadline"))
-			defer cancel()
-			opts := capeOptions(c)
-			site := &cape.Site{ID: c.Int("id"), T: tr, Src: opts.Source(cape.StreamSite(c.Int("id"))), Data: sd,
-				Epsilon: c.Float64("epsilon"), Delta: c.Float64("delta"), DropStage: c.Int("drop-in-stage")}
-			if err := site.Run(ctx); err != nil {
-				return err
-			}
-			if !quiet(c) {
-				fmt.Fprintf(streamsOf(c).Err, "%s: done\n", role)
-			}
-			return nil
-		},
+		Action: runWithOptions(capeSiteOptionsOf, capeSiteRun),
 	}
+}
+
+// capeSiteOptions are the flags of dprec cape site.
+type capeSiteOptions struct {
+	capeRoleOptions
+	ID          int      // --id
+	Aggregator  string   // --aggregator URL
+	Noise       string   // --noise URL
+	Data        []string // --data: the site's rows (exactly one file), or
+	Corpus      string   // --corpus: its documents, with Vocab
+	Vocab       string   // --vocab
+	RowScale    float64  // --row-scale
+	Clip        bool     // --clip
+	Epsilon     float64  // --epsilon
+	Delta       float64  // --delta
+	DropInStage int      // --drop-in-stage (0: none)
+}
+
+// capeSiteOptionsOf reads a site's flags; --data and --corpus together, or
+// neither, or several --data files are usage errors.
+func capeSiteOptionsOf(c *cli.Context) (*capeSiteOptions, error) {
+	o := &capeSiteOptions{capeRoleOptions: capeRoleOptionsOf(c), ID: c.Int("id"), Aggregator: c.String("aggregator"),
+		Noise: c.String("noise"), Data: c.StringSlice("data"), Corpus: c.String("corpus"), Vocab: c.String("vocab"),
+		RowScale: c.Float64("row-scale"), Clip: c.Bool("clip"), Epsilon: c.Float64("epsilon"), Delta: c.Float64("delta"),
+		DropInStage: c.Int("drop-in-stage")}
+	switch {
+	case o.Corpus != "" && len(o.Data) > 0:
+		return nil, cli.Exit("give a site either --data (rows) or --corpus (documents), not both", exitUsage)
+	case o.Corpus == "" && len(o.Data) != 1:
+		return nil, cli.Exit("a site takes exactly one --data file (rows) or one --corpus file (documents)", exitUsage)
+	}
+	return o, nil
+}
+
+// capeSiteRun loads the site's data and runs the site role.
+func capeSiteRun(o *capeSiteOptions, ios *iostreams) error {
+	role := cape.SiteRole(o.ID)
+	keys, err := capeLoadKeys(o.Keys, role)
+	if err != nil {
+		return err
+	}
+	var sd *cape.SiteData
+	if o.Corpus != "" {
+		// Documents shorter than 3 words carry no word triple and are
+		// skipped (counted), as in dprec spectral.
+		corpus, err := data.ReadUCIBagOfWords(o.Corpus, o.Vocab, data.CorpusOptions{MinDocLen: 3})
+		if err != nil {
+			return err
+		}
+		sd = &cape.SiteData{Corpus: corpus}
+	} else {
+		mats, err := pcaReadRows(o.Data, o.RowScale, o.Clip)
+		if err != nil {
+			return err
+		}
+		sd = &cape.SiteData{Rows: mats[0]}
+	}
+	tr, err := cape.NewHTTPTransport(cape.HTTPConfig{Role: role, Keys: keys,
+		Peers: map[cape.Role]string{cape.RoleAggregator: o.Aggregator, cape.RoleNoise: o.Noise}})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.Deadline)
+	defer cancel()
+	site := &cape.Site{ID: o.ID, T: tr, Src: o.Run.Source(cape.StreamSite(o.ID)), Data: sd,
+		Epsilon: o.Epsilon, Delta: o.Delta, DropStage: o.DropInStage}
+	if err := site.Run(ctx); err != nil {
+		return err
+	}
+	if !o.Quiet {
+		fmt.Fprintf(ios.Err, "%s: done\n", role)
+	}
+	return nil
 }
