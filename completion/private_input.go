@@ -133,7 +133,7 @@ func (p *InputPerturbation) Plan(train *data.Store, s *Settings) error {
 		return fmt.Errorf("completion: input perturbation: %w", err)
 	}
 	p.report = baseReport(&p.o, "input", &acc, eps, delta, used)
-	p.report.Composition = "single release (" + used + ")"
+	p.report.Composition = "single release (" + string(used) + ")"
 	// A noisy value v + z enters the data gradient of a bias as 2 z.
 	s2 := 4 * p.scale() * p.scale()
 	if p.lap != nil {
