@@ -89,11 +89,11 @@ func (a *m3Accum) addCube(beta float64) {
 	idx, ct, p3, pi := a.idx, a.ct, a.p3, a.pi
 	for x, i := range idx {
 		bi := beta * ct[i]
-		oi := pi.offI[i] - pi.offJ[i]
+		oi := pi.OffI[i] - pi.OffJ[i]
 		for y := x; y < len(idx); y++ {
 			j := idx[y]
 			bij := bi * ct[j]
-			base := oi + pi.offJ[j] - j
+			base := oi + pi.OffJ[j] - j
 			for _, k := range idx[y:] {
 				p3[base+k] += bij * ct[k]
 			}

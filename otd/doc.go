@@ -39,7 +39,8 @@
 //
 // Symmetric tensors (SymTensor) are stored densely; Packed/FromPacked map
 // them to the C(D+2,3) unique entries in the i <= j <= k lexicographic order
-// shared with perturb.SymmetricTensorFromPacked.
+// shared with perturb.SymmetricTensorFromPacked (one implementation, the
+// module's internal/packed).
 //
 // Accuracy is measured by EComp, the metric of seed 000 sec. 4.
 //

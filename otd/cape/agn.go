@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/dprec/dprec/internal/packed"
 	"github.com/dprec/dprec/otd"
 	"github.com/dprec/dprec/perturb"
 	"gonum.org/v1/gonum/mat"
@@ -106,7 +107,7 @@ func ConvAGN(job Job, sites []SiteInput, r *rand.Rand, tpm otd.TPMOptions, tpmSr
 	if err != nil {
 		return nil, err
 	}
-	t := make([]float64, packedLen3(job.K))
+	t := make([]float64, packed.Len(job.K))
 	for i, in := range sites {
 		v, err := noisyStatistic(&job, 1, in, r)
 		if err != nil {
