@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sort"
 
+	"github.com/dprec/dprec/internal/eigen"
 	"github.com/dprec/dprec/perturb"
 	"gonum.org/v1/gonum/mat"
 )
@@ -118,28 +118,20 @@ func WhitenSVD(M2 *mat.SymDense, k int) (*mat.Dense, error) {
 	if k < 1 || k > d {
 		return nil, fmt.Errorf("otd: cannot whiten to %d dimensions a %d x %d moment", k, d, d)
 	}
-	var es mat.EigenSym
-	if !es.Factorize(M2, true) {
+	vals, vecs, ok := eigen.Top(M2, k, eigen.ByAbs)
+	if !ok {
 		return nil, errors.New("otd: eigendecomposition of the noisy M2 failed")
 	}
-	vals := es.Values(nil)
-	var vecs mat.Dense
-	es.VectorsTo(&vecs)
-	idx := make([]int, d)
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return math.Abs(vals[idx[a]]) > math.Abs(vals[idx[b]]) })
-	top, kth := math.Abs(vals[idx[0]]), math.Abs(vals[idx[k-1]])
+	top, kth := math.Abs(vals[0]), math.Abs(vals[k-1])
 	// 1e-12 relative: below it the direction is rounding noise.
 	if !(kth > 1e-12*top) {
 		return nil, fmt.Errorf("otd: the %d-th singular value of M2 is %.3g (largest %.3g): rank below %d", k, kth, top, k)
 	}
 	W := mat.NewDense(d, k, nil)
 	for c := 0; c < k; c++ {
-		s := 1 / math.Sqrt(math.Abs(vals[idx[c]]))
+		s := 1 / math.Sqrt(math.Abs(vals[c]))
 		for i := 0; i < d; i++ {
-			W.Set(i, c, vecs.At(i, idx[c])*s)
+			W.Set(i, c, vecs.At(i, c)*s)
 		}
 	}
 	return W, nil

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/internal/eigen"
 	"github.com/dprec/dprec/perturb"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
@@ -46,13 +47,10 @@ func contractedDecomposition(T *SymTensor, theta []float64) (*decompOutput, erro
 			M.SetSym(i, j, floats.Dot(row, theta))
 		}
 	}
-	var es mat.EigenSym
-	if !es.Factorize(M, true) {
+	mu, vecs, ok := eigen.Decompose(M, true) // mu ascending
+	if !ok {
 		return nil, errors.New("otd: eigendecomposition of the contracted whitened tensor failed")
 	}
-	mu := es.Values(nil) // ascending
-	var vecs mat.Dense
-	es.VectorsTo(&vecs)
 	gap := math.Inf(1)
 	for j := 1; j < k; j++ {
 		gap = math.Min(gap, mu[j]-mu[j-1])
@@ -61,7 +59,7 @@ func contractedDecomposition(T *SymTensor, theta []float64) (*decompOutput, erro
 	v := make([]float64, k)
 	z := make([]float64, k)
 	for c := 0; c < k; c++ {
-		mat.Col(v, k-1-c, &vecs) // descending order of mu
+		mat.Col(v, k-1-c, vecs) // descending order of mu
 		T.TIuu(v, z)
 		Z.SetCol(c, z)
 	}

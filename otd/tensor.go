@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	"gonum.org/v1/gonum/mat"
-
 	"github.com/dprec/dprec/internal/packed"
+	"gonum.org/v1/gonum/mat"
 )
 
 // MaxDenseBytes caps the memory a dense D x D x D SymTensor may take

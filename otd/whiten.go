@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 
+	"github.com/dprec/dprec/internal/eigen"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -19,24 +19,17 @@ func Whiten(M2 *mat.SymDense, k int) (W *mat.Dense, err error) {
 	if k < 1 || k > d {
 		return nil, fmt.Errorf("otd: cannot whiten to %d dimensions a %d x %d moment", k, d, d)
 	}
-	var es mat.EigenSym
-	if ok := es.Factorize(M2, true); !ok {
+	vals, vecs, ok := eigen.Decompose(M2, true)
+	if !ok {
 		return nil, errors.New("otd: eigendecomposition of M2 failed")
 	}
-	vals := es.Values(nil)
-	var vecs mat.Dense
-	es.VectorsTo(&vecs)
-	return whitenFromEigen(vals, &vecs, k)
+	return whitenFromEigen(vals, vecs, k)
 }
 
 // whitenFromEigen builds W from eigenpairs given in any order.
 func whitenFromEigen(vals []float64, vecs *mat.Dense, k int) (*mat.Dense, error) {
 	d, _ := vecs.Dims()
-	idx := make([]int, len(vals))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return vals[idx[a]] > vals[idx[b]] })
+	idx := eigen.Order(vals, eigen.ByValue)
 	top := vals[idx[0]]
 	kth := vals[idx[k-1]]
 	// 1e-12 relative: below this the direction is rounding noise.

@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"gonum.org/v1/gonum/mat"
-
 	"github.com/dprec/dprec/internal/packed"
+	"gonum.org/v1/gonum/mat"
 )
 
 // SymmetricGaussianMatrix returns a d x d symmetric noise matrix E whose
