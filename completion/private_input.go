@@ -1,6 +1,6 @@
 package completion
 
-// INPUT PERTURBATION (seed 001, Algorithm 1).
+// INPUT PERTURBATION (Wei et al. 2021, Algorithm 1).
 //
 // Mechanism: clamp every observed value to [r_min, r_max], add i.i.d. noise
 // once to every observed value, then train non-privately on the result.
@@ -195,7 +195,7 @@ func (p *InputPerturbation) PerturbOutput(m *decomposition.Model, train *data.St
 		publicClamp(&p.o, m, p.report)
 		p.report.Covered = paramNames(m.Order(), m.Kind == decomposition.Tucker, m.HasBias)
 		p.report.Notes = append(p.report.Notes,
-			"input perturbation (seed 001 Algorithm 1): every released parameter is post-processing of the noisy ratings",
+			"input perturbation (Wei et al. 2021 Algorithm 1): every released parameter is post-processing of the noisy ratings",
 			fmt.Sprintf("noise: %s with scale %g on each of the %d observed values", p.mechName(), p.scale(), train.NNZ()))
 	}
 	return nil

@@ -74,7 +74,7 @@ type Protect string
 
 // Protection targets of gradient perturbation (the CLI's --protect values).
 const (
-	// ProtectC: seed 001 Algorithm 2, the gradient of the protected mode's
+	// ProtectC: Wei et al. 2021 Algorithm 2, the gradient of the protected mode's
 	// rows only.
 	ProtectC Protect = "C"
 	// ProtectAll: every parameter an entry touches (Gaussian noise, RDP).
@@ -137,7 +137,7 @@ type PrivateOptions struct {
 	// Accounting is the composition used to fit the budget: "" (the
 	// tightest that applies), "basic", "advanced" or "rdp".
 	Accounting perturb.Composition
-	// Protect is the gradient-mode target: ProtectC (default; seed 001
+	// Protect is the gradient-mode target: ProtectC (default; Wei et al. 2021
 	// Algorithm 2: the gradient of the protected mode's row only) or
 	// ProtectAll (every parameter an entry touches, Gaussian noise, RDP).
 	Protect Protect

@@ -10,7 +10,7 @@ import (
 // m3Accum accumulates the LDA / single-topic third moment (alpha0 = 0) in a
 // projected space of dimension dim: either the whitened space (W is D x K,
 // documents are projected to c~ = W^T c) or the word space itself (W nil,
-// documents stay sparse). The per-document estimator of seed 004 eq. 8 and
+// documents stay sparse). The per-document estimator of DeCarolis et al. 2020 eq. 8 and
 // the U-statistic corrections of Lemma 25 are expanded so that everything
 // is a sum of
 //

@@ -52,7 +52,7 @@ func (b PrivacyBudget) stages(pureSecond bool) (e1, d1, e2, d2 float64, err erro
 
 // AnalyzeGaussM2 returns M2 + E with E symmetric, its upper triangle
 // i.i.d. Gaussian calibrated to (eps, delta) for l2 sensitivity sens of the
-// upper-triangle vector (Analyze Gauss, seed 000 Algorithm 1 steps 1-2),
+// upper-triangle vector (Analyze Gauss, Imtiaz and Sarwate 2018a Algorithm 1 steps 1-2),
 // drawn by perturb's Gaussian mechanism (grid-snapped), and the record of
 // the release.
 func AnalyzeGaussM2(M2 *mat.SymDense, sens, eps, delta float64, cal perturb.Calibration, r *rand.Rand) (*mat.SymDense, perturb.Release, error) {
@@ -75,7 +75,7 @@ func AnalyzeGaussM2(M2 *mat.SymDense, sens, eps, delta float64, cal perturb.Cali
 }
 
 // PerturbM3 returns the symmetric tensor whose packed entries (i <= j <=
-// k) are those of M3 plus a noise vector b (seed 000 Algorithm 1 steps
+// k) are those of M3 plus a noise vector b (Imtiaz and Sarwate 2018a Algorithm 1 steps
 // 5-7): i.i.d. Gaussian for AGN (avn false, calibrated to (eps, delta)) or
 // the l2-norm density exp(-eps ||b||/sens) for AVN (pure eps-DP; delta must
 // be 0). Both come from perturb and are snapped to its grid.
@@ -108,7 +108,7 @@ func PerturbM3(M3 *SymTensor, sens, eps, delta float64, avn bool, cal perturb.Ca
 }
 
 // WhitenSVD returns W = U |D|^{-1/2} from the k eigenpairs of the symmetric
-// M2 of largest absolute value (SVD(K) of seed 000 Algorithm 1 steps 3-4).
+// M2 of largest absolute value (SVD(K) of Imtiaz and Sarwate 2018a Algorithm 1 steps 3-4).
 // On a noisy M2 some of those eigenvalues can be negative; the singular
 // values |lambda| are used, as an SVD would. It returns an error only when
 // the k-th singular value is zero (relative 1e-12) or the factorisation
@@ -144,7 +144,7 @@ type agnOutcome struct {
 	Releases []perturb.Release
 }
 
-// agnAvn runs seed 000 Algorithm 1 on dense moments: noisy M2 (Analyze
+// agnAvn runs Imtiaz and Sarwate 2018a Algorithm 1 on dense moments: noisy M2 (Analyze
 // Gauss, (eps1, delta1)), W from its SVD(K), noisy packed M3 (AGN Gaussian
 // (eps2, delta2) or AVN l2-norm eps2), and T = M3~(W,W,W). All noise is
 // drawn from r.

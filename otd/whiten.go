@@ -10,7 +10,7 @@ import (
 )
 
 // Whiten returns the D x K whitening matrix W = U diag(d)^{-1/2} from the
-// top-k eigenpairs (U, d) of the symmetric matrix M2 (seed 000 sec. 2), so
+// top-k eigenpairs (U, d) of the symmetric matrix M2 (Imtiaz and Sarwate 2018a sec. 2), so
 // that W^T M2 W = I_k. It returns an error if the eigendecomposition fails,
 // k is out of range, or the k-th largest eigenvalue is not positive (M2 has
 // numerical rank below k: too few documents or too many topics).
@@ -68,13 +68,13 @@ func pinvT(W *mat.Dense) (*mat.Dense, error) {
 // Unwhiten recovers components and weights from the eigenpairs of the
 // whitened third moment of a single-topic model or Gaussian mixture
 // (M3(W,W,W) = sum_k w_k^{-1/2} v_k^{(x)3}): a_k = lambda_k (W^T)^+ v_k and
-// w_k = 1/lambda_k^2 (seed 000 sec. 2). A is D x K. It panics on shape
+// w_k = 1/lambda_k^2 (Imtiaz and Sarwate 2018a sec. 2). A is D x K. It panics on shape
 // mismatch.
 func Unwhiten(W *mat.Dense, lambda []float64, V *mat.Dense) (A *mat.Dense, weights []float64) {
 	return unwhitenScaled(W, lambda, V, 1, 1)
 }
 
-// UnwhitenLDA is Unwhiten for LDA with concentration alpha0 (seed 004,
+// UnwhitenLDA is Unwhiten for LDA with concentration alpha0 (DeCarolis et al. 2020,
 // proof of Theorem 4 / Lemma 25): the whitened tensor's eigenvalues are
 // lambda_i = 2 sqrt(alpha0+1) / ((alpha0+2) sqrt(w_i)), w_i = alpha_i/alpha0,
 // so mu_i = ((alpha0+2)/2) lambda_i (W^T)^+ v_i and

@@ -12,7 +12,7 @@ type Composition string
 
 // Accounting methods.
 const (
-	// Basic is sequential composition: epsilons and deltas add (seed 004,
+	// Basic is sequential composition: epsilons and deltas add (DeCarolis et al. 2020,
 	// Proposition 23).
 	Basic Composition = "basic"
 	// Advanced is the advanced composition theorem of Dwork, Rothblum and

@@ -59,7 +59,7 @@ func SymPackedIndex(d, i, j, k int) int { return packed.Position(d, i, j, k) }
 
 // GaussianPacked returns a packed vector b of SymPackedSize(d) i.i.d.
 // N(0, sigma^2) entries (discrete Gaussians on the grid), the AGN noise of
-// seed 000 step 5.
+// Imtiaz and Sarwate 2018a step 5.
 func GaussianPacked(d int, sigma float64, r *rand.Rand) []float64 {
 	g := Granularity(sigma)
 	b := make([]float64, SymPackedSize(d))
@@ -71,7 +71,7 @@ func GaussianPacked(d int, sigma float64, r *rand.Rand) []float64 {
 
 // L2Packed returns a packed vector b with density proportional to
 // exp(-epsilon ||b||_2 / Delta) in SymPackedSize(d) dimensions, the AVN
-// noise of seed 000 step 5 (pure epsilon-DP for a packed vector of l2
+// noise of Imtiaz and Sarwate 2018a step 5 (pure epsilon-DP for a packed vector of l2
 // sensitivity Delta).
 func L2Packed(d int, l2Sensitivity, epsilon float64, r *rand.Rand) ([]float64, error) {
 	m, err := NewL2Noise(l2Sensitivity, epsilon, SymPackedSize(d))

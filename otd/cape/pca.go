@@ -34,7 +34,7 @@ func TopK(A mat.Symmetric, k int) (*PCAResult, error) {
 	return &PCAResult{V: V, Values: vals}, nil
 }
 
-// CapturedEnergy returns q_CE = tr(V^T A V) (seed 002, Section VI-A).
+// CapturedEnergy returns q_CE = tr(V^T A V) (Imtiaz and Sarwate 2018b, Section VI-A).
 func CapturedEnergy(V *mat.Dense, A mat.Symmetric) float64 {
 	var av mat.Dense
 	av.Mul(A, V)
