@@ -490,34 +490,87 @@ const gramBatch = 16
 // gramAdd adds Z'Z (upper triangle) to the n x n matrix A and Z'y to b,
 // for the nb <= gramBatch design vectors stored column by column in zc
 // (z_e[p] at zc[p*gramBatch+e]) and their targets y. Each element of A is
-// read and written once per batch instead of once per entry, and its sum
-// runs in four independent chains.
+// read and written once per batch instead of once per entry, and the
+// products are taken in 2 x 2 blocks of (p, q), two entries at a time:
+// eight independent sums per step, each loaded value used twice.
 func gramAdd(A, b, zc, y []float64, n, nb int) {
+	const G = gramBatch
 	y = y[:nb]
 	for p := 0; p < n; p++ {
-		zp := zc[p*gramBatch : p*gramBatch+nb]
+		zp := zc[p*G : p*G+nb]
+		zp = zp[:len(y)]
 		s := 0.0
 		for e, ye := range y {
 			s += ye * zp[e]
 		}
 		b[p] += s
-		r := A[p*n : p*n+n]
-		for q := p; q < n; q++ {
-			zq := zc[q*gramBatch : q*gramBatch+nb]
-			zq = zq[:len(zp)]
-			var s0, s1, s2, s3 float64
-			e := 0
-			for ; e+4 <= len(zp); e += 4 {
-				s0 += zp[e] * zq[e]
-				s1 += zp[e+1] * zq[e+1]
-				s2 += zp[e+2] * zq[e+2]
-				s3 += zp[e+3] * zq[e+3]
-			}
-			for ; e < len(zp); e++ {
-				s0 += zp[e] * zq[e]
-			}
-			r[q] += (s0 + s1) + (s2 + s3)
+	}
+	p := 0
+	for ; p+1 < n; p += 2 {
+		z0 := zc[p*G : p*G+nb]
+		z1 := zc[(p+1)*G : (p+1)*G+nb]
+		z1 = z1[:len(z0)]
+		var d00, d01, d11 float64
+		for e, a := range z0 {
+			c := z1[e]
+			d00 += a * a
+			d01 += a * c
+			d11 += c * c
 		}
+		A[p*n+p] += d00
+		A[p*n+p+1] += d01
+		A[(p+1)*n+p+1] += d11
+		q := p + 2
+		for ; q+1 < n; q += 2 {
+			w0 := zc[q*G : q*G+nb]
+			w1 := zc[(q+1)*G : (q+1)*G+nb]
+			w0, w1 = w0[:len(z0)], w1[:len(z0)]
+			var s00, s01, s10, s11, t00, t01, t10, t11 float64
+			e := 0
+			for ; e+1 < len(z0); e += 2 {
+				a, c, u, v := z0[e], z1[e], w0[e], w1[e]
+				s00 += a * u
+				s01 += a * v
+				s10 += c * u
+				s11 += c * v
+				a, c, u, v = z0[e+1], z1[e+1], w0[e+1], w1[e+1]
+				t00 += a * u
+				t01 += a * v
+				t10 += c * u
+				t11 += c * v
+			}
+			if e < len(z0) {
+				a, c, u, v := z0[e], z1[e], w0[e], w1[e]
+				s00 += a * u
+				s01 += a * v
+				s10 += c * u
+				s11 += c * v
+			}
+			A[p*n+q] += s00 + t00
+			A[p*n+q+1] += s01 + t01
+			A[(p+1)*n+q] += s10 + t10
+			A[(p+1)*n+q+1] += s11 + t11
+		}
+		if q < n {
+			w0 := zc[q*G : q*G+nb]
+			w0 = w0[:len(z0)]
+			var s0, s1 float64
+			for e, a := range z0 {
+				u := w0[e]
+				s0 += a * u
+				s1 += z1[e] * u
+			}
+			A[p*n+q] += s0
+			A[(p+1)*n+q] += s1
+		}
+	}
+	if p < n {
+		zp := zc[p*G : p*G+nb]
+		s := 0.0
+		for _, a := range zp {
+			s += a * a
+		}
+		A[p*n+p] += s
 	}
 }
 

@@ -1,7 +1,7 @@
 // Package completion trains CP and Tucker tensor-completion models
 // (package decomposition) by a Gibbs sampler (Bayesian CP, the default),
 // alternating least squares, or stochastic gradient descent on objective
-// (4) of seed 001 with plug points through which the private modes (input,
+// (4) of Wei et al. 2021 with plug points through which the private modes (input,
 // gradient and output perturbation; completion/private*.go) act. The
 // sections below up to "Privacy plug points" describe SGD.
 //

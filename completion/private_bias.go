@@ -129,7 +129,7 @@ type biasFit struct {
 	o            PrivateOptions
 	acc          perturb.Accountant
 	eps, delta   float64
-	used         string
+	used         perturb.Composition
 	counts       []float64
 	notes        []string
 	itemsVar     float64 // noise variance of one item sum

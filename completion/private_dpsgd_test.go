@@ -10,6 +10,7 @@ import (
 
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/internal/stattest"
 	"github.com/dprec/dprec/perturb"
 )
 
@@ -134,16 +135,16 @@ func TestDPSGDNoiseStatistics(t *testing.T) {
 	sd := p.mb.noiseMult * p.mb.clip
 	mean := sum / float64(n)
 	vr := sq/float64(n) - mean*mean
-	if math.Abs(mean) > 4.41717*sd/math.Sqrt(float64(n)) {
+	if math.Abs(mean) > stattest.Z5*sd/math.Sqrt(float64(n)) {
 		t.Errorf("noise mean %v (sd %v, n %d)", mean, sd, n)
 	}
-	if math.Abs(vr-sd*sd) > 4.41717*math.Sqrt2*sd*sd/math.Sqrt(float64(n)) {
+	if math.Abs(vr-sd*sd) > stattest.Z5*math.Sqrt2*sd*sd/math.Sqrt(float64(n)) {
 		t.Errorf("noise variance %v, want (sigma C)^2 = %v", vr, sd*sd)
 	}
 	// Batch size: Binomial(N, q) per step, summed over steps.
 	want := p.mb.q * float64(len(vals)*steps)
-	if se := math.Sqrt(want * (1 - p.mb.q)); math.Abs(float64(batch)-want) > 4.41717*se {
-		t.Errorf("sampled %d ratings over %d steps, want %v +- %v", batch, steps, want, 4.41717*se)
+	if se := math.Sqrt(want * (1 - p.mb.q)); math.Abs(float64(batch)-want) > stattest.Z5*se {
+		t.Errorf("sampled %d ratings over %d steps, want %v +- %v", batch, steps, want, stattest.Z5*se)
 	}
 }
 

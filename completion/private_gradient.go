@@ -1,6 +1,6 @@
 package completion
 
-// GRADIENT PERTURBATION (seed 001, Algorithm 2), two variants.
+// GRADIENT PERTURBATION (Wei et al. 2021, Algorithm 2), two variants.
 //
 // The trainer computes, for each observed entry e = (i, j, k) with value x,
 // the data gradient of (x - xhat)^2: g = -2 (x - xhat) d xhat/d theta over
@@ -394,7 +394,7 @@ func (p *GradientPerturbation) PerturbOutput(m *decomposition.Model, train *data
 	}
 	p.report.NotCovered = all
 	p.report.Notes = append(p.report.Notes,
-		fmt.Sprintf("gradient perturbation --protect C (seed 001 Algorithm 2): the gradient of mode-%d rows is clipped to m = %g and perturbed with l2-norm noise (epsilon' = %g per step, %d steps per %s)", p.pm+1, p.o.Clip, p.l2.Epsilon(), p.steps, p.o.Unit),
+		fmt.Sprintf("gradient perturbation --protect C (Wei et al. 2021 Algorithm 2): the gradient of mode-%d rows is clipped to m = %g and perturbed with l2-norm noise (epsilon' = %g per step, %d steps per %s)", p.pm+1, p.o.Clip, p.l2.Epsilon(), p.steps, p.o.Unit),
 		"the guarantee is per step and conditional on the other parameters, which are trained on the same ratings without noise and feed into the protected gradients: no released parameter has an end-to-end guarantee; use --protect all for one")
 	return nil
 }

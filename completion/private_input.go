@@ -1,6 +1,6 @@
 package completion
 
-// INPUT PERTURBATION (seed 001, Algorithm 1).
+// INPUT PERTURBATION (Wei et al. 2021, Algorithm 1).
 //
 // Mechanism: clamp every observed value to [r_min, r_max], add i.i.d. noise
 // once to every observed value, then train non-privately on the result.
@@ -133,7 +133,7 @@ func (p *InputPerturbation) Plan(train *data.Store, s *Settings) error {
 		return fmt.Errorf("completion: input perturbation: %w", err)
 	}
 	p.report = baseReport(&p.o, "input", &acc, eps, delta, used)
-	p.report.Composition = "single release (" + used + ")"
+	p.report.Composition = "single release (" + string(used) + ")"
 	// A noisy value v + z enters the data gradient of a bias as 2 z.
 	s2 := 4 * p.scale() * p.scale()
 	if p.lap != nil {
@@ -195,7 +195,7 @@ func (p *InputPerturbation) PerturbOutput(m *decomposition.Model, train *data.St
 		publicClamp(&p.o, m, p.report)
 		p.report.Covered = paramNames(m.Order(), m.Kind == decomposition.Tucker, m.HasBias)
 		p.report.Notes = append(p.report.Notes,
-			"input perturbation (seed 001 Algorithm 1): every released parameter is post-processing of the noisy ratings",
+			"input perturbation (Wei et al. 2021 Algorithm 1): every released parameter is post-processing of the noisy ratings",
 			fmt.Sprintf("noise: %s with scale %g on each of the %d observed values", p.mechName(), p.scale(), train.NNZ()))
 	}
 	return nil

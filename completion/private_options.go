@@ -74,7 +74,7 @@ type Protect string
 
 // Protection targets of gradient perturbation (the CLI's --protect values).
 const (
-	// ProtectC: seed 001 Algorithm 2, the gradient of the protected mode's
+	// ProtectC: Wei et al. 2021 Algorithm 2, the gradient of the protected mode's
 	// rows only.
 	ProtectC Protect = "C"
 	// ProtectAll: every parameter an entry touches (Gaussian noise, RDP).
@@ -136,8 +136,8 @@ type PrivateOptions struct {
 	Calibration perturb.Calibration
 	// Accounting is the composition used to fit the budget: "" (the
 	// tightest that applies), "basic", "advanced" or "rdp".
-	Accounting string
-	// Protect is the gradient-mode target: ProtectC (default; seed 001
+	Accounting perturb.Composition
+	// Protect is the gradient-mode target: ProtectC (default; Wei et al. 2021
 	// Algorithm 2: the gradient of the protected mode's row only) or
 	// ProtectAll (every parameter an entry touches, Gaussian noise, RDP).
 	Protect Protect
@@ -379,19 +379,19 @@ func BoundUserRatings(train *data.Store, k int, src rand.Source) (*data.Store, [
 }
 
 // admit composes acc and checks the budget with the chosen accounting.
-func admit(o *PrivateOptions, acc *perturb.Accountant) (eps, delta float64, method string, err error) {
+func admit(o *PrivateOptions, acc *perturb.Accountant) (eps, delta float64, method perturb.Composition, err error) {
 	return perturb.Budget{Epsilon: o.Epsilon, Delta: o.Delta}.Admit(acc, o.Accounting)
 }
 
 // baseReport fills the fields every mode shares.
-func baseReport(o *PrivateOptions, mode string, acc *perturb.Accountant, eps, delta float64, method string) *perturb.Report {
+func baseReport(o *PrivateOptions, mode string, acc *perturb.Accountant, eps, delta float64, method perturb.Composition) *perturb.Report {
 	return &perturb.Report{
 		Mode:        mode,
 		Relation:    o.relation(mode),
 		Unit:        string(o.Unit),
 		Epsilon:     eps,
 		Delta:       delta,
-		Composition: method,
+		Composition: string(method),
 		Releases:    acc.Releases(),
 		Randomness:  o.Noise.Provenance().String(),
 		Notes:       []string{publicNote(o, mode)},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/internal/stattest"
 	"github.com/dprec/dprec/perturb"
 )
 
@@ -388,7 +389,7 @@ func TestUserNoiseScale(t *testing.T) {
 		s2 += d * d
 	}
 	v := s2 / n
-	if tol := 4.41717 * math.Sqrt(2.0/n) * sigma * sigma; math.Abs(v-sigma*sigma) > tol {
+	if tol := stattest.Z5 * math.Sqrt(2.0/n) * sigma * sigma; math.Abs(v-sigma*sigma) > tol {
 		t.Errorf("noise variance %v, planned %v (tolerance %v)", v, sigma*sigma, tol)
 	}
 }

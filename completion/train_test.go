@@ -10,6 +10,7 @@ import (
 
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/internal/stattest"
 	"github.com/dprec/dprec/perturb"
 )
 
@@ -538,7 +539,7 @@ func TestLayoutShuffleUniform(t *testing.T) {
 		st.Val[e] = float64(e)
 	}
 	const runs = 3000
-	pos := make([]float64, n)
+	pos := make([]int, n)
 	before := 0
 	for s := uint64(0); s < runs; s++ {
 		L, err := newLayout(st, append([]float64(nil), st.Val...), 1, rand.New(rand.NewPCG(s, 7)))
@@ -559,11 +560,11 @@ func TestLayoutShuffleUniform(t *testing.T) {
 			before++
 		}
 	}
-	chi := 0.0
-	exp := float64(runs) / float64(n)
-	for _, c := range pos {
-		chi += (c - exp) * (c - exp) / exp
+	exp := make([]float64, n)
+	for i := range exp {
+		exp[i] = float64(runs) / float64(n)
 	}
+	chi := stattest.ChiSquare(pos, exp)
 	// n-1 degrees of freedom; the 0.999 quantile of chi-square(23) is 49.7.
 	if chi > 49.7 {
 		t.Errorf("position of observation 0 not uniform: chi-square %.1f over %d positions %v", chi, n, pos)

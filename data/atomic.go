@@ -4,12 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
+
+	"github.com/dprec/dprec/internal/atomicfile"
 )
 
 // ErrExists is returned (wrapped) when an output file exists and overwriting
@@ -24,7 +22,8 @@ var ErrOutputIsInput = errors.New("the output is an input of this command (refus
 // file in the same directory, which is synced and renamed over path only when
 // write succeeds, so a reader never sees a half-written file and a failed
 // write leaves any previous file intact. Without force it refuses to replace
-// an existing path. A path of "-" writes to standard output directly.
+// an existing path (the error wraps ErrExists). A path of "-" writes to
+// standard output directly.
 //
 // The temporary file is named ".BASE.tmp-DIGITS" and created with mode
 // 0666 as modified by the process umask (what os.Create gives), the mode
@@ -33,106 +32,18 @@ var ErrOutputIsInput = errors.New("the output is an input of this command (refus
 // path, unless another process still holds them open for writing (each
 // writer holds an exclusive advisory lock on its temporary file where the
 // platform has flock; elsewhere only files older than an hour are removed).
-func WriteFileAtomic(path string, force bool, write func(w io.Writer) error) (err error) {
+// The implementation is the module's internal/atomicfile.
+func WriteFileAtomic(path string, force bool, write func(w io.Writer) error) error {
 	if path == "-" {
 		return write(os.Stdout)
 	}
-	if !force {
-		if _, err := os.Lstat(path); err == nil {
-			return fmt.Errorf("%s: %w", path, ErrExists)
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-	}
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	removeStaleTemps(dir, base)
-	f, tmp, err := createTemp(dir, base)
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err = write(f); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if closeBeforeRename {
-		if err = f.Close(); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-	}
-	if !force {
-		// Re-check just before the rename: link fails if path now exists.
-		if err = os.Link(tmp, path); err != nil {
-			if errors.Is(err, fs.ErrExist) {
-				err = fmt.Errorf("%s: %w", path, ErrExists)
-			}
-			return err
-		}
-		os.Remove(tmp)
-	} else if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	// Closing releases the lock only once the temporary name is gone, so
-	// a concurrent clean-up never removes a file still being written.
-	if !closeBeforeRename {
-		if err := f.Close(); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-	}
-	return nil
+	return atomicfile.Write(path, atomicfile.Options{Force: force, Exists: ErrExists}, write)
 }
 
-// tempPrefix is the name prefix of WriteFileAtomic's temporary files for
-// base; the rest of the name is decimal digits.
-func tempPrefix(base string) string { return "." + base + ".tmp-" }
-
-// createTemp creates a new temporary file for base in dir with mode 0666
-// (minus the umask) and locks it.
+// createTemp creates a locked temporary file for base in dir, as
+// WriteFileAtomic does (mode 0666 minus the umask).
 func createTemp(dir, base string) (*os.File, string, error) {
-	for try := 0; ; try++ {
-		name := filepath.Join(dir, tempPrefix(base)+strconv.FormatUint(uint64(rand.Uint32()), 10))
-		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
-		if errors.Is(err, fs.ErrExist) && try < 100 {
-			continue
-		}
-		if err != nil {
-			return nil, "", err
-		}
-		lockTemp(f)
-		return f, name, nil
-	}
-}
-
-// removeStaleTemps removes temporary files of WriteFileAtomic's naming for
-// base in dir that no live writer holds. Errors are ignored: the clean-up
-// is best effort and never stops a write.
-func removeStaleTemps(dir, base string) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	prefix := tempPrefix(base)
-	for _, e := range ents {
-		name := e.Name()
-		digits, ok := strings.CutPrefix(name, prefix)
-		if !ok || digits == "" || strings.Trim(digits, "0123456789") != "" || !e.Type().IsRegular() {
-			continue
-		}
-		p := filepath.Join(dir, name)
-		if staleTemp(p) {
-			os.Remove(p)
-		}
-	}
+	return atomicfile.CreateTemp(dir, base, 0)
 }
 
 // CheckNotInput returns an error wrapping ErrOutputIsInput when the output

@@ -14,7 +14,7 @@ import (
 type RowsOptions struct {
 	// Rescale divides every row by the largest row norm when that norm
 	// exceeds 1, so that ||t|| <= 1 as the mixture-of-Gaussians moments
-	// and sensitivities assume (seed 002 app. B). Without it such a row is
+	// and sensitivities assume (Imtiaz and Sarwate 2018b app. B). Without it such a row is
 	// an error. The factor is returned: the component means come out
 	// divided by it and the model's sigma^2 must be divided by its square.
 	// Note the factor is computed from the data, which a private release

@@ -1,5 +1,5 @@
 // Package decomposition holds the CP and Tucker models of dprec's tensor
-// completion and their per-entry mathematics (seed 001, "Applying
+// completion and their per-entry mathematics (Wei et al. 2021, "Applying
 // differential privacy to tensor completion", eq. 2-4).
 //
 // A Model predicts an observed cell (i, j[, k]) of an order-2 or order-3

@@ -107,7 +107,7 @@ func TestGradientsFiniteDifference(t *testing.T) {
 }
 
 // TestCPEqualsSuperdiagonalTucker: CP is Tucker with the identity
-// superdiagonal core (seed 001, eq. 3), including the data gradients of
+// superdiagonal core (Wei et al. 2021, eq. 3), including the data gradients of
 // the factors.
 func TestCPEqualsSuperdiagonalTucker(t *testing.T) {
 	for _, dims := range [][]int{{5, 6}, {5, 6, 7}} {

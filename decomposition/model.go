@@ -6,7 +6,7 @@ import "fmt"
 type Kind string
 
 // Model kinds. A CP model is a Tucker model whose core is superdiagonal with
-// ones on the diagonal (seed 001, eq. 3); it is stored without a core.
+// ones on the diagonal (Wei et al. 2021, eq. 3); it is stored without a core.
 const (
 	CP     Kind = "cp"
 	Tucker Kind = "tucker"

@@ -66,7 +66,7 @@ func (m *Model) Clamp(v float64) float64 {
 
 // Raw returns the unclamped prediction at idx (one index per mode):
 // Offset(idx) plus the multilinear term G ×1 a_i ×2 b_j (×3 c_k), with G the
-// identity superdiagonal for CP (seed 001, eq. 2-3). It panics if len(idx)
+// identity superdiagonal for CP (Wei et al. 2021, eq. 2-3). It panics if len(idx)
 // differs from Order() or an index is out of range (programmer misuse).
 func (m *Model) Raw(idx []int32) float64 {
 	if m.Kind == CP {

@@ -114,7 +114,7 @@
 // # Predictions and fallbacks
 //
 // Predictor maps external ids through the dictionaries and Unix times
-// through the time bucketing (seed 001, eq. 2-3 with biases):
+// through the time bucketing (Wei et al. 2021, eq. 2-3 with biases):
 //
 //	x̂(u,i,t) = mu + b_u + b_i + b_t + G ×1 a_u ×2 b_i ×3 c_t
 //

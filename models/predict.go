@@ -220,7 +220,7 @@ func (p *Predictor) TimeBucket(t *int64) (int32, Fallback) {
 }
 
 // query is a user at a time, reduced to what scoring an item needs:
-// score(j) = base + itemBias[j] + <w, b_j> (seed 001, eq. 2-3 contracted
+// score(j) = base + itemBias[j] + <w, b_j> (Wei et al. 2021, eq. 2-3 contracted
 // over the user and time modes).
 type query struct {
 	w      []float64 // nil: no multilinear term (unknown user)

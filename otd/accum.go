@@ -10,7 +10,7 @@ import (
 // m3Accum accumulates the LDA / single-topic third moment (alpha0 = 0) in a
 // projected space of dimension dim: either the whitened space (W is D x K,
 // documents are projected to c~ = W^T c) or the word space itself (W nil,
-// documents stay sparse). The per-document estimator of seed 004 eq. 8 and
+// documents stay sparse). The per-document estimator of DeCarolis et al. 2020 eq. 8 and
 // the U-statistic corrections of Lemma 25 are expanded so that everything
 // is a sum of
 //
@@ -89,11 +89,11 @@ func (a *m3Accum) addCube(beta float64) {
 	idx, ct, p3, pi := a.idx, a.ct, a.p3, a.pi
 	for x, i := range idx {
 		bi := beta * ct[i]
-		oi := pi.offI[i] - pi.offJ[i]
+		oi := pi.OffI[i] - pi.OffJ[i]
 		for y := x; y < len(idx); y++ {
 			j := idx[y]
 			bij := bi * ct[j]
-			base := oi + pi.offJ[j] - j
+			base := oi + pi.OffJ[j] - j
 			for _, k := range idx[y:] {
 				p3[base+k] += bij * ct[k]
 			}

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sort"
 
+	"github.com/dprec/dprec/internal/eigen"
 	"github.com/dprec/dprec/perturb"
 	"gonum.org/v1/gonum/mat"
 )
@@ -52,7 +52,7 @@ func (b PrivacyBudget) stages(pureSecond bool) (e1, d1, e2, d2 float64, err erro
 
 // AnalyzeGaussM2 returns M2 + E with E symmetric, its upper triangle
 // i.i.d. Gaussian calibrated to (eps, delta) for l2 sensitivity sens of the
-// upper-triangle vector (Analyze Gauss, seed 000 Algorithm 1 steps 1-2),
+// upper-triangle vector (Analyze Gauss, Imtiaz and Sarwate 2018a Algorithm 1 steps 1-2),
 // drawn by perturb's Gaussian mechanism (grid-snapped), and the record of
 // the release.
 func AnalyzeGaussM2(M2 *mat.SymDense, sens, eps, delta float64, cal perturb.Calibration, r *rand.Rand) (*mat.SymDense, perturb.Release, error) {
@@ -75,7 +75,7 @@ func AnalyzeGaussM2(M2 *mat.SymDense, sens, eps, delta float64, cal perturb.Cali
 }
 
 // PerturbM3 returns the symmetric tensor whose packed entries (i <= j <=
-// k) are those of M3 plus a noise vector b (seed 000 Algorithm 1 steps
+// k) are those of M3 plus a noise vector b (Imtiaz and Sarwate 2018a Algorithm 1 steps
 // 5-7): i.i.d. Gaussian for AGN (avn false, calibrated to (eps, delta)) or
 // the l2-norm density exp(-eps ||b||/sens) for AVN (pure eps-DP; delta must
 // be 0). Both come from perturb and are snapped to its grid.
@@ -108,7 +108,7 @@ func PerturbM3(M3 *SymTensor, sens, eps, delta float64, avn bool, cal perturb.Ca
 }
 
 // WhitenSVD returns W = U |D|^{-1/2} from the k eigenpairs of the symmetric
-// M2 of largest absolute value (SVD(K) of seed 000 Algorithm 1 steps 3-4).
+// M2 of largest absolute value (SVD(K) of Imtiaz and Sarwate 2018a Algorithm 1 steps 3-4).
 // On a noisy M2 some of those eigenvalues can be negative; the singular
 // values |lambda| are used, as an SVD would. It returns an error only when
 // the k-th singular value is zero (relative 1e-12) or the factorisation
@@ -118,28 +118,20 @@ func WhitenSVD(M2 *mat.SymDense, k int) (*mat.Dense, error) {
 	if k < 1 || k > d {
 		return nil, fmt.Errorf("otd: cannot whiten to %d dimensions a %d x %d moment", k, d, d)
 	}
-	var es mat.EigenSym
-	if !es.Factorize(M2, true) {
+	vals, vecs, ok := eigen.Top(M2, k, eigen.ByAbs)
+	if !ok {
 		return nil, errors.New("otd: eigendecomposition of the noisy M2 failed")
 	}
-	vals := es.Values(nil)
-	var vecs mat.Dense
-	es.VectorsTo(&vecs)
-	idx := make([]int, d)
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return math.Abs(vals[idx[a]]) > math.Abs(vals[idx[b]]) })
-	top, kth := math.Abs(vals[idx[0]]), math.Abs(vals[idx[k-1]])
+	top, kth := math.Abs(vals[0]), math.Abs(vals[k-1])
 	// 1e-12 relative: below it the direction is rounding noise.
 	if !(kth > 1e-12*top) {
 		return nil, fmt.Errorf("otd: the %d-th singular value of M2 is %.3g (largest %.3g): rank below %d", k, kth, top, k)
 	}
 	W := mat.NewDense(d, k, nil)
 	for c := 0; c < k; c++ {
-		s := 1 / math.Sqrt(math.Abs(vals[idx[c]]))
+		s := 1 / math.Sqrt(math.Abs(vals[c]))
 		for i := 0; i < d; i++ {
-			W.Set(i, c, vecs.At(i, idx[c])*s)
+			W.Set(i, c, vecs.At(i, c)*s)
 		}
 	}
 	return W, nil
@@ -152,7 +144,7 @@ type agnOutcome struct {
 	Releases []perturb.Release
 }
 
-// agnAvn runs seed 000 Algorithm 1 on dense moments: noisy M2 (Analyze
+// agnAvn runs Imtiaz and Sarwate 2018a Algorithm 1 on dense moments: noisy M2 (Analyze
 // Gauss, (eps1, delta1)), W from its SVD(K), noisy packed M3 (AGN Gaussian
 // (eps2, delta2) or AVN l2-norm eps2), and T = M3~(W,W,W). All noise is
 // drawn from r.

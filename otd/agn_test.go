@@ -148,7 +148,7 @@ func rowsWith(base *mat.Dense, last []float64) *mat.Dense {
 
 // TestMOGSensitivityEmpirical checks (S2) on neighbouring sample sets:
 // the packed change never exceeds (sqrt(2)/N, (2 + 2 sigma2 sqrt(D+8))/N),
-// and the printed Delta_2 = 1/N of seed 002 is exceeded (x = e1 -> e2).
+// and the printed Delta_2 = 1/N of Imtiaz and Sarwate 2018b is exceeded (x = e1 -> e2).
 func TestMOGSensitivityEmpirical(t *testing.T) {
 	t.Parallel()
 	const n, d = 30, 5

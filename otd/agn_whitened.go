@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/internal/eigen"
 	"github.com/dprec/dprec/perturb"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
@@ -262,11 +263,7 @@ func privateTopWords(c *data.Corpus, v int, c1 float64, n int, eps, delta float6
 		return nil, perturb.Release{}, fmt.Errorf("otd: noise on the word frequencies: %w", err)
 	}
 	g.AddTo(m, r)
-	idx := make([]int, len(m))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return m[idx[a]] > m[idx[b]] })
+	idx := eigen.Order(m, eigen.ByValue)
 	sel := make([]int32, v)
 	for i := range sel {
 		sel[i] = int32(idx[i])
@@ -474,17 +471,11 @@ func swampNote(top []float64, level float64, k, n int) string {
 
 // topAbsEigen returns the k largest absolute eigenvalues of s, descending.
 func topAbsEigen(s *mat.SymDense, k int) ([]float64, error) {
-	var es mat.EigenSym
-	if !es.Factorize(s, false) {
+	vals, _, ok := eigen.Decompose(s, false)
+	if !ok {
 		return nil, errors.New("otd: eigendecomposition of the noisy M2 failed")
 	}
-	vals := es.Values(nil)
-	abs := make([]float64, len(vals))
-	for i, v := range vals {
-		abs[i] = math.Abs(v)
-	}
-	sort.Sort(sort.Reverse(sort.Float64Slice(abs)))
-	return abs[:k], nil
+	return eigen.Largest(vals, k, eigen.ByAbs), nil
 }
 
 // privateWhitening releases a whitening matrix for the corpus moment with

@@ -106,7 +106,7 @@ func fitAGNWhitenedLDA(st *agnWhitenedSetup, opts *FitOptions, b PrivacyBudget, 
 }
 
 // ldaWhitenedCorrection adds to the whitened raw third moment T the LDA
-// terms of seed 004 Lemma 25 in whitened form:
+// terms of DeCarolis et al. 2020 Lemma 25 in whitened form:
 // - b' sym3(E2w (x) m) + c m^(x)3, with E2w = e2Scale W^T E2 W and
 // m = W^T E1.
 func ldaWhitenedCorrection(T *SymTensor, W *mat.Dense, E2 *mat.SymDense, e1 []float64, e2Scale, bc, cc float64) {

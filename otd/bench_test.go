@@ -48,7 +48,7 @@ func BenchmarkLDALargeWhitened(b *testing.B) {
 }
 
 // BenchmarkSTMEstimators measures non-private single-topic recovery
-// (seed 000 set-up: uniform weights, Dirichlet(1) topics, 10 runs) for
+// (Imtiaz and Sarwate 2018a set-up: uniform weights, Dirichlet(1) topics, 10 runs) for
 // the AllTriples and FirstThree estimators and logs a table of mean
 // e_comp (run with -bench STMEstimators -benchtime 1x -v).
 func BenchmarkSTMEstimators(b *testing.B) {

@@ -9,23 +9,23 @@
 // implicit M2 for vocabularies above DenseWhitenMax) -> whitened third
 // moment M3(W,W,W), a K x K x K symmetric tensor that is orthogonally
 // decomposable in expectation -> robust tensor power method with restarts
-// and deflation (PowerIteration, seed 003 Algorithm 1) -> un-whitening
+// and deflation (PowerIteration, Wang and Anandkumar 2016 Algorithm 1) -> un-whitening
 // a_k = lambda_k (W^T)^+ v_k, w_k = 1/lambda_k^2 (Unwhiten; UnwhitenLDA
-// applies the alpha0 rescaling of seed 004).
+// applies the alpha0 rescaling of DeCarolis et al. 2020).
 //
 // Models and moments:
-//   - single-topic model (seed 000 sec. 2): M2 = E[x1 (x) x2],
+//   - single-topic model (Imtiaz and Sarwate 2018a sec. 2): M2 = E[x1 (x) x2],
 //     M3 = E[x1 (x) x2 (x) x3]; documents need at least 3 words. By default
 //     (AllTriples) every ordered pair / triple of distinct word positions is
-//     used through the unbiased count formulas of seed 004 eq. 6-11;
-//     FirstThree uses three positions per document (seed 000's estimator).
+//     used through the unbiased count formulas of DeCarolis et al. 2020 eq. 6-11;
+//     FirstThree uses three positions per document (Imtiaz and Sarwate 2018a's estimator).
 //     AllTriples recovers topics better (see the package tests and the
 //     README for measured e_comp).
-//   - LDA (seed 004 Lemma 25): M1, M2 = E[x1 x2] - a0/(a0+1) M1 M1,
+//   - LDA (DeCarolis et al. 2020 Lemma 25): M1, M2 = E[x1 x2] - a0/(a0+1) M1 M1,
 //     M3 = E[x1 x2 x3] - a0/(a0+2) sym3(E[x1 x2] M1) +
 //     2 a0^2/((a0+1)(a0+2)) M1^(x)3, with products of moments estimated by
 //     U-statistics over distinct documents so each estimator is unbiased.
-//   - mixture of spherical Gaussians (seed 002 app. B-B): M2 = E[t t^T] -
+//   - mixture of spherical Gaussians (Imtiaz and Sarwate 2018b app. B-B): M2 = E[t t^T] -
 //     sigma^2 I and M3 = E[t^(x)3] - sigma^2 sym3(E[t] (x) I), for rows with
 //     ||t|| <= 1.
 //
@@ -35,13 +35,14 @@
 // on whitened documents in O(nnz K + N K^3 + D K^3) time without forming
 // D^3 entries. Dense tensors larger than MaxDenseBytes are refused with an
 // error. StreamingPowerIteration runs the online tensor power method of
-// seed 003 Algorithm 2 directly on a stream of whitened data points.
+// Wang and Anandkumar 2016 Algorithm 2 directly on a stream of whitened data points.
 //
 // Symmetric tensors (SymTensor) are stored densely; Packed/FromPacked map
 // them to the C(D+2,3) unique entries in the i <= j <= k lexicographic order
-// shared with perturb.SymmetricTensorFromPacked.
+// shared with perturb.SymmetricTensorFromPacked (one implementation, the
+// module's internal/packed).
 //
-// Accuracy is measured by EComp, the metric of seed 000 sec. 4.
+// Accuracy is measured by EComp, the metric of Imtiaz and Sarwate 2018a sec. 4.
 //
 // # Topics as distributions, refinement and per-document proportions
 //
@@ -56,26 +57,26 @@
 //
 // # Private variants
 //
-// FitOptions.Method selects a private pipeline: "agn" and "avn" (seed 000
-// Algorithm 1), "dptpm" (seed 003 Algorithm 3 with seed 000's nu),
+// FitOptions.Method selects a private pipeline: "agn" and "avn" (Imtiaz and Sarwate 2018a
+// Algorithm 1), "dptpm" (Wang and Anandkumar 2016 Algorithm 3 with Imtiaz and Sarwate 2018a's nu),
 // "agn-whitened" (the single-topic AGN without a dense D^3 tensor:
 // private vocabulary selection, clipped private whitening and Gaussian
 // noise on the clipped K x K x K whitened tensor, (S10), with a warning
 // when the released second moment's K-th singular value is within the
 // noise), and the private spectral LDA configurations "lda-input",
-// "lda-whitened", "lda-decomposition" and "lda-output" (seed 004). Their
+// "lda-whitened", "lda-decomposition" and "lda-output" (DeCarolis et al. 2020). Their
 // neighbouring relation, sensitivities (with derivations), mechanisms and
 // composition are derived under Sensitivities below: (S1)-(S7), (S8)
-// (configuration 3 via the local-sensitivity release of seed 004 Lemma
+// (configuration 3 via the local-sensitivity release of DeCarolis et al. 2020 Lemma
 // 33), (S9) (configuration 4 as simplex-projected output perturbation, a
 // provable variant of the paper's configuration) and (S10); every private
 // Result carries a perturb.Report stating them.
 //
 // Several printed sensitivities are corrected there, each with a test that
 // finds neighbouring data exceeding the printed value: the Gaussian-mixture
-// Delta_2 is sqrt(2)/N, not 1/N (seed 002 app. C states a spectral-norm
+// Delta_2 is sqrt(2)/N, not 1/N (Imtiaz and Sarwate 2018b app. C states a spectral-norm
 // bound, which the Gaussian mechanism cannot use), and the LDA Delta_3 of
-// seed 004 misses two of the three placements of the changed word.
+// DeCarolis et al. 2020 misses two of the three placements of the changed word.
 //
 // # Sensitivities
 //
@@ -93,7 +94,7 @@
 // mirrored (perturb.SymmetricGaussianMatrix's convention, Analyze Gauss);
 // M3 as the vector p(M3) of its D_sym = C(D+2,3) packed entries (i <= j <=
 // k, SymTensor.Packed) plus a noise vector b, then mirrored to all six
-// permutations (seed 000 Algorithm 1 steps 5-6). Mirroring is
+// permutations (Imtiaz and Sarwate 2018a Algorithm 1 steps 5-6). Mirroring is
 // post-processing, so the Gaussian and l2-norm mechanisms need the l2
 // sensitivity of the PACKED vectors, sup ||p(M) - p(M')||_2, not the
 // Frobenius norm of the full tensor: an off-diagonal entry appears once in
@@ -106,7 +107,7 @@
 // (S1) Single-topic model, Delta_2 = Delta_3 = sqrt(2)/N. Both estimators
 // of moments.go average per-document contributions with weight 1/N:
 // M2 = (1/N) sum_n P2_n, M3 = (1/N) sum_n P3_n, where P2_n =
-// (c c^T - diag c)/(l(l-1)) and P3_n (seed 004 eq. 8; the symmetrised
+// (c c^T - diag c)/(l(l-1)) and P3_n (DeCarolis et al. 2020 eq. 8; the symmetrised
 // t1 (x) t2 (x) t3 for FirstThree) are the empirical distributions of an
 // ordered pair / triple of distinct word positions: symmetric, entries
 // >= 0 summing to 1. (Private methods require AllTriples: FirstThree
@@ -118,11 +119,11 @@
 // non-negative vectors is >= 0 and sum x_i^2 <= (sum x_i)^2 = 1 for
 // non-negative x. So Delta_3 <= sqrt(2)/N, attained by "a a a" -> "b b b"
 // (p(P) = e_aaa, p(P') = e_bbb). The same argument on the upper triangle
-// gives Delta_2 <= sqrt(2)/N ("a a" -> "b b"). This agrees with seed 000
-// sec. 2 and seed 002 app. C, whose argument (one-hot t1 (x) t2 (x) t3) is
+// gives Delta_2 <= sqrt(2)/N ("a a" -> "b b"). This agrees with Imtiaz and Sarwate 2018a
+// sec. 2 and Imtiaz and Sarwate 2018b app. C, whose argument (one-hot t1 (x) t2 (x) t3) is
 // the FirstThree case.
 //
-// (S2) Gaussian mixture, rows ||x|| <= 1, variance sigma2 (seed 002 app.
+// (S2) Gaussian mixture, rows ||x|| <= 1, variance sigma2 (Imtiaz and Sarwate 2018b app.
 // C). Per row, M2 gets (x x^T - sigma2 I)/N and M3 gets T_x/N with
 // T_x = x^(x)3 - sigma2 C(x), C(x) = sum_i (x e_i e_i + e_i x e_i +
 // e_i e_i x). Delta_2: the sigma2 I terms cancel; ||p(x x^T - y y^T)|| <=
@@ -147,9 +148,9 @@
 // the PACKED sensitivity of (S1)/(S2). Seed 000's proof writes the ratio
 // with vec of the full tensors, but b's density lives on the packed
 // coordinates; the packed bound is the one that matters (and is <= the
-// full one). Per seed 000 Algorithm 1, AVN gives all of delta to M2.
+// full one). Per Imtiaz and Sarwate 2018a Algorithm 1, AVN gives all of delta to M2.
 //
-// (S4) DP-TPM (seed 003 Algorithm 3, nu as in seed 000 sec. 4) runs on
+// (S4) DP-TPM (Wang and Anandkumar 2016 Algorithm 3, nu as in Imtiaz and Sarwate 2018a sec. 4) runs on
 // T = M3(W,W,W) with W from the Analyze-Gauss M2 (already private, hence
 // public for the second stage). Each query f1(u) = T(I,u,u) =
 // W^T M3(I, Wu, Wu) and f2(u) = M3(Wu, Wu, Wu) is released with Gaussian
@@ -157,14 +158,14 @@
 // MOGDPTPMSensitivity): with v = Wu and r_W = max_a ||W^T e_a||,
 // Delta f1 <= 2 r_W ||v||_inf^2 / N and Delta f2 <= 2 ||v||_inf^3 / N for
 // the single-topic model (P(I,v,v) is a convex combination of e_a v_b v_c).
-// This is seed 000's 2 ||u||_inf^2 transported to the whitened problem;
+// This is Imtiaz and Sarwate 2018a's 2 ||u||_inf^2 transported to the whitened problem;
 // the seeds' version omits W and 1/N. The k L (R+1) queries compose by the
 // advanced composition theorem with the per-query epsilon found by exact
-// inversion (seed 003's closed form eps/sqrt(K(4+ln(2/delta))) exceeds the
+// inversion (Wang and Anandkumar 2016's closed form eps/sqrt(K(4+ln(2/delta))) exceeds the
 // budget under the theorem by 18-29% at epsilon 1 and the default 550
 // queries, more at larger epsilon; see AdvancedCompositionSplit).
 //
-// (S5) LDA (seed 004 Lemma 25, the U-statistic estimators of moments.go):
+// (S5) LDA (DeCarolis et al. 2020 Lemma 25, the U-statistic estimators of moments.go):
 // M2 = (1/N) sum P2_n - a/(N(N-1)) sum_{n != m} m_n m_m^T and
 // M3 = (1/N) sum P3_n - b'/(N(N-1)) sum_{n != m} sym3(P2_n (x) m_m)
 // + c/(N(N-1)(N-2)) sum_{distinct n,m,p} m_n (x) m_m (x) m_p, with m_n the
@@ -172,7 +173,7 @@
 // alpha0/(alpha0+2), c = 2 alpha0^2/((alpha0+1)(alpha0+2)). Replacing
 // document N, with l1 norms of probability vectors/matrices/tensors equal
 // to 1 and ||u (x) v||_1 = ||u||_1 ||v||_1: M2 moves by at most
-// (2 + 4a)/N in l1 (seed 004 Theorem 4, confirmed); M3 by at most
+// (2 + 4a)/N in l1 (DeCarolis et al. 2020 Theorem 4, confirmed); M3 by at most
 // (2 + 12 b' + 6 c)/N: the P3 term 2/N; the sym3 term has 2(N-1) changed
 // pairs, each moving sym3(.) (three placements) by at most 3*2 in l1, total
 // 12 b'/N; the triple term has 3 (N-1)(N-2) changed triples moving by at
@@ -205,7 +206,7 @@
 // (eps1, delta1) is split equally between Y and B (basic composition).
 //
 // Configurations 3 (noise on the power method's output) and 4 (noise on
-// the final topics) of seed 004 rest on perturbation bounds with
+// the final topics) of DeCarolis et al. 2020 rest on perturbation bounds with
 // unspecified constants (O(.) in Theorems 6-7). They are implemented with
 // bounds that can be certified, derived in (S8) in the package documentation
 // (config 3: a data-independent random direction theta, released
@@ -215,10 +216,10 @@
 // probability simplex, giving data-independent sensitivities sqrt(2K) and
 // sqrt(2); this is a provable stand-in, not the paper's Theorem 7).
 //
-// lda-decomposition: seed 004 configuration 3 (noise on M2 and on the
+// lda-decomposition: DeCarolis et al. 2020 configuration 3 (noise on M2 and on the
 // output of the tensor decomposition), with a certified local sensitivity.
 //
-// (S8) What seed 004 gives and why it is not used as printed. Theorem 6
+// (S8) What DeCarolis et al. 2020 gives and why it is not used as printed. Theorem 6
 // bounds the change of the decomposition's output by
 // O(k^2 / (gamma_s N sigma_k(M2)^{3/2})): an O(.) with unspecified
 // constants, resting on Theorem 5 (whose step ||M3(W,W,W) -
@@ -290,7 +291,7 @@
 // e = sqrt(2) when gamma~ - t <= 0, is a post-processing of the two
 // releases and is >= LS(x) except with probability <= delta3. Z is
 // released with the Gaussian mechanism calibrated to sensitivity LS~ and
-// (eps_Z, delta_Z) = (2 eps2/3, delta2/2). Lemma 33 (seed 004; its proof is
+// (eps_Z, delta_Z) = (2 eps2/3, delta2/2). Lemma 33 (DeCarolis et al. 2020; its proof is
 // the pairwise adaptive composition of Dwork, Rothblum and Vadhan 2010
 // applied on the event {LS~ >= ||f(x) - f(x')||}, which contains the event
 // LS~ >= LS(x)) makes stage 2 (eps_g + eps_F + eps_Z, delta_Z + delta3) =
@@ -305,10 +306,10 @@
 // ldapriv_output_test.go). A numerical failure of the K x K symmetric
 // eigendecomposition (not observed for finite input) returns an error.
 //
-// lda-output: seed 004 configuration 4 (noise on the final topics and
+// lda-output: DeCarolis et al. 2020 configuration 4 (noise on the final topics and
 // weights only), in the closest variant whose sensitivity can be proved.
 //
-// (S9) What seed 004 gives. Theorem 7 bounds the change of the final
+// (S9) What DeCarolis et al. 2020 gives. Theorem 7 bounds the change of the final
 // topics by O(k^2 sqrt(sigma_1(M2)) / (gamma_s N sigma_k(M2)^{3/2})):
 // unspecified constants, data-dependent sigma_1, sigma_k and gamma_s, and
 // a chain through Theorem 6 (the decomposition's stability, see (S8)) and
@@ -427,7 +428,7 @@
 // the clip applied, 0 for a document that adds nothing; share 0.05, l2
 // sensitivity sqrt(2)/N for the pair). Stage 2 releases the clipped
 // whitened triples (share 0.9, (S10) stage 2) and rho3 (share 0.1,
-// sensitivity 1/N). The LDA moments of seed 004 Lemma 25 are formed by
+// sensitivity 1/N). The LDA moments of DeCarolis et al. 2020 Lemma 25 are formed by
 // post-processing, each clipped moment divided by its weight mean (a
 // ratio estimator, exact when the clip factors are independent of the
 // documents' topics; a released mean is floored at 1/N):

@@ -11,7 +11,7 @@ import (
 )
 
 // DPTPMOptions configures the differentially private robust tensor power
-// method (DP-TPM, seed 003 Algorithm 3). The zero value means the
+// method (DP-TPM, Wang and Anandkumar 2016 Algorithm 3). The zero value means the
 // documented defaults.
 type DPTPMOptions struct {
 	// L is the number of random restarts per component (default 10).
@@ -27,7 +27,7 @@ type DPTPMOptions struct {
 }
 
 const (
-	// dptpmDefaultL and dptpmDefaultR: seed 003 Theorem 4.2 asks for
+	// dptpmDefaultL and dptpmDefaultR: Wang and Anandkumar 2016 Theorem 4.2 asks for
 	// L = Theta(k log k) and R = Theta(log(lambda_max d)); 10 and 10 are
 	// the values of the non-private defaults of this package and keep the
 	// number of noisy queries (and so the per-query noise) moderate.
@@ -55,11 +55,11 @@ type DPTPMResult struct {
 }
 
 // DPTPM runs the differentially private robust tensor power method of
-// seed 003 Algorithm 3 on the symmetric k' x k' x k' tensor t, extracting k
+// Wang and Anandkumar 2016 Algorithm 3 on the symmetric k' x k' x k' tensor t, extracting k
 // eigenpairs. Every power-iteration output T(I,u,u) and every eigenvalue
 // T(u,u,u) is released with Gaussian noise of standard deviation
-// sigmaMult * Delta_f(u), where Delta_f comes from sens (seed 000 sec. 4
-// replaces the nu of seed 003 by 2/eps' sqrt(2 ln(1.25/delta')), i.e. the
+// sigmaMult * Delta_f(u), where Delta_f comes from sens (Imtiaz and Sarwate 2018a sec. 4
+// replaces the nu of Wang and Anandkumar 2016 by 2/eps' sqrt(2 ln(1.25/delta')), i.e. the
 // sensitivity 2 ||u||_inf^2 of its neighbouring relation; sens generalises
 // this to the tensor actually decomposed) and sigmaMult =
 // gaussSigma(1, eps', delta'). Deflation and normalisation are

@@ -19,7 +19,7 @@ import (
 // (each of P(I,v,v) = sum_abc P_abc v_b v_c e_a is a convex combination
 // of vectors of norm at most ||v||_inf^2 ||W^T e_a||). Divided by n these
 // are Delta f1 and Delta f2; with W = I and n = 1 they are the
-// 2 ||u||_inf^2 and 2 ||u||_inf^3 of seed 000 section 4.
+// 2 ||u||_inf^2 and 2 ||u||_inf^3 of Imtiaz and Sarwate 2018a section 4.
 func STMDPTPMSensitivity(W *mat.Dense, n int) DPTPMSensitivity {
 	rows, _ := W.Dims()
 	var rW float64

@@ -14,7 +14,7 @@ func gaussSigmaAnalytic(s, e, d float64) (float64, error) {
 }
 
 // TestAdvancedCompositionSplit checks that the per-query epsilon meets the
-// advanced composition theorem with equality (to 1e-9) and that seed 003's
+// advanced composition theorem with equality (to 1e-9) and that Wang and Anandkumar 2016's
 // closed form eps/sqrt(q(4+ln(2/delta))) would exceed the target.
 func TestAdvancedCompositionSplit(t *testing.T) {
 	t.Parallel()
@@ -35,7 +35,7 @@ func TestAdvancedCompositionSplit(t *testing.T) {
 		}
 		paper := tc.eps / math.Sqrt(float64(tc.q)*(4+math.Log(2/tc.delta)))
 		if tc.q > 1 && perturb.AdvancedComposition(paper, tc.q, tc.delta/2) <= tc.eps {
-			t.Errorf("%+v: expected seed 003's closed form to exceed the budget", tc)
+			t.Errorf("%+v: expected Wang and Anandkumar 2016's closed form to exceed the budget", tc)
 		}
 	}
 	for _, bad := range []struct {
@@ -147,7 +147,7 @@ func TestDPTPMErrors(t *testing.T) {
 }
 
 // TestSeed003ClosedFormOvershoot pins the figures stated in the docs and
-// the README: seed 003's per-query epsilon eps/sqrt(q(4+ln(2/delta)))
+// the README: Wang and Anandkumar 2016's per-query epsilon eps/sqrt(q(4+ln(2/delta)))
 // composed over q = 550 queries by the advanced composition theorem (slack
 // delta/2) exceeds eps by these factors, while AdvancedCompositionSplit
 // stays within the budget.

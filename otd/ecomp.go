@@ -6,10 +6,10 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// EComp returns the component error of seed 000 sec. 4 for topic models:
+// EComp returns the component error of Imtiaz and Sarwate 2018a sec. 4 for topic models:
 // e_comp = (1/K) sum_k min_k' ||a^_k - a_k'||_2 over the K estimated
 // columns a^_k of Aest and the true columns a_k' of Atrue, after the
-// post-processing seed 000 applies to every method: negative entries of
+// post-processing Imtiaz and Sarwate 2018a applies to every method: negative entries of
 // each estimated column are set to 0 and the column is renormalised to sum
 // 1 (a column with no positive entry becomes uniform). The minimum is over
 // all true columns (not a one-to-one matching), as in the paper. Atrue is

@@ -30,7 +30,7 @@ func meanStd(v []float64) (float64, float64) {
 }
 
 // randomBallColumns returns k columns drawn uniformly from the unit ball
-// of R^d (so ||a_k|| <= 1, seed 002 sec. V).
+// of R^d (so ||a_k|| <= 1, Imtiaz and Sarwate 2018b sec. V).
 func randomBallColumns(d, k int, r *rand.Rand) *mat.Dense {
 	A := mat.NewDense(d, k, nil)
 	for c := 0; c < k; c++ {
@@ -46,7 +46,7 @@ func randomBallColumns(d, k int, r *rand.Rand) *mat.Dense {
 // syntheticMOGRows draws n rows t = a_h + z, h uniform, z ~ N(0, sigma2
 // I), from the mixture with mean columns A, then divides
 // every row by the public constant zeta = 1 + sqrt(sigma2) (sqrt(D) + 3)
-// (seed 002 app. C: "divide the samples by a constant zeta such that
+// (Imtiaz and Sarwate 2018b app. C: "divide the samples by a constant zeta such that
 // ||t_n|| <= 1") and clips the rare row still longer than 1 to the unit
 // sphere. It returns the rows and zeta; the scaled data have means a_k/zeta
 // and variance sigma2/zeta^2.

@@ -18,9 +18,9 @@ type Model string
 
 // Models accepted by FitOptions.Model.
 const (
-	ModelSTM Model = "stm" // single-topic model (seed 000 sec. 2)
-	ModelLDA Model = "lda" // latent Dirichlet allocation (seed 004 Lemma 25)
-	ModelMoG Model = "mog" // mixture of spherical Gaussians (seed 002 app. B-B)
+	ModelSTM Model = "stm" // single-topic model (Imtiaz and Sarwate 2018a sec. 2)
+	ModelLDA Model = "lda" // latent Dirichlet allocation (DeCarolis et al. 2020 Lemma 25)
+	ModelMoG Model = "mog" // mixture of spherical Gaussians (Imtiaz and Sarwate 2018b app. B-B)
 )
 
 // Models lists the models in the order the CLI documents them.
@@ -190,7 +190,7 @@ func (o *FitOptions) validate(in *Input) error {
 
 // Fit estimates the model's components and weights by the method of
 // moments: second moment, whitening, whitened third moment, robust tensor
-// power method and un-whitening (seed 000 sec. 2, seed 004). Methods other
+// power method and un-whitening (Imtiaz and Sarwate 2018a sec. 2, DeCarolis et al. 2020). Methods other
 // than "nonprivate" are delegated to the private variants. src seeds the
 // power-method restarts and randomized whitening (and, for private
 // methods, the noise when it is not perturb's secure source). A nil src

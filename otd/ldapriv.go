@@ -11,11 +11,11 @@ import (
 )
 
 // LDASensitivities returns the l1 sensitivities of the LDA moment
-// estimators of moments.go (seed 004 Lemma 25) for n documents and
+// estimators of moments.go (DeCarolis et al. 2020 Lemma 25) for n documents and
 // concentration alpha0, used as (valid, loose) l2 sensitivities of the
 // packed vectors (derivation (S5) in the package documentation ("# Sensitivities")):
 //
-//	Delta_2 = (2 + 4a)/n,           a  = alpha0/(alpha0+1)     (seed 004 Theorem 4: same)
+//	Delta_2 = (2 + 4a)/n,           a  = alpha0/(alpha0+1)     (DeCarolis et al. 2020 Theorem 4: same)
 //	Delta_3 = (2 + 12b' + 6c)/n,    b' = alpha0/(alpha0+2), c = 2 alpha0^2/((alpha0+1)(alpha0+2))
 //
 // Seed 004 prints Delta_3 = 2/n + 4b'/n + 6c(n-1)/(n(n-2)), which omits two
@@ -32,13 +32,13 @@ func LDASensitivities(n int, alpha0 float64) (Sensitivities, error) {
 	return Sensitivities{
 		M2:    (2 + 4*a) / fn,
 		M3:    (2 + 12*b + 6*c) / fn,
-		M2Ref: "go doc otd (S5); seed 004 Theorem 4 (l1, used as l2 bound)",
-		M3Ref: "go doc otd (S5): (2 + 12 b' + 6 c)/N, correcting seed 004 Theorem 4 (B2, B3 omitted there)",
+		M2Ref: "go doc otd (S5); DeCarolis et al. 2020 Theorem 4 (l1, used as l2 bound)",
+		M3Ref: "go doc otd (S5): (2 + 12 b' + 6 c)/N, correcting DeCarolis et al. 2020 Theorem 4 (B2, B3 omitted there)",
 	}, nil
 }
 
 // LDASensitivitiesPaper returns Delta_2, Delta_3 exactly as printed in
-// seed 004 Theorem 4, for comparison only (Delta_3 is too small).
+// DeCarolis et al. 2020 Theorem 4, for comparison only (Delta_3 is too small).
 func LDASensitivitiesPaper(n int, alpha0 float64) (m2, m3 float64) {
 	fn := float64(n)
 	return 2/fn + alpha0/(alpha0+1)*4/fn,
@@ -63,7 +63,7 @@ func WhitenedTensorSensitivity(W *mat.Dense, delta3L1 float64) float64 {
 	return delta3L1 * r * r * r
 }
 
-// fitLDAPrivate runs seed 004 configuration 1 (lda-input: noise on M2 and
+// fitLDAPrivate runs DeCarolis et al. 2020 configuration 1 (lda-input: noise on M2 and
 // M3) or 2 (lda-whitened: noise on M2 and on the whitened tensor built
 // with the private W).
 func fitLDAPrivate(in *Input, opts *FitOptions, b PrivacyBudget, secure bool, r *rand.Rand) (*Result, error) {
@@ -129,7 +129,7 @@ func fitLDAPrivate(in *Input, opts *FitOptions, b PrivacyBudget, secure bool, r 
 	res := assemble(opts, A, w, lam)
 	res.Path = path
 	res.Vocab = c.Vocab
-	res.Report = privateReport(opts, b, rels, "basic (seed 004 Proposition 23): (eps1+eps2, delta1+delta2)", secure, n)
+	res.Report = privateReport(opts, b, rels, "basic (DeCarolis et al. 2020 Proposition 23): (eps1+eps2, delta1+delta2)", secure, n)
 	res.Report.Notes = append(res.Report.Notes, notes...)
 	return res, nil
 }

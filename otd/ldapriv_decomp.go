@@ -1,4 +1,4 @@
-// lda-decomposition: seed 004 configuration 3; derivation (S8) in the
+// lda-decomposition: DeCarolis et al. 2020 configuration 3; derivation (S8) in the
 // package documentation (go doc otd, "# Sensitivities").
 
 package otd
@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/internal/eigen"
 	"github.com/dprec/dprec/perturb"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
@@ -46,13 +47,10 @@ func contractedDecomposition(T *SymTensor, theta []float64) (*decompOutput, erro
 			M.SetSym(i, j, floats.Dot(row, theta))
 		}
 	}
-	var es mat.EigenSym
-	if !es.Factorize(M, true) {
+	mu, vecs, ok := eigen.Decompose(M, true) // mu ascending
+	if !ok {
 		return nil, errors.New("otd: eigendecomposition of the contracted whitened tensor failed")
 	}
-	mu := es.Values(nil) // ascending
-	var vecs mat.Dense
-	es.VectorsTo(&vecs)
 	gap := math.Inf(1)
 	for j := 1; j < k; j++ {
 		gap = math.Min(gap, mu[j]-mu[j-1])
@@ -61,7 +59,7 @@ func contractedDecomposition(T *SymTensor, theta []float64) (*decompOutput, erro
 	v := make([]float64, k)
 	z := make([]float64, k)
 	for c := 0; c < k; c++ {
-		mat.Col(v, k-1-c, &vecs) // descending order of mu
+		mat.Col(v, k-1-c, vecs) // descending order of mu
 		T.TIuu(v, z)
 		Z.SetCol(c, z)
 	}
@@ -158,7 +156,7 @@ func decompDeltas(W *mat.Dense, theta []float64, delta3L1 float64) (deltaT, delt
 	return delta3L1 * rw * rw * rw, delta3L1 * rw * rw * math.Min(inf, rw)
 }
 
-// fitLDADecomposition runs seed 004 configuration 3 ("lda-decomposition"):
+// fitLDADecomposition runs DeCarolis et al. 2020 configuration 3 ("lda-decomposition"):
 // noisy M2 -> public W; Z = (T(I,v_i,v_i))_i from the contracted
 // decomposition of T = M3(W,W,W) released with Gaussian noise calibrated
 // to a privately released bound on its local sensitivity (S8, Lemma 33);
@@ -208,7 +206,7 @@ func fitLDADecomposition(in *Input, opts *FitOptions, b PrivacyBudget, secure bo
 	zd := out.Z.RawMatrix().Data // a new Dense is contiguous
 	g.AddTo(zd, r)
 	relZ := g.Release("decomposition output Z = (T(I,v_i,v_i))_i, K x K (eigenvalues ||z_i||, eigenvectors z_i/||z_i||)")
-	relZ.Derivation = fmt.Sprintf("go doc otd (S8.3-S8.4): privately released local-sensitivity bound sqrt(K)(2 ||T||_F e(gamma) + delta_T), valid except with probability delta3 = %.3g (seed 004 Lemma 33)", delta3)
+	relZ.Derivation = fmt.Sprintf("go doc otd (S8.3-S8.4): privately released local-sensitivity bound sqrt(K)(2 ||T||_F e(gamma) + delta_T), valid except with probability delta3 = %.3g (DeCarolis et al. 2020 Lemma 33)", delta3)
 	rels = append(rels, srels...)
 	rels = append(rels, relZ)
 	lam := make([]float64, k)
@@ -229,7 +227,7 @@ func fitLDADecomposition(in *Input, opts *FitOptions, b PrivacyBudget, secure bo
 	res.Path = "whitened"
 	res.Vocab = c.Vocab
 	res.Report = privateReport(opts, b, rels,
-		fmt.Sprintf("basic over the two stages (seed 004 Proposition 23); stage 2 by seed 004 Lemma 33: (eps_gap + eps_norm + eps_Z, delta_Z + delta3) with delta3 = %.3g the probability that the released bound falls below the local sensitivity", delta3), secure, n)
+		fmt.Sprintf("basic over the two stages (DeCarolis et al. 2020 Proposition 23); stage 2 by DeCarolis et al. 2020 Lemma 33: (eps_gap + eps_norm + eps_Z, delta_Z + delta3) with delta3 = %.3g the probability that the released bound falls below the local sensitivity", delta3), secure, n)
 	// delta3 is part of the guarantee but not a release of its own.
 	res.Report.Delta += delta3
 	res.Report.Notes = append(res.Report.Notes,

@@ -1,4 +1,4 @@
-// lda-output: seed 004 configuration 4; derivation (S9) in the package
+// lda-output: DeCarolis et al. 2020 configuration 4; derivation (S9) in the package
 // documentation (go doc otd, "# Sensitivities").
 
 package otd
@@ -101,7 +101,7 @@ func outputNoise(x []float64, s2, s1, eps, delta float64, cal perturb.Calibratio
 	return g.Release(""), nil
 }
 
-// fitLDAOutput runs seed 004 configuration 4 in the projected variant of
+// fitLDAOutput runs DeCarolis et al. 2020 configuration 4 in the projected variant of
 // (S9): non-private fit, projection onto the simplex, Gaussian noise on
 // the topics and on the weights with data-independent sensitivities.
 func fitLDAOutput(in *Input, opts *FitOptions, b PrivacyBudget, secure bool, r *rand.Rand) (*Result, error) {
@@ -151,9 +151,9 @@ func fitLDAOutput(in *Input, opts *FitOptions, b PrivacyBudget, secure bool, r *
 	res.Path = "whitened"
 	res.Vocab = c.Vocab
 	res.Report = privateReport(opts, b, []perturb.Release{relA, relW},
-		"basic (seed 004 Proposition 23): (eps1+eps2, delta1+delta2) over the topics and weights releases", secure, n)
+		"basic (DeCarolis et al. 2020 Proposition 23): (eps1+eps2, delta1+delta2) over the topics and weights releases", secure, n)
 	res.Report.Notes = append(res.Report.Notes,
-		"lda-output: seed 004's data-dependent Delta_mu (Theorem 7) is not certified; topics and weights are projected onto the simplex and noised with the data-independent sensitivities sqrt(2K), sqrt(2) (l2) or 2K, 2 (l1) (go doc otd (S9)); useful only at large epsilon",
+		"lda-output: DeCarolis et al. 2020's data-dependent Delta_mu (Theorem 7) is not certified; topics and weights are projected onto the simplex and noised with the data-independent sensitivities sqrt(2K), sqrt(2) (l2) or 2K, 2 (l1) (go doc otd (S9)); useful only at large epsilon",
 		"the eigenvalues are derived from the released weights (post-processing)")
 	return res, nil
 }

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sort"
 
 	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/internal/eigen"
 	"github.com/dprec/dprec/perturb"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
@@ -86,26 +86,18 @@ func privateWhitenSketchEig(c *data.Corpus, alpha0 float64, k int, sensF, eps, d
 	}
 	rel2.What = "projected M2 Q^T M2 Q ((2K+10) x (2K+10) upper triangle)"
 	rel2.Derivation = "go doc otd (S7): ||Q^T Delta M2 Q||_F <= ||Delta M2||_F <= Delta_2(l1)"
-	var es mat.EigenSym
-	if !es.Factorize(Bn, true) {
+	vals, vecs, ok := eigen.Top(Bn, k, eigen.ByAbs)
+	if !ok {
 		return nil, nil, nil, errors.New("otd: eigendecomposition of the projected noisy M2 failed")
 	}
-	vals := es.Values(nil)
-	var vecs mat.Dense
-	es.VectorsTo(&vecs)
-	idx := make([]int, p)
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return math.Abs(vals[idx[a]]) > math.Abs(vals[idx[b]]) })
-	if kth := math.Abs(vals[idx[k-1]]); !(kth > 1e-12*math.Abs(vals[idx[0]])) {
+	if kth := math.Abs(vals[k-1]); !(kth > 1e-12*math.Abs(vals[0])) {
 		return nil, nil, nil, fmt.Errorf("otd: the %d-th singular value of the projected noisy M2 is %.3g: rank below %d", k, kth, k)
 	}
 	UK := mat.NewDense(p, k, nil)
 	for cc := 0; cc < k; cc++ {
-		s := 1 / math.Sqrt(math.Abs(vals[idx[cc]]))
+		s := 1 / math.Sqrt(math.Abs(vals[cc]))
 		for i := 0; i < p; i++ {
-			UK.Set(i, cc, vecs.At(i, idx[cc])*s)
+			UK.Set(i, cc, vecs.At(i, cc)*s)
 		}
 	}
 	W := mat.NewDense(d, k, nil)

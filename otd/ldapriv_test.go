@@ -23,7 +23,7 @@ func l1(x []float64) float64 { return floats.Norm(x, 1) }
 // change of M2 and M3 (full tensors) and the l2 change of the packed
 // vectors never exceed LDASensitivities, and the construction of the
 // derivation (other documents "a a a", "b b b" -> "c c c", alpha0 = 0.1)
-// exceeds the Delta_3 printed in seed 004 Theorem 4.
+// exceeds the Delta_3 printed in DeCarolis et al. 2020 Theorem 4.
 func TestLDASensitivityEmpirical(t *testing.T) {
 	t.Parallel()
 	const d, n = 5, 12

@@ -15,7 +15,7 @@ type Estimator int
 const (
 	// AllTriples (the default) averages over every ordered pair / triple of
 	// distinct word positions of each document, computed in closed form
-	// from its count vector c with n words (seed 004 eq. 6-11, Zou et al.
+	// from its count vector c with n words (DeCarolis et al. 2020 eq. 6-11, Zou et al.
 	// 2013): M2^n = (c c^T - diag c)/(n(n-1)) and
 	// M3^n = (c^(x)3 + 2 sum_i c_i e_i^(x)3 - sum_ij c_i c_j (e_i e_i e_j +
 	// e_i e_j e_i + e_j e_i e_i)) / (n(n-1)(n-2)). Each is unbiased for
@@ -23,7 +23,7 @@ const (
 	// given the topic, and uses every word, so its variance is lower.
 	AllTriples Estimator = iota
 	// FirstThree uses only three word positions per document (the
-	// estimator of seed 000 sec. 2, "t_l is the l-th word"). A bag of words
+	// estimator of Imtiaz and Sarwate 2018a sec. 2, "t_l is the l-th word"). A bag of words
 	// has no order, so the three positions are drawn without replacement
 	// from the document's tokens by a PCG stream keyed by the document index
 	// and a hash of the corpus (deterministic); by exchangeability this has
@@ -147,7 +147,7 @@ func prepare(c *data.Corpus, est Estimator, minDocs int) (*data.Corpus, error) {
 }
 
 // STMMoments returns the dense empirical moments of the single-topic model
-// (seed 000 sec. 2): M2 = E[x1 (x) x2] (D x D) and M3 = E[x1 (x) x2 (x) x3]
+// (Imtiaz and Sarwate 2018a sec. 2): M2 = E[x1 (x) x2] (D x D) and M3 = E[x1 (x) x2 (x) x3]
 // (D x D x D) under est, whose expectations are M2 = sum_k w_k a_k a_k^T and
 // M3 = sum_k w_k a_k^(x)3. Every document needs at least 3 words. M3 is
 // refused (error) when D^3 exceeds MaxDenseBytes: use STMWhitenedM3.
@@ -180,7 +180,7 @@ func STMWhitenedM3(c *data.Corpus, W *mat.Dense, est Estimator) (*SymTensor, err
 	return whitenedM3(cc, W, 0, nil)
 }
 
-// LDA coefficients of seed 004 Lemma 25 with concentration alpha0 = sum_i
+// LDA coefficients of DeCarolis et al. 2020 Lemma 25 with concentration alpha0 = sum_i
 // alpha_i (Anandkumar et al. 2012): M2 = E[x1 x2] - a M1 M1,
 // M3 = E[x1 x2 x3] - b' sym3(E[x1 x2] (x) M1) + c M1^(x)3 with
 // a = alpha0/(alpha0+1), b' = alpha0/(alpha0+2),
@@ -198,7 +198,7 @@ func checkAlpha0(alpha0 float64) error {
 	return nil
 }
 
-// LDAMoments returns the unbiased empirical LDA moments of seed 004 Lemma
+// LDAMoments returns the unbiased empirical LDA moments of DeCarolis et al. 2020 Lemma
 // 25 (M1 in R^D, M2 D x D, M3 D x D x D) for concentration alpha0, from
 // per-document counts with all word pairs / triples (AllTriples). Their
 // expectations are M1 = sum_i w_i mu_i, M2 = sum_i w_i/(alpha0+1) mu_i mu_i^T

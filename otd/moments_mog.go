@@ -10,7 +10,7 @@ import (
 
 // checkRows validates numeric rows for the Gaussian mixture: at least one
 // row, finite entries, and ||t_n||_2 <= 1 (the bound behind the
-// sensitivities of seed 002 app. C; data.ReadRows can rescale).
+// sensitivities of Imtiaz and Sarwate 2018b app. C; data.ReadRows can rescale).
 func checkRows(X *mat.Dense, sigma2 float64) error {
 	if X == nil {
 		return errors.New("otd: no data rows")
@@ -40,7 +40,7 @@ func checkRows(X *mat.Dense, sigma2 float64) error {
 }
 
 // MoGMoments returns the moments of a mixture of spherical Gaussians with
-// common variance sigma2 (seed 002 app. B-B): M2 = E[t t^T] - sigma2 I and
+// common variance sigma2 (Imtiaz and Sarwate 2018b app. B-B): M2 = E[t t^T] - sigma2 I and
 // M3 = E[t^(x)3] - sigma2 sum_d (E[t] e_d e_d + e_d E[t] e_d + e_d e_d E[t]),
 // whose expectations are sum_k w_k a_k a_k^T and sum_k w_k a_k^(x)3. X holds
 // one observation per row, each of norm at most 1.

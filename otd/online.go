@@ -10,7 +10,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// Stream feeds the online tensor power method (seed 003 Algorithm 2) with
+// Stream feeds the online tensor power method (Wang and Anandkumar 2016 Algorithm 2) with
 // data: Associate reads the next n data points and, for each vector u in
 // us, writes into dstU[l] the estimate of T(I,u,u) and into dstL[l] the
 // estimate of T(u,u,u) from those n points alone, where T is the
@@ -36,7 +36,7 @@ type StreamOptions struct {
 }
 
 // StreamingPowerIteration runs the online robust tensor power method of
-// seed 003 Algorithm 2 on s: for each of k components it keeps L vectors,
+// Wang and Anandkumar 2016 Algorithm 2 on s: for each of k components it keeps L vectors,
 // and for R steps replaces each u by the normalised batch estimate of
 // T(I,u,u) from the next Batch points, minus the deflation terms
 // sum_j lambda_j (v_j^T u)^2 v_j of the components already found; it keeps
@@ -128,7 +128,7 @@ func StreamingPowerIteration(s Stream, k int, opts StreamOptions, src rand.Sourc
 
 // RowStream streams the rows of X projected by W (y = W^T x), cycling over
 // the rows, for the tensor E[y^(x)3] - sigma2 sym3(E[y] (x) W^T W) (the
-// whitened mixture-of-Gaussians M3, seed 002 app. B-B; sigma2 = 0 gives the
+// whitened mixture-of-Gaussians M3, Imtiaz and Sarwate 2018b app. B-B; sigma2 = 0 gives the
 // plain third moment E[y^(x)3]). A nil W streams the rows unprojected.
 type RowStream struct {
 	Y      *mat.Dense
@@ -213,7 +213,7 @@ func (s *RowStream) Associate(us [][]float64, n int, dstU [][]float64, dstL []fl
 // CorpusStream streams the documents of a single-topic corpus (at least 3
 // words each) whitened by W, cycling over them, for the tensor
 // M3(W,W,W) of STMMoments with AllTriples. The per-document estimate of
-// T(I,u,u) is the u-contraction of the whitened seed 004 eq. 8 estimator:
+// T(I,u,u) is the u-contraction of the whitened DeCarolis et al. 2020 eq. 8 estimator:
 // [(c~.u)^2 c~ + 2 sum_i c_i (w_i.u)^2 w_i - sum_i c_i ((w_i.u)^2 c~ +
 // 2 (w_i.u)(c~.u) w_i)] / (l(l-1)(l-2)), with w_i the i-th row of W, in
 // O(nnz K) per document and vector.

@@ -55,7 +55,7 @@ func runPrivateMoments(method Method, p *privateProblem, b PrivacyBudget, tpm TP
 			return nil, err
 		}
 		return &privateOutput{W: o.W, Lambda: lam, V: V, Releases: o.Releases, Counts: []int{1, 1},
-			Composition: "basic (seed 000 Theorem 1: (eps1+eps2, delta1+delta2))"}, nil
+			Composition: "basic (Imtiaz and Sarwate 2018a Theorem 1: (eps1+eps2, delta1+delta2))"}, nil
 	case MethodDPTPM:
 		e1, d1, e2, d2, err := b.stages(false)
 		if err != nil {
@@ -90,7 +90,7 @@ func runPrivateMoments(method Method, p *privateProblem, b PrivacyBudget, tpm TP
 			// The sensitivity varies with u; Scale is the sigma per unit of
 			// sensitivity and Derivation names the bound.
 			Sensitivity: 1,
-			Derivation:  "go doc otd (S4): data-space bound 2 r_W ||Wu||_inf^2/N (stm) at each query; seed 003 Thm 4.1, seed 000 sec. 4",
+			Derivation:  "go doc otd (S4): data-space bound 2 r_W ||Wu||_inf^2/N (stm) at each query; Wang and Anandkumar 2016 Thm 4.1, Imtiaz and Sarwate 2018a sec. 4",
 			Scale:       res.SigmaMultiplier,
 			Epsilon:     res.EpsQ,
 			Delta:       res.DeltaQ,

@@ -16,7 +16,7 @@ func ExampleSTMSensitivities() {
 }
 
 // ExampleMOGSensitivities compares the corrected Gaussian-mixture
-// sensitivities with the values printed in seed 002 appendix C.
+// sensitivities with the values printed in Imtiaz and Sarwate 2018b appendix C.
 func ExampleMOGSensitivities() {
 	s, _ := otd.MOGSensitivities(1000, 10, 0.05)
 	p2, p3 := otd.MOGSensitivitiesPaper(1000, 10, 0.05)

@@ -89,7 +89,7 @@ func randomTopics(rng *rand.Rand, d, k int, beta float64) *mat.Dense {
 }
 
 // SyntheticSTM draws a single-topic corpus: K topics with Dirichlet(beta)
-// word distributions (beta = 1 in seed 000), the given topic weights (nil:
+// word distributions (beta = 1 in Imtiaz and Sarwate 2018a), the given topic weights (nil:
 // uniform), and N documents of L words each drawn from one topic.
 func SyntheticSTM(d, k, n, l int, beta float64, weights []float64, src rand.Source) (*Synthetic, error) {
 	if d < 1 || k < 1 || n < 1 || l < 3 {
@@ -186,7 +186,7 @@ func sampleDocs(rng *rand.Rand, A *mat.Dense, w []float64, alpha0 float64, n, l,
 
 // SyntheticMoG draws N points t = a_h + z from a mixture of K spherical
 // Gaussians in R^D with variance sigma2, uniform weights and means drawn
-// uniformly on the sphere of radius radius (radius <= 1, as seed 002 fig. 3
+// uniformly on the sphere of radius radius (radius <= 1, as Imtiaz and Sarwate 2018b fig. 3
 // assumes ||a_k|| <= 1). Rows are then divided by the largest row norm if it
 // exceeds 1 (Scale reports the factor; the means and sigma2 scale with it:
 // A is returned already divided, and the effective variance is

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/dprec/dprec/internal/packed"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -231,67 +232,33 @@ func (t *SymTensor) Symmetrize() {
 }
 
 // PackedLen returns D_sym = C(D+2,3), the number of unique entries of a
-// symmetric D x D x D tensor.
-func PackedLen(d int) int { return d * (d + 1) * (d + 2) / 6 }
+// symmetric D x D x D tensor (the layout of the module's internal/packed).
+func PackedLen(d int) int { return packed.Len(d) }
 
 // Packed returns the C(D+2,3) unique entries T_ijk with i <= j <= k in
 // lexicographic order ((0,0,0), (0,0,1), ..., (0,0,D-1), (0,1,1), ...), the
 // order of perturb.SymmetricTensorFromPacked.
-func (t *SymTensor) Packed() []float64 {
-	d := t.D
-	out := make([]float64, 0, PackedLen(d))
-	for i := 0; i < d; i++ {
-		for j := i; j < d; j++ {
-			base := (i*d + j) * d
-			out = append(out, t.Data[base+j:base+d]...)
-		}
-	}
-	return out
-}
+func (t *SymTensor) Packed() []float64 { return packed.Pack(t.D, t.Data) }
 
 // FromPacked builds the symmetric tensor whose unique entries (order of
 // Packed) are b. It returns an error if len(b) != C(d+2,3) or the dense
 // tensor would exceed MaxDenseBytes.
 func FromPacked(d int, b []float64) (*SymTensor, error) {
-	if d < 1 || len(b) != PackedLen(d) {
-		return nil, fmt.Errorf("otd: packed length %d does not match C(%d+2,3) = %d", len(b), d, PackedLen(d))
+	if err := packed.Check("otd", d, len(b)); err != nil {
+		return nil, err
 	}
 	t, err := NewSymTensor(d)
 	if err != nil {
 		return nil, err
 	}
-	p := 0
-	for i := 0; i < d; i++ {
-		for j := i; j < d; j++ {
-			for k := j; k < d; k++ {
-				v := b[p]
-				p++
-				t.Data[(i*d+j)*d+k] = v
-				t.Data[(i*d+k)*d+j] = v
-				t.Data[(j*d+i)*d+k] = v
-				t.Data[(j*d+k)*d+i] = v
-				t.Data[(k*d+i)*d+j] = v
-				t.Data[(k*d+j)*d+i] = v
-			}
-		}
-	}
+	packed.Unpack(d, b, t.Data)
 	return t, nil
 }
 
-// packedIndex precomputes the offsets of the packed layout for side d:
-// index(i,j,k) for i <= j <= k is offI[i] + offJ[j] - offJ[i] + k - j.
-type packedIndex struct {
-	offI, offJ []int
-}
+// packedIndex is packed.Index under the method name the accumulators of
+// this package use (at, for i <= j <= k).
+type packedIndex struct{ packed.Index }
 
-func newPackedIndex(d int) packedIndex {
-	p := packedIndex{offI: make([]int, d+1), offJ: make([]int, d+1)}
-	for i := 0; i < d; i++ {
-		m := d - i
-		p.offI[i+1] = p.offI[i] + m*(m+1)/2
-		p.offJ[i+1] = p.offJ[i] + m
-	}
-	return p
-}
+func newPackedIndex(d int) packedIndex { return packedIndex{packed.NewIndex(d)} }
 
-func (p packedIndex) at(i, j, k int) int { return p.offI[i] + p.offJ[j] - p.offJ[i] + k - j }
+func (p packedIndex) at(i, j, k int) int { return p.Index.At(i, j, k) }

@@ -9,7 +9,7 @@ import (
 // normalizeTopics turns the raw estimates of a topic model into
 // distributions (post-processing, so it costs no privacy): every column of
 // A is replaced by its Euclidean projection onto the probability simplex
-// (seed 000's "zero the negatives and renormalise" leaves the scale of the
+// (Imtiaz and Sarwate 2018a's "zero the negatives and renormalise" leaves the scale of the
 // negative part in the result; the projection is the nearest
 // distribution), and the weights are clipped at 0 and divided by their
 // sum, so they are the topic proportions and sum to 1. The raw weights

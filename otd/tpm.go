@@ -9,7 +9,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// TPMOptions configures the robust tensor power method (seed 003,
+// TPMOptions configures the robust tensor power method (Wang and Anandkumar 2016,
 // Algorithm 1). Zero fields take the documented defaults.
 type TPMOptions struct {
 	// Restarts is L, the number of random starting vectors per component
@@ -38,7 +38,7 @@ func (o TPMOptions) withDefaults() TPMOptions {
 }
 
 // PowerIteration runs the robust tensor power method with deflation on the
-// symmetric K x K x K tensor T (seed 003 Algorithm 1): for each of k
+// symmetric K x K x K tensor T (Wang and Anandkumar 2016 Algorithm 1): for each of k
 // components it draws opts.Restarts random unit vectors, runs opts.Iters
 // power updates from each, keeps the one with the largest T(u,u,u), runs
 // opts.Iters more updates from it, sets lambda = T(u,u,u) and deflates

@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 
+	"github.com/dprec/dprec/internal/eigen"
 	"gonum.org/v1/gonum/mat"
 )
 
 // Whiten returns the D x K whitening matrix W = U diag(d)^{-1/2} from the
-// top-k eigenpairs (U, d) of the symmetric matrix M2 (seed 000 sec. 2), so
+// top-k eigenpairs (U, d) of the symmetric matrix M2 (Imtiaz and Sarwate 2018a sec. 2), so
 // that W^T M2 W = I_k. It returns an error if the eigendecomposition fails,
 // k is out of range, or the k-th largest eigenvalue is not positive (M2 has
 // numerical rank below k: too few documents or too many topics).
@@ -19,24 +19,17 @@ func Whiten(M2 *mat.SymDense, k int) (W *mat.Dense, err error) {
 	if k < 1 || k > d {
 		return nil, fmt.Errorf("otd: cannot whiten to %d dimensions a %d x %d moment", k, d, d)
 	}
-	var es mat.EigenSym
-	if ok := es.Factorize(M2, true); !ok {
+	vals, vecs, ok := eigen.Decompose(M2, true)
+	if !ok {
 		return nil, errors.New("otd: eigendecomposition of M2 failed")
 	}
-	vals := es.Values(nil)
-	var vecs mat.Dense
-	es.VectorsTo(&vecs)
-	return whitenFromEigen(vals, &vecs, k)
+	return whitenFromEigen(vals, vecs, k)
 }
 
 // whitenFromEigen builds W from eigenpairs given in any order.
 func whitenFromEigen(vals []float64, vecs *mat.Dense, k int) (*mat.Dense, error) {
 	d, _ := vecs.Dims()
-	idx := make([]int, len(vals))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return vals[idx[a]] > vals[idx[b]] })
+	idx := eigen.Order(vals, eigen.ByValue)
 	top := vals[idx[0]]
 	kth := vals[idx[k-1]]
 	// 1e-12 relative: below this the direction is rounding noise.
@@ -75,13 +68,13 @@ func pinvT(W *mat.Dense) (*mat.Dense, error) {
 // Unwhiten recovers components and weights from the eigenpairs of the
 // whitened third moment of a single-topic model or Gaussian mixture
 // (M3(W,W,W) = sum_k w_k^{-1/2} v_k^{(x)3}): a_k = lambda_k (W^T)^+ v_k and
-// w_k = 1/lambda_k^2 (seed 000 sec. 2). A is D x K. It panics on shape
+// w_k = 1/lambda_k^2 (Imtiaz and Sarwate 2018a sec. 2). A is D x K. It panics on shape
 // mismatch.
 func Unwhiten(W *mat.Dense, lambda []float64, V *mat.Dense) (A *mat.Dense, weights []float64) {
 	return unwhitenScaled(W, lambda, V, 1, 1)
 }
 
-// UnwhitenLDA is Unwhiten for LDA with concentration alpha0 (seed 004,
+// UnwhitenLDA is Unwhiten for LDA with concentration alpha0 (DeCarolis et al. 2020,
 // proof of Theorem 4 / Lemma 25): the whitened tensor's eigenvalues are
 // lambda_i = 2 sqrt(alpha0+1) / ((alpha0+2) sqrt(w_i)), w_i = alpha_i/alpha0,
 // so mu_i = ((alpha0+2)/2) lambda_i (W^T)^+ v_i and

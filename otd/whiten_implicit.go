@@ -4,9 +4,9 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"sort"
 
 	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/internal/eigen"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -111,7 +111,7 @@ func whitenImplicit(c *data.Corpus, alpha0 float64, k int, src rand.Source, prog
 	}
 	Z := mat.NewDense(d, p, nil)
 	var prev, vals []float64
-	var vecs mat.Dense
+	var vecs *mat.Dense
 	for it := 0; ; it++ {
 		m2Apply(c, alpha0, Q, Z)
 		var B mat.Dense
@@ -122,13 +122,11 @@ func whitenImplicit(c *data.Corpus, alpha0 float64, k int, src rand.Source, prog
 				Bs.SetSym(i, j, (B.At(i, j)+B.At(j, i))/2)
 			}
 		}
-		var es mat.EigenSym
-		if !es.Factorize(Bs, true) {
+		var ok bool
+		if vals, vecs, ok = eigen.Decompose(Bs, true); !ok {
 			return nil, errors.New("otd: eigendecomposition of the projected M2 failed")
 		}
-		vals = es.Values(vals)
-		es.VectorsTo(&vecs)
-		top := topK(vals, k)
+		top := eigen.Largest(vals, k, eigen.ByValue)
 		if prog != nil {
 			prog("whitening", it+1, maxIters)
 		}
@@ -145,15 +143,8 @@ func whitenImplicit(c *data.Corpus, alpha0 float64, k int, src rand.Source, prog
 		prog("whitening", maxIters, maxIters)
 	}
 	var U mat.Dense
-	U.Mul(Q, &vecs)
+	U.Mul(Q, vecs)
 	return whitenFromEigen(vals, &U, k)
-}
-
-// topK returns the k largest values, decreasing.
-func topK(v []float64, k int) []float64 {
-	s := append([]float64(nil), v...)
-	sort.Sort(sort.Reverse(sort.Float64Slice(s)))
-	return s[:k]
 }
 
 func ritzConverged(prev, cur []float64, tol float64) bool {

@@ -5,24 +5,29 @@ import (
 	"math"
 )
 
-// Accounting methods, as named in reports and accepted by TotalBy.
+// Composition is an accounting method, as named in reports and accepted by
+// TotalBy, Admit and Fits; the empty Composition means the tightest that
+// applies.
+type Composition string
+
+// Accounting methods.
 const (
-	// Basic is sequential composition: epsilons and deltas add (seed 004,
+	// Basic is sequential composition: epsilons and deltas add (DeCarolis et al. 2020,
 	// Proposition 23).
-	Basic = "basic"
+	Basic Composition = "basic"
 	// Advanced is the advanced composition theorem of Dwork, Rothblum and
 	// Vadhan (2010; Dwork and Roth 2014, Theorem 3.20) with slack delta'.
-	Advanced = "advanced"
+	Advanced Composition = "advanced"
 	// RDP is Renyi-DP composition (Mironov 2017) converted to (epsilon,
 	// delta) by the bound of Canonne, Kamath and Steinke (2020, Proposition
 	// 12), minimised over a grid of orders.
-	RDP = "rdp"
+	RDP Composition = "rdp"
 	// GDP is the exact composition of Gaussian mechanisms (Dong, Roth and
 	// Su 2022): k Gaussian releases with ratios mu_i = Delta_i/sigma_i
 	// compose to one Gaussian with mu = sqrt(sum mu_i^2), converted with
 	// the exact Balle-Wang curve. Only available when every release is
 	// Gaussian.
-	GDP = "gdp"
+	GDP Composition = "gdp"
 )
 
 // rdpOrders is the grid of Renyi orders: Opacus's DEFAULT_ALPHAS (1.1 to
@@ -181,7 +186,7 @@ func (a *Accountant) rdpEpsilon(delta float64) (float64, bool) {
 // with a Gaussian release that has no (epsilon, delta); rdp with a
 // non-Gaussian approximate-DP release; gdp unless every release is
 // Gaussian; advanced or rdp/gdp with delta <= sum delta_i).
-func (a *Accountant) TotalBy(method string, delta float64) (eps, deltaOut float64, ok bool) {
+func (a *Accountant) TotalBy(method Composition, delta float64) (eps, deltaOut float64, ok bool) {
 	if len(a.releases) == 0 {
 		return 0, 0, true
 	}
@@ -251,12 +256,12 @@ func AdvancedComposition(eps float64, k int, deltaSlack float64) float64 {
 // satisfies the delta target (for example sum delta_i > delta), it returns
 // the basic totals with method "basic" and deltaOut > delta, and the caller
 // must treat it as over budget; if not even basic applies, eps is +Inf.
-func (a *Accountant) Total(delta float64) (eps, deltaOut float64, method string) {
+func (a *Accountant) Total(delta float64) (eps, deltaOut float64, method Composition) {
 	if len(a.releases) == 0 {
 		return 0, 0, Basic
 	}
 	eps, deltaOut, method = math.Inf(1), math.Inf(1), ""
-	for _, m := range []string{Basic, Advanced, RDP, GDP} {
+	for _, m := range []Composition{Basic, Advanced, RDP, GDP} {
 		e, d, ok := a.TotalBy(m, delta)
 		if !ok || d > delta {
 			continue

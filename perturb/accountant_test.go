@@ -145,7 +145,7 @@ func TestSolvers(t *testing.T) {
 			t.Errorf("steps=%d: exact GDP sigma %v above RDP sigma %v", steps, sg, s)
 		}
 	}
-	for _, m := range []string{Basic, Advanced, RDP, "best"} {
+	for _, m := range []Composition{Basic, Advanced, RDP, "best"} {
 		e, dps, err := PerStepEpsilon(2, 1e-6, 50, m)
 		if err != nil {
 			t.Fatal(err)

@@ -30,7 +30,7 @@ const budgetTolerance = 1e-9
 // tightest valid method (Accountant.Total); otherwise the named method
 // (basic, advanced, rdp, gdp) must apply and fit. It returns the composed
 // guarantee and the method used.
-func (b Budget) Admit(a *Accountant, method string) (eps, delta float64, used string, err error) {
+func (b Budget) Admit(a *Accountant, method Composition) (eps, delta float64, used Composition, err error) {
 	if err := b.Validate(); err != nil {
 		return 0, 0, "", err
 	}
@@ -61,7 +61,7 @@ func GaussianSigmaForBudget(l2Sensitivity float64, steps int, epsilon, delta flo
 // GaussianSigmaForBudgetBy is GaussianSigmaForBudget for a named method:
 // RDP, or GDP (exact Gaussian composition: sigma = sqrt(steps) times the
 // analytic single-release sigma, which is optimal).
-func GaussianSigmaForBudgetBy(l2Sensitivity float64, steps int, epsilon, delta float64, method string) (float64, error) {
+func GaussianSigmaForBudgetBy(l2Sensitivity float64, steps int, epsilon, delta float64, method Composition) (float64, error) {
 	if err := CheckSensitivity(l2Sensitivity); err != nil {
 		return 0, err
 	}
@@ -122,7 +122,7 @@ func GaussianSigmaForBudgetBy(l2Sensitivity float64, steps int, epsilon, delta f
 // composed steps times and converted at delta, is <= total (deltaPerStep =
 // 0; needs delta > 0). "best": the largest per-step eps of the methods that
 // apply.
-func PerStepEpsilon(total, delta float64, steps int, method string) (eps, deltaPerStep float64, err error) {
+func PerStepEpsilon(total, delta float64, steps int, method Composition) (eps, deltaPerStep float64, err error) {
 	if err := CheckEpsilon(total); err != nil {
 		return 0, 0, err
 	}
@@ -154,7 +154,7 @@ func PerStepEpsilon(total, delta float64, steps int, method string) (eps, deltaP
 	case "best", "":
 		e, d, _ := PerStepEpsilon(total, delta, steps, Basic)
 		if delta > 0 {
-			for _, m := range []string{Advanced, RDP} {
+			for _, m := range []Composition{Advanced, RDP} {
 				if e2, d2, err := PerStepEpsilon(total, delta, steps, m); err == nil && e2 > e {
 					e, d = e2, d2
 				}
@@ -188,7 +188,7 @@ func bisectEps(total float64, f func(float64) float64) float64 {
 // no tolerance. Solvers use it as their predicate, so that what they plan
 // never exceeds the budget even by rounding; Admit's tolerance only absorbs
 // the inversion error when a plan calibrated in closed form is checked.
-func (b Budget) Fits(a *Accountant, method string) bool {
+func (b Budget) Fits(a *Accountant, method Composition) bool {
 	eps, delta, _, err := b.Admit(a, method)
 	return err == nil && eps <= b.Epsilon && delta <= b.Delta
 }

@@ -30,7 +30,7 @@ func checkReport(t *testing.T) *Report {
 		t.Fatal(err)
 	}
 	eps, delta, method := acc.Total(1e-5)
-	return &Report{Mode: "test", Epsilon: eps, Delta: delta, Composition: method, Releases: acc.Releases(), Randomness: SecureNoise().Provenance().String()}
+	return &Report{Mode: "test", Epsilon: eps, Delta: delta, Composition: string(method), Releases: acc.Releases(), Randomness: SecureNoise().Provenance().String()}
 }
 
 // TestReportCheck: a report built by the mechanisms checks clean; each

@@ -31,7 +31,7 @@
 //
 //	Phi(Delta/(2 sigma) - epsilon sigma/Delta) - e^epsilon Phi(-Delta/(2 sigma) - epsilon sigma/Delta) <= delta.   (BW)
 //
-// Three calibrations (type Calibration; seed 004 appendix A):
+// Three calibrations (type Calibration; DeCarolis et al. 2020 appendix A):
 //
 //   - Analytic (default): the smallest sigma satisfying (BW), found by
 //     bisection to relative precision 1e-13, returning the upper end of the
@@ -40,9 +40,9 @@
 //     because the terms underflow). For (epsilon, delta) = (1, 1e-5),
 //     Delta = 1 it gives 3.7306.
 //   - Classic: sigma = Delta sqrt(2 ln(1.25/delta))/epsilon (Dwork and Roth
-//     2014, Theorem A.1; seed 004 Proposition 22), valid only for epsilon
+//     2014, Theorem A.1; DeCarolis et al. 2020 Proposition 22), valid only for epsilon
 //     <= 1, so larger epsilon is refused. (1, 1e-5): 4.8448.
-//   - Tight: seed 004 prints sigma = Delta (sqrt(epsilon + log(1/delta)) +
+//   - Tight: DeCarolis et al. 2020 prints sigma = Delta (sqrt(epsilon + log(1/delta)) +
 //     sqrt(log(1/delta)))/(2 epsilon). That is NOT differentially private
 //     as printed: at (1, 1e-5) it gives 3.465 < 3.7306, the analytic
 //     optimum, and TestCalibrationGrid finds it below the optimum on most
@@ -63,7 +63,7 @@
 // NewGaussianSigma builds a Gaussian with a given sigma for steps whose
 // privacy is accounted by Renyi DP (its Release has epsilon = delta = 0).
 //
-// The l2-norm mechanism (NewL2Noise; seed 001 Algorithms 2 and 3, seed 000
+// The l2-norm mechanism (NewL2Noise; Wei et al. 2021 Algorithms 2 and 3, Imtiaz and Sarwate 2018a
 // AVN; Hardt and Talwar 2010). f + n with n in R^d of density p(n) =
 // (1/alpha) exp(-epsilon ||n||_2 / Delta), Delta the l2 sensitivity. It is
 // pure epsilon-DP: for neighbours and any y, p(y - f)/p(y - f') =
@@ -88,8 +88,8 @@
 // lexicographic order of sorted triples i <= j <= k: (0,0,0), (0,0,1), ...,
 // (0,0,d-1), (0,1,1), ..., (d-1,d-1,d-1) (SymPackedIndex maps any triple
 // to its position). b is drawn Gaussian (GaussianPacked, AGN) or l2-norm
-// (L2Packed, AVN, seed 000 step 5); the guarantee is that of the vector
-// mechanism on the packed unique entries, as seed 000's Theorem 1 argues.
+// (L2Packed, AVN, Imtiaz and Sarwate 2018a step 5); the guarantee is that of the vector
+// mechanism on the packed unique entries, as Imtiaz and Sarwate 2018a's Theorem 1 argues.
 //
 // # Floating point (Mironov 2012)
 //
@@ -162,7 +162,7 @@
 // Accountant records every release (mechanism, sensitivity norm and value,
 // scale, epsilon, delta, count) and composes them by:
 //
-//   - Basic: epsilon = sum epsilon_i, delta = sum delta_i (seed 004
+//   - Basic: epsilon = sum epsilon_i, delta = sum delta_i (DeCarolis et al. 2020
 //     Proposition 23). Needs every release to carry (epsilon_i, delta_i).
 //   - Advanced (Dwork, Rothblum and Vadhan 2010; Dwork and Roth Theorem
 //     3.20): k-fold adaptive composition of epsilon-DP releases is

@@ -10,7 +10,7 @@ import (
 // (Delta_2, epsilon, delta).
 type Calibration string
 
-// Gaussian calibrations (seed 004, appendix A, Proposition 22 and the text
+// Gaussian calibrations (DeCarolis et al. 2020, appendix A, Proposition 22 and the text
 // after it; Balle and Wang 2018).
 const (
 	// Analytic is the optimal calibration of Balle and Wang (2018, Theorem
@@ -22,7 +22,7 @@ const (
 	// Classic is sigma = Delta sqrt(2 ln(1.25/delta))/epsilon (Dwork and
 	// Roth 2014, Theorem A.1), valid only for epsilon <= 1.
 	Classic Calibration = "classic"
-	// Tight is the closed form after Proposition 22 of seed 004, CORRECTED:
+	// Tight is the closed form after Proposition 22 of DeCarolis et al. 2020, CORRECTED:
 	// printed there as sigma = Delta (sqrt(epsilon + log(1/delta)) +
 	// sqrt(log(1/delta)))/(2 epsilon), which falls below the analytic
 	// optimum (e.g. 3.47 < 3.73 at epsilon = 1, delta = 1e-5) and is
@@ -94,7 +94,7 @@ func tightSigma(sens, eps, delta float64) float64 {
 	return sens * (math.Sqrt(eps+l) + math.Sqrt(l)) / (math.Sqrt2 * eps)
 }
 
-// TightSigmaAsPrinted is the closed form exactly as printed in seed 004
+// TightSigmaAsPrinted is the closed form exactly as printed in DeCarolis et al. 2020
 // (denominator 2 epsilon). It is NOT differentially private (it falls below
 // the analytic optimum); it is exported only so tests and documentation can
 // show that.

@@ -29,7 +29,7 @@ func TestPublishedCalibrations(t *testing.T) {
 // TestCalibrationGrid checks, over a grid of (epsilon, delta), that every
 // closed form gives sigma >= the analytic optimum (else it is not DP), that
 // the analytic sigma round-trips (delta(sigma) <= target and
-// delta(sigma(1-1e-3)) > target), and records that seed 004's printed form
+// delta(sigma(1-1e-3)) > target), and records that DeCarolis et al. 2020's printed form
 // falls below the optimum (which is why Tight implements the corrected one).
 func TestCalibrationGrid(t *testing.T) {
 	t.Parallel()
@@ -64,9 +64,9 @@ func TestCalibrationGrid(t *testing.T) {
 		}
 	}
 	if printedBelow == 0 {
-		t.Error("seed 004's printed closed form never fell below the optimum: revisit the correction")
+		t.Error("DeCarolis et al. 2020's printed closed form never fell below the optimum: revisit the correction")
 	}
-	t.Logf("seed 004's printed closed form falls below the analytic optimum at %d of %d grid points", printedBelow, len(epss)*len(deltas))
+	t.Logf("DeCarolis et al. 2020's printed closed form falls below the analytic optimum at %d of %d grid points", printedBelow, len(epss)*len(deltas))
 }
 
 func TestGaussianEpsilonForMu(t *testing.T) {

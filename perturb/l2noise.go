@@ -14,7 +14,7 @@ const MaxDimension = 1 << 31
 
 // L2Noise is the l2-norm (K-norm with K the unit l2 ball) mechanism in d
 // dimensions: noise n with density proportional to exp(-epsilon ||n||_2 /
-// Delta) (seed 001 Algorithms 2 and 3; seed 000 AVN; Hardt and Talwar
+// Delta) (Wei et al. 2021 Algorithms 2 and 3; Imtiaz and Sarwate 2018a AVN; Hardt and Talwar
 // 2010). Adding it to a vector of l2 sensitivity Delta is pure epsilon-DP
 // (derivation in the package doc). It is sampled as a radius ~ Gamma(shape
 // d, scale Delta/epsilon) times a direction uniform on the unit sphere

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dprec/dprec/perturb/internal/stattest"
+	"github.com/dprec/dprec/internal/stattest"
 )
 
 func TestSeededReproducible(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/dprec/dprec/internal/packed"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -34,65 +35,31 @@ func SymmetricGaussianMatrix(d int, sigma float64, r *rand.Rand) *mat.SymDense {
 
 // SymPackedSize returns D_sym = C(d+2, 3) = d(d+1)(d+2)/6, the number of
 // distinct entries of a symmetric d x d x d tensor.
-func SymPackedSize(d int) int { return d * (d + 1) * (d + 2) / 6 }
+func SymPackedSize(d int) int { return packed.Len(d) }
 
 // SymmetricTensorFromPacked returns the dense symmetric d x d x d tensor
 // (row-major: entry (i, j, k) at index (i*d + j)*d + k) whose entry (i, j,
 // k) is b[p], with p the position of the sorted index triple (i', j', k'),
 // i' <= j' <= k', in the lexicographic enumeration of all such triples:
-// (0,0,0), (0,0,1), ..., (0,0,d-1), (0,1,1), (0,1,2), ..., (d-1,d-1,d-1).
+// (0,0,0), (0,0,1), ..., (0,0,d-1), (0,1,1), (0,1,2), ..., (d-1,d-1,d-1)
+// (the layout of the module's internal/packed).
 // It panics if len(b) != SymPackedSize(d) or d < 1.
 func SymmetricTensorFromPacked(d int, b []float64) []float64 {
 	if d < 1 || len(b) != SymPackedSize(d) {
 		panic(fmt.Sprintf("perturb: SymmetricTensorFromPacked: d = %d, len(b) = %d, want C(d+2,3) = %d", d, len(b), SymPackedSize(d)))
 	}
 	t := make([]float64, d*d*d)
-	p := 0
-	for i := 0; i < d; i++ {
-		for j := i; j < d; j++ {
-			for k := j; k < d; k++ {
-				v := b[p]
-				p++
-				t[(i*d+j)*d+k] = v
-				t[(i*d+k)*d+j] = v
-				t[(j*d+i)*d+k] = v
-				t[(j*d+k)*d+i] = v
-				t[(k*d+i)*d+j] = v
-				t[(k*d+j)*d+i] = v
-			}
-		}
-	}
+	packed.Unpack(d, b, t)
 	return t
 }
 
 // SymPackedIndex returns the position of the sorted triple of (i, j, k) in
 // the packed order of SymmetricTensorFromPacked.
-func SymPackedIndex(d, i, j, k int) int {
-	if i > j {
-		i, j = j, i
-	}
-	if j > k {
-		j, k = k, j
-	}
-	if i > j {
-		i, j = j, i
-	}
-	// Triples with first index < i: sum over a < i of C(d-a+1, 2).
-	p := 0
-	for a := 0; a < i; a++ {
-		m := d - a
-		p += m * (m + 1) / 2
-	}
-	// Then pairs (j', k') with i <= j' < j, j' <= k' < d.
-	for a := i; a < j; a++ {
-		p += d - a
-	}
-	return p + k - j
-}
+func SymPackedIndex(d, i, j, k int) int { return packed.Position(d, i, j, k) }
 
 // GaussianPacked returns a packed vector b of SymPackedSize(d) i.i.d.
 // N(0, sigma^2) entries (discrete Gaussians on the grid), the AGN noise of
-// seed 000 step 5.
+// Imtiaz and Sarwate 2018a step 5.
 func GaussianPacked(d int, sigma float64, r *rand.Rand) []float64 {
 	g := Granularity(sigma)
 	b := make([]float64, SymPackedSize(d))
@@ -104,7 +71,7 @@ func GaussianPacked(d int, sigma float64, r *rand.Rand) []float64 {
 
 // L2Packed returns a packed vector b with density proportional to
 // exp(-epsilon ||b||_2 / Delta) in SymPackedSize(d) dimensions, the AVN
-// noise of seed 000 step 5 (pure epsilon-DP for a packed vector of l2
+// noise of Imtiaz and Sarwate 2018a step 5 (pure epsilon-DP for a packed vector of l2
 // sensitivity Delta).
 func L2Packed(d int, l2Sensitivity, epsilon float64, r *rand.Rand) ([]float64, error) {
 	m, err := NewL2Noise(l2Sensitivity, epsilon, SymPackedSize(d))

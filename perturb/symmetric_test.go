@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/dprec/dprec/perturb/internal/stattest"
+	"github.com/dprec/dprec/internal/stattest"
 )
 
 func TestSymmetricGaussianMatrix(t *testing.T) {

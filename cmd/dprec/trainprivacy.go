@@ -103,7 +103,7 @@ func trainPrivateOptions(c *cli.Context) (*completion.PrivateOptions, error) {
 		MaxRatingsPerUser: c.Int("max-ratings-per-user"),
 		Mechanism:         c.String("mechanism"),
 		Calibration:       cal,
-		Accounting:        c.String("accounting"),
+		Accounting:        perturb.Composition(c.String("accounting")),
 		Protect:           protect,
 		Clip:              c.Float64("clip"),
 		Lambda:            c.Float64("output-lambda"),

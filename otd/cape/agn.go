@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/dprec/dprec/internal/packed"
 	"github.com/dprec/dprec/otd"
 	"github.com/dprec/dprec/perturb"
 	"gonum.org/v1/gonum/mat"
@@ -37,7 +38,7 @@ func CapeAGN(ctx context.Context, job Job, sites []SiteInput, opts RunOptions, t
 }
 
 // AGNFromOutcome finishes capeAGN from the aggregator's outcome: power
-// iteration on M3~ and un-whitening (seed 002 app. B-C).
+// iteration on M3~ and un-whitening (Imtiaz and Sarwate 2018b app. B-C).
 func AGNFromOutcome(o *Outcome, tpm otd.TPMOptions, src rand.Source) (*AGNResult, error) {
 	if o == nil || o.Job.Kind != JobAGN || len(o.Stages) != 2 || o.W == nil {
 		return nil, errors.New("cape: not a complete capeAGN outcome")
@@ -75,7 +76,7 @@ func weights(sites []SiteInput, equal bool) []float64 {
 	return mu
 }
 
-// ConvAGN is the conventional distributed private OTD (seed 002 Section
+// ConvAGN is the conventional distributed private OTD (Imtiaz and Sarwate 2018b Section
 // VI-B "conv"): every site releases M2^s and then M3^s with its full
 // Gaussian noise (tau_2^s, tau_3^s, each symmetric, upper entries i.i.d.),
 // the aggregator averages the M2^s with weights mu_s, whitens, and averages
@@ -106,7 +107,7 @@ func ConvAGN(job Job, sites []SiteInput, r *rand.Rand, tpm otd.TPMOptions, tpmSr
 	if err != nil {
 		return nil, err
 	}
-	t := make([]float64, packedLen3(job.K))
+	t := make([]float64, packed.Len(job.K))
 	for i, in := range sites {
 		v, err := noisyStatistic(&job, 1, in, r)
 		if err != nil {
@@ -123,7 +124,7 @@ func ConvAGN(job Job, sites []SiteInput, r *rand.Rand, tpm otd.TPMOptions, tpmSr
 	return decompose(job.K, W, t, tpm, tpmSrc)
 }
 
-// LocalAGN is the single-site baseline: AGN (seed 000 Algorithm 1 with
+// LocalAGN is the single-site baseline: AGN (Imtiaz and Sarwate 2018a Algorithm 1 with
 // Gaussian M3 noise) on one site's data.
 func LocalAGN(job Job, site SiteInput, r *rand.Rand, tpm otd.TPMOptions, tpmSrc rand.Source) (*AGNResult, error) {
 	return ConvAGN(job, []SiteInput{site}, r, tpm, tpmSrc)
@@ -184,7 +185,7 @@ func NonPrivateAGN(job Job, sites []SiteInput, tpm otd.TPMOptions, tpmSrc rand.S
 }
 
 // PaperVolume returns the communication cost of capeAGN counted as in
-// seed 002 Section V (in values): 3 S D^2 (E2, F2 to the sites, M2^ back)
+// Imtiaz and Sarwate 2018b Section V (in values): 3 S D^2 (E2, F2 to the sites, M2^ back)
 // + 2 S D^3 (E3, F3 to the sites) + S D K (W to the sites) + S K^3 (the
 // projected tensors back).
 func PaperVolume(s, d, k int) int64 {

@@ -98,7 +98,7 @@ func TestCapeAGNRecoversAndCountsTraffic(t *testing.T) {
 	if ec > en+0.02 {
 		t.Errorf("capeAGN at epsilon = 400: e_comp %.4f, non-private %.4f", ec, en)
 	}
-	// Communication: the dense-object count equals seed 002's formula, and
+	// Communication: the dense-object count equals Imtiaz and Sarwate 2018b's formula, and
 	// each role's share is as derived there.
 	var total int64
 	for _, tr := range run.Traffic {

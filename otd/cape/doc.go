@@ -1,7 +1,7 @@
 // Package cape implements the correlation assisted private estimation
 // (CAPE) protocol and the distributed private factorisations built on it,
 // after Imtiaz and Sarwate, "Distributed Differentially Private Algorithms
-// for Matrix and Tensor Factorization" (seed 002): Algorithm 1 (CAPE),
+// for Matrix and Tensor Factorization" (Imtiaz and Sarwate 2018b): Algorithm 1 (CAPE),
 // Lemma 1, the unequal-site extension of Section III-A, Proposition 1,
 // capePCA (Algorithm 2) and capeAGN (Algorithm 3), with the conventional
 // (conv), single-site (local) and non-private pooled baselines.

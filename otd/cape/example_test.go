@@ -6,7 +6,7 @@ import (
 	"github.com/dprec/dprec/otd/cape"
 )
 
-// Three equal sites with tau_s^2 = 0.09: eq. (2) of seed 002.
+// Three equal sites with tau_s^2 = 0.09: eq. (2) of Imtiaz and Sarwate 2018b.
 func ExampleNewPlan() {
 	p, err := cape.NewPlan([]float64{0.09, 0.09, 0.09}, nil)
 	if err != nil {

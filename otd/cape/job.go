@@ -40,8 +40,8 @@ func ParseJobKind(s string) (JobKind, error) {
 
 // Models of capeAGN: otd's model names, of which capeAGN supports two.
 const (
-	ModelMOG = otd.ModelMoG // spherical Gaussian mixture from rows (seed 002 app. B-B)
-	ModelSTM = otd.ModelSTM // single-topic model from documents (seed 002 app. B-A)
+	ModelMOG = otd.ModelMoG // spherical Gaussian mixture from rows (Imtiaz and Sarwate 2018b app. B-B)
+	ModelSTM = otd.ModelSTM // single-topic model from documents (Imtiaz and Sarwate 2018b app. B-A)
 )
 
 // ParseModel returns the capeAGN model named s (mog or stm).

@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
+	"io"
 	"os"
-	"path/filepath"
 	"runtime"
+
+	"github.com/dprec/dprec/internal/atomicfile"
 )
 
 // ErrKeyringExists is returned by SaveKeyring when the file exists and
@@ -15,71 +16,33 @@ import (
 var ErrKeyringExists = errors.New("cape: keyring file exists (use force to overwrite)")
 
 // SaveKeyring writes k to path atomically with mode 0600 from creation:
-// the bytes go to a temporary file in the same directory that
-// os.CreateTemp creates with mode 0600 (never wider, whatever the umask),
-// which is synced and then linked (force false: refused if path exists) or
-// renamed (force true) into place. The key material is therefore never
-// readable by group or others at any moment, and a crash leaves either the
-// old file or the new one.
+// the bytes go to a temporary file in the same directory created with mode
+// 0600 (never wider, whatever the umask), which is synced and then linked
+// (force false: refused if path exists) or renamed (force true) into
+// place (the module's internal/atomicfile). The key material is therefore
+// never readable by group or others at any moment, and a crash leaves
+// either the old file or the new one.
 func SaveKeyring(path string, k *Keyring, force bool) error {
 	return saveKeyring(path, k, force, nil)
 }
 
 // saveKeyring is SaveKeyring with a test hook called after the key bytes
 // were written to the temporary file (before sync and rename).
-func saveKeyring(path string, k *Keyring, force bool, written func(tmp string)) (err error) {
+func saveKeyring(path string, k *Keyring, force bool, written func(tmp string)) error {
 	b, err := json.MarshalIndent(k, "", "  ")
 	if err != nil {
 		return err
 	}
-	if !force {
-		if _, err := os.Lstat(path); err == nil {
-			return fmt.Errorf("%s: %w", path, ErrKeyringExists)
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-	}
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*") // mode 0600
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(b); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if written != nil {
-		written(tmp)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if !force {
-		// Link fails if path appeared since the check above.
-		if err = os.Link(tmp, path); err != nil {
-			if errors.Is(err, fs.ErrExist) {
-				return fmt.Errorf("%s: %w", path, ErrKeyringExists)
-			}
+	opt := atomicfile.Options{Force: force, Perm: 0o600, Exists: ErrKeyringExists}
+	return atomicfile.Write(path, opt, func(w io.Writer) error {
+		if _, err := w.Write(b); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
-		return os.Remove(tmp)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
+		if written != nil {
+			written(w.(*os.File).Name())
+		}
+		return nil
+	})
 }
 
 // checkKeyringMode refuses a keyring file that group or others may read or

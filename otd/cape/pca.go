@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sort"
 
+	"github.com/dprec/dprec/internal/eigen"
 	"github.com/dprec/dprec/perturb"
 	"gonum.org/v1/gonum/mat"
 )
@@ -27,30 +27,14 @@ func TopK(A mat.Symmetric, k int) (*PCAResult, error) {
 	if k < 1 || k > d {
 		return nil, fmt.Errorf("cape: K = %d must be in [1, %d]", k, d)
 	}
-	var es mat.EigenSym
-	if !es.Factorize(A, true) {
+	vals, V, ok := eigen.Top(A, k, eigen.ByValue)
+	if !ok {
 		return nil, errors.New("cape: eigendecomposition failed")
 	}
-	vals := es.Values(nil)
-	var vecs mat.Dense
-	es.VectorsTo(&vecs)
-	idx := make([]int, d)
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return vals[idx[a]] > vals[idx[b]] })
-	V := mat.NewDense(d, k, nil)
-	out := make([]float64, k)
-	for c := 0; c < k; c++ {
-		out[c] = vals[idx[c]]
-		for i := 0; i < d; i++ {
-			V.Set(i, c, vecs.At(i, idx[c]))
-		}
-	}
-	return &PCAResult{V: V, Values: out}, nil
+	return &PCAResult{V: V, Values: vals}, nil
 }
 
-// CapturedEnergy returns q_CE = tr(V^T A V) (seed 002, Section VI-A).
+// CapturedEnergy returns q_CE = tr(V^T A V) (Imtiaz and Sarwate 2018b, Section VI-A).
 func CapturedEnergy(V *mat.Dense, A mat.Symmetric) float64 {
 	var av mat.Dense
 	av.Mul(A, V)

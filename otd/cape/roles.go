@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dprec/dprec/internal/packed"
 	"github.com/dprec/dprec/otd"
 	"github.com/dprec/dprec/perturb"
 	"gonum.org/v1/gonum/mat"
@@ -451,7 +452,7 @@ func (a *Aggregator) stage(ctx context.Context, stage int, present []int, out *O
 	project := job.Kind == JobAGN && stage == 1
 	outLen := job.Length(stage)
 	if project {
-		outLen = packedLen3(job.K)
+		outLen = packed.Len(job.K)
 	}
 	res := &StageResult{Stage: stage, Plan: plan, Sites: present}
 	est, mask, msum, err := a.combine(ctx, stage, present, fs, mu, outLen, out, res)
@@ -603,8 +604,6 @@ func exclusionText(ex []Exclusion) string {
 	}
 	return string(b)
 }
-
-func packedLen3(k int) int { return k * (k + 1) * (k + 2) / 6 }
 
 // snapTo rounds the statistic to the power-of-two grid of
 // perturb.Granularity(sqrt(tau2)) (doc.go, "Floating point"): afterwards

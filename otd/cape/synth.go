@@ -9,7 +9,7 @@ import (
 )
 
 // SyntheticPCA draws S sites of n rows in R^D from a zero-mean Gaussian
-// with a fixed covariance (the set-up of seed 002 Section VI-A, whose exact
+// with a fixed covariance (the set-up of Imtiaz and Sarwate 2018b Section VI-A, whose exact
 // spectrum is not printed): Sigma = Q diag(lambda) Q^T with lambda_i =
 // exp(-(i-1)/10) (a geometric decay: the top 50 of D = 200 directions hold
 // 99% of the variance) and Q a random orthonormal basis. All rows are

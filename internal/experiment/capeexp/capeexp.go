@@ -138,7 +138,7 @@ func withBudget(sites []cape.SiteInput, eps, del float64) []cape.SiteInput {
 	return out
 }
 
-// PCA reproduces seed 002 Fig. 2 on its synthetic set-up (D =
+// PCA reproduces Imtiaz and Sarwate 2018b Fig. 2 on its synthetic set-up (D =
 // 200, K = 50, S = 5 sites; q_CE of capePCA, conv, local and non-private
 // pooled PCA versus epsilon, N_s and delta). Quick uses D = 50, K = 10.
 func PCA(cfg Config) ([]Table, error) {
@@ -296,7 +296,7 @@ func pcaRealTable(cfg Config, names []string, epsGrid []float64, S int, del0 flo
 	return t, err
 }
 
-// AGN reproduces seed 002 Fig. 3 (Gaussian mixture, sigma^2 =
+// AGN reproduces Imtiaz and Sarwate 2018b Fig. 3 (Gaussian mixture, sigma^2 =
 // 0.05, S = 5, delta = 0.01, uniform weights, means of norm 1): e_comp of
 // capeAGN, conv, local and non-private pooled versus epsilon and N_s, for
 // D = 10, K = 5 and D = 50, K = 10 (Quick: the first only, smaller grids).

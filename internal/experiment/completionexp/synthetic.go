@@ -11,7 +11,7 @@ import (
 )
 
 // SyntheticConfig configures CompletionSynthetic, the synthetic experiment
-// of seed 001: a 20 x 20 x 20 tensor of rank 3 built from standard-normal
+// of Wei et al. 2021: a 20 x 20 x 20 tensor of rank 3 built from standard-normal
 // factors (CP) or standard-normal factors and core (Tucker), plus Gaussian
 // noise at signal-to-noise ratio 1, observed at a fraction of its cells.
 // Zero fields take the defaults noted.
@@ -56,7 +56,7 @@ type SyntheticRow struct {
 	Epochs   int     `json:"epochs"`
 }
 
-// CompletionSynthetic runs the seed 001 synthetic experiment: for every
+// CompletionSynthetic runs the Wei et al. 2021 synthetic experiment: for every
 // observed fraction and seed it draws a ground truth, adds noise, observes a
 // random subset of cells (10% of them held back for early stopping), fits
 // the model by Train and measures the test RMSE on the unobserved cells and

@@ -20,7 +20,7 @@ import (
 )
 
 // Experiment method names: the private methods plus the non-private
-// reference and the data-free baseline of seed 000 sec. 4.
+// reference and the data-free baseline of Imtiaz and Sarwate 2018a sec. 4.
 const (
 	ExpNonPrivate            = otd.MethodNonPrivate
 	ExpRandom     otd.Method = "random"
@@ -30,10 +30,10 @@ const (
 type Setting struct{ D, K int }
 
 // Config configures Spectral. Zero fields take
-// the documented defaults (the seed 000 set-up).
+// the documented defaults (the Imtiaz and Sarwate 2018a set-up).
 type Config struct {
-	// Model is "stm" (single-topic model, seed 000 sec. 4) or "mog"
-	// (spherical Gaussian mixture, seed 002 fig. 3). Default "stm".
+	// Model is "stm" (single-topic model, Imtiaz and Sarwate 2018a sec. 4) or "mog"
+	// (spherical Gaussian mixture, Imtiaz and Sarwate 2018b fig. 3). Default "stm".
 	Model otd.Model
 	// Settings are the (D, K) sizes (default D=10,K=5 and D=50,K=10).
 	Settings []Setting
@@ -47,7 +47,7 @@ type Config struct {
 	// 3e4, 1e5), run at epsilon = FixedEpsilon (default 1).
 	Ns           []int
 	FixedEpsilon float64
-	// Delta is the total delta (default 0.01, seed 002 sec. V).
+	// Delta is the total delta (default 0.01, Imtiaz and Sarwate 2018b sec. V).
 	Delta float64
 	// Runs is the number of independent repetitions, each with a fresh
 	// model, data set and noise (default 10, as in the seeds).
@@ -55,10 +55,10 @@ type Config struct {
 	// Methods (default nonprivate, agn, avn, dptpm, random).
 	Methods []otd.Method
 	// DocLen is the number of words per synthetic document (stm; default 3,
-	// the seed 000 model t1, t2, t3).
+	// the Imtiaz and Sarwate 2018a model t1, t2, t3).
 	DocLen int
 	// Sigma2 is the mixture's noise variance before scaling (mog; default
-	// 0.05, seed 002 fig. 3).
+	// 0.05, Imtiaz and Sarwate 2018b fig. 3).
 	Sigma2 float64
 	// Budget split and calibration (zero: equal split, analytic Gaussian).
 	Split       float64
@@ -155,14 +155,14 @@ type Table struct {
 	Runs      int
 }
 
-// Spectral reproduces the e_comp comparison of seed 000 sec. 4
-// (model "stm") or seed 002 fig. 3 (model "mog", centralised AGN/AVN in
+// Spectral reproduces the e_comp comparison of Imtiaz and Sarwate 2018a sec. 4
+// (model "stm") or Imtiaz and Sarwate 2018b fig. 3 (model "mog", centralised AGN/AVN in
 // place of CAPE): for every setting, e_comp versus epsilon at N = FixedN
 // and versus N at epsilon = FixedEpsilon for each method, averaged over
 // Runs. Each run draws a fresh model (uniform weights; stm: Dirichlet(1)
 // topics; mog: means uniform in the unit ball) and data; all methods of a
 // run share the data. Estimated topic vectors have negative entries zeroed
-// and are renormalised to sum 1 before e_comp (seed 000 sec. 4); mixture
+// and are renormalised to sum 1 before e_comp (Imtiaz and Sarwate 2018a sec. 4); mixture
 // means are brought back to the units of the unscaled data and, by the
 // analogous post-processing, projected onto the unit ball (the model has
 // ||a_k|| <= 1), so one wild estimate cannot dominate the mean. All randomness derives from Seed (NOT private: experiments
@@ -366,7 +366,7 @@ func clipColumns(A *mat.Dense, r float64) {
 }
 
 // randomBallColumns returns k columns drawn uniformly from the unit ball
-// of R^d (so ||a_k|| <= 1, seed 002 sec. V).
+// of R^d (so ||a_k|| <= 1, Imtiaz and Sarwate 2018b sec. V).
 func randomBallColumns(d, k int, r *rand.Rand) *mat.Dense {
 	A := mat.NewDense(d, k, nil)
 	for c := 0; c < k; c++ {
@@ -382,7 +382,7 @@ func randomBallColumns(d, k int, r *rand.Rand) *mat.Dense {
 // syntheticMOGRows draws n rows t = a_h + z, h uniform, z ~ N(0, sigma2
 // I), from the mixture with mean columns A, then divides
 // every row by the public constant zeta = 1 + sqrt(sigma2) (sqrt(D) + 3)
-// (seed 002 app. C: "divide the samples by a constant zeta such that
+// (Imtiaz and Sarwate 2018b app. C: "divide the samples by a constant zeta such that
 // ||t_n|| <= 1") and clips the rare row still longer than 1 to the unit
 // sphere. It returns the rows and zeta; the scaled data have means a_k/zeta
 // and variance sigma2/zeta^2.

@@ -1,7 +1,10 @@
-// Package stattest holds statistical helpers for perturb's tests (the role
-// of Google's stattestutils): Kolmogorov-Smirnov and chi-square statistics
-// with critical values for a stated false-reject probability. Only for
-// tests.
+// Package stattest holds the statistical helpers of dprec's tests (the
+// role of Google's stattestutils): Kolmogorov-Smirnov and chi-square
+// statistics with critical values for a stated false-reject probability,
+// the z quantile Z5 of moment tests, sample mean/variance and correlation.
+// perturb's noise tests and completion's noise and shuffle tests use it;
+// it is imported only by _test.go files. It is a leaf package (the
+// standard library only).
 package stattest
 
 import (

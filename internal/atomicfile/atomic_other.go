@@ -1,6 +1,6 @@
 //go:build !unix
 
-package data
+package atomicfile
 
 import (
 	"os"
