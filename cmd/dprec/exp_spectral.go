@@ -18,10 +18,8 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func init() {
-	experimentCmd.Subcommands = append(experimentCmd.Subcommands, expSpectralCmd())
-}
-
+// expSpectralCmd builds the "dprec experiment spectral" command (listed in
+// commands.go).
 func expSpectralCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "spectral",
@@ -128,7 +126,7 @@ func expSpectralRun(c *cli.Context) error {
 	}
 	force := c.Bool("force")
 	if !quiet(c) {
-		fmt.Fprintf(os.Stderr, "experiment noise is seeded (seed %d): reproducible, NOT private\n", seed)
+		fmt.Fprintf(streamsOf(c).Err, "experiment noise is seeded (seed %d): reproducible, NOT private\n", seed)
 	}
 	for _, m := range models {
 		cfg := base
@@ -145,13 +143,13 @@ func expSpectralRun(c *cli.Context) error {
 			return err
 		}
 		if !quiet(c) {
-			fmt.Fprintf(os.Stderr, "%s: %d tables in %s\n", m, len(tabs), time.Since(t0).Round(time.Millisecond))
+			fmt.Fprintf(streamsOf(c).Err, "%s: %d tables in %s\n", m, len(tabs), time.Since(t0).Round(time.Millisecond))
 		}
 		for _, t := range tabs {
 			if err := expSpectralWrite(dir, force, &t); err != nil {
 				return err
 			}
-			expSpectralPrint(os.Stdout, &t)
+			expSpectralPrint(streamsOf(c).Out, &t)
 		}
 	}
 	return nil

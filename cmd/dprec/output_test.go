@@ -225,8 +225,8 @@ func TestJSONIsOneDocument(t *testing.T) {
 		{"predict", "-m", model, "--input", train},
 		{"recommend", "-m", model, "--user", "1000"},
 		{"recommend", "-m", model, "--all-users"},
-		// spectral writes to os.Stdout directly (not capturable here) and
-		// the cape roles need their peers; their --json is one Encode call.
+		{"spectral", "--corpus", spectralFix + "docword.txt", "--model", "stm", "--topics", "2", "--seed", "1"},
+		// The cape roles need their peers; their --json is one Encode call.
 		{"pca", "--data", rows, "--sites", "2", "--k", "2", "--epsilon", "1", "--seed", "1"},
 	} {
 		out, errs, code := cliRun(t, append(args, "--json", "-q")...)

@@ -29,8 +29,6 @@ var spectralMethods = func() []string {
 	return out
 }()
 
-func init() { register(spectralCmd()) }
-
 func spectralCmd() *cli.Command {
 	const in, mo, pr, out = "Input", "Model", "Privacy", "Output"
 	cmd := &cli.Command{
@@ -294,7 +292,7 @@ func spectralRun(c *cli.Context) error {
 	}
 	if in.Corpus != nil && !quiet(c) {
 		if used, v := spectralUsedWords(in.Corpus), in.Corpus.V(); v > otd.DenseWhitenMax && used*10 < v {
-			fmt.Fprintf(os.Stderr, "warning: only %d of the %d vocabulary words occur in the corpus; every word costs memory and time (estimated %s), so drop unused words from the vocabulary\n",
+			fmt.Fprintf(streamsOf(c).Err, "warning: only %d of the %d vocabulary words occur in the corpus; every word costs memory and time (estimated %s), so drop unused words from the vocabulary\n",
 				used, v, data.FormatBytes(int64(min(spectralMemBytes(v, c.Int("topics")), 1<<62))))
 		}
 	}
@@ -562,19 +560,19 @@ func spectralWriteResults(c *cli.Context, f *spectralFlags, o, full *spectralOut
 		}
 	}
 	if c.Bool("json") {
-		enc := json.NewEncoder(os.Stdout)
+		enc := json.NewEncoder(streamsOf(c).Out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(spectralJSONSafe(*o))
 	}
-	spectralPrint(os.Stdout, o)
+	spectralPrint(streamsOf(c).Out, o)
 	if !quiet(c) {
 		if st := o.Corpus; st != nil {
-			fmt.Fprintf(os.Stderr, "corpus: %d documents, %d words, vocabulary %d; skipped %d empty and %d shorter than 3 words\n",
+			fmt.Fprintf(streamsOf(c).Err, "corpus: %d documents, %d words, vocabulary %d; skipped %d empty and %d shorter than 3 words\n",
 				st.Docs, st.Tokens, o.VocabSize, st.SkippedEmpty, st.SkippedShort)
-			fmt.Fprintf(os.Stderr, "pruning: %s\n", spectralPruneSummary(st.Pruning))
+			fmt.Fprintf(streamsOf(c).Err, "pruning: %s\n", spectralPruneSummary(st.Pruning))
 		}
 		if f.outPath != "" {
-			fmt.Fprintf(os.Stderr, "wrote %s\n", f.outPath)
+			fmt.Fprintf(streamsOf(c).Err, "wrote %s\n", f.outPath)
 		}
 	}
 	return nil

@@ -3,9 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"sort"
 
 	"github.com/dprec/dprec/data"
@@ -117,11 +117,11 @@ func spectralEvalRun(c *cli.Context) error {
 		return err
 	}
 	if c.Bool("json") {
-		enc := json.NewEncoder(os.Stdout)
+		enc := json.NewEncoder(streamsOf(c).Out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(o)
 	}
-	spectralEvalPrint(&o)
+	spectralEvalPrint(streamsOf(c).Out, &o)
 	return nil
 }
 
@@ -261,24 +261,25 @@ func spectralEvalHeldout(c *cli.Context, m *spectralModel, o *spectralEvalOutput
 	return nil
 }
 
-func spectralEvalPrint(o *spectralEvalOutput) {
-	fmt.Printf("model %s: K = %d, %d topics scored on %d reference documents (%d reference words not in the model)\n", o.Model, o.K, o.ScoredTopics, o.ReferenceDocs, o.UnknownWords)
-	fmt.Printf("NPMI %.4f (weighted by topic weight %.4f), UMass %.4f, effective topics %.2f\n", o.NPMI, o.NPMIWeighted, o.UMass, o.EffectiveTopics)
+// spectralEvalPrint writes the scores as text on w.
+func spectralEvalPrint(w io.Writer, o *spectralEvalOutput) {
+	fmt.Fprintf(w, "model %s: K = %d, %d topics scored on %d reference documents (%d reference words not in the model)\n", o.Model, o.K, o.ScoredTopics, o.ReferenceDocs, o.UnknownWords)
+	fmt.Fprintf(w, "NPMI %.4f (weighted by topic weight %.4f), UMass %.4f, effective topics %.2f\n", o.NPMI, o.NPMIWeighted, o.UMass, o.EffectiveTopics)
 	if o.RandomNPMI != nil {
 		from := "the whole vocabulary"
 		if o.RandomFrom > 0 {
 			from = fmt.Sprintf("the %d words in most reference documents", o.RandomFrom)
 		}
-		fmt.Printf("random word lists (same sizes, from %s): NPMI %.4f +- %.4f (mean +- sd over %d draws)\n", from, *o.RandomNPMI, *o.RandomNPMISD, o.RandomDraws)
+		fmt.Fprintf(w, "random word lists (same sizes, from %s): NPMI %.4f +- %.4f (mean +- sd over %d draws)\n", from, *o.RandomNPMI, *o.RandomNPMISD, o.RandomDraws)
 	}
 	if o.NMI != nil {
-		fmt.Printf("NMI of the argmax topic against the labels: %.4f (%d documents)\n", *o.NMI, o.LabelledDocs)
+		fmt.Fprintf(w, "NMI of the argmax topic against the labels: %.4f (%d documents)\n", *o.NMI, o.LabelledDocs)
 	}
 	if o.PerWordLL != nil {
-		fmt.Printf("held-out per-word log-likelihood %.4f (perplexity %.1f) on %d documents, %d held-out tokens\n", *o.PerWordLL, *o.Perplexity, o.HeldoutDocs, o.HeldoutTokens)
+		fmt.Fprintf(w, "held-out per-word log-likelihood %.4f (perplexity %.1f) on %d documents, %d held-out tokens\n", *o.PerWordLL, *o.Perplexity, o.HeldoutDocs, o.HeldoutTokens)
 	}
 	for _, t := range o.Topics {
-		fmt.Printf("topic %d  weight %.4f  NPMI %.4f  UMass %.3f  %v\n", t.Index, t.Weight, t.NPMI, t.UMass, t.Words)
+		fmt.Fprintf(w, "topic %d  weight %.4f  NPMI %.4f  UMass %.3f  %v\n", t.Index, t.Weight, t.NPMI, t.UMass, t.Words)
 	}
 }
 

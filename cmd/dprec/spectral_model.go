@@ -428,7 +428,7 @@ iterations per document with the model's document-topic prior (see go doc otd.In
 				return err
 			}
 			if !quiet(c) {
-				fmt.Fprintf(os.Stderr, "inferred %d documents (skipped %d empty after mapping); %d words (%d tokens) not in the model's vocabulary were ignored\n",
+				fmt.Fprintf(streamsOf(c).Err, "inferred %d documents (skipped %d empty after mapping); %d words (%d tokens) not in the model's vocabulary were ignored\n",
 					corpus.NumDocs(), corpus.Stats.SkippedEmpty, uw, ut)
 			}
 			return nil
