@@ -238,7 +238,7 @@ type spectralOutput struct {
 }
 
 // spectralTopWords returns the n largest entries of a topic column after
-// seed 000's post-processing (negatives zeroed, renormalised to sum 1).
+// Imtiaz and Sarwate 2018a's post-processing (negatives zeroed, renormalised to sum 1).
 func spectralTopWords(col []float64, vocab []string, n int) []spectralWordVal {
 	var s float64
 	for _, v := range col {

@@ -15,7 +15,7 @@ import (
 )
 
 // spectralSitesFlag splits the input across S sites and runs capeAGN
-// (seed 002 Algorithm 3) with the roles as goroutines over the in-process
+// (Imtiaz and Sarwate 2018b Algorithm 3) with the roles as goroutines over the in-process
 // transport.
 var spectralSitesFlag = &cli.IntFlag{
 	Name:     "sites",
