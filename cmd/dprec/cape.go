@@ -56,7 +56,7 @@ func capeKeysCmd() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "sites", Required: true, Usage: "number of sites S"},
 			&cli.StringFlag{Name: "dir", Required: true, Usage: "directory for aggregator.json, noise.json, site-1.json, ..."},
-			&cli.BoolFlag{Name: "force", Usage: "overwrite existing keyrings"},
+			forceFlag("overwrite existing keyrings", ""),
 		},
 		Action: runWithOptions(capeKeysOptionsOf, capeKeysRun),
 	}
@@ -174,7 +174,7 @@ func capeAggregateCmd() *cli.Command {
 			&cli.IntFlag{Name: "max-rows", Value: cape.DefaultMaxRows, Usage: "public upper bound on a site's declared record count N_s (it sets the site's weight); a site declaring more is excluded"},
 			&cli.IntFlag{Name: "min-sites", Value: 2, Usage: "run only if at least this many sites remain after excluding misbehaving ones"},
 			&cli.StringFlag{Name: "out", Usage: "write V_K (pca) or the components (agn, D rows x K columns) as CSV"},
-			&cli.BoolFlag{Name: "force", Usage: "overwrite --out"},
+			forceFlag("overwrite --out", ""),
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
 		),
 		Action: runWithOptions(capeAggregateOptionsOf, capeAggregateRun),

@@ -121,7 +121,7 @@ func datasplitCmd() *cli.Command {
 			&cli.StringFlag{Name: "test", Usage: "test output file (not with kfold)"},
 			&cli.StringFlag{Name: "out-format", Usage: "output format: csv, tsv, dat, arrow, arrows or parquet (default: the input's)"},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed of the random split", DefaultText: strconv.Itoa(datasplitDefaultSeed)},
-			&cli.BoolFlag{Name: "force", Aliases: []string{"f"}, Usage: "overwrite existing files"},
+			forceFlag("overwrite existing files", ""),
 			&cli.BoolFlag{Name: "json", Usage: "print the summary as JSON"},
 		}, dataLoadFlags()...),
 		Action: runWithOptions(datasplitOptionsOf, datasplitRun),
@@ -355,7 +355,7 @@ func dataconvertCmd() *cli.Command {
 			"printed); use --duplicates error to refuse any merge. OUT \"-\" writes CSV to standard output.",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "out-format", Usage: "output format (default: from OUT's name, CSV when unknown)"},
-			&cli.BoolFlag{Name: "force", Aliases: []string{"f"}, Usage: "overwrite OUT"},
+			forceFlag("overwrite OUT", ""),
 		}, dataLoadFlags()...),
 		Action: runWithOptions(dataconvertOptionsOf, dataconvertRun),
 	}

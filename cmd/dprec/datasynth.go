@@ -42,7 +42,7 @@ func datasynthCmd() *cli.Command {
 			&cli.StringFlag{Name: "time-unit", Value: string(d.TimeUnit), Usage: "width of a time bucket: hour, day, week or month"},
 			&cli.StringFlag{Name: "start", Value: "2015-01-01", Usage: "start of the first time bucket: YYYY-MM-DD (UTC) or Unix seconds"},
 			&cli.Uint64Flag{Name: "seed", Usage: "random seed (same seed, same log)", DefaultText: strconv.Itoa(data.DefaultSynthSeed)},
-			&cli.BoolFlag{Name: "force", Aliases: []string{"f"}, Usage: "overwrite existing files"},
+			forceFlag("overwrite existing files", ""),
 		},
 		Action: runWithOptions(datasynthOptionsOf, datasynthRun),
 	}

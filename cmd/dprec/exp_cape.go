@@ -23,7 +23,7 @@ func expCapeCmd() *cli.Command {
 			&cli.BoolFlag{Name: "quick", Usage: "small grids, sizes and 2 repetitions (smoke run)"},
 			&cli.IntFlag{Name: "reps", Usage: "repetitions per point (default 10, as in the paper; 2 with --quick)"},
 			&cli.StringFlag{Name: "only", Value: "all", Usage: "pca, agn, real (only the --real-ratings table) or all"},
-			&cli.BoolFlag{Name: "force", Usage: "overwrite existing files"},
+			forceFlag("overwrite existing files", ""),
 			&cli.Uint64Flag{Name: "seed", Usage: "seed of data and noise (default 1; experiments are reproducible, NOT private)"},
 			&cli.StringFlag{Name: "real-ratings", Usage: "MovieLens-style ratings CSV (userId,movieId,rating,...): adds a capePCA table on users x the most-rated item columns"},
 			&cli.IntFlag{Name: "real-items", Value: 50, Usage: "number of item columns D of the real data set"},

@@ -42,7 +42,7 @@ func expPrivacyCmd() *cli.Command {
 			&cli.Float64Flag{Name: "clip", Usage: fmt.Sprintf("gradient clipping norm m (default %g)", completion.DefaultClip)},
 			&cli.IntFlag{Name: "rank", Value: 10, Usage: "rank of the rating-log model (CP with biases); the synthetic set-ups use rank 3"},
 			&cli.IntFlag{Name: "threads", Value: 2, Usage: "training threads"},
-			&cli.BoolFlag{Name: "force", Usage: "overwrite existing files"},
+			forceFlag("overwrite existing files", ""),
 		},
 		Action: runWithOptions(expPrivacyOptionsOf, expPrivacyRun),
 	}

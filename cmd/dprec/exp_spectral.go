@@ -36,7 +36,7 @@ Writes DIR/<model>_D<d>_K<k>_vs_<epsilon|n>.csv (x, method, mean, sd, runs_ok, r
 results are reproducible and NOT private.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Value: "spectral-experiment", Usage: "output directory for CSV files and plots"},
-			&cli.BoolFlag{Name: "force", Usage: "overwrite existing files in --out"},
+			forceFlag("overwrite existing files in --out", ""),
 			&cli.StringFlag{Name: "model", Value: "both", Usage: "stm, mog or both"},
 			&cli.IntFlag{Name: "runs", Value: 10, Usage: "runs per point (the seeds use 10)"},
 			&cli.BoolFlag{Name: "quick", Usage: "a small grid (D=10,K=5 only, 2 runs, 3 epsilons, 2 sizes) that runs in seconds"},

@@ -24,7 +24,7 @@ prediction), so DuckDB, pandas or Spark read the model without dprec. A new
 DIR is created whole or not at all; files in an existing DIR are replaced
 only with --force.`,
 		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "force", Usage: "replace existing files in DIR"},
+			forceFlag("replace existing files in DIR", ""),
 		},
 		Action: runWithOptions(exportOptionsOf, exportRun),
 	}

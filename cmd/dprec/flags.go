@@ -430,3 +430,10 @@ func boolWord(s string) bool {
 	}
 	return false
 }
+
+// forceFlag is the one --force (-f) of every command that writes files:
+// usage says what it overwrites, category groups it in the help ("" for
+// none).
+func forceFlag(usage, category string) *cli.BoolFlag {
+	return &cli.BoolFlag{Name: "force", Aliases: []string{"f"}, Category: category, Usage: usage}
+}

@@ -43,7 +43,7 @@ and prints each method's captured energy q_CE = tr(V^T A V) on the pooled data
 			&cli.IntFlag{Name: "drop", Category: priv, Usage: "simulate the drop-out of this site (1-based) after the noise was distributed"},
 			&cli.BoolFlag{Name: "baselines", Category: out, Usage: "also run conv, local (site 1) and non-private pooled PCA and print q_CE for each"},
 			&cli.StringFlag{Name: "out", Category: out, Usage: "write V_K (D rows x K columns) as CSV to FILE"},
-			&cli.BoolFlag{Name: "force", Category: out, Usage: "overwrite --out"},
+			forceFlag("overwrite --out", out),
 			&cli.BoolFlag{Name: "json", Category: out, Usage: "print the result as JSON on stdout"},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed all randomness (reproducible, NOT private)"},
 		},

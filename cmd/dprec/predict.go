@@ -38,7 +38,7 @@ instead. Times are Unix seconds, RFC 3339 or YYYY-MM-DD (UTC).`,
 			&cli.Float64Flag{Name: "fold-lambda", Usage: "ridge penalty of the fold-in (default: the model's factor penalty times the number of ratings)"},
 			&cli.BoolFlag{Name: "strict", Usage: "fail on an unknown user or item instead of falling back"},
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "write the predictions to FILE: .csv, .json (one document), .jsonl or .parquet (default: standard output)"},
-			&cli.BoolFlag{Name: "force", Usage: "overwrite --out"},
+			forceFlag("overwrite --out", ""),
 		},
 		Action: runWithOptions(predictOptionsOf, predictRun),
 	}

@@ -37,7 +37,7 @@ func recommendCmd() *cli.Command {
 		&cli.Float64Flag{Name: "fold-lambda", Usage: "ridge penalty of the fold-in (default: the model's factor penalty times the number of ratings)"},
 		&cli.BoolFlag{Name: "all-users", Usage: "stream the top-N lists of every user of the model"},
 		&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "output file for --all-users: .csv or .parquet (default: CSV on stdout)"},
-		&cli.BoolFlag{Name: "force", Usage: "overwrite --out"},
+		forceFlag("overwrite --out", ""),
 	}
 	flags = append(flags, jsonFlags("the lists (one record per user)")...)
 	return &cli.Command{

@@ -402,7 +402,7 @@ iterations per document with the model's document-topic prior (see go doc otd.In
 			&cli.StringFlag{Name: "corpus", Required: true, Usage: "a directory of text documents or a UCI docword.txt[.gz]"},
 			&cli.StringFlag{Name: "vocab", Usage: "UCI vocab.txt (default: next to the docword file)"},
 			&cli.StringFlag{Name: "out", Value: "-", Usage: "FILE.csv or FILE.parquet (default: CSV on stdout)"},
-			&cli.BoolFlag{Name: "force", Usage: "overwrite --out"},
+			forceFlag("overwrite --out", ""),
 			&cli.IntFlag{Name: "threads", Value: 1, Usage: "documents processed by this many goroutines"},
 		},
 		Action: func(c *cli.Context) error {

@@ -52,7 +52,7 @@ func trainCmd() *cli.Command {
 		&cli.IntFlag{Name: "patience", Category: "Training", Usage: fmt.Sprintf("stop after this many epochs without validation improvement (default %d SGD, %d ALS; Gibbs runs every sweep; negative: never)", completion.DefaultPatience, completion.DefaultALSPatience)},
 		&cli.Uint64Flag{Name: "seed", Category: "Training", Usage: "seed the split, initialisation and shuffling (and any privacy noise: then NOT private)"},
 		&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Category: "Output", Value: "model.arrow", Usage: "model file to write"},
-		&cli.BoolFlag{Name: "force", Category: "Output", Usage: "overwrite --out"},
+		forceFlag("overwrite --out", "Output"),
 		&cli.BoolFlag{Name: "json", Category: "Output", Usage: "print the summary as JSON"},
 	}
 	flags = append(flags, dataLoadFlags()...)

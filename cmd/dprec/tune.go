@@ -34,7 +34,7 @@ func tuneCmd() *cli.Command {
 		&cli.BoolFlag{Name: "bias", Value: true, Usage: "global mean and biases"},
 		&cli.Uint64Flag{Name: "seed", Usage: "seed the folds, random points and training (default: random)"},
 		&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "also train the best point on the whole log and save it here"},
-		&cli.BoolFlag{Name: "force", Usage: "overwrite --out"},
+		forceFlag("overwrite --out", ""),
 		&cli.BoolFlag{Name: "json", Usage: "print the table as one JSON document"},
 	}
 	flags = append(flags, dataLoadFlags()...)
