@@ -352,19 +352,9 @@ func checkUserBound(train *data.Store, k int) error {
 // here), and the store restricted to them (train.Subset). Positions are
 // returned in increasing order. k must be >= 1.
 func BoundUserRatings(train *data.Store, k int, src rand.Source) (*data.Store, []int, error) {
-	if k < 1 {
-		return nil, nil, fmt.Errorf("%w: max ratings per user is %d, must be >= 1", perturb.ErrDimension, k)
-	}
-	if train == nil || train.Order() < 2 {
-		return nil, nil, errors.New("completion: BoundUserRatings: nil or malformed store")
-	}
-	if src == nil {
-		return nil, nil, errors.New("completion: BoundUserRatings: nil random source")
-	}
-	r := rand.New(src)
-	byUser := make([][]int, train.Dims[0])
-	for e, u := range train.Idx[0] {
-		byUser[u] = append(byUser[u], e)
+	r, byUser, err := rowsByUser("BoundUserRatings", train, k, src)
+	if err != nil {
+		return nil, nil, err
 	}
 	var keep []int
 	for _, es := range byUser {
@@ -376,6 +366,26 @@ func BoundUserRatings(train *data.Store, k int, src rand.Source) (*data.Store, [
 	}
 	slices.Sort(keep)
 	return train.Subset(keep), keep, nil
+}
+
+// rowsByUser checks the arguments of the contribution-bounding functions
+// (fn names the caller in errors) and returns the random stream and each
+// user's (mode 0) row positions in store order.
+func rowsByUser(fn string, train *data.Store, k int, src rand.Source) (*rand.Rand, [][]int, error) {
+	if k < 1 {
+		return nil, nil, fmt.Errorf("%w: max ratings per user is %d, must be >= 1", perturb.ErrDimension, k)
+	}
+	if train == nil || train.Order() < 2 {
+		return nil, nil, fmt.Errorf("completion: %s: nil or malformed store", fn)
+	}
+	if src == nil {
+		return nil, nil, fmt.Errorf("completion: %s: nil random source", fn)
+	}
+	byUser := make([][]int, train.Dims[0])
+	for e, u := range train.Idx[0] {
+		byUser[u] = append(byUser[u], e)
+	}
+	return rand.New(src), byUser, nil
 }
 
 // admit composes acc and checks the budget with the chosen accounting.

@@ -189,19 +189,9 @@ func usersWithRows(users []int32, n int) int {
 // user-level sensitivities hold for the bounded log. Positions are
 // returned in increasing order; k must be >= 1.
 func BoundUserContributions(train *data.Store, k int, src rand.Source) (*data.Store, []int, error) {
-	if k < 1 {
-		return nil, nil, fmt.Errorf("%w: max ratings per user is %d, must be >= 1", perturb.ErrDimension, k)
-	}
-	if train == nil || train.Order() < 2 {
-		return nil, nil, errors.New("completion: BoundUserContributions: nil or malformed store")
-	}
-	if src == nil {
-		return nil, nil, errors.New("completion: BoundUserContributions: nil random source")
-	}
-	r := rand.New(src)
-	byUser := make([][]int, train.Dims[0])
-	for e, u := range train.Idx[0] {
-		byUser[u] = append(byUser[u], e)
+	r, byUser, err := rowsByUser("BoundUserContributions", train, k, src)
+	if err != nil {
+		return nil, nil, err
 	}
 	var keep []int
 	for _, es := range byUser {
