@@ -134,9 +134,12 @@
 // biases (method of moments on the released sums and public counts), the
 // item biases beta_i = S~_i/(n_i + sigma_r^2/tau^2 + v/(n_i tau^2)) (the
 // linear MMSE estimate under that prior, sigma_r = Delta_r/4, v the noise
-// variance of one sum), and each user's bias solved at prediction time from
-// the released mu~, beta and that user's own ratings (ridge penalty
-// BiasUserPenalty); user biases are never released, so neither the model
+// variance of one sum), and each user's bias and time-bucket biases solved
+// at prediction time from the released mu~, beta and that user's own
+// ratings (ridge penalties BiasUserPenalty and BiasBucketPenalty,
+// decomposition.FoldInUser: a function of the release and of that user's
+// data only, so it is the billboard model's per-user output and costs no
+// budget); user biases are never released, so neither the model
 // file nor the report carries anything computed from a user's ratings
 // except through T~ and S~. TestBiasSensitivityNeighbours checks both
 // bounds on neighbouring logs (and that they are reached).

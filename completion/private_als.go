@@ -247,7 +247,7 @@ func TrainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 		rep.Covered = append(rep.Covered, "number of users", "number of ratings", "item counts (used by the bias estimate and the item ridge, not saved)")
 	}
 	rep.Notes = append(rep.Notes,
-		"not released: user rows and user biases (zero in the model); each user solves them at prediction time from the released item side and their own ratings (billboard model, joint DP)",
+		"not released: user rows and user biases (zero in the model); each user solves them, and their biases on the time buckets of their own ratings, at prediction time from the released item side and their own ratings (billboard model, joint DP)",
 		fmt.Sprintf("item steps: %d, each releasing every item's Gram matrix (upper triangle) and right-hand side with Gaussian noise sigma %.4g at l2 sensitivity %.4g (package doc, Sensitivities)", ALSPrivateSteps, sigma, sens),
 		fmt.Sprintf("public constants: residual clip c = %g, user vector norm <= %g, item row norm <= %g, ridge %g per observation, rank %d", p.c, p.gu, p.gv, p.lambda, R),
 		fmt.Sprintf("epsilon: %g%% of it calibrates the bias releases (%s); the Gaussian steps take the rest under %s composition", 100*ALSPrivateBiasFraction, bo.Mechanism, used))

@@ -21,7 +21,7 @@ func TestMovieLensPrivateALS(t *testing.T) {
 	if os.Getenv("DPREC_ML_PRIVATE") == "" {
 		t.Skip("set DPREC_ML_PRIVATE=1 to run")
 	}
-	train, valid, test := movieLensSplit(t, data.TimeWeek)
+	train, valid, test := movieLensSplit(t, data.TimeDay)
 	all := data.Concat(train, valid)
 	for _, eps := range []float64{0.1, 0.5, 1, 2, 5, 10} {
 		var sum, sumV float64
@@ -48,7 +48,7 @@ func fitScoreALS(t *testing.T, train, test *data.Store, o *PrivateOptions) float
 	if _, err := TrainPrivateALS(train, m, o); err != nil {
 		t.Fatal(err)
 	}
-	got, err := FoldInRMSE(m, train, test, BiasUserPenalty)
+	got, err := FoldInRMSE(m, train, test, BillboardFold())
 	if err != nil {
 		t.Fatal(err)
 	}

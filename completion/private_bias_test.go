@@ -168,7 +168,7 @@ func TestFoldInRMSEIgnoresUserRows(t *testing.T) {
 	st := privStore([]int{30, 20, 5}, 400, 5)
 	test := privStore([]int{30, 20, 5}, 100, 6)
 	m := privModel(t, decomposition.CP, st.Dims, 2, true, 1, 0.3)
-	a, err := FoldInRMSE(m, st, test, 10)
+	a, err := FoldInRMSE(m, st, test, decomposition.FoldPenalties{Row: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestFoldInRMSEIgnoresUserRows(t *testing.T) {
 	for i := range m.Factors[0] {
 		m.Factors[0][i] = -50
 	}
-	b, err := FoldInRMSE(m, st, test, 10)
+	b, err := FoldInRMSE(m, st, test, decomposition.FoldPenalties{Row: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

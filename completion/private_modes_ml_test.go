@@ -31,7 +31,7 @@ func TestMovieLensPrivateModes(t *testing.T) {
 	if os.Getenv("DPREC_ML_PRIVATE_MODES") == "" {
 		t.Skip("set DPREC_ML_PRIVATE_MODES=1 to run (minutes)")
 	}
-	train, valid, test := movieLensSplit(t, data.TimeWeek)
+	train, valid, test := movieLensSplit(t, data.TimeDay)
 	all := data.Concat(train, valid)
 	if os.Getenv("DPREC_ML_VALID") != "" { // score the validation part instead
 		all, test = train, valid
@@ -88,7 +88,7 @@ func TestMovieLensPrivateModes(t *testing.T) {
 				if _, err := sm.Fit(all, m, s); err != nil {
 					t.Fatal(err)
 				}
-				got, _ = FoldInRMSE(m, all, test, BiasUserPenalty)
+				got, _ = FoldInRMSE(m, all, test, BillboardFold())
 			} else {
 				res, err := Train(all, nil, m, s, rand.NewPCG(1, 1), nil)
 				if err == nil {

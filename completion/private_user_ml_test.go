@@ -77,7 +77,7 @@ func userLevelFitScore(t testing.TB, mode string, fit, score *data.Store, dom Us
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := FoldInRMSE(m, fr, sr, BiasUserPenalty)
+	got, err := FoldInRMSE(m, fr, sr, BillboardFold())
 	if err != nil {
 		t.Fatal(err)
 	}

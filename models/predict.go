@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/dprec/dprec/data"
@@ -413,10 +414,26 @@ func (p *Predictor) predictQuery(q *query, item string) (float64, Fallback) {
 }
 
 // Row is a user given by a factor row and bias instead of an id, for
-// example a new user folded in against the frozen model.
+// example a new user folded in against the frozen model
+// (decomposition.FoldInUser).
 type Row struct {
 	Factor []float64
 	Bias   float64
+	// Buckets (sorted) and BucketBias are the user's own biases on time
+	// buckets (a user-by-day bias under day buckets), added to Bias when a
+	// query falls in one of them; empty for none.
+	Buckets    []int32
+	BucketBias []float64
+}
+
+// bias returns the row's bias at time bucket k (-1: none).
+func (r *Row) bias(k int32) float64 {
+	if k >= 0 {
+		if i, ok := slices.BinarySearch(r.Buckets, k); ok && i < len(r.BucketBias) {
+			return r.Bias + r.BucketBias[i]
+		}
+	}
+	return r.Bias
 }
 
 // PredictRow is Predict for a user given by a Row.
@@ -430,7 +447,11 @@ func (p *Predictor) rowQuery(r Row, t *int64) query {
 		panic("models: Row has the wrong rank")
 	}
 	k, fb := p.TimeBucket(t)
-	return p.newQuery(r.Factor, r.Bias, k, fb)
+	b := r.Bias
+	if p.m.Order() == 3 {
+		b = r.bias(k)
+	}
+	return p.newQuery(r.Factor, b, k, fb)
 }
 
 // ErrUnknownID is returned by PredictStrict for an unknown user or item.

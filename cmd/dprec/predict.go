@@ -400,27 +400,38 @@ func predictSolve(p *models.Predictor, path string, lambda float64, items, times
 	if f.Header.Objective == models.ObjectiveImplicit {
 		return implicitFoldIn(f, path, items, ratings, unknown)
 	}
-	if lambda == 0 {
+	pen := decomposition.FoldPenalties{Row: lambda}
+	billboard := f.Privacy != nil && (f.Privacy.Mode == "bias" || f.Privacy.Mode == "als")
+	if billboard {
+		// The billboard modes fold in with their public penalties, with the
+		// user's own time-bucket biases (completion.BillboardFold).
+		pen = completion.BillboardFold()
+		if lambda != 0 {
+			pen.Row = lambda
+		}
+	} else if lambda == 0 {
 		reg := completion.DefaultReg
 		var s struct{ Reg float64 }
 		if json.Unmarshal(f.Header.Settings, &s) == nil && s.Reg > 0 {
 			reg = s.Reg
 		}
-		lambda = reg * float64(len(ratings))
-		if f.Privacy != nil && (f.Privacy.Mode == "bias" || f.Privacy.Mode == "als") {
-			lambda = completion.BiasUserPenalty // the billboard modes fold in with this penalty
-		}
+		pen.Row = reg * float64(len(ratings))
 	}
-	x, err := decomposition.FoldIn(m, items, times, ratings, lambda)
+	lambda = pen.Row
+	fu, err := decomposition.FoldInUser(m, items, times, ratings, pen)
 	if err != nil {
 		return models.Row{}, "", fmt.Errorf("%s: fold-in: %w", path, err)
 	}
+	x := fu.Row
 	R := m.Ranks[0]
-	row := models.Row{Factor: x[:R]}
+	row := models.Row{Factor: x[:R], Buckets: fu.Buckets, BucketBias: fu.BucketBias}
 	if len(x) > R {
 		row.Bias = x[R]
 	}
 	note := fmt.Sprintf("folded in %d ratings from %s (lambda %g)", len(ratings), path, lambda)
+	if len(fu.Buckets) > 0 {
+		note += fmt.Sprintf(", with the user's biases on %d time buckets (lambda_t %g)", len(fu.Buckets), pen.Bucket)
+	}
 	if unknown > 0 {
 		note += fmt.Sprintf("; %d ratings of unknown items ignored", unknown)
 	}

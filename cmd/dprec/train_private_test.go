@@ -133,6 +133,37 @@ func trainPrivateStatsFile(t *testing.T, mode string) {
 	if !strings.Contains(stderr, fmt.Sprintf("lambda %g", completion.BiasUserPenalty)) {
 		t.Errorf("fold-in did not use the bias mode's user penalty: %s", stderr)
 	}
+	// With times, the fold-in adds the user's bias on each rated bucket: a
+	// prediction on the day of the user's ratings (two 5s, a 1 the next
+	// day) exceeds one on a day without ratings by exactly
+	// completion.BillboardFold's closed form b_t = (Y_t - s_t'a)/(n_t + lambda_t).
+	if f.Time == nil || f.Time.Count < 3 {
+		t.Fatalf("model has no time mode with 3 buckets: %+v", f.Time)
+	}
+	day, next, other := f.Time.Start(0), f.Time.Start(1), f.Time.Start(int32(f.Time.Count-1))
+	item2 := f.Dicts[1].String(1)
+	log := fmt.Sprintf("item,rating,time\n%s,5,%d\n%s,5,%d\n%s,1,%d\n", item, day, item2, day, item, next)
+	if err := os.WriteFile(rat, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	score := func(at int64) float64 {
+		t.Helper()
+		stdout, stderr, err := trainTestRun(t, "predict", "-m", out, "--ratings", rat, "--item", item, "--time", fmt.Sprint(at), "--json")
+		if err != nil || !strings.Contains(stderr, "with the user's biases on 2 time buckets") {
+			t.Fatalf("predict --ratings with times: %v\n%s%s", err, stdout, stderr)
+		}
+		var v struct{ Prediction float64 }
+		if err := json.Unmarshal([]byte(stdout), &v); err != nil {
+			t.Fatalf("%v: %s", err, stdout)
+		}
+		return v.Prediction
+	}
+	if on, off := score(day), score(other); !(on > off) {
+		t.Errorf("prediction on the user's 5-star day %g not above a day without ratings %g", on, off)
+	}
+	if on, off := score(next), score(other); !(on < off) {
+		t.Errorf("prediction on the user's 1-star day %g not below a day without ratings %g", on, off)
+	}
 }
 
 // TestEditedReportFlagged is the audit's edit: a report whose epsilon was

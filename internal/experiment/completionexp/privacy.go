@@ -305,7 +305,7 @@ func statsExpRun(ds PrivacyExpDataset, row PrivacyExpRow, o *completion.PrivateO
 		row.RMSE, row.Err = math.NaN(), err.Error()
 		return row, nil
 	}
-	row.RMSE, err = completion.FoldInRMSE(m, ds.Train, ds.Test, completion.BiasUserPenalty)
+	row.RMSE, err = completion.FoldInRMSE(m, ds.Train, ds.Test, completion.BillboardFold())
 	row.Seconds = time.Since(t0).Seconds()
 	if err != nil {
 		return row, err
