@@ -50,6 +50,18 @@ func TestMovieLensPrivateModes(t *testing.T) {
 	}
 	table := map[string]map[float64]float64{}
 	defer func() { logPrivateTable(t, modes, eps, table) }()
+	// The non-private model with the SGD modes' settings (the same solver,
+	// epochs and penalties, no validation, no pair biases), the reference
+	// of the epsilon-10 target for input and gradient.
+	ref, err := decomposition.NewModel(decomposition.CP, all.Dims, []int{10}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.ClampLo, ref.ClampHi = 0.5, 5
+	if _, err := Train(all, nil, ref, &Settings{Threads: 2, Solver: SolverSGD}, rand.NewPCG(1, 1), nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("non-private SGD with the same settings: test RMSE %.4f", RMSE(ref, test, 2))
 	for _, e := range eps {
 		for _, mode := range modes {
 			o := &PrivateOptions{Epsilon: e, Delta: 1e-5, RatingMin: 0.5, RatingMax: 5, Noise: perturb.SeededNoise(1)}
