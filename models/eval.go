@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
 )
 
 // EvalOptions configure Evaluate.
@@ -31,6 +32,14 @@ type EvalOptions struct {
 	// items) in the rankings; by default they are left out, as recommend
 	// does.
 	IncludeSeen bool
+	// Fold, when set, evaluates a billboard model (one that releases no
+	// user rows, such as the private bias and als modes): every test user
+	// is folded into the frozen model from their own ratings in Train
+	// (decomposition.FoldInUser with these penalties), and those rows, not
+	// the model's, predict and rank for the user. Train is required; a
+	// test user without training ratings of known items is an unknown
+	// user.
+	Fold *decomposition.FoldPenalties
 }
 
 // RankMetrics are the ranking metrics of one list source (definitions in
@@ -92,9 +101,18 @@ func Evaluate(p *Predictor, test *data.Store, opt EvalOptions) (*EvalResult, err
 	res := &EvalResult{N: test.NNZ(), K: k, Threshold: opt.Threshold, Fallbacks: map[string]int{}}
 	umap := mapDict(test.Dicts[0], p.users)
 	imap := mapDict(test.Dicts[1], p.items)
-	evalAccuracy(p, test, umap, imap, res)
+	var folded []*foldedUser
+	if opt.Fold != nil {
+		if opt.Train == nil {
+			return nil, errors.New("models: a fold-in evaluation needs the training log (each user is folded in from their own ratings)")
+		}
+		if folded, err = foldUsers(p, test, opt.Train, *opt.Fold); err != nil {
+			return nil, err
+		}
+	}
+	evalAccuracy(p, test, umap, imap, folded, res)
 
-	ranked := evalRankedUsers(test, umap, opt.Threshold, res)
+	ranked := evalRankedUsers(test, umap, folded, opt.Threshold, res)
 	var excl, trainEx *Exclusions
 	if seen := p.f.Seen; seen != nil && !opt.IncludeSeen {
 		excl = seen
@@ -112,6 +130,8 @@ func Evaluate(p *Predictor, test *data.Store, opt EvalOptions) (*EvalResult, err
 	switch {
 	case p.f.Seen != nil:
 		popOrder = popularityOrder(p.f.Seen.Support(p.m.Dims[1]))
+	case folded != nil:
+		popOrder = popularityOrder(trainSupport(opt.Train, mapDict(opt.Train.Dicts[1], p.items), p.m.Dims[1]))
 	case trainEx != nil:
 		popOrder = popularityOrder(trainEx.Support(p.m.Dims[1]))
 	}
@@ -156,7 +176,7 @@ func evalCheck(test *data.Store, opt EvalOptions) (int, error) {
 
 // evalAccuracy sets the RMSE, MAE and fallback counts over every test
 // rating.
-func evalAccuracy(p *Predictor, test *data.Store, umap, imap []int32, res *EvalResult) {
+func evalAccuracy(p *Predictor, test *data.Store, umap, imap []int32, folded []*foldedUser, res *EvalResult) {
 	timeOf := func(e int) *int64 {
 		switch {
 		case test.Timestamps != nil:
@@ -171,7 +191,15 @@ func evalAccuracy(p *Predictor, test *data.Store, umap, imap []int32, res *EvalR
 	var se, ae float64
 	for e, x := range test.Val {
 		u, j := umap[test.Idx[0][e]], imap[test.Idx[1][e]]
-		q := p.userQuery(u, u >= 0, timeOf(e))
+		var q query
+		switch {
+		case folded == nil:
+			q = p.userQuery(u, u >= 0, timeOf(e))
+		case folded[test.Idx[0][e]] != nil:
+			q = p.rowQuery(folded[test.Idx[0][e]].row, timeOf(e))
+		default:
+			q = p.userQuery(-1, false, timeOf(e))
+		}
 		var y float64
 		fb := q.fb
 		if j < 0 {
@@ -191,20 +219,26 @@ func evalAccuracy(p *Predictor, test *data.Store, umap, imap []int32, res *EvalR
 
 // evalUser is a test user to rank for.
 type evalUser struct {
-	u   int32   // model index, -1 unknown
-	rel []int32 // relevant items (test indices, distinct after sorting)
+	u    int32       // model index, -1 unknown
+	tu   int32       // test index
+	fold *foldedUser // the folded-in user of a fold-in evaluation (else nil)
+	rel  []int32     // relevant items (test indices, distinct after sorting)
 }
 
 // evalRankedUsers groups the relevant test items by test user and returns
-// the users known to the model with at least one, by model index; unknown
-// users are counted in res.SkippedUsers.
-func evalRankedUsers(test *data.Store, umap []int32, threshold float64, res *EvalResult) []*evalUser {
+// the users known to the model (folded in, in a fold-in evaluation) with at
+// least one, by model index (test index when folded); unknown users are
+// counted in res.SkippedUsers.
+func evalRankedUsers(test *data.Store, umap []int32, folded []*foldedUser, threshold float64, res *EvalResult) []*evalUser {
 	byUser := map[int32]*evalUser{}
 	for e, x := range test.Val {
 		tu := test.Idx[0][e]
 		us := byUser[tu]
 		if us == nil {
-			us = &evalUser{u: umap[tu]}
+			us = &evalUser{u: umap[tu], tu: tu}
+			if folded != nil {
+				us.fold = folded[tu]
+			}
 			byUser[tu] = us
 		}
 		if x >= threshold {
@@ -216,7 +250,7 @@ func evalRankedUsers(test *data.Store, umap []int32, threshold float64, res *Eva
 		if len(us.rel) == 0 {
 			continue
 		}
-		if us.u < 0 {
+		if (folded == nil && us.u < 0) || (folded != nil && us.fold == nil) {
 			res.SkippedUsers++
 			continue
 		}
@@ -224,7 +258,11 @@ func evalRankedUsers(test *data.Store, umap []int32, threshold float64, res *Eva
 		us.rel = slices.Compact(us.rel)
 		ranked = append(ranked, us)
 	}
-	slices.SortFunc(ranked, func(a, b *evalUser) int { return int(a.u) - int(b.u) })
+	if folded != nil {
+		slices.SortFunc(ranked, func(a, b *evalUser) int { return int(a.tu) - int(b.tu) })
+	} else {
+		slices.SortFunc(ranked, func(a, b *evalUser) int { return int(a.u) - int(b.u) })
+	}
 	return ranked
 }
 
@@ -259,8 +297,18 @@ func evalRank(p *Predictor, ranked []*evalUser, imap []int32, excl *Exclusions, 
 						rel[j] = true
 					}
 				}
-				q := p.userQuery(us.u, true, opt.Time)
-				ex := excl.Items(us.u)
+				var q query
+				var ex []int32
+				if us.fold != nil {
+					q = p.rowQuery(us.fold.row, opt.Time)
+					ex = us.fold.items
+					if !opt.IncludeSeen && us.u >= 0 {
+						ex = mergeSorted(ex, excl.Items(us.u))
+					}
+				} else {
+					q = p.userQuery(us.u, true, opt.Time)
+					ex = excl.Items(us.u)
+				}
 				p.scan(&q, &h, ex)
 				top := p.sorted(&h)
 				l := evalLists{model: make([]int32, len(top))}

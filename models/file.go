@@ -208,6 +208,15 @@ func finite(v []float64, what string) error {
 }
 
 // header returns the header to store: the caller's header with the fields
+// Billboard reports whether the model releases no user rows and biases
+// (the private bias and als modes, the billboard model of joint
+// differential privacy): a user's predictions come from folding that user
+// in from their own ratings (decomposition.FoldInUser), never from the
+// model's zero user terms.
+func (f *File) Billboard() bool {
+	return f.Privacy != nil && (f.Privacy.Mode == "bias" || f.Privacy.Mode == "als")
+}
+
 // that describe the model filled from the model itself.
 func (f *File) header() Header {
 	h := f.Header

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/models"
 	"github.com/urfave/cli/v2"
@@ -38,7 +39,12 @@ users the model knows that have at least one relevant test item. NDCG uses
 binary gains and log2(rank+1) discounts; MAP@k divides by min(k, relevant);
 coverage is the distinct items of those users' top-k lists over the
 catalogue. The most-popular baseline (items by distinct training users,
-minus the same left-out items) is printed beside every metric.`,
+minus the same left-out items) is printed beside every metric.
+
+A billboard model (--privacy bias or als: no user rows are released) needs
+--train: every test user is folded in from their own training ratings (row,
+bias and time-bucket biases, the penalties of predict --ratings) and scored
+from that, as the user would be served.`,
 		Flags:  append(flags, dataLoadFlags()...),
 		Action: runWithOptions(evalOptionsOf, evalRun),
 	}
@@ -97,8 +103,17 @@ func evalRun(o *evalOptions, s *iostreams) error {
 		return err
 	}
 	eo := o.Eval
+	if p.File().Billboard() {
+		if o.Train == "" {
+			return cli.Exit(fmt.Sprintf("%s is a billboard model (privacy mode %s: no user rows are released): give the training log with --train so that each test user is folded in from their own ratings", o.Model, p.File().Privacy.Mode), exitUsage)
+		}
+		fold := completion.BillboardFold()
+		eo.Fold = &fold
+	}
 	if o.Train != "" {
-		if eo.Train, _, err = loadLog(s, o.globalOptions, o.Train, o.Load); err != nil {
+		tl := o.Load
+		tl.Builder.KeepTimestamps = true
+		if eo.Train, _, err = loadLog(s, o.globalOptions, o.Train, tl); err != nil {
 			return err
 		}
 	}
@@ -113,6 +128,9 @@ func evalRun(o *evalOptions, s *iostreams) error {
 		return enc.Encode(res)
 	}
 	fmt.Fprintf(w, "test ratings   %d\n", res.N)
+	if eo.Fold != nil {
+		fmt.Fprintf(w, "fold-in        every test user solved from their own --train ratings (lambda %g, time-bucket lambda %g): the billboard model's predictions\n", eo.Fold.Row, eo.Fold.Bucket)
+	}
 	note := ""
 	if p.File().Header.Objective == models.ObjectiveImplicit {
 		note = "   (implicit model: preference scores against ratings; not meaningful)"

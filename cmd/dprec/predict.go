@@ -401,8 +401,7 @@ func predictSolve(p *models.Predictor, path string, lambda float64, items, times
 		return implicitFoldIn(f, path, items, ratings, unknown)
 	}
 	pen := decomposition.FoldPenalties{Row: lambda}
-	billboard := f.Privacy != nil && (f.Privacy.Mode == "bias" || f.Privacy.Mode == "als")
-	if billboard {
+	if f.Billboard() {
 		// The billboard modes fold in with their public penalties, with the
 		// user's own time-bucket biases (completion.BillboardFold).
 		pen = completion.BillboardFold()

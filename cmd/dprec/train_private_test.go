@@ -11,6 +11,8 @@ import (
 	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/models"
 	"github.com/dprec/dprec/perturb"
+
+	"github.com/urfave/cli/v2"
 )
 
 // TestTrainPrivateModelFile trains private models end to end and checks
@@ -96,7 +98,7 @@ func TestTrainPrivateBiasModelFile(t *testing.T) {
 
 func trainPrivateStatsFile(t *testing.T, mode string) {
 	dir := t.TempDir()
-	train, _ := trainTestLog(t, dir)
+	train, test := trainTestLog(t, dir)
 	out := filepath.Join(dir, mode+".arrow")
 	if _, stderr, err := trainTestRun(t, "--quiet", "train", "--data", train, "--out", out, "--privacy", mode, "--epsilon", "1", "--delta", "1e-5"); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
@@ -121,12 +123,33 @@ func trainPrivateStatsFile(t *testing.T, mode string) {
 	if f.Header.Data.HasStats() {
 		t.Errorf("private model file carries the data fingerprint")
 	}
+	// eval folds every test user in from their own --train ratings, and
+	// refuses (usage) without --train instead of scoring zero user terms.
+	if _, _, err := trainTestRun(t, "eval", "-m", out, "--data", test); err == nil {
+		t.Errorf("eval of a billboard model without --train accepted")
+	} else if ec, ok := err.(cli.ExitCoder); !ok || ec.ExitCode() != exitUsage {
+		t.Errorf("eval without --train: %v, want a usage error", err)
+	}
+	stdout, stderr, err := trainTestRun(t, "eval", "-m", out, "--data", test, "--train", train, "--json")
+	if err != nil {
+		t.Fatalf("eval --train: %v\n%s", err, stderr)
+	}
+	var ev struct {
+		RMSE      float64        `json:"rmse"`
+		Fallbacks map[string]int `json:"fallbacks"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &ev); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	if ev.Fallbacks["none"] == 0 || !(ev.RMSE > 0 && ev.RMSE < 1.5) {
+		t.Errorf("eval of a billboard model: %s", stdout)
+	}
 	item := f.Dicts[1].String(0)
 	rat := filepath.Join(dir, "mine.csv")
 	if err := os.WriteFile(rat, []byte("item,rating\n"+item+",5\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	stdout, stderr, err := trainTestRun(t, "predict", "-m", out, "--ratings", rat, "--item", item)
+	stdout, stderr, err = trainTestRun(t, "predict", "-m", out, "--ratings", rat, "--item", item)
 	if err != nil || !strings.Contains(stdout, "folded-in") {
 		t.Fatalf("predict --ratings: %v\n%s%s", err, stdout, stderr)
 	}
