@@ -97,6 +97,23 @@ func alsUsers(train *data.Store) [][]int {
 // lambda n_u, projected onto the ball of radius Gamma_u. Layout: item i
 // occupies stats[i*W : (i+1)*W], W = R(R+1)/2 + R.
 func alsItemStats(train *data.Store, by [][]int, mu float64, itemBias, V []float64, R int, p alsPrivateParams, o *PrivateOptions) []float64 {
+	return alsItemStatsY(train, by, alsResiduals(train, mu, itemBias, p, o), V, R, p)
+}
+
+// alsResiduals returns y_e = clip(clamp(r_e) - mu - beta_i, -c, c) for
+// every training entry e (store order). They depend on the released mean
+// and item biases only, which the item steps do not change, so
+// alsPrivateSteps computes them once for all steps.
+func alsResiduals(train *data.Store, mu float64, itemBias []float64, p alsPrivateParams, o *PrivateOptions) []float64 {
+	ys := make([]float64, len(train.Val))
+	for e, r := range train.Val {
+		ys[e] = alsResidual(r, mu, itemBias[train.Idx[1][e]], p, o)
+	}
+	return ys
+}
+
+// alsItemStatsY is alsItemStats with the residuals y_e given (alsResiduals).
+func alsItemStatsY(train *data.Store, by [][]int, ys, V []float64, R int, p alsPrivateParams) []float64 {
 	T := R * (R + 1) / 2
 	W := T + R
 	stats := make([]float64, train.Dims[1]*W)
@@ -113,7 +130,7 @@ func alsItemStats(train *data.Store, by [][]int, mu float64, itemBias, V []float
 		for _, e := range es {
 			i := train.Idx[1][e]
 			v := V[int(i)*R : int(i+1)*R]
-			y := alsResidual(train.Val[e], mu, itemBias[i], p, o)
+			y := ys[e]
 			for a := 0; a < n1; a++ {
 				za := 1.0
 				if a < R {
@@ -145,7 +162,7 @@ func alsItemStats(train *data.Store, by [][]int, mu float64, itemBias, V []float
 		u := x[:R]
 		for _, e := range es {
 			i := int(train.Idx[1][e])
-			z := alsResidual(train.Val[e], mu, itemBias[i], p, o) - bu
+			z := ys[e] - bu
 			s := stats[i*W : (i+1)*W]
 			k := 0
 			for a := 0; a < R; a++ {
@@ -249,6 +266,7 @@ func TrainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 	rep.Notes = append(rep.Notes,
 		"not released: user rows and user biases (zero in the model); each user solves them at prediction time from the released item side and their own ratings (billboard model, joint DP)",
 		fmt.Sprintf("item steps: %d, each releasing every item's Gram matrix (upper triangle) and right-hand side with Gaussian noise sigma %.4g at l2 sensitivity %.4g (package doc, Sensitivities)", ALSPrivateSteps, sigma, sens),
+		alsNoiseNote,
 		fmt.Sprintf("public constants: residual clip c = %g, user vector norm <= %g, item row norm <= %g, ridge %g per observation, rank %d", p.c, p.gu, p.gv, p.lambda, R),
 		fmt.Sprintf("epsilon: %g%% of it calibrates the bias releases (%s); the Gaussian steps take the rest under %s composition", 100*ALSPrivateBiasFraction, bo.Mechanism, used))
 	rep.Notes = append(rep.Notes, bias.notes...)
@@ -340,6 +358,9 @@ func planALSSteps(o *PrivateOptions, biasRels []perturb.Release, sens float64) (
 	return hi, accWith(hi), nil
 }
 
+// alsNoiseNote states how the item steps' Gaussian noise is sampled.
+const alsNoiseNote = "item-step noise sampler: perturb.Gaussian.AddToFast (inputs snapped to the power-of-two grid, ziggurat normals from a ChaCha8 keyed from crypto/rand rounded to the grid, sigma corrected for the snapping): outputs are grid points, and the guarantee is that of the continuous Gaussian mechanism to the accuracy of the ziggurat sampler, not of the exact discrete Gaussian (perturb package doc, Floating point)"
+
 // alsPrivateSteps runs the released item steps from a data-independent
 // start and returns the item rows (row-major Dims[1] x R).
 func alsPrivateSteps(train *data.Store, by [][]int, m *decomposition.Model, counts []float64, g *perturb.Gaussian, p alsPrivateParams, o *PrivateOptions) []float64 {
@@ -351,13 +372,20 @@ func alsPrivateSteps(train *data.Store, by [][]int, m *decomposition.Model, coun
 	}
 	T := R * (R + 1) / 2
 	W := T + R
-	nr := rand.New(o.source(streamALSSteps))
+	// Bulk noise (every item's statistics, every step): grid-rounded
+	// ziggurat normals from a fast source (a ChaCha8 keyed from
+	// crypto/rand, or the seeded stream), perturb.Gaussian.AddToFast; the
+	// report says so (alsNoiseNote).
+	nr := rand.New(o.Noise.FastSource(streamALSSteps))
 	a := make([]float64, R*R)
 	bvec := make([]float64, R)
 	sigma := g.Sigma()
+	// The residuals use the released mean and item biases, fixed during
+	// the item steps: computed once.
+	ys := alsResiduals(train, m.Mean, m.Bias[1], p, o)
 	for step := 0; step < ALSPrivateSteps; step++ {
-		stats := alsItemStats(train, by, m.Mean, m.Bias[1], V, R, p, o)
-		g.AddTo(stats, nr)
+		stats := alsItemStatsY(train, by, ys, V, R, p)
+		g.AddToFast(stats, nr)
 		for i := 0; i < m.Dims[1]; i++ {
 			s := stats[i*W : (i+1)*W]
 			ridge := p.lambda*counts[i] + 3*sigma*math.Sqrt(float64(R))

@@ -327,7 +327,12 @@ func capStep(o *PrivateOptions, s *Settings, s2 float64) string {
 }
 
 // clampValue clamps v to [lo, hi].
-func clampValue(v, lo, hi float64) float64 { return math.Min(hi, math.Max(lo, v)) }
+func clampValue(v, lo, hi float64) float64 {
+	if v > lo && v < hi { // inside: math.Min and math.Max would return v (not inlined on amd64)
+		return v
+	}
+	return math.Min(hi, math.Max(lo, v))
+}
 
 // ErrUserBound is returned (wrapped) by Plan when the user unit is chosen
 // and some user has more than MaxRatingsPerUser ratings in the store.
