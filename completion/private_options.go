@@ -328,7 +328,9 @@ func capStep(o *PrivateOptions, s *Settings, s2 float64) string {
 
 // clampValue clamps v to [lo, hi].
 func clampValue(v, lo, hi float64) float64 {
-	if v > lo && v < hi { // inside: math.Min and math.Max would return v (not inlined on amd64)
+	// In range (and not a zero, whose sign math.Max/Min choose): they would
+	// return v, and they are not inlined on amd64.
+	if v >= lo && v <= hi && v != 0 {
 		return v
 	}
 	return math.Min(hi, math.Max(lo, v))

@@ -165,11 +165,10 @@ func rdpToDP(alpha, rho, delta float64) float64 {
 }
 
 // rdpEpsilon is the RDP total at delta, minimised over the order grid
-// (minOverOrders: the fractional orders whose lower bound already exceeds
-// the best integer order are not evaluated; the minimum is exactly that
-// of the full grid).
+// (minOverOrders: orders whose lower bound already exceeds the minimum are
+// not evaluated; the minimum is exactly that of the full grid).
 func (a *Accountant) rdpEpsilon(delta float64) (float64, bool) {
-	eps, _, ok := minOverOrders(a.RDPAt, nil, delta)
+	eps, _, ok := minOverOrders(monotoneCurve(a.RDPAt), delta)
 	if !ok {
 		return 0, false
 	}

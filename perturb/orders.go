@@ -16,15 +16,19 @@ import "math"
 //
 //	lb(alpha) = rdpToDP(alpha, rho(floor alpha), delta) <= rdpToDP(alpha, rho(alpha), delta).
 //
-// The fractional orders of the sampled Gaussian (logAFrac, series with up
-// to maxFracTerms terms) cost milliseconds at small noise multipliers,
-// the integer ones (logAInt, alpha terms) microseconds. The minimisations
-// below evaluate every integer order exactly and skip a fractional order
-// only when its lower bound exceeds the minimum over the integer orders
-// by a margin (relative 1e-9, far above the rounding of the curves), so
-// the skipped order can be neither the minimum nor tied with it: the
-// returned minimum, and the first order attaining it, are exactly those
-// of the full scan (TestOrderShortcutsExact compares them).
+// More generally the RDP at any smaller order b bounds it from below. The
+// fractional orders of the sampled Gaussian (logAFrac, series with up to
+// maxFracTerms terms) cost milliseconds at small noise multipliers, the
+// integer ones (logAInt, alpha terms) microseconds to a millisecond. The
+// minimisation below scans the integer orders in increasing order, skipping
+// one whose lower bound from the last evaluated order exceeds the minimum
+// so far, then the fractional orders, skipping one whose lower bound from
+// the largest evaluated integer order below it exceeds the minimum over
+// the integer orders. A skip needs the bound to exceed that minimum by a
+// margin (relative 1e-9, far above the rounding of the curves), so the
+// skipped order can be neither the minimum nor tied with it: the returned
+// minimum, and the first order attaining it, are exactly those of the
+// full scan (TestOrderShortcutsExact compares them).
 
 // skipAbove reports whether a lower bound lb proves a value strictly above
 // ref, with a margin for rounding.
@@ -32,93 +36,75 @@ func skipAbove(lb, ref float64) bool {
 	return !math.IsInf(ref, 1) && lb > ref+1e-9*math.Abs(ref)+1e-12
 }
 
-// floorOrder returns the index in rdpOrders of floor(alpha) for a
-// fractional grid order alpha with floor >= 2, and -1 otherwise (floor 1:
-// the RDP lower bound is 0).
-func floorOrder(alpha float64) int {
-	k := math.Floor(alpha)
-	if k < 2 {
-		return -1
-	}
-	for i, a := range rdpOrders {
-		if a == k {
-			return i
-		}
-	}
-	return -1
+// orderCurve is a composed RDP curve for minOverOrders: eval returns its
+// value at alpha (ok false: no RDP curve), and lower(alpha, b) a lower
+// bound of its value at alpha from the evaluation at a smaller order b
+// made before (b = 0: none made; the curve is >= 0).
+type orderCurve struct {
+	eval  func(alpha float64) (float64, bool)
+	lower func(alpha, b float64) float64
 }
 
-// floorIdx[i] is floorOrder(rdpOrders[i]) for fractional orders (unused
-// for integer ones).
-var floorIdx = func() []int {
-	f := make([]int, len(rdpOrders))
-	for i, a := range rdpOrders {
-		f[i] = -1
-		if a != math.Trunc(a) {
-			f[i] = floorOrder(a)
-		}
+// monotoneCurve wraps a non-decreasing RDP curve: its value at b bounds it
+// at every larger order.
+func monotoneCurve(rho func(alpha float64) (float64, bool)) orderCurve {
+	seen := map[float64]float64{}
+	return orderCurve{
+		eval: func(a float64) (float64, bool) {
+			r, ok := rho(a)
+			seen[a] = r
+			return r, ok
+		},
+		lower: func(_, b float64) float64 { return seen[b] },
 	}
-	return f
-}()
+}
 
-// minOverOrders returns min over the grid of rdpToDP(alpha, rho(alpha),
-// delta) and the first order attaining it, computing rho exactly at every
-// integer order and at the fractional orders whose lower bound does not
-// rule them out; ok is false when rho reports no curve. lower(i, alpha,
-// rhos) must be at most rho(alpha) at the fractional order alpha =
-// rdpOrders[i]; rhos holds rho at the integer orders (index as
-// rdpOrders). A nil lower uses the RDP at floor(alpha) (monotone curves).
-func minOverOrders(rho func(alpha float64) (float64, bool), lower func(i int, alpha float64, rhos []float64) float64, delta float64) (eps, order float64, ok bool) {
-	if lower == nil {
-		lower = floorLower
-	}
-	rhos := make([]float64, len(rdpOrders))
-	eps = math.Inf(1)
-	ref := math.Inf(1)
+// minOverOrders returns min over the grid of rdpToDP(alpha, c(alpha),
+// delta) and the first order attaining it (grid order), evaluating c only
+// where the lower bounds do not rule an order out (above); ok is false
+// when c has no RDP curve.
+func minOverOrders(c orderCurve, delta float64) (eps, order float64, ok bool) {
+	vals := make([]float64, len(rdpOrders))
+	done := make([]bool, len(rdpOrders))
+	ref, last := math.Inf(1), 0.0
 	for i, a := range rdpOrders {
 		if a != math.Trunc(a) {
 			continue
 		}
-		r, ok := rho(a)
+		if last > 0 && skipAbove(rdpToDP(a, c.lower(a, last), delta), ref) {
+			continue
+		}
+		r, ok := c.eval(a)
 		if !ok {
 			return 0, 0, false
 		}
-		rhos[i] = r
-		ref = math.Min(ref, rdpToDP(a, r, delta))
+		vals[i], done[i], last = rdpToDP(a, r, delta), true, a
+		ref = math.Min(ref, vals[i])
 	}
+	eps = math.Inf(1)
 	for i, a := range rdpOrders {
-		r := rhos[i]
 		if a != math.Trunc(a) {
-			if skipAbove(rdpToDP(a, lower(i, a, rhos), delta), ref) {
+			b := 0.0 // the largest evaluated integer order below a
+			for j, o := range rdpOrders {
+				if o > a {
+					break
+				}
+				if done[j] && o == math.Trunc(o) {
+					b = o
+				}
+			}
+			if skipAbove(rdpToDP(a, c.lower(a, b), delta), ref) {
 				continue
 			}
-			if r, ok = rho(a); !ok {
+			r, ok := c.eval(a)
+			if !ok {
 				return 0, 0, false
 			}
+			vals[i], done[i] = rdpToDP(a, r, delta), true
 		}
-		if e := rdpToDP(a, r, delta); e < eps {
-			eps, order = e, a
+		if done[i] && vals[i] < eps {
+			eps, order = vals[i], a
 		}
 	}
 	return eps, order, true
-}
-
-// floorLower is the lower bound of a non-decreasing RDP curve at the
-// fractional order rdpOrders[i]: its value at floor(alpha), or 0.
-func floorLower(i int, _ float64, rhos []float64) float64 {
-	if f := floorIdx[i]; f >= 0 {
-		return rhos[f]
-	}
-	return 0
-}
-
-// atFloor returns a's RDP at floor(x) when that is >= 2 (an integer order,
-// cheap), else 0: a lower bound of its RDP at x.
-func (a *Accountant) atFloor(x float64) float64 {
-	k := math.Floor(x)
-	if k < 2 {
-		return 0
-	}
-	r, _ := a.RDPAt(k)
-	return r
 }

@@ -367,22 +367,27 @@ func GroupTwoEpsilon(single, direct *Accountant, delta float64) (eps, order floa
 	if direct == nil {
 		direct = &Accountant{}
 	}
-	rho2 := func(a float64) (float64, bool) {
-		d, ok1 := direct.RDPAt(a)
-		s2, ok2 := single.RDPAt(2 * a)
-		s1, ok3 := single.RDPAt(2*a - 1)
-		if !ok1 || !ok2 || !ok3 {
-			return 0, false
-		}
-		return d + (a-0.5)/(a-1)*s2 + s1, true
+	// The three curves are non-decreasing in their orders and the
+	// coefficient (a - 1/2)/(a - 1) is positive, so their values at a
+	// smaller order b bound rho2(a) from below (orders.go).
+	parts := map[float64][3]float64{}
+	curve := orderCurve{
+		eval: func(a float64) (float64, bool) {
+			d, ok1 := direct.RDPAt(a)
+			s2, ok2 := single.RDPAt(2 * a)
+			s1, ok3 := single.RDPAt(2*a - 1)
+			if !ok1 || !ok2 || !ok3 {
+				return 0, false
+			}
+			parts[a] = [3]float64{d, s2, s1}
+			return d + (a-0.5)/(a-1)*s2 + s1, true
+		},
+		lower: func(a, b float64) float64 {
+			p := parts[b]
+			return p[0] + (a-0.5)/(a-1)*p[1] + p[2]
+		},
 	}
-	// Each of the three curves is non-decreasing in its order and the
-	// coefficient is positive, so their values at the floors bound rho2
-	// from below (orders.go).
-	lower := func(_ int, a float64, _ []float64) float64 {
-		return direct.atFloor(a) + (a-0.5)/(a-1)*single.atFloor(2*a) + single.atFloor(2*a-1)
-	}
-	if eps, order, ok = minOverOrders(rho2, lower, delta); !ok {
+	if eps, order, ok = minOverOrders(curve, delta); !ok {
 		return 0, 0, false
 	}
 	return eps, order, true
