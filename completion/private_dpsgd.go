@@ -126,6 +126,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/dprec/dprec/data"
@@ -581,18 +582,22 @@ func poissonBatch(n int, q float64, r *rand.Rand, dst []int) []int {
 		}
 		return dst
 	case q >= 1.0/16:
+		// Branch-free: every index is written, and the write position
+		// advances by 1 exactly when the chunk is below th (the top bit
+		// of the wrapped difference).
 		th := uint64(q * 0x1p16)
+		k := len(dst)
+		dst = slices.Grow(dst, n)[:k+n]
 		var w uint64
 		for e := 0; e < n; e++ {
 			if e&3 == 0 {
 				w = r.Uint64()
 			}
-			if w&0xffff < th {
-				dst = append(dst, e)
-			}
+			dst[k] = e
+			k += int((w&0xffff - th) >> 63)
 			w >>= 16
 		}
-		return dst
+		return dst[:k]
 	}
 	lq := math.Log1p(-q)
 	for e := -1; ; {
