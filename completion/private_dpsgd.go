@@ -676,23 +676,23 @@ func (d *dpsgdState) addClippedCP3(i, j, k int32, x float64) float64 {
 		xh = m.Mean + m.Bias[0][i] + m.Bias[1][j] + m.Bias[2][k]
 		nb = 1
 	}
-	for r, a := range A {
-		xh += a * B[r] * C[r]
-	}
-	e := x - xh
-	g := -2 * e
 	oa, ob, oc := d.off[0][i], d.off[1][j], d.off[2][k]
 	if oa >= 0 && ob >= 0 && oc >= 0 {
-		// Every row trained (the common case): one pass for the norm, one
-		// to add.
+		// Every row trained (the common case): one pass for the
+		// prediction, the pairwise products and the norm (a*b*c is
+		// (a*b)*c, as in the prediction loop below, so the same bits),
+		// one to add.
 		var sn float64
 		bc, ac, ab := d.prod[0][:len(A)], d.prod[1][:len(A)], d.prod[2][:len(A)]
 		for r, a := range A {
 			b, c := B[r], C[r]
 			x, y, z := b*c, a*c, a*b
+			xh += z * c
 			bc[r], ac[r], ab[r] = x, y, z
 			sn += x*x + y*y + z*z
 		}
+		e := x - xh
+		g := -2 * e
 		f := g
 		if s2 := g * g * (sn + 3*nb); s2 > d.mb.clip*d.mb.clip {
 			f = g * d.mb.clip / math.Sqrt(s2)
@@ -712,6 +712,11 @@ func (d *dpsgdState) addClippedCP3(i, j, k int32, x float64) float64 {
 		}
 		return e * e
 	}
+	for r, a := range A {
+		xh += a * B[r] * C[r]
+	}
+	e := x - xh
+	g := -2 * e
 	var sa, sb, sc float64
 	for r, a := range A {
 		b, c := B[r], C[r]
