@@ -121,6 +121,7 @@ func alsItemStatsY(train *data.Store, by [][]int, ys, V []float64, R int, p alsP
 	ata := make([]float64, n1*n1)
 	atb := make([]float64, n1)
 	x := make([]float64, n1)
+	uu := make([]float64, T)
 	for _, es := range by {
 		if len(es) == 0 {
 			continue
@@ -128,23 +129,21 @@ func alsItemStatsY(train *data.Store, by [][]int, ys, V []float64, R int, p alsP
 		clear(ata)
 		clear(atb)
 		for _, e := range es {
+			// The regressor is (v_i, 1); products with the constant 1 are
+			// exact, so they are written as the factor itself.
 			i := train.Idx[1][e]
 			v := V[int(i)*R : int(i+1)*R]
 			y := ys[e]
-			for a := 0; a < n1; a++ {
-				za := 1.0
-				if a < R {
-					za = v[a]
+			for a, va := range v {
+				atb[a] += y * va
+				row := ata[a*n1 : a*n1+n1]
+				for b := a; b < R; b++ {
+					row[b] += va * v[b]
 				}
-				atb[a] += y * za
-				for b := a; b < n1; b++ {
-					zb := 1.0
-					if b < R {
-						zb = v[b]
-					}
-					ata[a*n1+b] += za * zb
-				}
+				row[R] += va
 			}
+			atb[R] += y
+			ata[R*n1+R]++
 		}
 		reg := p.lambda * float64(len(es))
 		for a := 0; a < n1; a++ {
@@ -160,19 +159,25 @@ func alsItemStatsY(train *data.Store, by [][]int, ys, V []float64, R int, p alsP
 		projectBall(x, p.gu)
 		bu := x[R]
 		u := x[:R]
+		// The user's Gram term, the same for each of their items.
+		k := 0
+		for a := 0; a < R; a++ {
+			for b := a; b < R; b++ {
+				uu[k] = u[a] * u[b]
+				k++
+			}
+		}
 		for _, e := range es {
 			i := int(train.Idx[1][e])
 			z := ys[e] - bu
 			s := stats[i*W : (i+1)*W]
-			k := 0
-			for a := 0; a < R; a++ {
-				for b := a; b < R; b++ {
-					s[k] += u[a] * u[b]
-					k++
-				}
+			g := s[:T]
+			for k, v := range uu {
+				g[k] += v
 			}
-			for a := 0; a < R; a++ {
-				s[T+a] += z * u[a]
+			rhs := s[T:W]
+			for a, ua := range u {
+				rhs[a] += z * ua
 			}
 		}
 	}
