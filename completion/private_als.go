@@ -271,7 +271,7 @@ func TrainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 	rep.Notes = append(rep.Notes,
 		"not released: user rows and user biases (zero in the model); each user solves them at prediction time from the released item side and their own ratings (billboard model, joint DP)",
 		fmt.Sprintf("item steps: %d, each releasing every item's Gram matrix (upper triangle) and right-hand side with Gaussian noise sigma %.4g at l2 sensitivity %.4g (package doc, Sensitivities)", ALSPrivateSteps, sigma, sens),
-		alsNoiseNote,
+		fastNoiseNote("item-step"),
 		fmt.Sprintf("public constants: residual clip c = %g, user vector norm <= %g, item row norm <= %g, ridge %g per observation, rank %d", p.c, p.gu, p.gv, p.lambda, R),
 		fmt.Sprintf("epsilon: %g%% of it calibrates the bias releases (%s); the Gaussian steps take the rest under %s composition", 100*ALSPrivateBiasFraction, bo.Mechanism, used))
 	rep.Notes = append(rep.Notes, bias.notes...)
@@ -363,9 +363,6 @@ func planALSSteps(o *PrivateOptions, biasRels []perturb.Release, sens float64) (
 	return hi, accWith(hi), nil
 }
 
-// alsNoiseNote states how the item steps' Gaussian noise is sampled.
-const alsNoiseNote = "item-step noise sampler: perturb.Gaussian.AddToFast (inputs snapped to the power-of-two grid, ziggurat normals from a ChaCha8 keyed from crypto/rand rounded to the grid, sigma corrected for the snapping): outputs are grid points, and the guarantee is that of the continuous Gaussian mechanism to the accuracy of the ziggurat sampler, not of the exact discrete Gaussian (perturb package doc, Floating point)"
-
 // alsPrivateSteps runs the released item steps from a data-independent
 // start and returns the item rows (row-major Dims[1] x R).
 func alsPrivateSteps(train *data.Store, by [][]int, m *decomposition.Model, counts []float64, g *perturb.Gaussian, p alsPrivateParams, o *PrivateOptions) []float64 {
@@ -380,7 +377,7 @@ func alsPrivateSteps(train *data.Store, by [][]int, m *decomposition.Model, coun
 	// Bulk noise (every item's statistics, every step): grid-rounded
 	// ziggurat normals from a fast source (a ChaCha8 keyed from
 	// crypto/rand, or the seeded stream), perturb.Gaussian.AddToFast; the
-	// report says so (alsNoiseNote).
+	// report says so (fastNoiseNote).
 	nr := rand.New(o.Noise.FastSource(streamALSSteps))
 	a := make([]float64, R*R)
 	bvec := make([]float64, R)
