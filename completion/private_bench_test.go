@@ -41,9 +41,14 @@ const benchEpochs = 5
 //
 //	go test -run XXX -bench PrivateEpoch -benchtime 20x ./completion/
 func benchPrivateEpoch(b *testing.B, kind decomposition.Kind, mode string) {
+	benchPrivateEpochs(b, kind, mode, benchEpochs)
+}
+
+// benchPrivateEpochs is benchPrivateEpoch with the number of epochs of the
+// SGD modes given.
+func benchPrivateEpochs(b *testing.B, kind decomposition.Kind, mode string, epochs int) {
 	dims := []int{200, 150, 10}
 	st := privStore(dims, 20000, 42)
-	epochs := benchEpochs
 	switch mode {
 	case "als", "noneALS":
 		epochs = ALSPrivateSteps
@@ -126,6 +131,17 @@ func BenchmarkPrivateEpoch_Tucker_GradAll(b *testing.B) {
 }
 func BenchmarkPrivateEpoch_Tucker_GradAllPerEntry(b *testing.B) {
 	benchPrivateEpoch(b, decomposition.Tucker, "gradAllPerEntry")
+}
+
+// BenchmarkPrivateEpoch60_CP_None and BenchmarkPrivateEpoch60_CP_GradAll
+// train DefaultEpochs (60) epochs, the default run, over which minibatch
+// DP-SGD's planning (its bias warm start and noise calibration, a fixed
+// cost per run) weighs less than over benchEpochs.
+func BenchmarkPrivateEpoch60_CP_None(b *testing.B) {
+	benchPrivateEpochs(b, decomposition.CP, "none", DefaultEpochs)
+}
+func BenchmarkPrivateEpoch60_CP_GradAll(b *testing.B) {
+	benchPrivateEpochs(b, decomposition.CP, "gradAll", DefaultEpochs)
 }
 
 // BenchmarkDPSGDPlan times the planning of minibatch DP-SGD alone (bias
