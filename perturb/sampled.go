@@ -289,13 +289,14 @@ func SampledGaussianNoiseMultiplier(q float64, steps int, epsilon, delta float64
 // unimodal for Gaussian and Laplace releases, so the minimum lies there;
 // the minimum over a subset of orders is still a valid bound, never below
 // the full grid's, so a noise multiplier accepted here is accepted by the
-// full grid too. It returns as soon as
-// an evaluated order fits, and skips a fractional order whose lower bound
-// (the composed RDP at floor(alpha), or 0, converted at alpha; orders.go)
-// already exceeds epsilon, since that order's value cannot fit either.
-// The bisection of SampledGaussianNoiseMultiplier starts its bracket at
-// multipliers far below the answer, where rdpEpsilonFast's fractional
-// orders near 2 cost milliseconds each (logAFrac).
+// full grid too. It returns as soon as an evaluated order fits, and skips
+// a fractional order whose lower bound (the composed RDP at floor(alpha),
+// or 0, converted at alpha; orders.go) already exceeds epsilon, since that
+// order's value cannot fit either: the answer is that of evaluating every
+// order of the subset (TestOrderShortcutsExact). The bisection of
+// SampledGaussianNoiseMultiplier starts its bracket at multipliers far
+// below the answer, where the fractional orders near 2 cost milliseconds
+// each (logAFrac).
 func (a *Accountant) rdpFitsFast(delta, epsilon float64) bool {
 	best, bestA := math.Inf(1), 0.0
 	rising := 0
