@@ -97,6 +97,23 @@ func alsUsers(train *data.Store) [][]int {
 // lambda n_u, projected onto the ball of radius Gamma_u. Layout: item i
 // occupies stats[i*W : (i+1)*W], W = R(R+1)/2 + R.
 func alsItemStats(train *data.Store, by [][]int, mu float64, itemBias, V []float64, R int, p alsPrivateParams, o *PrivateOptions) []float64 {
+	return alsItemStatsY(train, by, alsResiduals(train, mu, itemBias, p, o), V, R, p)
+}
+
+// alsResiduals returns y_e = clip(clamp(r_e) - mu - beta_i, -c, c) for
+// every training entry e (store order). They depend on the released mean
+// and item biases only, which the item steps do not change, so
+// alsPrivateSteps computes them once for all steps.
+func alsResiduals(train *data.Store, mu float64, itemBias []float64, p alsPrivateParams, o *PrivateOptions) []float64 {
+	ys := make([]float64, len(train.Val))
+	for e, r := range train.Val {
+		ys[e] = alsResidual(r, mu, itemBias[train.Idx[1][e]], p, o)
+	}
+	return ys
+}
+
+// alsItemStatsY is alsItemStats with the residuals y_e given (alsResiduals).
+func alsItemStatsY(train *data.Store, by [][]int, ys, V []float64, R int, p alsPrivateParams) []float64 {
 	T := R * (R + 1) / 2
 	W := T + R
 	stats := make([]float64, train.Dims[1]*W)
@@ -104,6 +121,7 @@ func alsItemStats(train *data.Store, by [][]int, mu float64, itemBias, V []float
 	ata := make([]float64, n1*n1)
 	atb := make([]float64, n1)
 	x := make([]float64, n1)
+	uu := make([]float64, T)
 	for _, es := range by {
 		if len(es) == 0 {
 			continue
@@ -111,23 +129,21 @@ func alsItemStats(train *data.Store, by [][]int, mu float64, itemBias, V []float
 		clear(ata)
 		clear(atb)
 		for _, e := range es {
+			// The regressor is (v_i, 1); products with the constant 1 are
+			// exact, so they are written as the factor itself.
 			i := train.Idx[1][e]
 			v := V[int(i)*R : int(i+1)*R]
-			y := alsResidual(train.Val[e], mu, itemBias[i], p, o)
-			for a := 0; a < n1; a++ {
-				za := 1.0
-				if a < R {
-					za = v[a]
+			y := ys[e]
+			for a, va := range v {
+				atb[a] += y * va
+				row := ata[a*n1 : a*n1+n1]
+				for b := a; b < R; b++ {
+					row[b] += va * v[b]
 				}
-				atb[a] += y * za
-				for b := a; b < n1; b++ {
-					zb := 1.0
-					if b < R {
-						zb = v[b]
-					}
-					ata[a*n1+b] += za * zb
-				}
+				row[R] += va
 			}
+			atb[R] += y
+			ata[R*n1+R]++
 		}
 		reg := p.lambda * float64(len(es))
 		for a := 0; a < n1; a++ {
@@ -143,19 +159,25 @@ func alsItemStats(train *data.Store, by [][]int, mu float64, itemBias, V []float
 		projectBall(x, p.gu)
 		bu := x[R]
 		u := x[:R]
+		// The user's Gram term, the same for each of their items.
+		k := 0
+		for a := 0; a < R; a++ {
+			for b := a; b < R; b++ {
+				uu[k] = u[a] * u[b]
+				k++
+			}
+		}
 		for _, e := range es {
 			i := int(train.Idx[1][e])
-			z := alsResidual(train.Val[e], mu, itemBias[i], p, o) - bu
+			z := ys[e] - bu
 			s := stats[i*W : (i+1)*W]
-			k := 0
-			for a := 0; a < R; a++ {
-				for b := a; b < R; b++ {
-					s[k] += u[a] * u[b]
-					k++
-				}
+			g := s[:T]
+			for k, v := range uu {
+				g[k] += v
 			}
-			for a := 0; a < R; a++ {
-				s[T+a] += z * u[a]
+			rhs := s[T:W]
+			for a, ua := range u {
+				rhs[a] += z * ua
 			}
 		}
 	}
@@ -249,6 +271,7 @@ func TrainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 	rep.Notes = append(rep.Notes,
 		"not released: user rows and user biases (zero in the model); each user solves them, and their biases on the time buckets of their own ratings, at prediction time from the released item side and their own ratings (billboard model, joint DP)",
 		fmt.Sprintf("item steps: %d, each releasing every item's Gram matrix (upper triangle) and right-hand side with Gaussian noise sigma %.4g at l2 sensitivity %.4g (package doc, Sensitivities)", ALSPrivateSteps, sigma, sens),
+		fastNoiseNote("item-step"),
 		fmt.Sprintf("public constants: residual clip c = %g, user vector norm <= %g, item row norm <= %g, ridge %g per observation, rank %d", p.c, p.gu, p.gv, p.lambda, R),
 		fmt.Sprintf("epsilon: %g%% of it calibrates the bias releases (%s); the Gaussian steps take the rest under %s composition", 100*ALSPrivateBiasFraction, bo.Mechanism, used))
 	rep.Notes = append(rep.Notes, bias.notes...)
@@ -351,13 +374,20 @@ func alsPrivateSteps(train *data.Store, by [][]int, m *decomposition.Model, coun
 	}
 	T := R * (R + 1) / 2
 	W := T + R
-	nr := rand.New(o.source(streamALSSteps))
+	// Bulk noise (every item's statistics, every step): grid-rounded
+	// ziggurat normals from a fast source (a ChaCha8 keyed from
+	// crypto/rand, or the seeded stream), perturb.Gaussian.AddToFast; the
+	// report says so (fastNoiseNote).
+	nr := rand.New(o.Noise.FastSource(streamALSSteps))
 	a := make([]float64, R*R)
 	bvec := make([]float64, R)
 	sigma := g.Sigma()
+	// The residuals use the released mean and item biases, fixed during
+	// the item steps: computed once.
+	ys := alsResiduals(train, m.Mean, m.Bias[1], p, o)
 	for step := 0; step < ALSPrivateSteps; step++ {
-		stats := alsItemStats(train, by, m.Mean, m.Bias[1], V, R, p, o)
-		g.AddTo(stats, nr)
+		stats := alsItemStatsY(train, by, ys, V, R, p)
+		g.AddToFast(stats, nr)
 		for i := 0; i < m.Dims[1]; i++ {
 			s := stats[i*W : (i+1)*W]
 			ridge := p.lambda*counts[i] + 3*sigma*math.Sqrt(float64(R))

@@ -106,10 +106,16 @@ package completion
 // epsilon (its global mean; without it user biases absorb the mean's
 // noise at epsilon >= 1 only).
 //
-// The loop runs on one goroutine (the sampling and noise come from one
-// stream in a fixed order, so a seeded run is reproducible);
-// Settings.Threads is not used. Early stopping is off (no validation
-// data in a private run).
+// Threads. The sampling and the noise come from one stream in a fixed
+// order (the batch, then the noise of the step) whatever Settings.Threads
+// is. With Threads = p > 1 the batch is cut into p contiguous chunks whose
+// clipped gradients p workers sum into their own buffers, the buffers are
+// added in worker order (each worker adding one range of coordinates),
+// and the rows are stepped in p disjoint ranges: a seeded run is
+// reproducible for a given p, and runs with different p differ only by
+// the rounding of the sums (the released quantity, its sensitivity and
+// its noise are the same). Early stopping is off (no validation data in a
+// private run).
 //
 // The training losses in Result.History are computed from the sampled
 // ratings' raw residuals and are NOT covered (as in the per-entry
@@ -120,6 +126,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/dprec/dprec/data"
@@ -302,6 +309,7 @@ func (p *GradientPerturbation) planMinibatch(train *data.Store, s *Settings, has
 		fmt.Sprintf("minibatch DP-SGD: Poisson sampling rate q = %g, T = %d steps, clip C = %g, noise multiplier sigma = %.6g (noise sd %.6g per coordinate per step, dense on every trained coordinate), RDP of the sampled Gaussian (Mironov, Talwar and Zhang 2019) at orders 1.1-10.9 by 0.1, 12-63 and 80-65536 (exact to order 1024, the plain Gaussian bound above), composed with the warm start and converted by Canonne, Kamath and Steinke 2020", mb.q, mb.steps, mb.clip, s2, s2*mb.clip),
 		fmt.Sprintf("steps preconditioned by public counts: theta_r -= eta (G_r + 2 q n_r lambda theta_r)/(2 (q n_r + kappa)), eta = %g, kappa = %.6g; rows with eta T q n_r/(q n_r + kappa) < 1 frozen at their public initial values", mb.eta, mb.kappa),
 		fmt.Sprintf("value change of one rating (the entry relation of the other modes): epsilon %.4g at delta %.3g, by RDP group privacy at group size 2 through the log with that rating nulled (Mironov 2017, Proposition 11, p = 2): rho2(a) = warm(a) + (a - 1/2)/(a - 1) T rho(2a) + T rho(2a - 1), rho the step's sampled-Gaussian RDP, the warm start once (its sensitivities cover a value change), minimised at order %g (perturb.GroupTwoEpsilon; derivation in go doc completion, Sensitivities)", mb.vcEps, delta, mb.vcOrder),
+		fastNoiseNote("DP-SGD step"),
 		"the per-epoch training losses are computed from raw ratings: do not publish them")
 	if hasBias {
 		p.report.Notes = append(p.report.Notes, fmt.Sprintf("warm start: the bias mode's release at epsilon %g (global mean, item biases) composed in RDP with the steps; its mean is the model's", mb.warmEps))
@@ -409,7 +417,10 @@ type dpsgdState struct {
 	rows    []dpsgdRow
 	coreOff int // offset of the core in buf (-1 without a core)
 	buf     []float64
-	qN      float64 // q N, the expected batch size
+	batch   []int         // the current Poisson batch (entry indices, increasing)
+	shards  []*dpsgdState // workers 1..Threads-1 (worker 0 is the state itself)
+	sses    []float64     // per-worker sums of squared residuals
+	qN      float64       // q N, the expected batch size
 	regO    float64
 	regB    float64
 	regG    float64
@@ -457,7 +468,27 @@ func newDPSGDState(m *decomposition.Model, mb *minibatchPlan, cfg *Settings) *dp
 		off += len(m.Core)
 	}
 	d.buf = make([]float64, off)
+	for w := 1; w < cfg.Threads; w++ {
+		// Workers share the model, the plan and the offsets (read only)
+		// and own their scratch and partial sum.
+		sh := *d
+		sh.work, sh.idx, sh.rows3 = m.NewWork(), make([]int32, m.Order()), make([][]float64, m.Order())
+		for i := range sh.prod {
+			sh.prod[i] = make([]float64, m.Ranks[0])
+		}
+		sh.buf, sh.batch, sh.shards = make([]float64, off), nil, nil
+		d.shards = append(d.shards, &sh)
+	}
+	d.sses = make([]float64, len(d.shards)+1)
 	return d
+}
+
+// worker returns worker w's state (0: d itself).
+func (d *dpsgdState) worker(w int) *dpsgdState {
+	if w == 0 {
+		return d
+	}
+	return d.shards[w-1]
 }
 
 // trained returns the number of trained coordinates (noised per step).
@@ -473,59 +504,114 @@ func (d *dpsgdState) step(train *data.Store, vals []float64, r *rand.Rand) (floa
 
 // noisySum leaves in buf the noisy sum of the clipped gradients of one
 // Poisson batch (the released quantity of a step) and returns the batch's
-// sum of squared residuals and size.
+// sum of squared residuals and size. The batch is drawn from r first, then
+// its clipped gradients are summed (in parallel over contiguous chunks of
+// the batch when Threads > 1, each worker into its own buffer, the
+// buffers then added in worker order: the result depends on the seed and
+// the number of workers only), then the noise is drawn from r.
 func (d *dpsgdState) noisySum(train *data.Store, vals []float64, r *rand.Rand) (float64, int) {
-	clear(d.buf)
-	sse, k := 0.0, 0
-	poissonBatch(len(vals), d.mb.q, r, func(e int) {
-		sse += d.addClipped(train, vals, e)
-		k++
-	})
+	d.batch = poissonBatch(len(vals), d.mb.q, r, d.batch[:0])
+	sse := d.sumClipped(train, vals)
 	d.mb.gauss.AddToFast(d.buf, r)
-	return sse, k
+	return sse, len(d.batch)
 }
 
-// poissonBatch calls f for every index in [0, n) kept by Poisson sampling
-// at rate q (each independently), in increasing order. For q >= 1/16 each
+// sumClipped sets buf to the sum of the clipped gradients of the batch and
+// returns the batch's sum of squared residuals.
+func (d *dpsgdState) sumClipped(train *data.Store, vals []float64) float64 {
+	p := len(d.sses)
+	if p == 1 {
+		clear(d.buf)
+		return d.addBatch(train, vals, d.batch)
+	}
+	n := len(d.batch)
+	parallelFor(p, func(w int) {
+		sh := d.worker(w)
+		clear(sh.buf)
+		d.sses[w] = sh.addBatch(train, vals, d.batch[w*n/p:(w+1)*n/p])
+	})
+	// Each worker adds the partial sums of its coordinate range, in worker
+	// order.
+	L := len(d.buf)
+	parallelFor(p, func(w int) {
+		lo, hi := w*L/p, (w+1)*L/p
+		dst := d.buf[lo:hi]
+		for _, sh := range d.shards {
+			for i, v := range sh.buf[lo:hi] {
+				dst[i] += v
+			}
+		}
+	})
+	sse := 0.0
+	for _, v := range d.sses {
+		sse += v
+	}
+	return sse
+}
+
+// addBatch adds the clipped gradients of the entries es to buf and returns
+// their sum of squared residuals.
+func (d *dpsgdState) addBatch(train *data.Store, vals []float64, es []int) float64 {
+	sse := 0.0
+	if d.m.Kind == decomposition.CP && d.m.Order() == 3 {
+		I, J, K := train.Idx[0], train.Idx[1], train.Idx[2]
+		for _, e := range es {
+			sse += d.addClippedCP3(I[e], J[e], K[e], vals[e])
+		}
+		return sse
+	}
+	for _, e := range es {
+		sse += d.addClipped(train, vals, e)
+	}
+	return sse
+}
+
+// poissonBatch appends to dst every index in [0, n) kept by Poisson
+// sampling at rate q (each independently), in increasing order, and
+// returns it. For q >= 1/16 each
 // 64-bit word of r decides four indices: an index is kept when its 16-bit
 // chunk is below floor(q 2^16), an inclusion probability of at most q and
 // within 2^-16 of it (the sampled-Gaussian RDP grows with q, so accounting
 // at q is conservative; at the default q = 1/4 it is exact). Below 1/16 the
 // gaps are geometric, 1 + floor(log U / log(1-q)), one logarithm per kept
 // index.
-func poissonBatch(n int, q float64, r *rand.Rand, f func(int)) {
+func poissonBatch(n int, q float64, r *rand.Rand, dst []int) []int {
 	switch {
 	case q >= 1:
 		for e := 0; e < n; e++ {
-			f(e)
+			dst = append(dst, e)
 		}
-		return
+		return dst
 	case q >= 1.0/16:
+		// Branch-free: every index is written, and the write position
+		// advances by 1 exactly when the chunk is below th (the top bit
+		// of the wrapped difference).
 		th := uint64(q * 0x1p16)
+		k := len(dst)
+		dst = slices.Grow(dst, n)[:k+n]
 		var w uint64
 		for e := 0; e < n; e++ {
 			if e&3 == 0 {
 				w = r.Uint64()
 			}
-			if w&0xffff < th {
-				f(e)
-			}
+			dst[k] = e
+			k += int((w&0xffff - th) >> 63)
 			w >>= 16
 		}
-		return
+		return dst[:k]
 	}
 	lq := math.Log1p(-q)
 	for e := -1; ; {
 		u := 1 - r.Float64() // in (0, 1]
 		gap := math.Floor(math.Log(u) / lq)
 		if gap >= float64(n) {
-			return
+			return dst
 		}
 		e += 1 + int(gap)
 		if e >= n {
-			return
+			return dst
 		}
-		f(e)
+		dst = append(dst, e)
 	}
 }
 
@@ -591,23 +677,23 @@ func (d *dpsgdState) addClippedCP3(i, j, k int32, x float64) float64 {
 		xh = m.Mean + m.Bias[0][i] + m.Bias[1][j] + m.Bias[2][k]
 		nb = 1
 	}
-	for r, a := range A {
-		xh += a * B[r] * C[r]
-	}
-	e := x - xh
-	g := -2 * e
 	oa, ob, oc := d.off[0][i], d.off[1][j], d.off[2][k]
 	if oa >= 0 && ob >= 0 && oc >= 0 {
-		// Every row trained (the common case): one pass for the norm, one
-		// to add.
+		// Every row trained (the common case): one pass for the
+		// prediction, the pairwise products and the norm (a*b*c is
+		// (a*b)*c, as in the prediction loop below, so the same bits),
+		// one to add.
 		var sn float64
 		bc, ac, ab := d.prod[0][:len(A)], d.prod[1][:len(A)], d.prod[2][:len(A)]
 		for r, a := range A {
 			b, c := B[r], C[r]
 			x, y, z := b*c, a*c, a*b
+			xh += z * c
 			bc[r], ac[r], ab[r] = x, y, z
 			sn += x*x + y*y + z*z
 		}
+		e := x - xh
+		g := -2 * e
 		f := g
 		if s2 := g * g * (sn + 3*nb); s2 > d.mb.clip*d.mb.clip {
 			f = g * d.mb.clip / math.Sqrt(s2)
@@ -627,6 +713,11 @@ func (d *dpsgdState) addClippedCP3(i, j, k int32, x float64) float64 {
 		}
 		return e * e
 	}
+	for r, a := range A {
+		xh += a * B[r] * C[r]
+	}
+	e := x - xh
+	g := -2 * e
 	var sa, sb, sc float64
 	for r, a := range A {
 		b, c := B[r], C[r]
@@ -738,7 +829,23 @@ func (d *dpsgdState) preClip(w *decomposition.Work) float64 {
 // noisy summed gradient in buf.
 func (d *dpsgdState) apply() {
 	m := d.m
-	for _, rw := range d.rows {
+	p := len(d.sses)
+	parallelFor(p, func(w int) { d.applyRows(d.rows[w*len(d.rows)/p : (w+1)*len(d.rows)/p]) })
+	if d.coreOff >= 0 {
+		// The core is touched by every rating: n = N.
+		st := d.mb.eta / (2 * (d.qN + d.mb.kappa))
+		g := d.buf[d.coreOff : d.coreOff+len(m.Core)]
+		for t, v := range m.Core {
+			m.Core[t] = v - st*(g[t]+2*d.qN*d.regG*v)
+		}
+	}
+}
+
+// applyRows steps the given trained rows (each row's update reads only
+// its own gradient block and values, so workers take disjoint ranges).
+func (d *dpsgdState) applyRows(rows []dpsgdRow) {
+	m := d.m
+	for _, rw := range rows {
 		row := m.Row(int(rw.mode), int(rw.row))
 		g := d.buf[rw.off : int(rw.off)+len(row)]
 		for t, v := range row {
@@ -747,14 +854,6 @@ func (d *dpsgdState) apply() {
 		if m.HasBias {
 			b := &m.Bias[rw.mode][rw.row]
 			*b -= rw.step * (d.buf[int(rw.off)+len(row)] + 2*rw.qn*d.regB**b)
-		}
-	}
-	if d.coreOff >= 0 {
-		// The core is touched by every rating: n = N.
-		st := d.mb.eta / (2 * (d.qN + d.mb.kappa))
-		g := d.buf[d.coreOff : d.coreOff+len(m.Core)]
-		for t, v := range m.Core {
-			m.Core[t] = v - st*(g[t]+2*d.qN*d.regG*v)
 		}
 	}
 }

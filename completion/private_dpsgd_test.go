@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -429,5 +430,95 @@ func TestDPSGDValueChangeReported(t *testing.T) {
 	o.RatingMin, o.RatingMax = 0.5, 5
 	if v := planDPSGD(t, st, o, 60).mb.vcEps; math.Abs(v-2.05) > 0.01 {
 		t.Errorf("default plan at epsilon 1: value change %v, the docs say 2.05", v)
+	}
+}
+
+// TestDPSGDThreads: with p workers a seeded run is reproducible (same seed,
+// same p: the same model bit for bit), and runs with different p differ
+// only by the rounding of the summed clipped gradients (every parameter
+// within 1e-6 of the one-worker run), for CP (fused path) and Tucker
+// (generic path).
+func TestDPSGDThreads(t *testing.T) {
+	t.Parallel()
+	dims := []int{40, 30, 3}
+	st := privStore(dims, 1500, 37)
+	for _, kind := range []decomposition.Kind{decomposition.CP, decomposition.Tucker} {
+		run := func(threads int) *decomposition.Model {
+			o := baseOpts()
+			o.Protect = ProtectAll
+			p, err := NewGradientPerturbation(&o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := privModel(t, kind, dims, 3, true, 1, 0.1)
+			if _, err := Train(st, nil, m, &Settings{Epochs: 3, Threads: threads, Privacy: p, InitScale: 0.1}, rand.NewPCG(1, 1), nil); err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+		one := run(1)
+		for _, p := range []int{2, 3} {
+			a, b := run(p), run(p)
+			if !modelsIdentical(a, b) {
+				t.Errorf("%s, %d workers: two seeded runs differ", kind, p)
+			}
+			worst := 0.0
+			for mo := range a.Factors {
+				for i, v := range a.Factors[mo] {
+					worst = math.Max(worst, math.Abs(v-one.Factors[mo][i]))
+				}
+			}
+			for i, v := range a.Core {
+				worst = math.Max(worst, math.Abs(v-one.Core[i]))
+			}
+			if worst > 1e-6 {
+				t.Errorf("%s, %d workers: parameters differ from the one-worker run by up to %v", kind, p, worst)
+			}
+		}
+	}
+}
+
+// TestPoissonBatch: the branch-free sampler keeps exactly the indices whose
+// 16-bit chunk is below floor(q 2^16) (the rule it implements, written
+// with a branch here), appends to what dst holds, and keeps a fraction
+// near q.
+func TestPoissonBatch(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		n int
+		q float64
+	}{{0, 0.25}, {1, 0.25}, {7, 0.5}, {10001, 0.25}, {10001, 1.0 / 16}, {9999, 0.9}, {5000, 0.01}, {100, 1}} {
+		got := poissonBatch(tc.n, tc.q, rand.New(rand.NewPCG(3, 4)), []int{-1})
+		var want []int
+		r := rand.New(rand.NewPCG(3, 4))
+		switch {
+		case tc.q >= 1:
+			for e := 0; e < tc.n; e++ {
+				want = append(want, e)
+			}
+		case tc.q >= 1.0/16:
+			th := uint64(tc.q * 0x1p16)
+			var w uint64
+			for e := 0; e < tc.n; e++ {
+				if e&3 == 0 {
+					w = r.Uint64()
+				}
+				if w&0xffff < th {
+					want = append(want, e)
+				}
+				w >>= 16
+			}
+		default:
+			want = poissonBatch(tc.n, tc.q, r, nil) // geometric gaps: checked by the fraction only
+		}
+		if got[0] != -1 || !slices.Equal(got[1:], want) {
+			t.Fatalf("n %d q %v: batch %v, want %v", tc.n, tc.q, got[1:min(len(got), 10)], want[:min(len(want), 9)])
+		}
+		if tc.n >= 5000 {
+			k := float64(len(want))
+			if sd := math.Sqrt(float64(tc.n) * tc.q * (1 - tc.q)); math.Abs(k-float64(tc.n)*tc.q) > stattest.Z5*sd {
+				t.Errorf("n %d q %v: kept %v, expected %v", tc.n, tc.q, k, float64(tc.n)*tc.q)
+			}
+		}
 	}
 }

@@ -388,6 +388,7 @@ func (p *GradientPerturbation) PerturbOutput(m *decomposition.Model, train *data
 		p.report.Covered = all
 		p.report.Notes = append(p.report.Notes,
 			fmt.Sprintf("gradient perturbation --protect all: joint per-entry gradient clipped to m = %g, Gaussian noise sigma = %g on every touched parameter; %d steps per %s", p.o.Clip, p.gauss.Sigma(), p.steps, p.o.Unit),
+			fastNoiseNote("per-entry gradient"),
 			"the global mean is released with Laplace noise and used in every residual; early stopping disabled",
 			"the per-epoch training losses are computed from raw ratings: dprec train withholds them from the model file (only epochs, step sizes and timings are saved); do not publish the losses printed during training")
 		return nil

@@ -326,8 +326,21 @@ func capStep(o *PrivateOptions, s *Settings, s2 float64) string {
 	return fmt.Sprintf("learning rate capped from %g to %.4g = tau^2/s^2 (per-coordinate gradient noise variance s^2 = %.4g, tau^2 = ((r_max-r_min)/4)^2/%g; completion.StepCap)", old, c, s2, BiasItemPenalty)
 }
 
+// fastNoiseNote is the report note of a mode whose Gaussian noise is
+// drawn in bulk by perturb.Gaussian.AddToFast.
+func fastNoiseNote(what string) string {
+	return what + " noise sampler: perturb.Gaussian.AddToFast (inputs snapped to the power-of-two grid, ziggurat normals from perturb.Noise.FastSource, a ChaCha8 keyed from crypto/rand for secure noise, rounded to the grid, sigma corrected for the snapping): outputs are grid points, and the guarantee is that of the continuous Gaussian mechanism to the accuracy of the ziggurat sampler, not of the exact discrete Gaussian (perturb package doc, Floating point)"
+}
+
 // clampValue clamps v to [lo, hi].
-func clampValue(v, lo, hi float64) float64 { return math.Min(hi, math.Max(lo, v)) }
+func clampValue(v, lo, hi float64) float64 {
+	// In range (and not a zero, whose sign math.Max/Min choose): they would
+	// return v, and they are not inlined on amd64.
+	if v >= lo && v <= hi && v != 0 {
+		return v
+	}
+	return math.Min(hi, math.Max(lo, v))
+}
 
 // ErrUserBound is returned (wrapped) by Plan when the user unit is chosen
 // and some user has more than MaxRatingsPerUser ratings in the store.

@@ -164,19 +164,15 @@ func rdpToDP(alpha, rho, delta float64) float64 {
 	return math.Max(e, 0)
 }
 
-// rdpEpsilon is the RDP total at delta, minimised over the order grid.
+// rdpEpsilon is the RDP total at delta, minimised over the order grid
+// (minOverOrders: orders whose lower bound already exceeds the minimum are
+// not evaluated; the minimum is exactly that of the full grid).
 func (a *Accountant) rdpEpsilon(delta float64) (float64, bool) {
-	best := math.Inf(1)
-	for _, al := range rdpOrders {
-		rho, ok := a.RDPAt(al)
-		if !ok {
-			return 0, false
-		}
-		if e := rdpToDP(al, rho, delta); e < best {
-			best = e
-		}
+	eps, _, ok := minOverOrders(monotoneCurve(a.RDPAt), delta)
+	if !ok {
+		return 0, false
 	}
-	return best, true
+	return eps, true
 }
 
 // TotalBy returns the composed (epsilon, delta) of all recorded releases by

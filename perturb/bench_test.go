@@ -50,3 +50,10 @@ func BenchmarkGaussianAddToFast_100000(b *testing.B) {
 	}
 	b.SetBytes(int64(8 * len(x)))
 }
+
+// BenchmarkL2NoiseAddTo_8 times one rank-8 vector of --protect C's
+// per-entry noise.
+func BenchmarkL2NoiseAddTo_8(b *testing.B) {
+	m, _ := NewL2Noise(1, 1, 8)
+	benchAddTo(b, 8, m.AddTo)
+}

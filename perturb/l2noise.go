@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-
-	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // MaxDimension bounds the dimension of vector mechanisms (2^31): larger
@@ -104,8 +102,38 @@ func (m *L2Noise) sample(dst []float64, scale float64, r *rand.Rand) {
 // scale: Gamma(shape dim, scale). In polar coordinates the density
 // exp(-||n||/scale) has radial density proportional to r^(dim-1)
 // e^(-r/scale), which is that Gamma law.
+//
+// The sampler is gonum's distuv.Gamma.Rand for shape >= 1 (Marsaglia and
+// Tsang 2000; shape 1: an exponential), written out so that it draws from
+// r directly: gonum wraps its source in a new rand.Rand and takes three
+// method values per call, which cost more than the sampling itself for
+// per-entry noise (--protect C). The draws, their order and the
+// arithmetic are gonum's, so the radii are bit for bit the same
+// (TestL2RadiusMatchesGonum).
 func L2Radius(dim int, scale float64, r *rand.Rand) float64 {
-	return distuv.Gamma{Alpha: float64(dim), Beta: 1 / scale, Src: r}.Rand()
+	b := 1 / scale
+	a := float64(dim)
+	if a == 1 {
+		return r.ExpFloat64() / b
+	}
+	d := a - 1.0/3
+	m := 1.0
+	c := 1 / (3 * math.Sqrt(d))
+	for {
+		x := r.NormFloat64()
+		v := 1 + x*c
+		if v <= 0.0 {
+			continue
+		}
+		v = v * v * v
+		u := r.Float64()
+		if u < 1.0-0.0331*(x*x)*(x*x) {
+			return m * d * v / b
+		}
+		if math.Log(u) < 0.5*x*x+d*(1-v+math.Log(v)) {
+			return m * d * v / b
+		}
+	}
 }
 
 // AddTo adds one noise vector to x in place (len(x) must be Dim(), else it

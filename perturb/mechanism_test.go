@@ -335,3 +335,25 @@ func TestNeighbourRatio(t *testing.T) {
 		}
 	}
 }
+
+// TestL2RadiusMatchesGonum: L2Radius, gonum's Gamma sampler written out,
+// returns bit for bit what distuv.Gamma.Rand returns from the same stream
+// (and leaves the stream at the same place).
+func TestL2RadiusMatchesGonum(t *testing.T) {
+	t.Parallel()
+	for _, dim := range []int{1, 2, 3, 8, 10, 64, 1000} {
+		for _, scale := range []float64{0.01, 1, 7.5} {
+			r1, r2 := rand.New(SeededSource(uint64(dim))), rand.New(SeededSource(uint64(dim)))
+			for i := 0; i < 20000; i++ {
+				got := L2Radius(dim, scale, r1)
+				want := distuv.Gamma{Alpha: float64(dim), Beta: 1 / scale, Src: r2}.Rand()
+				if got != want {
+					t.Fatalf("dim %d scale %v draw %d: %v, gonum %v", dim, scale, i, got, want)
+				}
+			}
+			if r1.Uint64() != r2.Uint64() {
+				t.Fatalf("dim %d scale %v: streams diverged", dim, scale)
+			}
+		}
+	}
+}

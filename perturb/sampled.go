@@ -258,8 +258,7 @@ func SampledGaussianNoiseMultiplier(q float64, steps int, epsilon, delta float64
 			a.releases = append(a.releases, extra.releases...)
 		}
 		a.releases = append(a.releases, Release{What: "step", Mechanism: MechGaussian, SensitivityNorm: "l2", Sensitivity: 1, Scale: s, SampleRate: q, Count: steps, Calibration: "sigma"})
-		e, ok := a.rdpEpsilonFast(delta)
-		return ok && e <= epsilon
+		return a.rdpFitsFast(delta, epsilon)
 	}
 	hi := 1.0
 	for !fits(hi) {
@@ -283,30 +282,41 @@ func SampledGaussianNoiseMultiplier(q float64, steps int, epsilon, delta float64
 	return hi, nil
 }
 
-// rdpEpsilonFast is rdpEpsilon evaluated on the integer orders of the grid
-// up to four past the best one, and on the fractional ones within 1 of the
-// best integer order (the curve in alpha is smooth and unimodal for
-// Gaussian and Laplace releases, so the minimum lies there): the minimum
-// over a subset of orders is still a valid bound, never below rdpEpsilon,
-// so a noise multiplier it accepts is accepted by the full grid too.
-func (a *Accountant) rdpEpsilonFast(delta float64) (float64, bool) {
+// rdpFitsFast reports whether the RDP total at delta, minimised over the
+// integer orders of the grid up to four past the best one and over the
+// fractional ones within 1 of the best integer order, is at most epsilon
+// (false if a release has no RDP curve). The curve in alpha is smooth and
+// unimodal for Gaussian and Laplace releases, so the minimum lies there;
+// the minimum over a subset of orders is still a valid bound, never below
+// the full grid's, so a noise multiplier accepted here is accepted by the
+// full grid too. It returns as soon as an evaluated order fits, and skips
+// a fractional order whose lower bound (the composed RDP at floor(alpha),
+// or 0, converted at alpha; orders.go) already exceeds epsilon, since that
+// order's value cannot fit either: the answer is that of evaluating every
+// order of the subset (TestOrderShortcutsExact). The bisection of
+// SampledGaussianNoiseMultiplier starts its bracket at multipliers far
+// below the answer, where the fractional orders near 2 cost milliseconds
+// each (logAFrac).
+func (a *Accountant) rdpFitsFast(delta, epsilon float64) bool {
 	best, bestA := math.Inf(1), 0.0
 	rising := 0
+	ints := map[float64]float64{}
 	for _, al := range rdpOrders {
 		if al != math.Trunc(al) {
 			continue
 		}
 		rho, ok := a.RDPAt(al)
 		if !ok {
-			return 0, false
+			return false
 		}
+		ints[al] = rho
 		e := rdpToDP(al, rho, delta)
+		if e <= epsilon {
+			return true
+		}
 		if e < best {
 			best, bestA, rising = e, al, 0
 		} else if rising++; rising == 4 {
-			// The curve in alpha is unimodal for these releases; four
-			// orders past the minimum end the scan (a subset of orders
-			// still gives a valid bound).
 			break
 		}
 	}
@@ -314,12 +324,19 @@ func (a *Accountant) rdpEpsilonFast(delta float64) (float64, bool) {
 		if al == math.Trunc(al) || math.Abs(al-bestA) >= 1 {
 			continue
 		}
+		lb := 0.0
+		if r, ok := ints[math.Floor(al)]; ok {
+			lb = r
+		}
+		if skipAbove(rdpToDP(al, lb, delta), epsilon) {
+			continue
+		}
 		rho, _ := a.RDPAt(al)
-		if e := rdpToDP(al, rho, delta); e < best {
-			best = e
+		if rdpToDP(al, rho, delta) <= epsilon {
+			return true
 		}
 	}
-	return best, true
+	return false
 }
 
 // GroupTwoEpsilon returns an (epsilon, delta) guarantee, minimised over
@@ -351,17 +368,28 @@ func GroupTwoEpsilon(single, direct *Accountant, delta float64) (eps, order floa
 	if direct == nil {
 		direct = &Accountant{}
 	}
-	eps = math.Inf(1)
-	for _, a := range rdpOrders {
-		d, ok1 := direct.RDPAt(a)
-		s2, ok2 := single.RDPAt(2 * a)
-		s1, ok3 := single.RDPAt(2*a - 1)
-		if !ok1 || !ok2 || !ok3 {
-			return 0, 0, false
-		}
-		if e := rdpToDP(a, d+(a-0.5)/(a-1)*s2+s1, delta); e < eps {
-			eps, order = e, a
-		}
+	// The three curves are non-decreasing in their orders and the
+	// coefficient (a - 1/2)/(a - 1) is positive, so their values at a
+	// smaller order b bound rho2(a) from below (orders.go).
+	parts := map[float64][3]float64{}
+	curve := orderCurve{
+		eval: func(a float64) (float64, bool) {
+			d, ok1 := direct.RDPAt(a)
+			s2, ok2 := single.RDPAt(2 * a)
+			s1, ok3 := single.RDPAt(2*a - 1)
+			if !ok1 || !ok2 || !ok3 {
+				return 0, false
+			}
+			parts[a] = [3]float64{d, s2, s1}
+			return d + (a-0.5)/(a-1)*s2 + s1, true
+		},
+		lower: func(a, b float64) float64 {
+			p := parts[b]
+			return p[0] + (a-0.5)/(a-1)*p[1] + p[2]
+		},
+	}
+	if eps, order, ok = minOverOrders(curve, delta); !ok {
+		return 0, 0, false
 	}
 	return eps, order, true
 }
