@@ -27,31 +27,55 @@ type SeenInfo struct {
 // are the model's own (the store the model was trained on), the sorted
 // distinct items of that user, as Exclusions. users and items are the
 // model's mode sizes.
+//
+// Two stable counting sorts, no comparison sort: the users of the
+// observations are grouped by item, then the items are dealt to their
+// users in ascending item order, so each user's list comes out sorted and
+// repeats (the same pair at several times) are adjacent.
 func SeenFromStore(st *data.Store, users, items int) (*Exclusions, error) {
 	if st.Order() < 2 || st.Dims[0] != users || st.Dims[1] != items {
 		return nil, fmt.Errorf("models: training store of dims %v for a model of %d users and %d items", st.Dims, users, items)
 	}
+	us, is := st.Idx[0], st.Idx[1]
+	iptr := make([]int64, items+1)
+	for _, j := range is {
+		iptr[j+1]++
+	}
+	for j := 0; j < items; j++ {
+		iptr[j+1] += iptr[j]
+	}
+	byItem := make([]int32, len(is)) // the users of item j at iptr[j]:iptr[j+1]
+	fill := slices.Clone(iptr[:items])
+	for k, j := range is {
+		byItem[fill[j]] = us[k]
+		fill[j]++
+	}
 	e := &Exclusions{ptr: make([]int64, users+1)}
-	for _, u := range st.Idx[0] {
+	for _, u := range us {
 		e.ptr[u+1]++
 	}
 	for u := 0; u < users; u++ {
 		e.ptr[u+1] += e.ptr[u]
 	}
 	e.items = make([]int32, e.ptr[users])
-	fill := slices.Clone(e.ptr[:users])
-	for k, u := range st.Idx[0] {
-		e.items[fill[u]] = st.Idx[1][k]
-		fill[u]++
+	fill = slices.Clone(e.ptr[:users])
+	for j := 0; j < items; j++ {
+		for _, u := range byItem[iptr[j]:iptr[j+1]] {
+			e.items[fill[u]] = int32(j)
+			fill[u]++
+		}
 	}
-	// Sort and deduplicate each user's items, compacting in place.
+	// Drop the repeats, compacting in place.
 	w := int64(0)
 	for u := 0; u < users; u++ {
-		seg := e.items[e.ptr[u]:e.ptr[u+1]]
-		slices.Sort(seg)
-		seg = slices.Compact(seg)
+		lo, hi := e.ptr[u], e.ptr[u+1]
 		e.ptr[u] = w
-		w += int64(copy(e.items[w:], seg))
+		for k := lo; k < hi; k++ {
+			if k == lo || e.items[k] != e.items[k-1] {
+				e.items[w] = e.items[k]
+				w++
+			}
+		}
 	}
 	e.ptr[users] = w
 	e.items = e.items[:w:w]
