@@ -4,17 +4,34 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/dprec/dprec/data"
 )
 
-// metaSeen is the schema metadata key of the seen-items part.
+// metaSeen is the schema metadata key of the seen-items part of a version
+// 1 file.
 const metaSeen = "dprec.seen"
 
-// SeenEncoding names the encoding of the seen-items part (see the package
-// doc, "Seen items").
-const SeenEncoding = "base64 uvarint csr-gaps v1"
+// SeenEncoding names the encoding of the seen-items part that Save writes
+// (see the package doc, "Seen items"): the uvarint stream stored raw in the
+// "seen" column of the seen rows (file version 2).
+const SeenEncoding = "uvarint csr-gaps v1 in seen rows"
+
+// seenEncodingMeta is the encoding of version 1 files: the same stream,
+// base64'd into the schema metadata.
+const seenEncodingMeta = "base64 uvarint csr-gaps v1"
+
+// seenMode is the mode column of the seen rows (version 2 files).
+const seenMode = math.MinInt32
+
+// seenPieceBytes is the size of the pieces the seen stream is cut into,
+// one seen row each: small enough for any Arrow binary column, large enough
+// that the rows' other (null) columns cost nothing. seenPiecesPerBatch
+// bounds a record batch of seen rows (to 64 MiB). They are variables only
+// so that tests can cut small streams into many pieces and batches.
+var seenPieceBytes, seenPiecesPerBatch = 1 << 20, 64
 
 // SeenInfo describes the seen-items part of a model file in its header.
 type SeenInfo struct {
@@ -173,7 +190,7 @@ func (e *Exclusions) For(u int32, items int, extra []int32) []int32 {
 
 // encodeSeen encodes e as: uvarint users, uvarint pairs, then for every user
 // uvarint count, then for every user its items as gaps (first item, then
-// item - previous - 1), all uvarint; then base64 (standard, padded).
+// item - previous - 1), all uvarint.
 func encodeSeen(e *Exclusions) []byte {
 	buf := make([]byte, 0, 16+len(e.items)*2+len(e.ptr))
 	buf = binary.AppendUvarint(buf, uint64(e.Users()))
@@ -188,22 +205,25 @@ func encodeSeen(e *Exclusions) []byte {
 			prev = int64(j)
 		}
 	}
-	out := make([]byte, base64.StdEncoding.EncodedLen(len(buf)))
-	base64.StdEncoding.Encode(out, buf)
-	return out
+	return buf
 }
 
-// decodeSeen decodes and checks the seen-items part against the model's
-// mode sizes and the header's counts. Every count is checked against the
-// bytes that remain before anything is allocated from it.
-func decodeSeen(s string, info *SeenInfo, users, items int) (*Exclusions, error) {
-	if info.Encoding != SeenEncoding {
+// decodeSeenBase64 decodes the base64'd seen-items part of a version 1 file.
+func decodeSeenBase64(s string, info *SeenInfo, users, items int) (*Exclusions, error) {
+	if info.Encoding != seenEncodingMeta {
 		return nil, fmt.Errorf("%w: seen items in unknown encoding %q", ErrFormat, info.Encoding)
 	}
 	raw, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
 		return nil, fmt.Errorf("%w: seen items: %v", ErrFormat, err)
 	}
+	return decodeSeen(raw, info, users, items)
+}
+
+// decodeSeen decodes and checks the seen-items stream against the model's
+// mode sizes and the header's counts. Every count is checked against the
+// bytes that remain before anything is allocated from it.
+func decodeSeen(raw []byte, info *SeenInfo, users, items int) (*Exclusions, error) {
 	pos := 0
 	next := func() (uint64, error) {
 		v, n := binary.Uvarint(raw[pos:])
