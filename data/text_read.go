@@ -77,7 +77,6 @@ type textChunk struct {
 
 	rows        int     // data rows (non-blank lines) seen
 	uid, iid    []int64 // integer IDs
-	du, di      []int32 // dense user and item indices (set by the consumer)
 	uEnd, iEnd  []int32 // string IDs: end offsets into uStrs, iStrs
 	uStrs       []byte
 	iStrs       []byte
@@ -453,9 +452,7 @@ func (r *textReader) consume(order <-chan *textChunk, free chan<- *textChunk, to
 	dicts, interners := r.newDicts()
 	b := NewBuilder(dicts[0], dicts[1], lay.col[textTime] >= 0, opts.Builder)
 	var fatal *ParseError
-	var kept []textRows
-	nrows := 0 // rows in kept
-	read := 0  // valid rows read
+	read := 0 // valid rows read
 	memLimit := opts.memLimit()
 	for _, e := range r.preErrs {
 		rep.Rows++
@@ -492,20 +489,16 @@ func (r *textReader) consume(order <-chan *textChunk, free chan<- *textChunk, to
 				r.reason(e)
 			}
 		}
-		r.intern(c, &interners)
-		// The chunk's rows are kept as they are and concatenated once at
-		// the end (in parallel, at the exact size): cheaper than growing
-		// one big array in this serial loop.
-		kept = append(kept, textRows{c.du, c.di, c.val, c.ts})
-		nrows += len(c.val)
+		// The rows go straight into the builder's arrays, reserved for
+		// the whole input from the rows per byte so far, and the chunk
+		// with its arrays is reused: the rows are held once, not once
+		// per chunk and again concatenated.
+		b.textReserve(len(c.val), c.srcPos, total)
+		r.intern(c, &interners, b)
 		read += len(c.val)
-		if err := memFit(r.path, memLimit, b, nrows, read, func() {
-			b.textAdopt(kept, nrows)
-			kept, nrows = nil, 0
-		}); err != nil {
+		if err := memFit(r.path, memLimit, b, 0, read, nil); err != nil {
 			return nil, err
 		}
-		c.du, c.di, c.val, c.ts = nil, nil, nil, nil
 		if opts.Progress != nil {
 			opts.Progress(c.srcPos, total)
 		}
@@ -519,7 +512,6 @@ func (r *textReader) consume(order <-chan *textChunk, free chan<- *textChunk, to
 	}
 	interners[0].finish()
 	interners[1].finish()
-	b.textAdopt(kept, nrows)
 	return r.finish(b)
 }
 
@@ -550,23 +542,53 @@ func (r *textReader) reason(e *ParseError) {
 	}
 }
 
-// intern sets the chunk's dense user and item indices.
-func (r *textReader) intern(c *textChunk, interners *[2]textInterner) {
+// intern appends the chunk's rows to b (with room for them): the dense
+// user and item indices (interning the IDs), the values and the time
+// stamps.
+func (r *textReader) intern(c *textChunk, interners *[2]textInterner, b *Builder) {
+	n0, n := len(b.u), len(c.val)
+	du, di := b.u[n0:n0+n], b.i[n0:n0+n]
 	var ustart, istart int32
 	for k := range c.val {
 		if r.str[0] {
-			c.du[k] = interners[0].bytesID(c.uStrs[ustart:c.uEnd[k]])
+			du[k] = interners[0].bytesID(c.uStrs[ustart:c.uEnd[k]])
 			ustart = c.uEnd[k]
 		} else {
-			c.du[k] = interners[0].intID(c.uid[k])
+			du[k] = interners[0].intID(c.uid[k])
 		}
 		if r.str[1] {
-			c.di[k] = interners[1].bytesID(c.iStrs[istart:c.iEnd[k]])
+			di[k] = interners[1].bytesID(c.iStrs[istart:c.iEnd[k]])
 			istart = c.iEnd[k]
 		} else {
-			c.di[k] = interners[1].intID(c.iid[k])
+			di[k] = interners[1].intID(c.iid[k])
 		}
 	}
+	b.u, b.i = b.u[:n0+n], b.i[:n0+n]
+	b.r = append(b.r, c.val...)
+	if b.hasTime {
+		b.t = append(b.t, c.ts...)
+	}
+}
+
+// textReserve makes room for n more rows in b, pos of total bytes of the
+// input read with them. When the arrays are full they grow to the rows the
+// whole input will hold at the rows per byte so far (2% margin; exactly
+// what is needed at the end of the input), so that a file is loaded with
+// one or two allocations per array rather than a doubling series; without
+// a known size they double.
+func (b *Builder) textReserve(n int, pos, total int64) {
+	need := b.Len() + n
+	if need <= cap(b.r) && need <= cap(b.u) && need <= cap(b.i) && (!b.hasTime || need <= cap(b.t)) {
+		return
+	}
+	want := 2 * need
+	switch {
+	case total > 0 && pos >= total:
+		want = need
+	case total > 0 && pos > 0:
+		want = int(float64(need)*float64(total)/float64(pos)*1.02) + 1024
+	}
+	b.Grow(max(want, need) - b.Len())
 }
 
 // finish builds the store and turns an empty result into the error that
@@ -591,55 +613,6 @@ func (r *textReader) finish(b *Builder) (*Store, error) {
 	}
 	textTrim(s)
 	return s, nil
-}
-
-// textRows are the parsed rows of one chunk, in dense form.
-type textRows struct {
-	u, i []int32
-	val  []float64
-	ts   []int64
-}
-
-// textConcat concatenates the parts into one slice of exactly n elements.
-func textConcat[T any](n int, parts []textRows, get func(textRows) []T) []T {
-	out := make([]T, 0, n)
-	for _, p := range parts {
-		out = append(out, get(p)...)
-	}
-	return out
-}
-
-// textAdopt hands the builder all rows at once: the four columns are
-// concatenated by parallel goroutines (appended, when the builder already
-// holds rows).
-func (b *Builder) textAdopt(parts []textRows, n int) {
-	if b.Len() > 0 {
-		b.Grow(n)
-		for _, p := range parts {
-			b.u = append(b.u, p.u...)
-			b.i = append(b.i, p.i...)
-			b.r = append(b.r, p.val...)
-			if b.hasTime {
-				b.t = append(b.t, p.ts...)
-			}
-		}
-		return
-	}
-	var wg sync.WaitGroup
-	run := func(fn func()) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fn()
-		}()
-	}
-	run(func() { b.u = textConcat(n, parts, func(r textRows) []int32 { return r.u }) })
-	run(func() { b.i = textConcat(n, parts, func(r textRows) []int32 { return r.i }) })
-	run(func() { b.r = textConcat(n, parts, func(r textRows) []float64 { return r.val }) })
-	if b.hasTime {
-		run(func() { b.t = textConcat(n, parts, func(r textRows) []int64 { return r.ts }) })
-	}
-	wg.Wait()
 }
 
 // textTrim copies the store's slices to their exact length when the
@@ -672,12 +645,6 @@ func textJoin(names []string) string {
 // parse splits and converts the rows of one chunk.
 func (r *textReader) parse(c *textChunk) {
 	r.reserve(c)
-	defer func() {
-		// Room for the consumer's dense indices, allocated here, in
-		// parallel, rather than in the serial consumer.
-		c.du = make([]int32, len(c.val))
-		c.di = make([]int32, len(c.val))
-	}()
 	if c.tooLong {
 		c.rows++
 		r.bad(c, c.firstLine, -1, false, r.tooLong(c.firstLine).Err)
