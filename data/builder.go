@@ -262,7 +262,11 @@ func textUnixDate(t int64) string {
 // earlier pass); it is merged alongside and returned.
 func dedupe(s *Store, policy DuplicatePolicy, ds *DuplicateStats, w []int32) ([]int32, error) {
 	n := s.NNZ()
-	perm, cellKey := sortCells(s)
+	keys, width, packed := cellKeys(s)
+	if packed && cellsDistinct(keys, width) {
+		return w, nil // no cell repeats: nothing to merge
+	}
+	perm, cellKey := sortCells(s, keys, width, packed)
 	var drop []bool
 	for lo := 0; lo < n; {
 		hi := lo + 1
@@ -300,8 +304,10 @@ func dedupe(s *Store, policy DuplicatePolicy, ds *DuplicateStats, w []int32) ([]
 // rows of one cell form a run; cellKey(j) is the key of the j-th sorted
 // row. It radix-sorts packed cell keys when the modes fit in 64 bits (the
 // usual case), else uses a comparison sort.
-func sortCells(s *Store) (perm []int32, cellKey func(j int) (uint64, uint32)) {
-	if keys, width, ok := cellKeys(s); ok {
+//
+// keys, width and packed are cellKeys(s) (keys is clobbered).
+func sortCells(s *Store, keys []uint64, width int, packed bool) (perm []int32, cellKey func(j int) (uint64, uint32)) {
+	if packed {
 		var sorted []uint64
 		sorted, perm = radixSortCells(keys, width)
 		return perm, func(j int) (uint64, uint32) { return sorted[j], 0 }

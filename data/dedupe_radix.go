@@ -4,6 +4,7 @@ import (
 	"math/bits"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // radixDigit is the digit width of the cell sort: 2^11 counters (16 KiB)
@@ -123,3 +124,143 @@ func radixSortCells(keys []uint64, width int) ([]uint64, []int32) {
 // radixParallelMin is the input size from which the sort uses several
 // workers (below it, goroutine start-up costs more than it saves).
 const radixParallelMin = 1 << 16
+
+// cellsDistinct reports whether the packed cell keys (of width bits,
+// below 64) are all distinct, exactly: the common case of a log without
+// repeated cells then needs no sort. A repeat among the first
+// distinctSample keys answers at once; otherwise the keys are scattered
+// into buckets by the top bits of a multiplicative hash (one pass, per-worker
+// offsets as in radixSortCells), small enough that each bucket's
+// open-addressing table stays in cache, and the buckets are checked on
+// parallel workers until one finds a repeat. false means "not known to
+// be distinct": the caller then sorts, which decides exactly.
+func cellsDistinct(keys []uint64, width int) bool {
+	n := len(keys)
+	if width >= 64 {
+		return false // key+1 would overflow; the sort decides
+	}
+	if n < 2 {
+		return true
+	}
+	if !distinctIn(keys[:min(n, distinctSample)], make([]uint64, distinctTable(min(n, distinctSample)))) {
+		return false
+	}
+	if n <= distinctSample {
+		return true
+	}
+	bbits := max(bits.Len(uint(n/distinctBucket)), 1)
+	nb := 1 << bbits
+	bucket := func(k uint64) uint64 { return (k * distinctMul) >> (64 - bbits) }
+	workers := 1
+	if n >= radixParallelMin {
+		workers = min(runtime.GOMAXPROCS(0), 8)
+	}
+	seg := func(w int) (int, int) { return w * n / workers, (w + 1) * n / workers }
+	count := make([][]int, workers)
+	for w := range count {
+		count[w] = make([]int, nb)
+	}
+	run := func(fn func(w int)) {
+		var wg sync.WaitGroup
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				fn(w)
+			}()
+		}
+		wg.Wait()
+	}
+	run(func(w int) {
+		c := count[w]
+		lo, hi := seg(w)
+		for _, k := range keys[lo:hi] {
+			c[bucket(k)]++
+		}
+	})
+	start := make([]int, nb+1)
+	sum := 0
+	for b := 0; b < nb; b++ {
+		start[b] = sum
+		for w := range count {
+			c := count[w][b]
+			count[w][b] = sum
+			sum += c
+		}
+	}
+	start[nb] = n
+	part := make([]uint64, n)
+	run(func(w int) {
+		c := count[w]
+		lo, hi := seg(w)
+		for _, k := range keys[lo:hi] {
+			b := bucket(k)
+			part[c[b]] = k
+			c[b]++
+		}
+	})
+	var repeat atomic.Bool
+	run(func(w int) {
+		lo, hi := w*nb/workers, (w+1)*nb/workers
+		var table []uint64
+		for b := lo; b < hi && !repeat.Load(); b++ {
+			ks := part[start[b]:start[b+1]]
+			if len(ks) > distinctBucketMax {
+				// Far above the mean: likely one key many times, and
+				// a table this large would cost more than the sort.
+				repeat.Store(true)
+				break
+			}
+			if size := distinctTable(len(ks)); cap(table) < size {
+				table = make([]uint64, size)
+			} else {
+				table = table[:size]
+				clear(table)
+			}
+			if !distinctIn(ks, table) {
+				repeat.Store(true)
+			}
+		}
+	})
+	return !repeat.Load()
+}
+
+// distinctIn reports whether keys (each below 2^64-1) are distinct, with
+// table (zeroed, a power of two at least twice len(keys) long) as a
+// linear-probing hash set of key+1.
+func distinctIn(keys []uint64, table []uint64) bool {
+	mask := uint64(len(table) - 1)
+	for _, k := range keys {
+		k++
+		i := (k * distinctMul2) >> 32 & mask
+		for {
+			switch table[i] {
+			case 0:
+				table[i] = k
+			case k:
+				return false
+			default:
+				i = (i + 1) & mask
+				continue
+			}
+			break
+		}
+	}
+	return true
+}
+
+// distinctTable is the table length distinctIn needs for n keys.
+func distinctTable(n int) int { return 1 << bits.Len(uint(2*n)) }
+
+// Parameters of cellsDistinct: the keys checked before any scatter, the
+// target bucket size (a 64 KiB table), and the odd multipliers of the
+// bucket and slot hashes (the bucket takes the top bits of one product,
+// the slot middle bits of the other, so they do not repeat each other),
+// and the bucket size above which the check gives up (returns false).
+const (
+	distinctSample    = 1 << 15
+	distinctBucket    = 1 << 12
+	distinctBucketMax = 64 * distinctBucket
+	distinctMul       = 0x9e3779b97f4a7c15
+	distinctMul2      = 0xc2b2ae3d27d4eb4f
+)

@@ -19,8 +19,9 @@ const DefaultMemoryFraction = 0.5
 //
 //   - a row costs 16 bytes in the store (int32 user and item, float64
 //     rating) plus 8 for its raw time stamp; while loading, the text
-//     loader holds each row twice (per-chunk arrays, then the
-//     concatenation), and Finish adds a 4-byte time bucket index and the
+//     loader holds a row twice while an array it reserved from the rows
+//     per byte so far grows (when that estimate fell short), and Finish
+//     adds a 4-byte time bucket index and the
 //     duplicate merge's sort (a uint64 cell key, sorted keys, an int32
 //     permutation and radix buffers: about 28 bytes). Rows with a time
 //     column: 64 bytes; without: 48.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -110,4 +111,38 @@ func BenchmarkLoadCSV(parent *testing.B) {
 	for _, rows := range []int{100_000, 1_000_000, 10_000_000} {
 		b.Run(strconv.Itoa(rows), func(b *testing.B) { benchmarkLoadCSV(b, parent, rows) })
 	}
+}
+
+// BenchmarkLoadFile loads the delimited log named by DPREC_BENCH_LOAD
+// (skipped when unset), with the column order of DPREC_BENCH_LOAD_COLUMNS
+// (comma-separated roles, e.g. user,item,time,rating; empty: detected) and
+// day buckets, as `dprec train --data FILE` does. Profile it with
+// -cpuprofile; cpu-s/op is the user+system CPU time per load.
+func BenchmarkLoadFile(b *testing.B) {
+	path := os.Getenv("DPREC_BENCH_LOAD")
+	if path == "" {
+		b.Skip("set DPREC_BENCH_LOAD to a delimited rating log")
+	}
+	var opts LoadOptions
+	if c := os.Getenv("DPREC_BENCH_LOAD_COLUMNS"); c != "" {
+		opts.Columns.Order = strings.Split(c, ",")
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(st.Size())
+	cpu0 := textCPUSeconds()
+	b.ResetTimer()
+	for range b.N {
+		s, _, err := Load(path, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if s.NNZ() == 0 {
+			b.Fatal("empty store")
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric((textCPUSeconds()-cpu0)/float64(b.N), "cpu-s/op")
 }

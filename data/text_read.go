@@ -19,6 +19,10 @@ import (
 // It is a variable only so that tests can exercise many chunk boundaries.
 var textChunkSize = 2 << 20
 
+// textFast enables parseFast; a variable only so that tests can compare
+// the loads with and without it.
+var textFast = true
+
 // textMaxReasons bounds the skip reasons kept in a LoadReport.
 const textMaxReasons = 5
 
@@ -73,7 +77,6 @@ type textChunk struct {
 
 	rows        int     // data rows (non-blank lines) seen
 	uid, iid    []int64 // integer IDs
-	du, di      []int32 // dense user and item indices (set by the consumer)
 	uEnd, iEnd  []int32 // string IDs: end offsets into uStrs, iStrs
 	uStrs       []byte
 	iStrs       []byte
@@ -449,9 +452,7 @@ func (r *textReader) consume(order <-chan *textChunk, free chan<- *textChunk, to
 	dicts, interners := r.newDicts()
 	b := NewBuilder(dicts[0], dicts[1], lay.col[textTime] >= 0, opts.Builder)
 	var fatal *ParseError
-	var kept []textRows
-	nrows := 0 // rows in kept
-	read := 0  // valid rows read
+	read := 0 // valid rows read
 	memLimit := opts.memLimit()
 	for _, e := range r.preErrs {
 		rep.Rows++
@@ -488,20 +489,16 @@ func (r *textReader) consume(order <-chan *textChunk, free chan<- *textChunk, to
 				r.reason(e)
 			}
 		}
-		r.intern(c, &interners)
-		// The chunk's rows are kept as they are and concatenated once at
-		// the end (in parallel, at the exact size): cheaper than growing
-		// one big array in this serial loop.
-		kept = append(kept, textRows{c.du, c.di, c.val, c.ts})
-		nrows += len(c.val)
+		// The rows go straight into the builder's arrays, reserved for
+		// the whole input from the rows per byte so far, and the chunk
+		// with its arrays is reused: the rows are held once, not once
+		// per chunk and again concatenated.
+		b.textReserve(len(c.val), c.srcPos, total)
+		r.intern(c, &interners, b)
 		read += len(c.val)
-		if err := memFit(r.path, memLimit, b, nrows, read, func() {
-			b.textAdopt(kept, nrows)
-			kept, nrows = nil, 0
-		}); err != nil {
+		if err := memFit(r.path, memLimit, b, 0, read, nil); err != nil {
 			return nil, err
 		}
-		c.du, c.di, c.val, c.ts = nil, nil, nil, nil
 		if opts.Progress != nil {
 			opts.Progress(c.srcPos, total)
 		}
@@ -515,7 +512,6 @@ func (r *textReader) consume(order <-chan *textChunk, free chan<- *textChunk, to
 	}
 	interners[0].finish()
 	interners[1].finish()
-	b.textAdopt(kept, nrows)
 	return r.finish(b)
 }
 
@@ -546,23 +542,53 @@ func (r *textReader) reason(e *ParseError) {
 	}
 }
 
-// intern sets the chunk's dense user and item indices.
-func (r *textReader) intern(c *textChunk, interners *[2]textInterner) {
+// intern appends the chunk's rows to b (with room for them): the dense
+// user and item indices (interning the IDs), the values and the time
+// stamps.
+func (r *textReader) intern(c *textChunk, interners *[2]textInterner, b *Builder) {
+	n0, n := len(b.u), len(c.val)
+	du, di := b.u[n0:n0+n], b.i[n0:n0+n]
 	var ustart, istart int32
 	for k := range c.val {
 		if r.str[0] {
-			c.du[k] = interners[0].bytesID(c.uStrs[ustart:c.uEnd[k]])
+			du[k] = interners[0].bytesID(c.uStrs[ustart:c.uEnd[k]])
 			ustart = c.uEnd[k]
 		} else {
-			c.du[k] = interners[0].intID(c.uid[k])
+			du[k] = interners[0].intID(c.uid[k])
 		}
 		if r.str[1] {
-			c.di[k] = interners[1].bytesID(c.iStrs[istart:c.iEnd[k]])
+			di[k] = interners[1].bytesID(c.iStrs[istart:c.iEnd[k]])
 			istart = c.iEnd[k]
 		} else {
-			c.di[k] = interners[1].intID(c.iid[k])
+			di[k] = interners[1].intID(c.iid[k])
 		}
 	}
+	b.u, b.i = b.u[:n0+n], b.i[:n0+n]
+	b.r = append(b.r, c.val...)
+	if b.hasTime {
+		b.t = append(b.t, c.ts...)
+	}
+}
+
+// textReserve makes room for n more rows in b, pos of total bytes of the
+// input read with them. When the arrays are full they grow to the rows the
+// whole input will hold at the rows per byte so far (2% margin; exactly
+// what is needed at the end of the input), so that a file is loaded with
+// one or two allocations per array rather than a doubling series; without
+// a known size they double.
+func (b *Builder) textReserve(n int, pos, total int64) {
+	need := b.Len() + n
+	if need <= cap(b.r) && need <= cap(b.u) && need <= cap(b.i) && (!b.hasTime || need <= cap(b.t)) {
+		return
+	}
+	want := 2 * need
+	switch {
+	case total > 0 && pos >= total:
+		want = need
+	case total > 0 && pos > 0:
+		want = int(float64(need)*float64(total)/float64(pos)*1.02) + 1024
+	}
+	b.Grow(max(want, need) - b.Len())
 }
 
 // finish builds the store and turns an empty result into the error that
@@ -587,55 +613,6 @@ func (r *textReader) finish(b *Builder) (*Store, error) {
 	}
 	textTrim(s)
 	return s, nil
-}
-
-// textRows are the parsed rows of one chunk, in dense form.
-type textRows struct {
-	u, i []int32
-	val  []float64
-	ts   []int64
-}
-
-// textConcat concatenates the parts into one slice of exactly n elements.
-func textConcat[T any](n int, parts []textRows, get func(textRows) []T) []T {
-	out := make([]T, 0, n)
-	for _, p := range parts {
-		out = append(out, get(p)...)
-	}
-	return out
-}
-
-// textAdopt hands the builder all rows at once: the four columns are
-// concatenated by parallel goroutines (appended, when the builder already
-// holds rows).
-func (b *Builder) textAdopt(parts []textRows, n int) {
-	if b.Len() > 0 {
-		b.Grow(n)
-		for _, p := range parts {
-			b.u = append(b.u, p.u...)
-			b.i = append(b.i, p.i...)
-			b.r = append(b.r, p.val...)
-			if b.hasTime {
-				b.t = append(b.t, p.ts...)
-			}
-		}
-		return
-	}
-	var wg sync.WaitGroup
-	run := func(fn func()) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fn()
-		}()
-	}
-	run(func() { b.u = textConcat(n, parts, func(r textRows) []int32 { return r.u }) })
-	run(func() { b.i = textConcat(n, parts, func(r textRows) []int32 { return r.i }) })
-	run(func() { b.r = textConcat(n, parts, func(r textRows) []float64 { return r.val }) })
-	if b.hasTime {
-		run(func() { b.t = textConcat(n, parts, func(r textRows) []int64 { return r.ts }) })
-	}
-	wg.Wait()
 }
 
 // textTrim copies the store's slices to their exact length when the
@@ -668,12 +645,6 @@ func textJoin(names []string) string {
 // parse splits and converts the rows of one chunk.
 func (r *textReader) parse(c *textChunk) {
 	r.reserve(c)
-	defer func() {
-		// Room for the consumer's dense indices, allocated here, in
-		// parallel, rather than in the serial consumer.
-		c.du = make([]int32, len(c.val))
-		c.di = make([]int32, len(c.val))
-	}()
 	if c.tooLong {
 		c.rows++
 		r.bad(c, c.firstLine, -1, false, r.tooLong(c.firstLine).Err)
@@ -681,6 +652,7 @@ func (r *textReader) parse(c *textChunk) {
 	}
 	fields := make([][]byte, r.lay.need)
 	scratch := make([]byte, 0, 256)
+	fast := r.fastRoles()
 	data := c.buf
 	line := c.firstLine - 1
 	for len(data) > 0 {
@@ -703,6 +675,9 @@ func (r *textReader) parse(c *textChunk) {
 			continue
 		}
 		c.rows++
+		if fast != nil && r.parseFast(c, ln, fast) {
+			continue
+		}
 		if cap(scratch) < len(ln) {
 			scratch = make([]byte, 0, len(ln))
 		}
@@ -821,6 +796,125 @@ func (r *textReader) parseRow(c *textChunk, line int, ln []byte, fields [][]byte
 	} else {
 		c.iid = append(c.iid, ids[1])
 	}
+}
+
+// fastRoles returns the role of each of the first lay.need fields (-1: a
+// column the load ignores) when the fast path of parseFast applies to the
+// layout: a one-byte delimiter other than a blank and integer user and
+// item columns. It returns nil otherwise.
+func (r *textReader) fastRoles() []int8 {
+	lay := r.lay
+	if !textFast || lay.split.spaces || len(lay.split.delim) != 1 || lay.split.delim[0] == ' ' || lay.split.delim[0] == '"' || r.str[0] || r.str[1] {
+		return nil
+	}
+	roles := make([]int8, lay.need)
+	for f := range roles {
+		roles[f] = -1
+	}
+	for role, f := range lay.col {
+		if f >= 0 {
+			roles[f] = int8(role)
+		}
+	}
+	return roles
+}
+
+// parseFast converts one row in the common plain form: every field the
+// load uses is bare (no blanks, quotes or signs), IDs are at most 18
+// decimal digits, the rating is digits[.digits] with at most 15 digits and
+// the time stamp is at most 17 digits of Unix seconds. It appends the row
+// to c and returns true, or returns false, having appended nothing, for
+// any other row, which parseRow then handles (and, for a malformed row,
+// reports). On the rows it accepts it computes exactly what parseRow
+// does: the same digit arithmetic as textParseID, the fast path of
+// textParseFloat and the integer path of textParseTime.
+func (r *textReader) parseFast(c *textChunk, ln []byte, roles []int8) bool {
+	d := r.lay.split.delim[0]
+	var ids [2]int64
+	v := 1.0
+	var ts int64
+	pos := 0
+	for f, role := range roles {
+		switch role {
+		case textUser, textItem, textTime:
+			var x int64
+			k := pos
+			for k < len(ln) && ln[k]-'0' <= 9 {
+				x = x*10 + int64(ln[k]-'0')
+				k++
+			}
+			if k == pos || k-pos > 17 {
+				return false
+			}
+			if role == textTime {
+				ts = x
+			} else {
+				ids[role] = x
+			}
+			pos = k
+		case textRating:
+			var mant uint64
+			digits, frac := 0, 0
+			dot := false
+			k := pos
+			for ; k < len(ln); k++ {
+				ch := ln[k]
+				if ch == '.' && !dot {
+					dot = true
+					continue
+				}
+				if ch-'0' > 9 {
+					break
+				}
+				mant = mant*10 + uint64(ch-'0')
+				digits++
+				if dot {
+					frac++
+				}
+			}
+			if digits == 0 || digits > 15 {
+				return false
+			}
+			v = float64(mant)
+			if frac > 0 {
+				v /= textPow10[frac]
+			}
+			pos = k
+		default:
+			// An ignored column: anything but a field split would read
+			// as quoted (a quote, possibly after blanks).
+			if pos < len(ln) && (ln[pos] == '"' || ln[pos] == ' ') {
+				return false
+			}
+			if i := bytes.IndexByte(ln[pos:], d); i >= 0 {
+				pos += i
+			} else {
+				pos = len(ln)
+			}
+		}
+		if pos == len(ln) {
+			if f < len(roles)-1 {
+				return false // too few fields
+			}
+			break
+		}
+		if ln[pos] != d {
+			return false
+		}
+		pos++
+		if f == len(roles)-1 && pos < len(ln) && (ln[pos] == '"' || ln[pos] == ' ') {
+			// A further field that split would examine (for a
+			// quote).
+			return false
+		}
+	}
+	if r.lay.col[textTime] >= 0 {
+		c.ts = append(c.ts, ts)
+	}
+	c.val = append(c.val, v)
+	c.uid = append(c.uid, ids[0])
+	c.iid = append(c.iid, ids[1])
+	return true
 }
 
 // textShort returns a field for a message, cut to 40 bytes.

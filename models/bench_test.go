@@ -1,10 +1,12 @@
 package models
 
 import (
+	"math/rand/v2"
 	"strconv"
 	"syscall"
 	"testing"
 
+	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
 )
 
@@ -65,6 +67,24 @@ func BenchmarkLoadML25M(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, err := decode(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSeenFromStore builds the seen items of a 10M-rating log of the
+// shape of the SPLATT comparison tensor (200,000 users, 50,000 items).
+func BenchmarkSeenFromStore(b *testing.B) {
+	const users, items, n = 200_000, 50_000, 10_000_000
+	rng := rand.New(rand.NewPCG(1, 2))
+	st := &data.Store{Dims: []int{users, items}, Idx: [][]int32{make([]int32, n), make([]int32, n)}, Val: make([]float64, n)}
+	for k := range n {
+		st.Idx[0][k] = int32(rng.IntN(users))
+		st.Idx[1][k] = int32(rng.IntN(items))
+	}
+	b.ResetTimer()
+	for range b.N {
+		if _, err := SeenFromStore(st, users, items); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -207,6 +207,15 @@ func finite(v []float64, what string) error {
 	return nil
 }
 
+// version returns the format version f is written in: FormatVersion with
+// seen items, else version 1.
+func (f *File) version() int {
+	if f.Seen != nil {
+		return FormatVersion
+	}
+	return formatVersionNoSeenRows
+}
+
 // header returns the header to store: the caller's header with the fields
 // Billboard reports whether the model releases no user rows and biases
 // (the private bias and als modes, the billboard model of joint
@@ -222,7 +231,7 @@ func (f *File) header() Header {
 	h := f.Header
 	m := f.Model
 	n := m.Order()
-	h.Format, h.Version = FormatName, FormatVersion
+	h.Format, h.Version = FormatName, f.version()
 	h.Kind = m.Kind
 	h.Modes = append([]string(nil), modeNames[:n]...)
 	h.Dims = append([]int(nil), m.Dims...)

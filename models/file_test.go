@@ -53,7 +53,7 @@ func TestRoundTrip(t *testing.T) {
 				t.Fatalf("round trip differs in %s", d)
 			}
 			h := g.Header
-			if h.Format != FormatName || h.Version != FormatVersion || h.Kind != c.kind || !eqInts(h.Dims, c.dims) {
+			if h.Format != FormatName || h.Version != formatVersionNoSeenRows || h.Kind != c.kind || !eqInts(h.Dims, c.dims) {
 				t.Errorf("header %+v", h)
 			}
 			if !h.Created.Equal(f.Header.Created) || string(h.Settings) != string(f.Header.Settings) || string(h.History) != string(f.Header.History) || h.Data.Mean != 3.25 {
@@ -93,6 +93,10 @@ func TestGolden(t *testing.T) {
 		}
 		golden(t, f, name)
 	}
+	// A version 2 file: seen items in the seen column.
+	f := testFile(t, decomposition.CP, []int{4, 5, 2}, []int{2}, true, 3)
+	f.Seen, _ = SeenFromStore(seenStore(), 4, 5)
+	golden(t, f, "cp3-seen-v2.arrow")
 }
 
 func golden(t *testing.T, f *File, name string) {

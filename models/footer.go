@@ -10,7 +10,7 @@ import (
 // follow lies inside the footer, and every vector length fits in the bytes
 // that remain, so no count in a damaged or crafted footer can size an
 // allocation beyond the file. It also restricts the schema to what model
-// files use (Int, FloatingPoint and Utf8 fields, no dictionaries, no
+// files use (Int, FloatingPoint, Binary and Utf8 fields, no dictionaries, no
 // children), which keeps the Arrow decoder on paths whose lengths are
 // checked or allocated through the capped allocator.
 //
@@ -109,7 +109,7 @@ func checkFooter(b []byte) error {
 			return err
 		}
 		switch tt {
-		case 2, 3, 5: // Int, FloatingPoint, Utf8 in Arrow's Type union
+		case 2, 3, 4, 5: // Int, FloatingPoint, Binary, Utf8 in Arrow's Type union
 		default:
 			return fmt.Errorf("%w: field type %d not used by model files", ErrFormat, tt)
 		}

@@ -15,10 +15,13 @@ import (
 // wrapping ErrFormat, ErrChecksum or ErrVersion, never panic, crash or
 // allocate beyond its cap. Seeds: testdata/fuzz/FuzzDecode (a Tucker and a
 // CP model and the cyclic-children file of TestFooterCyclicChildren) and
-// testdata/tucker3.arrow.
+// the golden files tucker3.arrow, cp3-seen-v1.arrow (seen items in the
+// metadata) and cp3-seen-v2.arrow (seen rows).
 func FuzzDecode(f *testing.F) {
-	if b, err := os.ReadFile("testdata/tucker3.arrow"); err == nil {
-		f.Add(b)
+	for _, name := range []string{"tucker3.arrow", "cp3-seen-v1.arrow", "cp3-seen-v2.arrow"} {
+		if b, err := os.ReadFile("testdata/" + name); err == nil {
+			f.Add(b)
+		}
 	}
 	f.Add(encode(f, testFile(f, decomposition.CP, []int{3, 2}, []int{1, 1}, false, 1)))
 	f.Fuzz(func(t *testing.T, b []byte) {

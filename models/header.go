@@ -14,11 +14,17 @@ import (
 )
 
 // FormatName and FormatVersion identify the model file format. A reader
-// rejects any other name and any version it does not know.
+// rejects any other name and any version it does not know. FormatVersion is
+// the newest version, which Save writes for files with seen items (version
+// 2: the seen column and seen rows); files without them are written as
+// version 1, byte for byte as before version 2 existed. Load reads both.
 const (
 	FormatName    = "dprec-model"
-	FormatVersion = 1
+	FormatVersion = 2
 )
+
+// formatVersionNoSeenRows is the version of files without the seen column.
+const formatVersionNoSeenRows = 1
 
 // Schema metadata keys of a model file.
 const (

@@ -130,21 +130,22 @@ func readMeta(b []byte) (h *Header, fr *ipc.FileReader, sum []byte, err error) {
 		return nil, nil, nil, fmt.Errorf("%w: an Arrow file but not a dprec model (no %q metadata)", ErrFormat, metaFormat)
 	}
 	ver, _ := get(metaVersion)
-	if v, err := strconv.Atoi(ver); err != nil || v != FormatVersion {
-		return nil, nil, nil, fmt.Errorf("%w %q (this dprec reads version %d)", ErrVersion, ver, FormatVersion)
+	v, err := strconv.Atoi(ver)
+	if err != nil || v < formatVersionNoSeenRows || v > FormatVersion {
+		return nil, nil, nil, fmt.Errorf("%w %q (this dprec reads versions %d to %d)", ErrVersion, ver, formatVersionNoSeenRows, FormatVersion)
 	}
 	raw, _ := get(metaHeader)
 	hdr := new(Header)
 	if err := json.Unmarshal([]byte(raw), hdr); err != nil {
 		return nil, nil, nil, fmt.Errorf("%w: header: %v", ErrFormat, err)
 	}
-	if hdr.Format != FormatName || hdr.Version != FormatVersion {
+	if hdr.Format != FormatName || hdr.Version != v {
 		return nil, nil, nil, fmt.Errorf("%w: header says format %q version %d", ErrVersion, hdr.Format, hdr.Version)
 	}
 	if err := checkHeader(hdr, size); err != nil {
 		return nil, nil, nil, err
 	}
-	want := schemaFields(maxRanks(hdr.Ranks))
+	want := schemaFields(maxRanks(hdr.Ranks), v >= FormatVersion)
 	got := fr.Schema().Fields()
 	if len(got) != len(want) {
 		return nil, nil, nil, fmt.Errorf("%w: %d columns, want %d for ranks %v", ErrFormat, len(got), len(want), hdr.Ranks)
@@ -260,7 +261,7 @@ func Decode(b []byte) (f *File, err error) {
 	}
 	md := fr.Schema().Metadata()
 	raw := md.Values()[md.FindKey(metaHeader)]
-	seenRaw, err := decodeSeenMeta(md, h, f)
+	seenRaw, err := decodeSeenPart(md, h, f, rows.seenRaw, rows.seenPieces > 0)
 	if err != nil {
 		return nil, err
 	}
@@ -279,6 +280,10 @@ type decodeRows struct {
 	strs     [][]string
 	seen     [][]bool
 	coreSeen []bool
+	// seenRaw is the seen stream (version 2): its pieces in order, of
+	// which there are seenPieces.
+	seenRaw    []byte
+	seenPieces int
 }
 
 func newDecodeRows(h *Header, m *decomposition.Model) *decodeRows {
@@ -313,7 +318,10 @@ func (r *decodeRows) read(fr *ipc.FileReader, h *Header, m *decomposition.Model)
 		}
 		err = readBatch(rec, h, m, rmax, r.ints, r.strs, r.seen, r.coreSeen)
 		if err == nil {
-			err = readPairs(rec, m, rmax)
+			err = readPairs(rec, m, rmax, h.Version >= FormatVersion)
+		}
+		if err == nil && h.Version >= FormatVersion {
+			err = r.readSeenRows(rec, rmax)
 		}
 		rec.Release()
 		if err != nil {
@@ -371,27 +379,68 @@ func (r *decodeRows) dicts(f *File, h *Header) error {
 	return nil
 }
 
-// decodeSeenMeta decodes the seen items stored in the schema metadata
-// into f.Seen, checking them against the header, and returns their raw
-// bytes (nil if none) for the checksum.
-func decodeSeenMeta(md arrow.Metadata, h *Header, f *File) ([]byte, error) {
+// decodeSeenPart decodes the seen items into f.Seen, checking them against
+// the header, and returns the bytes the checksum covers (nil if none): in
+// a version 1 file the base64 text in the schema metadata, in a version 2
+// file the stream the seen rows' pieces make up.
+func decodeSeenPart(md arrow.Metadata, h *Header, f *File, raw []byte, rows bool) ([]byte, error) {
 	k := md.FindKey(metaSeen)
+	v2 := h.Version >= FormatVersion
+	has := k >= 0
+	if v2 {
+		if k >= 0 {
+			return nil, fmt.Errorf("%w: version %d file with seen items in the metadata", ErrFormat, h.Version)
+		}
+		has = rows
+	}
 	switch {
-	case k >= 0 && h.Seen == nil:
+	case has && h.Seen == nil:
 		return nil, fmt.Errorf("%w: seen items without a header entry", ErrFormat)
-	case k < 0 && h.Seen != nil:
+	case !has && h.Seen != nil:
 		return nil, fmt.Errorf("%w: the header announces seen items the file does not hold", ErrFormat)
-	case k < 0:
+	case !has:
 		return nil, nil
 	}
 	if f.Privacy.Private() {
 		return nil, fmt.Errorf("%w: a private model with seen items", ErrFormat)
 	}
 	var err error
-	if f.Seen, err = decodeSeen(md.Values()[k], h.Seen, h.Dims[0], h.Dims[1]); err != nil {
+	if !v2 {
+		if f.Seen, err = decodeSeenBase64(md.Values()[k], h.Seen, h.Dims[0], h.Dims[1]); err != nil {
+			return nil, err
+		}
+		return []byte(md.Values()[k]), nil
+	}
+	if h.Seen.Encoding != SeenEncoding {
+		return nil, fmt.Errorf("%w: seen items in unknown encoding %q", ErrFormat, h.Seen.Encoding)
+	}
+	if f.Seen, err = decodeSeen(raw, h.Seen, h.Dims[0], h.Dims[1]); err != nil {
 		return nil, err
 	}
-	return []byte(md.Values()[k]), nil
+	return raw, nil
+}
+
+// readSeenRows collects the seen rows of a batch (mode seenMode): their
+// index numbers the pieces 0, 1, 2, ... in file order, and only they have
+// a non-null seen column.
+func (r *decodeRows) readSeenRows(rec arrow.Record, rmax int) error {
+	mode := rec.Column(colMode).(*array.Int32)
+	index := rec.Column(colIndex).(*array.Int64)
+	seen := rec.Column(colF0 + rmax + 4).(*array.Binary)
+	for row := 0; row < int(rec.NumRows()); row++ {
+		if mode.Value(row) != seenMode {
+			if !seen.IsNull(row) {
+				return fmt.Errorf("row %d: seen bytes on a model row", row)
+			}
+			continue
+		}
+		if seen.IsNull(row) || seen.ValueLen(row) == 0 || index.Value(row) != int64(r.seenPieces) {
+			return fmt.Errorf("row %d: bad seen row (piece %d, want %d)", row, index.Value(row), r.seenPieces)
+		}
+		r.seenRaw = append(r.seenRaw, seen.Value(row)...)
+		r.seenPieces++
+	}
+	return nil
 }
 
 func readBatch(rec arrow.Record, h *Header, m *decomposition.Model, rmax int, ints [][]int64, strs [][]string, seen [][]bool, coreSeen []bool) error {
@@ -464,15 +513,16 @@ func readBatch(rec arrow.Record, h *Header, m *decomposition.Model, rmax int, in
 
 // readPairs reads the pair-bias rows of a batch (mode -2 - p for pair p):
 // index is the pair's mode-A index, core_p its period and value its bias;
-// rows of one pair come in strictly increasing key order.
-func readPairs(rec arrow.Record, m *decomposition.Model, rmax int) error {
+// rows of one pair come in strictly increasing key order. seenRows says
+// the file has seen rows (mode seenMode), which it skips.
+func readPairs(rec arrow.Record, m *decomposition.Model, rmax int, seenRows bool) error {
 	mode := rec.Column(colMode).(*array.Int32)
 	index := rec.Column(colIndex).(*array.Int64)
 	period := rec.Column(colF0 + rmax).(*array.Int32)
 	value := rec.Column(colF0 + rmax + 3).(*array.Float64)
 	for row := 0; row < int(rec.NumRows()); row++ {
 		mo := int(mode.Value(row))
-		if mo > -2 {
+		if mo > -2 || seenRows && mo == seenMode {
 			continue
 		}
 		pi := -2 - mo

@@ -40,7 +40,7 @@ func Save(path string, f *File, force bool) error {
 
 // Write writes f in the model file format to w.
 func Write(w io.Writer, f *File) error {
-	return write(w, f, strconv.Itoa(FormatVersion), nil)
+	return write(w, f, strconv.Itoa(f.version()), nil)
 }
 
 // write writes f with the given version string; edit, when set, may alter
@@ -62,15 +62,12 @@ func write(w io.Writer, f *File, version string, edit func([]byte) []byte) error
 	if edit != nil {
 		hdr = edit(hdr)
 	}
-	keys := []string{metaFormat, metaVersion, metaHeader, metaSHA256}
-	vals := []string{FormatName, version, string(hdr), hex.EncodeToString(sum[:])}
-	if seen != nil {
-		keys, vals = append(keys, metaSeen), append(vals, string(seen))
-	}
-	schema := buildSchema(f.Model, arrow.NewMetadata(
-		append(keys, metaSeal), append(vals, sealPrefix+string(make([]byte, 64)))))
+	keys := []string{metaFormat, metaVersion, metaHeader, metaSHA256, metaSeal}
+	vals := []string{FormatName, version, string(hdr), hex.EncodeToString(sum[:]), sealPrefix + string(make([]byte, 64))}
+	schema := buildSchema(f.Model, arrow.NewMetadata(keys, vals), f.Seen != nil)
 	var file bytes.Buffer
-	if err := writeArrow(&file, f, schema); err != nil {
+	file.Grow(fileSizeHint(f.Model, len(seen), len(hdr)))
+	if err := writeArrow(&file, f, schema, seen); err != nil {
 		return err
 	}
 	b := file.Bytes()
@@ -81,10 +78,25 @@ func write(w io.Writer, f *File, version string, edit func([]byte) []byte) error
 	return err
 }
 
+// fileSizeHint estimates the bytes of a model file (the Arrow buffers of
+// every row, the seen stream and the schema twice), so that the file is
+// assembled in one allocation.
+func fileSizeHint(m *decomposition.Model, seen, hdr int) int {
+	rows := len(m.Core)
+	for _, d := range m.Dims {
+		rows += d
+	}
+	for _, p := range m.Pairs {
+		rows += len(p.Keys)
+	}
+	perRow := 8*(maxRank(m)+6) + 24 // values, offsets, validity, id bytes
+	return rows*perRow + seen + 2*hdr + 64<<10
+}
+
 // writeArrow writes the model as Arrow IPC record batches of at most
 // batchRows rows: the factor rows of each mode, then the Tucker core, then
-// the pair biases.
-func writeArrow(w io.Writer, f *File, schema *arrow.Schema) error {
+// the pair biases, then (seen not nil) the seen rows.
+func writeArrow(w io.Writer, f *File, schema *arrow.Schema, seen []byte) error {
 	pw := &posWriter{w: w}
 	fw, err := ipc.NewFileWriter(pw, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
 	if err != nil {
@@ -93,7 +105,7 @@ func writeArrow(w io.Writer, f *File, schema *arrow.Schema) error {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
 	m := f.Model
-	rw := &rowWriter{col: columnsOf(b, maxRank(m)), flush: func() error {
+	rw := &rowWriter{col: columnsOf(b, maxRank(m), seen != nil), flush: func() error {
 		rec := b.NewRecord()
 		defer rec.Release()
 		return fw.Write(rec)
@@ -109,6 +121,9 @@ func writeArrow(w io.Writer, f *File, schema *arrow.Schema) error {
 		}
 	}
 	if err := rw.pairRows(m); err != nil {
+		return err
+	}
+	if err := rw.seenRows(seen); err != nil {
 		return err
 	}
 	return fw.Close()
@@ -160,6 +175,7 @@ func (rw *rowWriter) modeRows(f *File, mo int) error {
 			cb.AppendNull()
 		}
 		col.value.AppendNull()
+		col.nullSeen()
 		if (i+1)%batchRows == 0 || i == m.Dims[mo]-1 {
 			if err := rw.flush(); err != nil {
 				return err
@@ -191,6 +207,7 @@ func (rw *rowWriter) coreRows(m *decomposition.Model) error {
 			}
 		}
 		col.value.Append(v)
+		col.nullSeen()
 		// Advance the row-major multi-index (last mode fastest).
 		for c := len(idx) - 1; c >= 0; c-- {
 			idx[c]++
@@ -230,10 +247,43 @@ func (rw *rowWriter) pairRows(m *decomposition.Model) error {
 				}
 			}
 			col.value.Append(p.Vals[e])
+			col.nullSeen()
 			if (e+1)%batchRows == 0 || e == len(p.Keys)-1 {
 				if err := rw.flush(); err != nil {
 					return err
 				}
+			}
+		}
+	}
+	return nil
+}
+
+// seenRows appends the seen stream cut into pieces of seenPieceBytes, one
+// row each (part "seen", mode seenMode, index the piece number, the piece
+// in the seen column, every other column null), at most seenPiecesPerBatch
+// rows a record batch.
+func (rw *rowWriter) seenRows(seen []byte) error {
+	col := rw.col
+	pieces := 0
+	for k := 0; k < len(seen); k += seenPieceBytes {
+		col.part.Append("seen")
+		col.mode.Append(seenMode)
+		col.index.Append(int64(pieces))
+		col.id.AppendNull()
+		col.idInt.AppendNull()
+		col.bias.AppendNull()
+		for _, fb := range col.f {
+			fb.AppendNull()
+		}
+		for _, cb := range col.core {
+			cb.AppendNull()
+		}
+		col.value.AppendNull()
+		col.seen.Append(seen[k:min(k+seenPieceBytes, len(seen))])
+		pieces++
+		if pieces%seenPiecesPerBatch == 0 || k+seenPieceBytes >= len(seen) {
+			if err := rw.flush(); err != nil {
+				return err
 			}
 		}
 	}
@@ -249,12 +299,12 @@ func maxRank(m *decomposition.Model) int {
 }
 
 // buildSchema returns the schema of a model file with factor columns
-// f0..f{rmax-1}.
-func buildSchema(m *decomposition.Model, md arrow.Metadata) *arrow.Schema {
-	return arrow.NewSchema(schemaFields(maxRank(m)), &md)
+// f0..f{rmax-1} and, when seen is set, the seen column (version 2).
+func buildSchema(m *decomposition.Model, md arrow.Metadata, seen bool) *arrow.Schema {
+	return arrow.NewSchema(schemaFields(maxRank(m), seen), &md)
 }
 
-func schemaFields(rmax int) []arrow.Field {
+func schemaFields(rmax int, seen bool) []arrow.Field {
 	fields := []arrow.Field{
 		{Name: "part", Type: arrow.BinaryTypes.String},
 		{Name: "mode", Type: arrow.PrimitiveTypes.Int32},
@@ -270,6 +320,9 @@ func schemaFields(rmax int) []arrow.Field {
 		fields = append(fields, arrow.Field{Name: n, Type: arrow.PrimitiveTypes.Int32, Nullable: true})
 	}
 	fields = append(fields, arrow.Field{Name: "value", Type: arrow.PrimitiveTypes.Float64, Nullable: true})
+	if seen {
+		fields = append(fields, arrow.Field{Name: "seen", Type: arrow.BinaryTypes.Binary, Nullable: true})
+	}
 	return fields
 }
 
@@ -291,9 +344,17 @@ type builders struct {
 	bias, value  *array.Float64Builder
 	f            []*array.Float64Builder
 	core         []*array.Int32Builder
+	seen         *array.BinaryBuilder // nil without the seen column
 }
 
-func columnsOf(b *array.RecordBuilder, rmax int) builders {
+// nullSeen appends a null to the seen column, if there is one.
+func (c *builders) nullSeen() {
+	if c.seen != nil {
+		c.seen.AppendNull()
+	}
+}
+
+func columnsOf(b *array.RecordBuilder, rmax int, seen bool) builders {
 	c := builders{
 		part:  b.Field(colPart).(*array.StringBuilder),
 		mode:  b.Field(colMode).(*array.Int32Builder),
@@ -308,6 +369,9 @@ func columnsOf(b *array.RecordBuilder, rmax int) builders {
 	}
 	for i := 0; i < 3; i++ {
 		c.core = append(c.core, b.Field(colF0+rmax+i).(*array.Int32Builder))
+	}
+	if seen {
+		c.seen = b.Field(colF0 + rmax + 4).(*array.BinaryBuilder)
 	}
 	return c
 }

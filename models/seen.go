@@ -4,17 +4,34 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/dprec/dprec/data"
 )
 
-// metaSeen is the schema metadata key of the seen-items part.
+// metaSeen is the schema metadata key of the seen-items part of a version
+// 1 file.
 const metaSeen = "dprec.seen"
 
-// SeenEncoding names the encoding of the seen-items part (see the package
-// doc, "Seen items").
-const SeenEncoding = "base64 uvarint csr-gaps v1"
+// SeenEncoding names the encoding of the seen-items part that Save writes
+// (see the package doc, "Seen items"): the uvarint stream stored raw in the
+// "seen" column of the seen rows (file version 2).
+const SeenEncoding = "uvarint csr-gaps v1 in seen rows"
+
+// seenEncodingMeta is the encoding of version 1 files: the same stream,
+// base64'd into the schema metadata.
+const seenEncodingMeta = "base64 uvarint csr-gaps v1"
+
+// seenMode is the mode column of the seen rows (version 2 files).
+const seenMode = math.MinInt32
+
+// seenPieceBytes is the size of the pieces the seen stream is cut into,
+// one seen row each: small enough for any Arrow binary column, large enough
+// that the rows' other (null) columns cost nothing. seenPiecesPerBatch
+// bounds a record batch of seen rows (to 64 MiB). They are variables only
+// so that tests can cut small streams into many pieces and batches.
+var seenPieceBytes, seenPiecesPerBatch = 1 << 20, 64
 
 // SeenInfo describes the seen-items part of a model file in its header.
 type SeenInfo struct {
@@ -27,31 +44,55 @@ type SeenInfo struct {
 // are the model's own (the store the model was trained on), the sorted
 // distinct items of that user, as Exclusions. users and items are the
 // model's mode sizes.
+//
+// Two stable counting sorts, no comparison sort: the users of the
+// observations are grouped by item, then the items are dealt to their
+// users in ascending item order, so each user's list comes out sorted and
+// repeats (the same pair at several times) are adjacent.
 func SeenFromStore(st *data.Store, users, items int) (*Exclusions, error) {
 	if st.Order() < 2 || st.Dims[0] != users || st.Dims[1] != items {
 		return nil, fmt.Errorf("models: training store of dims %v for a model of %d users and %d items", st.Dims, users, items)
 	}
+	us, is := st.Idx[0], st.Idx[1]
+	iptr := make([]int64, items+1)
+	for _, j := range is {
+		iptr[j+1]++
+	}
+	for j := 0; j < items; j++ {
+		iptr[j+1] += iptr[j]
+	}
+	byItem := make([]int32, len(is)) // the users of item j at iptr[j]:iptr[j+1]
+	fill := slices.Clone(iptr[:items])
+	for k, j := range is {
+		byItem[fill[j]] = us[k]
+		fill[j]++
+	}
 	e := &Exclusions{ptr: make([]int64, users+1)}
-	for _, u := range st.Idx[0] {
+	for _, u := range us {
 		e.ptr[u+1]++
 	}
 	for u := 0; u < users; u++ {
 		e.ptr[u+1] += e.ptr[u]
 	}
 	e.items = make([]int32, e.ptr[users])
-	fill := slices.Clone(e.ptr[:users])
-	for k, u := range st.Idx[0] {
-		e.items[fill[u]] = st.Idx[1][k]
-		fill[u]++
+	fill = slices.Clone(e.ptr[:users])
+	for j := 0; j < items; j++ {
+		for _, u := range byItem[iptr[j]:iptr[j+1]] {
+			e.items[fill[u]] = int32(j)
+			fill[u]++
+		}
 	}
-	// Sort and deduplicate each user's items, compacting in place.
+	// Drop the repeats, compacting in place.
 	w := int64(0)
 	for u := 0; u < users; u++ {
-		seg := e.items[e.ptr[u]:e.ptr[u+1]]
-		slices.Sort(seg)
-		seg = slices.Compact(seg)
+		lo, hi := e.ptr[u], e.ptr[u+1]
 		e.ptr[u] = w
-		w += int64(copy(e.items[w:], seg))
+		for k := lo; k < hi; k++ {
+			if k == lo || e.items[k] != e.items[k-1] {
+				e.items[w] = e.items[k]
+				w++
+			}
+		}
 	}
 	e.ptr[users] = w
 	e.items = e.items[:w:w]
@@ -149,7 +190,7 @@ func (e *Exclusions) For(u int32, items int, extra []int32) []int32 {
 
 // encodeSeen encodes e as: uvarint users, uvarint pairs, then for every user
 // uvarint count, then for every user its items as gaps (first item, then
-// item - previous - 1), all uvarint; then base64 (standard, padded).
+// item - previous - 1), all uvarint.
 func encodeSeen(e *Exclusions) []byte {
 	buf := make([]byte, 0, 16+len(e.items)*2+len(e.ptr))
 	buf = binary.AppendUvarint(buf, uint64(e.Users()))
@@ -164,22 +205,25 @@ func encodeSeen(e *Exclusions) []byte {
 			prev = int64(j)
 		}
 	}
-	out := make([]byte, base64.StdEncoding.EncodedLen(len(buf)))
-	base64.StdEncoding.Encode(out, buf)
-	return out
+	return buf
 }
 
-// decodeSeen decodes and checks the seen-items part against the model's
-// mode sizes and the header's counts. Every count is checked against the
-// bytes that remain before anything is allocated from it.
-func decodeSeen(s string, info *SeenInfo, users, items int) (*Exclusions, error) {
-	if info.Encoding != SeenEncoding {
+// decodeSeenBase64 decodes the base64'd seen-items part of a version 1 file.
+func decodeSeenBase64(s string, info *SeenInfo, users, items int) (*Exclusions, error) {
+	if info.Encoding != seenEncodingMeta {
 		return nil, fmt.Errorf("%w: seen items in unknown encoding %q", ErrFormat, info.Encoding)
 	}
 	raw, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
 		return nil, fmt.Errorf("%w: seen items: %v", ErrFormat, err)
 	}
+	return decodeSeen(raw, info, users, items)
+}
+
+// decodeSeen decodes and checks the seen-items stream against the model's
+// mode sizes and the header's counts. Every count is checked against the
+// bytes that remain before anything is allocated from it.
+func decodeSeen(raw []byte, info *SeenInfo, users, items int) (*Exclusions, error) {
 	pos := 0
 	next := func() (uint64, error) {
 		v, n := binary.Uvarint(raw[pos:])

@@ -82,8 +82,8 @@ func TestSeenCorruptionDetected(t *testing.T) {
 	if at < 0 {
 		t.Fatal("seen part not found in the file")
 	}
-	// Arrow writes the schema (and so the part) twice; the reader uses the
-	// footer's copy. Flips of the other copy are harmless.
+	// The stream is stored once, raw, in the seen rows (version 2; version
+	// 1 kept it in the schema, which Arrow writes twice).
 	spots := []int{at}
 	if at2 := bytes.Index(b[at+len(enc):], enc); at2 >= 0 {
 		spots = append(spots, at+len(enc)+at2)
@@ -114,8 +114,8 @@ func TestSeenCorruptionDetected(t *testing.T) {
 
 func TestDecodeSeenRejects(t *testing.T) {
 	good := &Exclusions{ptr: []int64{0, 2, 2, 3}, items: []int32{1, 4, 0}}
-	info := &SeenInfo{Users: 3, Pairs: 3, Encoding: SeenEncoding}
-	if e, err := decodeSeen(string(encodeSeen(good)), info, 3, 5); err != nil || !slices.Equal(e.items, good.items) || !slices.Equal(e.ptr, good.ptr) {
+	info := &SeenInfo{Users: 3, Pairs: 3, Encoding: seenEncodingMeta}
+	if e, err := decodeSeenBase64(b64(encodeSeen(good)), info, 3, 5); err != nil || !slices.Equal(e.items, good.items) || !slices.Equal(e.ptr, good.ptr) {
 		t.Fatalf("good part: %v %+v", err, e)
 	}
 	raw := func(v ...uint64) string {
@@ -133,15 +133,15 @@ func TestDecodeSeenRejects(t *testing.T) {
 		"item beyond":   {raw(3, 3, 2, 0, 1, 1, 3, 0), *info, 4},
 		"counts short":  {raw(3, 3, 1, 0, 1, 1, 3), *info, 5},
 		"huge count":    {raw(3, 3, 1<<40, 0, 1, 1, 3, 0), *info, 5},
-		"huge pairs":    {raw(3, 1<<50), SeenInfo{Users: 3, Pairs: 1 << 50, Encoding: SeenEncoding}, 5},
+		"huge pairs":    {raw(3, 1<<50), SeenInfo{Users: 3, Pairs: 1 << 50, Encoding: seenEncodingMeta}, 5},
 		"trailing":      {raw(3, 3, 2, 0, 1, 1, 3, 0, 9), *info, 5},
-		"header counts": {raw(3, 3, 2, 0, 1, 1, 3, 0), SeenInfo{Users: 3, Pairs: 4, Encoding: SeenEncoding}, 5},
+		"header counts": {raw(3, 3, 2, 0, 1, 1, 3, 0), SeenInfo{Users: 3, Pairs: 4, Encoding: seenEncodingMeta}, 5},
 		"encoding":      {raw(3, 3, 2, 0, 1, 1, 3, 0), SeenInfo{Users: 3, Pairs: 3, Encoding: "x"}, 5},
 		"not base64":    {"!!", *info, 5},
 		"truncated":     {raw(3), *info, 5},
 	}
 	for name, c := range cases {
-		if _, err := decodeSeen(c.s, &c.info, 3, c.items); !errors.Is(err, ErrFormat) {
+		if _, err := decodeSeenBase64(c.s, &c.info, 3, c.items); !errors.Is(err, ErrFormat) {
 			t.Errorf("%s: error %v, want ErrFormat", name, err)
 		}
 	}
@@ -281,14 +281,13 @@ func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 // with ErrFormat; never a panic or an allocation beyond the input size.
 func FuzzDecodeSeen(f *testing.F) {
 	good := &Exclusions{ptr: []int64{0, 2, 2, 3}, items: []int32{1, 4, 0}}
-	enc, _ := base64.StdEncoding.DecodeString(string(encodeSeen(good)))
-	f.Add(enc, 3, 3, 5)
+	f.Add(encodeSeen(good), 3, 3, 5)
 	f.Add([]byte{3, 200, 1, 0}, 3, 3, 5)
 	f.Fuzz(func(t *testing.T, raw []byte, users, pairs, items int) {
 		if users < 0 || users > 1000 || pairs < 0 || items <= 0 || items > 1000 {
 			return
 		}
-		e, err := decodeSeen(base64.StdEncoding.EncodeToString(raw), &SeenInfo{Users: users, Pairs: pairs, Encoding: SeenEncoding}, users, items)
+		e, err := decodeSeen(raw, &SeenInfo{Users: users, Pairs: pairs, Encoding: SeenEncoding}, users, items)
 		if err != nil {
 			if !errors.Is(err, ErrFormat) {
 				t.Fatalf("error %v does not wrap ErrFormat", err)
@@ -307,4 +306,71 @@ func FuzzDecodeSeen(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSeenVersion1FileLoads: a version 1 file (seen items base64'd in the
+// schema metadata, written before version 2) still loads, seen items
+// included.
+func TestSeenVersion1FileLoads(t *testing.T) {
+	f := testFile(t, decomposition.CP, []int{4, 5, 2}, []int{2}, true, 3)
+	f.Seen, _ = SeenFromStore(seenStore(), 4, 5)
+	g, err := Load("testdata/cp3-seen-v1.arrow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := sameModel(f, g); d != "" {
+		t.Fatalf("version 1 file differs in %s", d)
+	}
+	if g.Header.Version != 1 || g.Header.Seen == nil || g.Header.Seen.Encoding != seenEncodingMeta {
+		t.Fatalf("header version %d seen %+v", g.Header.Version, g.Header.Seen)
+	}
+	if !slices.Equal(g.Seen.items, f.Seen.items) || !slices.Equal(g.Seen.ptr, f.Seen.ptr) {
+		t.Fatalf("seen items %v %v, want %v %v", g.Seen.ptr, g.Seen.items, f.Seen.ptr, f.Seen.items)
+	}
+	// Written again, it becomes a version 2 file with the same content.
+	h, err := decode(encode(t, g))
+	if err != nil || h.Header.Version != FormatVersion || !slices.Equal(h.Seen.items, f.Seen.items) {
+		t.Fatalf("rewritten: %v, version %d", err, h.Header.Version)
+	}
+}
+
+// TestSeenPieces cuts the seen stream into pieces of 3 bytes, 2 pieces a
+// record batch: the file round-trips, and two pieces swapped in a resealed
+// file are rejected.
+func TestSeenPieces(t *testing.T) {
+	defer func(p, b int) { seenPieceBytes, seenPiecesPerBatch = p, b }(seenPieceBytes, seenPiecesPerBatch)
+	seenPieceBytes, seenPiecesPerBatch = 3, 2
+	f := testFile(t, decomposition.CP, []int{4, 5, 2}, []int{2}, true, 3)
+	f.Seen, _ = SeenFromStore(seenStore(), 4, 5)
+	raw := encodeSeen(f.Seen)
+	if len(raw) < 4*seenPieceBytes {
+		t.Fatalf("stream of %d bytes: too short for the test", len(raw))
+	}
+	g, err := decode(encode(t, f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(g.Seen.items, f.Seen.items) || !slices.Equal(g.Seen.ptr, f.Seen.ptr) || g.Header.Version != FormatVersion {
+		t.Fatalf("seen items %v %v, version %d", g.Seen.ptr, g.Seen.items, g.Header.Version)
+	}
+	// The pieces are found in the file by content; swapping two of them
+	// (different bytes) must fail.
+	b := encode(t, f)
+	p0, p1 := raw[:3], raw[3:6]
+	if bytes.Equal(p0, p1) {
+		t.Fatal("pieces 0 and 1 are equal: pick another store")
+	}
+	i0, i1 := bytes.Index(b, p0), bytes.Index(b, p1)
+	if i0 < 0 || i1 < 0 {
+		t.Fatal("pieces not found in the file")
+	}
+	c := slices.Clone(b)
+	copy(c[i0:], p1)
+	copy(c[i1:], p0)
+	if err := seal(c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := decode(c); err == nil {
+		t.Fatal("swapped seen pieces accepted")
+	}
 }

@@ -152,7 +152,23 @@ func trainRun(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// The seen items of a non-private model (every rating, validation
+	// part included) are gathered while the fingerprint is hashed: two
+	// serial passes over the store, on two cores.
+	var seen *models.Exclusions
+	var seenErr error
+	seenDone := make(chan struct{})
+	go func() {
+		defer close(seenDone)
+		if ul == nil && !tf.private {
+			seen, seenErr = models.SeenFromStore(st, m.Dims[0], m.Dims[1])
+		}
+	}()
 	info := models.Fingerprint(train)
+	<-seenDone
+	if seenErr != nil {
+		return seenErr
+	}
 	if err := trainClamp(c, m, info); err != nil {
 		return err
 	}
@@ -183,7 +199,7 @@ func trainRun(c *cli.Context) error {
 	if refitted {
 		final = st
 	}
-	if err := trainSave(c, out, st, final, m, res, info, ul); err != nil {
+	if err := trainSave(c, out, final, m, res, info, ul, seen); err != nil {
 		return err
 	}
 	sum := trainSummarize(out, src, tf.kind, m, train, valid, res, time.Since(start), refitted)
@@ -343,9 +359,10 @@ func trainWithBar(c *cli.Context, train, valid *data.Store, m *decomposition.Mod
 }
 
 // trainSave saves the model trained on final (the training part, or every
-// rating of st after a refit) to out, with its settings, released history,
-// data fingerprint and, for a non-private model, the seen items of st.
-func trainSave(c *cli.Context, out string, st, final *data.Store, m *decomposition.Model, res *completion.Result, info *models.DataInfo, ul *userLevel) error {
+// rating after a refit) to out, with its settings, released history, data
+// fingerprint and, for a non-private model, seen (the seen items of every
+// rating).
+func trainSave(c *cli.Context, out string, final *data.Store, m *decomposition.Model, res *completion.Result, info *models.DataInfo, ul *userLevel, seen *models.Exclusions) error {
 	settingsJSON, err := trainSettingsJSON(res.Settings)
 	if err != nil {
 		return err
@@ -358,16 +375,17 @@ func trainSave(c *cli.Context, out string, st, final *data.Store, m *decompositi
 	if len(dicts) < m.Order() {
 		dicts = append(append([]*data.Dict(nil), dicts...), make([]*data.Dict, m.Order()-len(dicts))...)
 	}
-	var seen *models.Exclusions
 	if ul != nil {
 		if dicts, info, err = ul.release(dicts, m, res.Privacy); err != nil {
 			return err
 		}
+		seen = nil
 	} else if res.Privacy != nil && res.Privacy.Private() {
 		// The hash and statistics are functions of the private ratings.
 		info = info.Public()
-	} else if seen, err = models.SeenFromStore(st, m.Dims[0], m.Dims[1]); err != nil {
-		return err
+		seen = nil
+	} else if seen == nil {
+		return errors.New("internal error: a non-private model without its seen items")
 	}
 	f := &models.File{
 		Header: models.Header{
