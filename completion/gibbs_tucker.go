@@ -1,0 +1,282 @@
+package completion
+
+import (
+	"errors"
+	"math"
+	"sync"
+
+	"github.com/dprec/dprec/decomposition"
+)
+
+// MaxGibbsCore is the largest Tucker core (product of the ranks) the Gibbs
+// sampler draws: the core is drawn jointly from its Gaussian conditional,
+// a dense MaxGibbsCore^2 system per worker and a Cholesky factorisation of
+// cost |G|^3/3 per sweep (package doc, "Gibbs for Tucker"). Rank 12 on
+// three modes (1,728 entries) is within it; larger cores are refused with
+// a *SettingsError.
+const MaxGibbsCore = 2000
+
+// Gamma(coreA0, coreB0) (shape, rate) is the hyperprior of the core's
+// prior precision.
+const coreA0, coreB0 = 1.0, 1.0
+
+// coreSampler draws the Tucker core of a Gibbs run (package doc, "Gibbs
+// for Tucker"). The core's normal equations are accumulated row by row of
+// mode s (the mode whose rows make the system cheapest): sum over a row's
+// entries of g_e g_e^T = (a a^T) ⊗ M_i with M_i = sum h_e h_e^T, h_e the
+// Kronecker product of the entry's rows in the other modes. Positions are
+// in (mode s, other modes) order; perm maps them to the core's row-major
+// order.
+type coreSampler struct {
+	s    int
+	H    int   // product of the other modes' ranks
+	nG   int   // core size
+	perm []int // perm[position] = core index
+	g0   []float64
+	prec float64 // lambda_g, the prior precision of the core
+	// bounds[w]..bounds[w+1] are worker w's rows of mode s (a fixed
+	// partition balanced by entries, so sums do not depend on scheduling).
+	bounds []int
+	acc    [][]float64 // per worker nG x nG (upper triangle)
+	rhs    [][]float64 // per worker nG
+	M, r   [][]float64 // per worker H x H and H
+	zc, ys [][]float64 // per worker gramAdd batches
+}
+
+func newCoreSampler(t *alsTrainer) *coreSampler {
+	m := t.m
+	nG := len(m.Core)
+	// Cost per sweep of mode s: |Omega| H^2/2 for the M_i plus
+	// rows_s R_s^2 H^2/2 for the Kronecker additions.
+	best, bestCost := 0, math.Inf(1)
+	for s := range m.Dims {
+		H := nG / m.Ranks[s]
+		cost := float64(H*H) * (float64(t.st.NNZ()) + float64(m.Dims[s]*m.Ranks[s]*m.Ranks[s]))
+		if cost < bestCost {
+			best, bestCost = s, cost
+		}
+	}
+	c := &coreSampler{s: best, nG: nG, H: nG / m.Ranks[best], prec: 1,
+		perm: corePerm(m.Ranks, best), g0: make([]float64, nG)}
+	G0 := make([]float64, nG)
+	superdiagonal(G0, m.Ranks)
+	for k, q := range c.perm {
+		c.g0[k] = G0[q]
+	}
+	W := len(t.work)
+	c.bounds = make([]int, W+1)
+	start, n := t.start[best], t.st.NNZ()
+	for w, i := 1, 0; w <= W; w++ {
+		for i < m.Dims[best] && start[i] < w*n/W {
+			i++
+		}
+		c.bounds[w] = i
+	}
+	c.bounds[W] = m.Dims[best]
+	for range W {
+		c.acc = append(c.acc, make([]float64, nG*nG))
+		c.rhs = append(c.rhs, make([]float64, nG))
+		c.M = append(c.M, make([]float64, c.H*c.H))
+		c.r = append(c.r, make([]float64, c.H))
+		c.zc = append(c.zc, make([]float64, c.H*gramBatch))
+		c.ys = append(c.ys, make([]float64, gramBatch))
+	}
+	return c
+}
+
+// corePerm lists, for each position of the core in (mode s, other modes
+// in order) row-major order, its index in the row-major core.
+func corePerm(ranks []int, s int) []int {
+	nG := 1
+	for _, r := range ranks {
+		nG *= r
+	}
+	perm := make([]int, nG)
+	idx := make([]int, len(ranks))
+	for k := 0; k < nG; k++ {
+		rem := k
+		for mo := len(ranks) - 1; mo >= 0; mo-- {
+			idx[mo] = rem % ranks[mo]
+			rem /= ranks[mo]
+		}
+		rest := 0
+		for mo, r := range ranks {
+			if mo != s {
+				rest = rest*r + idx[mo]
+			}
+		}
+		perm[idx[s]*(nG/ranks[s])+rest] = k
+	}
+	return perm
+}
+
+// accumulate adds the data part of the core's normal equations over worker
+// w's rows of mode s to acc[w] (sum g g^T, upper triangle) and rhs[w]
+// (sum g y, y the value minus the offset).
+func (c *coreSampler) accumulate(t *alsTrainer, w int) {
+	m, s, H := t.m, c.s, c.H
+	acc, rhs, M, r := c.acc[w], c.rhs[w], c.M[w], c.r[w]
+	zc, ys := c.zc[w], c.ys[w]
+	clear(acc)
+	clear(rhs)
+	ws := t.work[w]
+	for i := c.bounds[w]; i < c.bounds[w+1]; i++ {
+		lo, hi := t.start[s][i], t.start[s][i+1]
+		if lo == hi {
+			continue
+		}
+		clear(M)
+		clear(r)
+		nb := 0
+		for q := lo; q < hi; q++ {
+			v, pp := t.grouped(s, q, ws.idx)
+			c.kron(m, ws.idx, zc, nb)
+			ys[nb] = v - t.offsetAt(ws.idx, pp, -1)
+			nb++
+			if nb == gramBatch {
+				gramAdd(M, r, zc, ys, H, nb)
+				nb = 0
+			}
+		}
+		if nb > 0 {
+			gramAdd(M, r, zc, ys, H, nb)
+		}
+		for x := 0; x < H; x++ {
+			for y := x + 1; y < H; y++ {
+				M[y*H+x] = M[x*H+y]
+			}
+		}
+		c.addKron(acc, rhs, m.Row(s, i), M, r)
+	}
+}
+
+// kron writes h, the Kronecker product of the entry's rows in the modes
+// other than s (row-major), into column e of the gramAdd batch zc.
+func (c *coreSampler) kron(m *decomposition.Model, idx []int32, zc []float64, e int) {
+	const G = gramBatch
+	if m.Order() == 2 {
+		for p, x := range m.Row(1-c.s, int(idx[1-c.s])) {
+			zc[p*G+e] = x
+		}
+		return
+	}
+	u, v := otherModes(c.s)
+	fu, fv := m.Row(u, int(idx[u])), m.Row(v, int(idx[v]))
+	Rv := len(fv)
+	for p, x := range fu {
+		for q, y := range fv {
+			zc[(p*Rv+q)*G+e] = x * y
+		}
+	}
+}
+
+// addKron adds (a a^T) ⊗ M (upper triangle) to acc and a ⊗ r to rhs.
+func (c *coreSampler) addKron(acc, rhs, a, M, r []float64) {
+	H, n := c.H, c.nG
+	for p, ap := range a {
+		for x, rx := range r {
+			rhs[p*H+x] += ap * rx
+		}
+		for p2 := p; p2 < len(a); p2++ {
+			f := ap * a[p2]
+			for x := 0; x < H; x++ {
+				dst := acc[(p*H+x)*n+p2*H : (p*H+x)*n+p2*H+H]
+				src := M[x*H : x*H+H]
+				y0 := 0
+				if p2 == p {
+					y0 = x
+				}
+				for y := y0; y < H; y++ {
+					dst[y] += f * src[y]
+				}
+			}
+		}
+	}
+}
+
+// sampleCore draws the core from its Gaussian conditional, precision
+// lambda_g I + alpha sum g g^T and mean its inverse times lambda_g G0 +
+// alpha sum g y, then lambda_g from its Gamma conditional (package doc,
+// "Gibbs for Tucker").
+func (g *gibbsTrainer) sampleCore() error {
+	c := g.core
+	var wg sync.WaitGroup
+	for w := range g.work {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.accumulate(g.alsTrainer, w)
+		}()
+	}
+	wg.Wait()
+	n := c.nG
+	A, b := c.acc[0], c.rhs[0]
+	for w := 1; w < len(c.acc); w++ {
+		addTo(A, c.acc[w])
+		addTo(b, c.rhs[w])
+	}
+	for p := 0; p < n; p++ {
+		b[p] = g.alpha*b[p] + c.prec*c.g0[p]
+		row := A[p*n+p : p*n+n]
+		for q := range row {
+			row[q] *= g.alpha
+		}
+		row[0] += c.prec
+	}
+	if !g.cholUpperRows(A, n) {
+		return errors.New("completion: Gibbs core precision not positive definite")
+	}
+	forwardSolveUpperT(A, b, n)
+	for p := range b {
+		b[p] += g.rng.NormFloat64()
+	}
+	backSolveUpper(A, b, n)
+	ss := 0.0
+	for k, q := range c.perm {
+		g.m.Core[q] = b[k]
+		d := b[k] - c.g0[k]
+		ss += d * d
+	}
+	c.prec = sampleGamma(coreA0+float64(n)/2, g.rng) / (coreB0 + ss/2)
+	return nil
+}
+
+// cholUpperRows is cholUpper (A = U^T U, upper triangle read and
+// overwritten) ordered by rows, for the core's large system: the trailing
+// update subtracts row j from each later row (contiguous memory), those
+// rows split over the workers (each row is updated by one worker, so the
+// result does not depend on scheduling).
+func (g *gibbsTrainer) cholUpperRows(A []float64, n int) bool {
+	for j := 0; j < n; j++ {
+		d := A[j*n+j]
+		if !(d > 0) {
+			return false
+		}
+		d = math.Sqrt(d)
+		A[j*n+j] = d
+		rj := A[j*n+j+1 : j*n+n]
+		for k := range rj {
+			rj[k] /= d
+		}
+		update := func(_, lo, hi int) {
+			for i := j + 1 + lo; i < j+1+hi; i++ {
+				f := A[j*n+i]
+				if f == 0 {
+					continue
+				}
+				dst := A[i*n+i : i*n+n]
+				src := A[j*n+i : j*n+n]
+				src = src[:len(dst)]
+				for k, v := range src {
+					dst[k] -= f * v
+				}
+			}
+		}
+		if rest := n - j - 1; rest > 256 {
+			g.parallel(rest, 32, update)
+		} else {
+			update(0, 0, rest)
+		}
+	}
+	return true
+}

@@ -1,0 +1,157 @@
+package completion
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/internal/stattest"
+)
+
+// tuckerStore draws a log from a planted Tucker model with a dense random
+// core (data.Synth) and splits it into n training and the rest test cells.
+func tuckerStore(t *testing.T, ranks [3]int, times, ratings, n int, noise float64, seed uint64) (train, test *data.Store, truth *data.SynthTruth) {
+	t.Helper()
+	st, tr, err := data.Synth(data.SynthOptions{Users: 40, Items: 30, Times: times, Ratings: ratings,
+		Kind: "tucker", Ranks: ranks, Noise: noise}, rand.NewPCG(seed, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	perm := rand.New(rand.NewPCG(seed, 2)).Perm(st.NNZ())
+	return st.Subset(perm[:n]), st.Subset(perm[n:]), tr
+}
+
+// TestGibbsTuckerRecovers: the sampler's posterior-mean Tucker model
+// recovers a noiseless planted Tucker tensor whose core is dense, for
+// order 3 and order 2 and both thread counts. At order 3 the core matters:
+// with the core step skipped the test RMSE is 0.21, against 0.0015 with it
+// (at order 2 any core is absorbed by the factors).
+func TestGibbsTuckerRecovers(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		times int
+		ranks []int
+	}{{"tucker3", 8, []int{3, 3, 2}}, {"tucker2", 0, []int{3, 2}}} {
+		for _, threads := range []int{1, 2} {
+			train, test, _ := tuckerStore(t, [3]int{tc.ranks[0], tc.ranks[1], 2}, tc.times, 1200+tc.times*300, 1000+tc.times*250, 0, 3)
+			m := newModel(t, decomposition.Tucker, train.Dims, tc.ranks, true)
+			// The planted time factors are random: free time rows.
+			s := &Settings{Solver: SolverGibbs, Epochs: 80, Threads: threads, RegTime: -1, TimeBiases: ToggleOff}
+			res, err := Train(train, nil, m, s, rand.NewPCG(1, 2), nil)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			// The planted low-rank part has standard deviation 0.71.
+			got := RMSE(m, test, 1)
+			t.Logf("%s threads %d: test RMSE %.4f", tc.name, threads, got)
+			if got > 0.1 || res.BestEpoch != 80 {
+				t.Errorf("%s threads %d: test RMSE %.4f (want < 0.1), best epoch %d", tc.name, threads, got, res.BestEpoch)
+			}
+		}
+	}
+}
+
+// TestGibbsCoreConditional checks the core's conditional against a direct
+// computation: the normal equations accumulated through the Kronecker
+// grouping equal sum_e g_e g_e^T and sum_e g_e y_e over the entries (g_e
+// from decomposition's Partial, y_e the value minus the offset with pair
+// biases), and the draws have the conditional's mean and variances.
+func TestGibbsCoreConditional(t *testing.T) {
+	train, _, _ := tuckerStore(t, [3]int{3, 2, 2}, 6, 900, 800, 0.3, 5)
+	for _, ranks := range [][]int{{3, 2, 2}, {2, 3, 2}, {2, 2, 3}} {
+		m := newModel(t, decomposition.Tucker, train.Dims, ranks, true)
+		cfg := (&Settings{Solver: SolverGibbs, Threads: 3}).resolvedFor(decomposition.Tucker)
+		vals := append([]float64(nil), train.Val...)
+		g, err := newGibbsTrainer(m, train, vals, &cfg, rand.New(rand.NewPCG(7, 7)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Pairs) == 0 {
+			t.Fatal("no pair biases: the offsets are not fully exercised")
+		}
+		c := g.core
+		n := c.nG
+		P, h := make([]float64, n*n), make([]float64, n)
+		w, idx := m.NewWork(), make([]int32, 3)
+		for e := 0; e < train.NNZ(); e++ {
+			train.Entry(e, idx)
+			m.Partial(idx, w)
+			y := train.Val[e] - m.Offset(idx)
+			for q, gq := range w.Core {
+				h[q] += gq * y
+				for r, gr := range w.Core {
+					P[q*n+r] += gq * gr
+				}
+			}
+		}
+		for wk := range g.work {
+			c.accumulate(g.alsTrainer, wk)
+		}
+		for k1 := 0; k1 < n; k1++ {
+			got := 0.0
+			for wk := range c.rhs {
+				got += c.rhs[wk][k1]
+			}
+			if want := h[c.perm[k1]]; math.Abs(got-want) > 1e-9*(1+math.Abs(want)) {
+				t.Fatalf("ranks %v: rhs[%d] = %g, direct %g", ranks, c.perm[k1], got, want)
+			}
+			for k2 := k1; k2 < n; k2++ {
+				got := 0.0
+				for wk := range c.acc {
+					got += c.acc[wk][k1*n+k2]
+				}
+				if want := P[c.perm[k1]*n+c.perm[k2]]; math.Abs(got-want) > 1e-9*(1+math.Abs(want)) {
+					t.Fatalf("ranks %v: precision[%d,%d] = %g, direct %g", ranks, c.perm[k1], c.perm[k2], got, want)
+				}
+			}
+		}
+		checkCoreDraws(t, g, P, h)
+	}
+}
+
+// checkCoreDraws draws the core K times at a fixed alpha and lambda_g and
+// compares each coordinate's sample mean and variance with the conditional
+// N(Q^-1 (alpha h + lambda_g G0), Q^-1), Q = alpha P + lambda_g I.
+func checkCoreDraws(t *testing.T, g *gibbsTrainer, P, h []float64) {
+	t.Helper()
+	c := g.core
+	n := c.nG
+	const alpha, lam, K = 3.0, 2.0, 4000
+	G0 := make([]float64, n)
+	superdiagonal(G0, g.m.Ranks)
+	Q := make([]float64, n*n)
+	mean := make([]float64, n)
+	for q := range mean {
+		mean[q] = alpha*h[q] + lam*G0[q]
+		for r := 0; r < n; r++ {
+			Q[q*n+r] = alpha * P[q*n+r]
+		}
+		Q[q*n+q] += lam
+	}
+	cov := invertSPD(Q, n)
+	if !cholSolve(Q, mean, n) {
+		t.Fatal("conditional precision not positive definite")
+	}
+	draws := make([][]float64, n)
+	for k := 0; k < K; k++ {
+		g.alpha, c.prec = alpha, lam
+		if err := g.sampleCore(); err != nil {
+			t.Fatal(err)
+		}
+		for q, v := range g.m.Core {
+			draws[q] = append(draws[q], v)
+		}
+	}
+	for q := range draws {
+		mu, v := stattest.MeanVar(draws[q])
+		if z := (mu - mean[q]) / math.Sqrt(cov[q*n+q]/K); math.Abs(z) > stattest.Z5 {
+			t.Errorf("core[%d]: sample mean %.5f, conditional mean %.5f (z = %.2f)", q, mu, mean[q], z)
+		}
+		// The sample variance has relative standard deviation sqrt(2/(K-1)).
+		if r := v / cov[q*n+q]; math.Abs(r-1) > stattest.Z5*math.Sqrt(2.0/(K-1)) {
+			t.Errorf("core[%d]: sample variance / conditional variance = %.4f", q, r)
+		}
+	}
+}
