@@ -30,6 +30,9 @@ type gibbsTrainer struct {
 	rngs     []*rand.Rand
 	// core draws the Tucker core (nil for CP).
 	core *coreSampler
+	// rowTab and valTab are the contracted cores of an order-3 Tucker
+	// model for the row designs and the multilinear values (nil otherwise).
+	rowTab, valTab *coreTable
 }
 
 type hyper struct {
@@ -345,6 +348,8 @@ func (g *gibbsTrainer) design(mo int, ws *alsWork, z []float64) {
 		}
 	case m.Kind == decomposition.CP:
 		copy(z, m.Row(1-mo, int(idx[1-mo])))
+	case g.rowTab != nil:
+		g.rowTab.design(m, mo, idx, z)
 	default:
 		m.Partial(idx, ws.w)
 		copy(z, ws.w.Factor[mo])
@@ -400,7 +405,6 @@ func trainGibbs(ctx context.Context, train, valid *data.Store, m *decomposition.
 	if err != nil {
 		return nil, err
 	}
-	a := g.alsTrainer
 	pm := newParamMean(m)
 	var validSum []float64
 	if valid != nil {
@@ -414,19 +418,10 @@ func trainGibbs(ctx context.Context, train, valid *data.Store, m *decomposition.
 			return res, fmt.Errorf("completion: sampling stopped before sweep %d: %w", it+1, err)
 		}
 		t0 := time.Now()
-		for mo := range m.Dims {
-			g.sampleHyper(mo)
-			if err := g.sampleMode(it, mo); err != nil {
-				return nil, err
-			}
+		sse, err := g.sweep(it)
+		if err != nil {
+			return nil, err
 		}
-		if g.core != nil {
-			if err := g.sampleCore(); err != nil {
-				return nil, err
-			}
-		}
-		g.samplePairs(it)
-		sse := a.sse()
 		n := float64(train.NNZ())
 		g.alpha = sampleGamma(1+n/2, rng) / (1 + sse/2)
 		rec := EpochRecord{Epoch: it + 1, Seconds: time.Since(t0).Seconds(), TrainRMSE: math.Sqrt(sse / n), TrainLoss: sse}
@@ -460,6 +455,34 @@ func trainGibbs(ctx context.Context, train, valid *data.Store, m *decomposition.
 	return res, nil
 }
 
+// sweep runs one sweep of the sampler (hyperparameters and rows of every
+// mode, the Tucker core, the pair biases) and returns the training SSE.
+func (g *gibbsTrainer) sweep(it int) (float64, error) {
+	m := g.m
+	for mo := range m.Dims {
+		g.sampleHyper(mo)
+		if g.rowTab != nil {
+			g.rowTab.build(g.alsTrainer, tableMode(m, mo))
+		}
+		if err := g.sampleMode(it, mo); err != nil {
+			return 0, err
+		}
+	}
+	if g.core != nil {
+		if err := g.sampleCore(); err != nil {
+			return 0, err
+		}
+	}
+	if g.valTab != nil {
+		// Valid until the next sweep changes a row or the core.
+		g.valTab.build(g.alsTrainer, tableMode(m, -1))
+		g.alsTrainer.valTab = g.valTab
+		defer func() { g.alsTrainer.valTab = nil }()
+	}
+	g.samplePairs(it)
+	return g.sse(), nil
+}
+
 // newGibbsTrainer initialises m (the Tucker core at the CP core, as ALS
 // does) and starts the chain from two ALS sweeps, so the sampler begins
 // near a mode.
@@ -482,6 +505,9 @@ func newGibbsTrainer(m *decomposition.Model, train *data.Store, vals []float64, 
 	}
 	if m.Core != nil {
 		g.core = newCoreSampler(a)
+	}
+	if m.Core != nil && m.Order() == 3 {
+		g.rowTab, g.valTab = &coreTable{}, &coreTable{}
 	}
 	for s := 0; s < 2; s++ {
 		if _, err := a.sweep(); err != nil {

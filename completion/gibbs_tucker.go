@@ -280,3 +280,99 @@ func (g *gibbsTrainer) cholUpperRows(A []float64, n int) bool {
 	}
 	return true
 }
+
+// coreTable holds, for every row j of mode v of an order-3 Tucker model,
+// the core contracted with that row, T_j = G ×_v f_v(j), an Ra x Rb matrix
+// over the other two modes a < b. With it an entry's design vector for
+// mode a or b and its multilinear value cost Ra Rb operations instead of
+// the R^3 of a contraction with the whole core.
+type coreTable struct {
+	v, a, b int
+	T       []float64
+}
+
+// build fills t for mode v from the current core and factor rows.
+func (t *coreTable) build(tr *alsTrainer, v int) {
+	m := tr.m
+	t.v = v
+	t.a, t.b = otherModes(v)
+	Ra, Rb := m.Ranks[t.a], m.Ranks[t.b]
+	size := m.Dims[v] * Ra * Rb
+	if cap(t.T) < size {
+		t.T = make([]float64, size)
+	}
+	t.T = t.T[:size]
+	// Each core position's place in T_j and its index in mode v.
+	R1, R2 := m.Ranks[1], m.Ranks[2]
+	dst, vi := make([]int, len(m.Core)), make([]int, len(m.Core))
+	for k := range m.Core {
+		pos := [3]int{k / (R1 * R2), k / R2 % R1, k % R2}
+		dst[k], vi[k] = pos[t.a]*Rb+pos[t.b], pos[v]
+	}
+	tr.parallel(m.Dims[v], 64, func(_, lo, hi int) {
+		for j := lo; j < hi; j++ {
+			f := m.Row(v, j)
+			Tj := t.T[j*Ra*Rb : (j+1)*Ra*Rb]
+			clear(Tj)
+			for k, gk := range m.Core {
+				Tj[dst[k]] += gk * f[vi[k]]
+			}
+		}
+	})
+}
+
+// design writes the design vector of the entry at idx for mode mo (a or b
+// of the table) into z.
+func (t *coreTable) design(m *decomposition.Model, mo int, idx []int32, z []float64) {
+	Ra, Rb := m.Ranks[t.a], m.Ranks[t.b]
+	Tj := t.T[int(idx[t.v])*Ra*Rb : (int(idx[t.v])+1)*Ra*Rb]
+	if mo == t.a {
+		fb := m.Row(t.b, int(idx[t.b]))
+		for p := 0; p < Ra; p++ {
+			s := 0.0
+			for x, y := range fb {
+				s += Tj[p*Rb+x] * y
+			}
+			z[p] = s
+		}
+		return
+	}
+	fa := m.Row(t.a, int(idx[t.a]))
+	clear(z[:Rb])
+	for p, ap := range fa {
+		row := Tj[p*Rb : p*Rb+Rb]
+		for x, y := range row {
+			z[x] += ap * y
+		}
+	}
+}
+
+// value is the multilinear term of the entry at idx.
+func (t *coreTable) value(m *decomposition.Model, idx []int32) float64 {
+	Ra, Rb := m.Ranks[t.a], m.Ranks[t.b]
+	Tj := t.T[int(idx[t.v])*Ra*Rb : (int(idx[t.v])+1)*Ra*Rb]
+	fa, fb := m.Row(t.a, int(idx[t.a])), m.Row(t.b, int(idx[t.b]))
+	s := 0.0
+	for p, ap := range fa {
+		row := Tj[p*Rb : p*Rb+Rb]
+		u := 0.0
+		for x, y := range fb {
+			u += row[x] * y
+		}
+		s += ap * u
+	}
+	return s
+}
+
+// tableMode is the mode whose rows the table for sampling mode mo (or,
+// with mo = -1, for the multilinear values) contracts: the other mode with
+// the fewest rows.
+func tableMode(m *decomposition.Model, mo int) int {
+	v := -1
+	for k, d := range m.Dims {
+		if k != mo && (v < 0 || d < m.Dims[v]) {
+			v = k
+		}
+	}
+	return v
+}
