@@ -119,6 +119,9 @@ func trainRun(c *cli.Context) error {
 		return err
 	}
 	ranks, err := trainRanks(c, tf.kind, st.Order())
+	if err == nil {
+		err = checkGibbsCore(tf, ranks)
+	}
 	if err != nil {
 		return cli.Exit(err.Error(), exitUsage)
 	}
@@ -465,6 +468,24 @@ func trainRanks(c *cli.Context, kind decomposition.Kind, order int) ([]int, erro
 		out[i] = r
 	}
 	return out, nil
+}
+
+// checkGibbsCore refuses --solver gibbs for a Tucker core above
+// completion.MaxGibbsCore entries (the sampler draws the core jointly; the
+// default solver takes ALS for such a core).
+func checkGibbsCore(tf trainFlags, ranks []int) error {
+	if tf.solver != completion.SolverGibbs || tf.kind != decomposition.Tucker {
+		return nil
+	}
+	size := 1
+	for _, r := range ranks {
+		size *= r
+	}
+	if size > completion.MaxGibbsCore {
+		return fmt.Errorf("--solver gibbs draws a Tucker core of at most %d entries, and ranks %v make %d: lower --rank or --ranks, or use --solver als",
+			completion.MaxGibbsCore, ranks, size)
+	}
+	return nil
 }
 
 // trainClamp sets the model's prediction range from --clamp.
