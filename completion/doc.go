@@ -1,5 +1,6 @@
 // Package completion trains CP and Tucker tensor-completion models
-// (package decomposition) by a Gibbs sampler (Bayesian CP, the default),
+// (package decomposition) by a Gibbs sampler (Bayesian CP and Tucker, the
+// default),
 // alternating least squares, or stochastic gradient descent on objective
 // (4) of Wei et al. 2021 with plug points through which the private modes (input,
 // gradient and output perturbation; completion/private*.go) act. The
@@ -369,6 +370,62 @@
 // the predictions of 10 or 30 stored samples (a rank 100 or 300 model)
 // scored 0.8292 and 0.8193. EpochRecord.ValidRMSE reports the running
 // average of the predictions.
+//
+// # Gibbs for Tucker
+//
+// A Tucker model keeps the CP model's priors (the Normal-Wishart
+// hyperprior of each mode's augmented rows, the anchored time rows, the
+// pair biases, alpha) and adds one for the core G (R1 x R2 x R3 entries,
+// vec G row-major). Given the core and the other modes, xhat_e is linear
+// in a row with design vector z_e = d xhat_e / d row (the core contracted
+// with the entry's rows in the other modes), so every row is drawn from the
+// Gaussian conditional above. Given the factors and biases, xhat_e is
+// linear in the core:
+//
+//	xhat_e = o_e + g_e^T vec G,   g_e = d xhat_e / d vec G = a_i ⊗ b_j ⊗ c_k,
+//
+// with o_e the biases (mean, mode and pair biases). With the likelihood
+// x_e ~ N(xhat_e, 1/alpha) and the prior vec G ~ N(vec G0, lambda_g^-1 I),
+// G0 the superdiagonal (CP) core, the log conditional of G is, with
+// y_e = x_e - o_e,
+//
+//	-alpha/2 sum_e (y_e - g_e^T G)^2 - lambda_g/2 |G - G0|^2 + const
+//	  = -1/2 G^T Q G + G^T h + const,
+//	Q = lambda_g I + alpha sum_e g_e g_e^T,   h = lambda_g G0 + alpha sum_e g_e y_e,
+//
+// a quadratic form, so G | rest ~ N(Q^-1 h, Q^-1), drawn like a row:
+// G = U^-1 (U^-T h + eps), Q = U^T U (Cholesky), eps ~ N(0, I), which has
+// mean U^-1 U^-T h = Q^-1 h and covariance U^-1 U^-T = Q^-1. The prior
+// precision is fixed, lambda_g = alpha RegCore |Omega| (the Bayesian
+// reading of ALS's penalty RegCore |Omega| |G - G0|^2 under the noise
+// precision alpha, as for the time rows), or, with RegCore negative,
+// learned: under the hyperprior lambda_g ~ Gamma(a0, b0) (shape, rate;
+// a0 = b0 = 1) the conditional density is proportional to
+//
+//	lambda^(a0-1) e^(-b0 lambda) * lambda^(|G|/2) e^(-lambda |G - G0|^2 / 2),
+//
+// that is lambda_g | G ~ Gamma(a0 + |G|/2, b0 + |G - G0|^2/2), drawn after
+// each core draw (the chain starts at lambda_g = 1).
+//
+// Computing Q. Adding g_e g_e^T entry by entry costs |Omega| |G|^2/2
+// (4.3e10 at rank 10 on ml-latest-small). Instead the entries are grouped
+// by the rows of one mode s (the cheapest; the users on MovieLens): with
+// the core positions ordered (mode s, other modes), g_e = a_i ⊗ h_e with
+// h_e the Kronecker product of the entry's rows in the other modes, so
+//
+//	sum_{e in row i} g_e g_e^T = (a_i a_i^T) ⊗ M_i,   M_i = sum_{e in row i} h_e h_e^T,
+//	sum_{e in row i} g_e y_e = a_i ⊗ sum_{e in row i} h_e y_e,
+//
+// for |Omega| H^2/2 + I_s R_s^2 H^2/2 operations (H = |G|/R_s) and a
+// Cholesky factorisation of |G|^3/3: about 1e9 at rank 10, a dense
+// |G| x |G| system per worker (8 MB at rank 10). Cores above MaxGibbsCore
+// entries are refused. The rows' design vectors and the entries' values
+// use the core contracted with one mode's rows (T_j = G ×_v f_v(j),
+// rebuilt when the rows or the core change), R^2 operations per entry
+// instead of R^3. TestGibbsCoreConditional checks Q and h against the
+// entry-by-entry sums and the draws' means and variances against Q^-1 h
+// and Q^-1; TestGibbsTuckerRecovers recovers a planted Tucker tensor with
+// a dense core (test RMSE 0.0015, and 0.21 with the core step skipped).
 //
 // # Defaults
 //

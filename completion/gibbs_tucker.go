@@ -215,13 +215,17 @@ func (g *gibbsTrainer) sampleCore() error {
 		addTo(A, c.acc[w])
 		addTo(b, c.rhs[w])
 	}
+	lam := c.prec
+	if g.cfg.RegCore > 0 {
+		lam = g.alpha * g.cfg.RegCore * float64(g.st.NNZ())
+	}
 	for p := 0; p < n; p++ {
-		b[p] = g.alpha*b[p] + c.prec*c.g0[p]
+		b[p] = g.alpha*b[p] + lam*c.g0[p]
 		row := A[p*n+p : p*n+n]
 		for q := range row {
 			row[q] *= g.alpha
 		}
-		row[0] += c.prec
+		row[0] += lam
 	}
 	if !g.cholUpperRows(A, n) {
 		return errors.New("completion: Gibbs core precision not positive definite")
@@ -237,7 +241,9 @@ func (g *gibbsTrainer) sampleCore() error {
 		d := b[k] - c.g0[k]
 		ss += d * d
 	}
-	c.prec = sampleGamma(coreA0+float64(n)/2, g.rng) / (coreB0 + ss/2)
+	if g.cfg.RegCore <= 0 {
+		c.prec = sampleGamma(coreA0+float64(n)/2, g.rng) / (coreB0 + ss/2)
+	}
 	return nil
 }
 

@@ -52,7 +52,12 @@ type Settings struct {
 	// factors. Zero means LearningRate * DefaultCoreStepFactor.
 	CoreLearningRate float64
 	// RegCore is lambda_g of eq. (4), the Tucker core penalty, applied per
-	// update. Zero means DefaultRegCore; negative means none.
+	// update. Zero means DefaultRegCore; negative means none. ALS charges
+	// it per observation, toward the CP core (zero: DefaultALSRegCore);
+	// the Gibbs sampler takes alpha RegCore |Omega| as the core's prior
+	// precision around the CP core (zero: DefaultALSRegCore), and with
+	// RegCore negative learns that precision under a Gamma hyperprior
+	// (package doc, "Gibbs for Tucker").
 	RegCore float64
 	// RegBias is the penalty on the bias terms (which eq. (4) does not
 	// have). Zero means the value of Reg; negative means none.
@@ -114,8 +119,9 @@ const (
 	// SolverALS is alternating least squares: exact ridge solves of every
 	// row of one mode at a time, biases solved jointly with their rows.
 	SolverALS
-	// SolverGibbs samples a Bayesian CP model (Gaussian-Wishart priors on
-	// the rows, as in Bayesian PMF/BPTF) and averages the samples.
+	// SolverGibbs samples a Bayesian CP or Tucker model (Gaussian-Wishart
+	// priors on the rows, as in Bayesian PMF/BPTF; a Gaussian prior on the
+	// Tucker core) and averages the samples.
 	SolverGibbs
 )
 
