@@ -30,15 +30,17 @@ func tuckerStore(t *testing.T, ranks [3]int, times, ratings, n int, noise float6
 // (at order 2 any core is absorbed by the factors).
 func TestGibbsTuckerRecovers(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		times int
-		ranks []int
-	}{{"tucker3", 8, []int{3, 3, 2}}, {"tucker2", 0, []int{3, 2}}} {
+		name    string
+		times   int
+		ranks   []int
+		regCore float64 // 0: the fixed default prior precision; -1: learned
+		max     float64 // largest test RMSE accepted
+	}{{"tucker3", 8, []int{3, 3, 2}, 0, 0.1}, {"tucker3 learned", 8, []int{3, 3, 2}, -1, 0.01}, {"tucker2", 0, []int{3, 2}, 0, 0.02}} {
 		for _, threads := range []int{1, 2} {
 			train, test, _ := tuckerStore(t, [3]int{tc.ranks[0], tc.ranks[1], 2}, tc.times, 1200+tc.times*300, 1000+tc.times*250, 0, 3)
 			m := newModel(t, decomposition.Tucker, train.Dims, tc.ranks, true)
 			// The planted time factors are random: free time rows.
-			s := &Settings{Solver: SolverGibbs, Epochs: 80, Threads: threads, RegTime: -1, TimeBiases: ToggleOff}
+			s := &Settings{Solver: SolverGibbs, Epochs: 80, Threads: threads, RegTime: -1, TimeBiases: ToggleOff, RegCore: tc.regCore}
 			res, err := Train(train, nil, m, s, rand.NewPCG(1, 2), nil)
 			if err != nil {
 				t.Fatalf("%s: %v", tc.name, err)
@@ -46,8 +48,8 @@ func TestGibbsTuckerRecovers(t *testing.T) {
 			// The planted low-rank part has standard deviation 0.71.
 			got := RMSE(m, test, 1)
 			t.Logf("%s threads %d: test RMSE %.4f", tc.name, threads, got)
-			if got > 0.1 || res.BestEpoch != 80 {
-				t.Errorf("%s threads %d: test RMSE %.4f (want < 0.1), best epoch %d", tc.name, threads, got, res.BestEpoch)
+			if got > tc.max || res.BestEpoch != 80 {
+				t.Errorf("%s threads %d: test RMSE %.4f (want < %g), best epoch %d", tc.name, threads, got, tc.max, res.BestEpoch)
 			}
 		}
 	}
@@ -60,9 +62,13 @@ func TestGibbsTuckerRecovers(t *testing.T) {
 // biases), and the draws have the conditional's mean and variances.
 func TestGibbsCoreConditional(t *testing.T) {
 	train, _, _ := tuckerStore(t, [3]int{3, 2, 2}, 6, 900, 800, 0.3, 5)
-	for _, ranks := range [][]int{{3, 2, 2}, {2, 3, 2}, {2, 2, 3}} {
+	for _, tc := range []struct {
+		ranks   []int
+		regCore float64 // negative: learned precision; positive: fixed
+	}{{[]int{3, 2, 2}, -1}, {[]int{2, 3, 2}, 1e-3}, {[]int{2, 2, 3}, -1}} {
+		ranks := tc.ranks
 		m := newModel(t, decomposition.Tucker, train.Dims, ranks, true)
-		cfg := (&Settings{Solver: SolverGibbs, Threads: 3}).resolvedFor(decomposition.Tucker)
+		cfg := (&Settings{Solver: SolverGibbs, Threads: 3, RegCore: tc.regCore}).resolvedFor(decomposition.Tucker)
 		vals := append([]float64(nil), train.Val...)
 		g, err := newGibbsTrainer(m, train, vals, &cfg, rand.New(rand.NewPCG(7, 7)))
 		if err != nil {
@@ -111,14 +117,19 @@ func TestGibbsCoreConditional(t *testing.T) {
 	}
 }
 
-// checkCoreDraws draws the core K times at a fixed alpha and lambda_g and
-// compares each coordinate's sample mean and variance with the conditional
+// checkCoreDraws draws the core K times at a fixed alpha and lambda_g (2,
+// or alpha RegCore |Omega| for a fixed precision) and compares each
+// coordinate's sample mean and variance with the conditional
 // N(Q^-1 (alpha h + lambda_g G0), Q^-1), Q = alpha P + lambda_g I.
 func checkCoreDraws(t *testing.T, g *gibbsTrainer, P, h []float64) {
 	t.Helper()
 	c := g.core
 	n := c.nG
-	const alpha, lam, K = 3.0, 2.0, 4000
+	const alpha, K = 3.0, 4000
+	lam := 2.0
+	if g.cfg.RegCore > 0 {
+		lam = alpha * g.cfg.RegCore * float64(g.st.NNZ())
+	}
 	G0 := make([]float64, n)
 	superdiagonal(G0, g.m.Ranks)
 	Q := make([]float64, n*n)
@@ -136,7 +147,7 @@ func checkCoreDraws(t *testing.T, g *gibbsTrainer, P, h []float64) {
 	}
 	draws := make([][]float64, n)
 	for k := 0; k < K; k++ {
-		g.alpha, c.prec = alpha, lam
+		g.alpha, c.prec = alpha, 2
 		if err := g.sampleCore(); err != nil {
 			t.Fatal(err)
 		}
