@@ -166,3 +166,29 @@ func checkCoreDraws(t *testing.T, g *gibbsTrainer, P, h []float64) {
 		}
 	}
 }
+
+// TestDefaultSolverTucker: without privacy the default solver is the Gibbs
+// sampler for CP and for Tucker cores up to MaxGibbsCore entries, ALS
+// above; SGD with a privacy plug-in.
+func TestDefaultSolverTucker(t *testing.T) {
+	for _, tc := range []struct {
+		kind  decomposition.Kind
+		ranks []int
+		s     *Settings
+		want  Solver
+	}{
+		{decomposition.CP, []int{10}, nil, SolverGibbs},
+		{decomposition.Tucker, []int{10, 10, 10}, nil, SolverGibbs},
+		{decomposition.Tucker, []int{10, 10, 10}, &Settings{}, SolverGibbs},
+		{decomposition.Tucker, []int{13, 13, 12}, nil, SolverALS},
+		{decomposition.Tucker, []int{13, 13, 12}, &Settings{Threads: 1}, SolverALS},
+		{decomposition.Tucker, []int{13, 13, 12}, &Settings{Solver: SolverSGD}, SolverSGD},
+		{decomposition.Tucker, []int{10, 10, 10}, &Settings{Privacy: &recorder{}}, SolverSGD},
+		{decomposition.Tucker, []int{13, 13, 12}, &Settings{Privacy: &recorder{}}, SolverSGD},
+	} {
+		m := newModel(t, tc.kind, []int{20, 20, 20}, tc.ranks, true)
+		if got := tc.s.resolvedForModel(m).Solver; got != tc.want {
+			t.Errorf("%s %v %+v: solver %v, want %v", tc.kind, tc.ranks, tc.s, got, tc.want)
+		}
+	}
+}
