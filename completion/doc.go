@@ -452,7 +452,8 @@
 // `dprec train --model tucker --seed 1 --refit=false`, validation part of
 // the training file) the sampler is slightly behind ALS: 0.8267 against
 // 0.8248 on the default CP log, 0.7876 against 0.7870 on a --kind tucker
-// log (ranks 5,5,3; CP Gibbs 0.7889), at about eight times ALS's time.
+// log (ranks 5,5,3; CP Gibbs 0.7889), at about eight times ALS's time; the
+// learned precision does worse on both (0.8286, 0.7913).
 //
 // # Experiments
 //
