@@ -428,6 +428,14 @@
 // a dense core (test RMSE 0.0015 with the learned precision, 0.063 with the
 // default fixed one, 0.21 with the core step skipped).
 //
+// The returned model is again the mean of the parameters (factors, core,
+// biases) after burn-in. The prediction is multilinear in them, so this
+// differs from the mean of the samples' predictions a little more than for
+// CP: on the ml-latest-small validation part (day buckets, three seeds)
+// 0.8170, 0.8175 and 0.8168 against 0.8157, 0.8152 and 0.8153 for the
+// averaged predictions (CP: 0.8130, 0.8175, 0.8173 against 0.8126,
+// 0.8171, 0.8158).
+//
 // # Defaults
 //
 // The defaults were chosen on the 4.5% validation part of the
