@@ -432,8 +432,8 @@
 // biases) after burn-in. The prediction is multilinear in them, so this
 // differs from the mean of the samples' predictions a little more than for
 // CP: on the ml-latest-small validation part (day buckets, three seeds)
-// 0.8170, 0.8175 and 0.8168 against 0.8157, 0.8152 and 0.8153 for the
-// averaged predictions (CP: 0.8130, 0.8175, 0.8173 against 0.8126,
+// 0.8170, 0.8175 and 0.8168 against 0.8154, 0.8152 and 0.8153 for the
+// averaged predictions (CP: 0.8130, 0.8175, 0.8173 against 0.8119,
 // 0.8171, 0.8158).
 //
 // # Defaults
