@@ -180,14 +180,15 @@ func (c *coreSampler) addKron(acc, rhs, a, M, r []float64) {
 		for p2 := p; p2 < len(a); p2++ {
 			f := ap * a[p2]
 			for x := 0; x < H; x++ {
-				dst := acc[(p*H+x)*n+p2*H : (p*H+x)*n+p2*H+H]
-				src := M[x*H : x*H+H]
 				y0 := 0
 				if p2 == p {
 					y0 = x
 				}
-				for y := y0; y < H; y++ {
-					dst[y] += f * src[y]
+				src := M[x*H+y0 : x*H+H]
+				dst := acc[(p*H+x)*n+p2*H+y0 : (p*H+x)*n+p2*H+H]
+				dst = dst[:len(src)]
+				for y, v := range src {
+					dst[y] += f * v
 				}
 			}
 		}
