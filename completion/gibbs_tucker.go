@@ -39,7 +39,8 @@ type coreSampler struct {
 	bounds []int
 	acc    [][]float64 // per worker nG x nG (upper triangle)
 	rhs    [][]float64 // per worker nG
-	M, r   [][]float64 // per worker H x H and H
+	M, r   [][]float64 // per worker kronBatch H x H matrices and H
+	batch  [][]int     // per worker: the rows of mode s whose M_i are in M
 	zc, ys [][]float64 // per worker gramAdd batches
 }
 
@@ -76,7 +77,8 @@ func newCoreSampler(t *alsTrainer) *coreSampler {
 	for range W {
 		c.acc = append(c.acc, make([]float64, nG*nG))
 		c.rhs = append(c.rhs, make([]float64, nG))
-		c.M = append(c.M, make([]float64, c.H*c.H))
+		c.M = append(c.M, make([]float64, kronBatch*c.H*c.H))
+		c.batch = append(c.batch, make([]int, 0, kronBatch))
 		c.r = append(c.r, make([]float64, c.H))
 		c.zc = append(c.zc, make([]float64, c.H*gramBatch))
 		c.ys = append(c.ys, make([]float64, gramBatch))
@@ -110,43 +112,67 @@ func corePerm(ranks []int, s int) []int {
 	return perm
 }
 
+// kronBatch is the number of rows of mode s whose (a a^T) ⊗ M_i addAll
+// adds in one pass over the |G| x |G| accumulator (which then streams
+// through the cache once per batch instead of once per row; the batch's
+// M_i, 8 x 80 KB at rank 10, stay in the core's cache).
+const kronBatch = 8
+
 // accumulate adds the data part of the core's normal equations over worker
 // w's rows of mode s to acc[w] (sum g g^T, upper triangle) and rhs[w]
 // (sum g y, y the value minus the offset).
 func (c *coreSampler) accumulate(t *alsTrainer, w int) {
-	m, s, H := t.m, c.s, c.H
-	acc, rhs, M, r := c.acc[w], c.rhs[w], c.M[w], c.r[w]
-	zc, ys := c.zc[w], c.ys[w]
-	clear(acc)
-	clear(rhs)
-	ws := t.work[w]
+	HH := c.H * c.H
+	clear(c.acc[w])
+	clear(c.rhs[w])
+	batch := c.batch[w][:0]
 	for i := c.bounds[w]; i < c.bounds[w+1]; i++ {
-		lo, hi := t.start[s][i], t.start[s][i+1]
-		if lo == hi {
+		if t.start[c.s][i] == t.start[c.s][i+1] {
 			continue
 		}
-		clear(M)
-		clear(r)
-		nb := 0
-		for q := lo; q < hi; q++ {
-			v, pp := t.grouped(s, q, ws.idx)
-			c.kron(m, ws.idx, zc, nb)
-			ys[nb] = v - t.offsetAt(ws.idx, pp, -1)
-			nb++
-			if nb == gramBatch {
-				gramAdd(M, r, zc, ys, H, nb)
-				nb = 0
-			}
+		c.rowGram(t, w, i, c.M[w][len(batch)*HH:(len(batch)+1)*HH])
+		batch = append(batch, i)
+		if len(batch) == kronBatch {
+			c.addKron(c.acc[w], t.m, batch, c.M[w])
+			batch = batch[:0]
 		}
-		if nb > 0 {
+	}
+	if len(batch) > 0 {
+		c.addKron(c.acc[w], t.m, batch, c.M[w])
+	}
+}
+
+// rowGram writes M_i = sum h_e h_e^T over row i of mode s into M (full
+// storage) and adds a_i ⊗ sum h_e y_e to rhs[w].
+func (c *coreSampler) rowGram(t *alsTrainer, w, i int, M []float64) {
+	m, s, H := t.m, c.s, c.H
+	r, zc, ys, ws := c.r[w], c.zc[w], c.ys[w], t.work[w]
+	clear(M)
+	clear(r)
+	nb := 0
+	for q := t.start[s][i]; q < t.start[s][i+1]; q++ {
+		v, pp := t.grouped(s, q, ws.idx)
+		c.kron(m, ws.idx, zc, nb)
+		ys[nb] = v - t.offsetAt(ws.idx, pp, -1)
+		nb++
+		if nb == gramBatch {
 			gramAdd(M, r, zc, ys, H, nb)
+			nb = 0
 		}
-		for x := 0; x < H; x++ {
-			for y := x + 1; y < H; y++ {
-				M[y*H+x] = M[x*H+y]
-			}
+	}
+	if nb > 0 {
+		gramAdd(M, r, zc, ys, H, nb)
+	}
+	for x := 0; x < H; x++ {
+		for y := x + 1; y < H; y++ {
+			M[y*H+x] = M[x*H+y]
 		}
-		c.addKron(acc, rhs, m.Row(s, i), M, r)
+	}
+	rhs := c.rhs[w]
+	for p, ap := range m.Row(s, i) {
+		for x, rx := range r {
+			rhs[p*H+x] += ap * rx
+		}
 	}
 }
 
@@ -170,28 +196,52 @@ func (c *coreSampler) kron(m *decomposition.Model, idx []int32, zc []float64, e 
 	}
 }
 
-// addKron adds (a a^T) ⊗ M (upper triangle) to acc and a ⊗ r to rhs.
-func (c *coreSampler) addKron(acc, rhs, a, M, r []float64) {
-	H, n := c.H, c.nG
-	for p, ap := range a {
-		for x, rx := range r {
-			rhs[p*H+x] += ap * rx
-		}
-		for p2 := p; p2 < len(a); p2++ {
-			f := ap * a[p2]
+// addKron adds (a_i a_i^T) ⊗ M_i (upper triangle) to acc for the rows i
+// of mode s in rows, M_i the i-th H x H matrix of Ms.
+func (c *coreSampler) addKron(acc []float64, m *decomposition.Model, rows []int, Ms []float64) {
+	H, n, HH := c.H, c.nG, c.H*c.H
+	R := m.Ranks[c.s]
+	var f [kronBatch]float64
+	for p := 0; p < R; p++ {
+		for p2 := p; p2 < R; p2++ {
+			for b, i := range rows {
+				a := m.Row(c.s, i)
+				f[b] = a[p] * a[p2]
+			}
 			for x := 0; x < H; x++ {
 				y0 := 0
 				if p2 == p {
 					y0 = x
 				}
-				src := M[x*H+y0 : x*H+H]
 				dst := acc[(p*H+x)*n+p2*H+y0 : (p*H+x)*n+p2*H+H]
-				dst = dst[:len(src)]
-				for y, v := range src {
-					dst[y] += f * v
+				off := x*H + y0
+				if len(rows) == kronBatch {
+					add8(dst, Ms, &f, off, HH)
+					continue
+				}
+				for b := range rows {
+					src := Ms[b*HH+off : b*HH+off+len(dst)]
+					fb := f[b]
+					for y, v := range src {
+						dst[y] += fb * v
+					}
 				}
 			}
 		}
+	}
+}
+
+// add8 adds sum_b f[b] Ms[b*HH+off:][:len(dst)] to dst for a full batch,
+// each element of dst loaded and stored once.
+func add8(dst, Ms []float64, f *[kronBatch]float64, off, HH int) {
+	n := len(dst)
+	s0, s1 := Ms[off:off+n], Ms[HH+off:HH+off+n]
+	s2, s3 := Ms[2*HH+off:2*HH+off+n], Ms[3*HH+off:3*HH+off+n]
+	s4, s5 := Ms[4*HH+off:4*HH+off+n], Ms[5*HH+off:5*HH+off+n]
+	s6, s7 := Ms[6*HH+off:6*HH+off+n], Ms[7*HH+off:7*HH+off+n]
+	f0, f1, f2, f3, f4, f5, f6, f7 := f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]
+	for y := range dst {
+		dst[y] += (f0*s0[y] + f1*s1[y] + f2*s2[y] + f3*s3[y]) + (f4*s4[y] + f5*s5[y] + f6*s6[y] + f7*s7[y])
 	}
 }
 
@@ -249,43 +299,63 @@ func (g *gibbsTrainer) sampleCore() error {
 }
 
 // cholUpperRows is cholUpper (A = U^T U, upper triangle read and
-// overwritten) ordered by rows, for the core's large system: the trailing
-// update subtracts row j from each later row (contiguous memory), those
-// rows split over the workers (each row is updated by one worker, so the
-// result does not depend on scheduling).
+// overwritten) ordered by rows and blocked by four, for the core's large
+// system: four rows of U are computed (each updating the other three),
+// then every later row is updated by all four at once (contiguous memory,
+// each element loaded and stored once per block), those rows split over
+// the workers (each row updated by one worker, so the result does not
+// depend on scheduling).
 func (g *gibbsTrainer) cholUpperRows(A []float64, n int) bool {
-	for j := 0; j < n; j++ {
-		d := A[j*n+j]
-		if !(d > 0) {
-			return false
-		}
-		d = math.Sqrt(d)
-		A[j*n+j] = d
-		rj := A[j*n+j+1 : j*n+n]
-		for k := range rj {
-			rj[k] /= d
+	for j0 := 0; j0 < n; j0 += 4 {
+		jb := min(4, n-j0)
+		for j := j0; j < j0+jb; j++ {
+			d := A[j*n+j]
+			if !(d > 0) {
+				return false
+			}
+			d = math.Sqrt(d)
+			A[j*n+j] = d
+			rj := A[j*n+j+1 : j*n+n]
+			for k := range rj {
+				rj[k] /= d
+			}
+			for i := j + 1; i < j0+jb; i++ {
+				axpyRow(A[i*n+i:i*n+n], A[j*n+i:j*n+n], -A[j*n+i])
+			}
 		}
 		update := func(_, lo, hi int) {
-			for i := j + 1 + lo; i < j+1+hi; i++ {
-				f := A[j*n+i]
-				if f == 0 {
+			for i := j0 + jb + lo; i < j0+jb+hi; i++ {
+				dst := A[i*n+i : i*n+n]
+				if jb < 4 {
+					for j := j0; j < j0+jb; j++ {
+						axpyRow(dst, A[j*n+i:j*n+n], -A[j*n+i])
+					}
 					continue
 				}
-				dst := A[i*n+i : i*n+n]
-				src := A[j*n+i : j*n+n]
-				src = src[:len(dst)]
-				for k, v := range src {
-					dst[k] -= f * v
+				r0, r1 := A[j0*n+i:j0*n+n], A[(j0+1)*n+i:(j0+1)*n+n]
+				r2, r3 := A[(j0+2)*n+i:(j0+2)*n+n], A[(j0+3)*n+i:(j0+3)*n+n]
+				r0, r1, r2, r3 = r0[:len(dst)], r1[:len(dst)], r2[:len(dst)], r3[:len(dst)]
+				f0, f1, f2, f3 := r0[0], r1[0], r2[0], r3[0]
+				for k := range dst {
+					dst[k] -= (f0*r0[k] + f1*r1[k]) + (f2*r2[k] + f3*r3[k])
 				}
 			}
 		}
-		if rest := n - j - 1; rest > 256 {
+		if rest := n - j0 - jb; rest > 256 {
 			g.parallel(rest, 32, update)
 		} else {
 			update(0, 0, rest)
 		}
 	}
 	return true
+}
+
+// axpyRow adds f src to dst (src at least as long as dst).
+func axpyRow(dst, src []float64, f float64) {
+	src = src[:len(dst)]
+	for k, v := range src {
+		dst[k] += f * v
+	}
 }
 
 // coreTable holds, for every row j of mode v of an order-3 Tucker model,

@@ -192,3 +192,43 @@ func TestDefaultSolverTucker(t *testing.T) {
 		}
 	}
 }
+
+// TestCholUpperRows: the blocked, row-ordered Cholesky of the core's
+// system gives cholUpper's factor (sizes that are and are not multiples of
+// the block, above and below the size split over workers), and reports a
+// matrix that is not positive definite.
+func TestCholUpperRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(2, 3))
+	g := &gibbsTrainer{alsTrainer: &alsTrainer{threads: 2}}
+	for _, n := range []int{1, 6, 257, 302} {
+		B := make([]float64, n*n)
+		for i := range B {
+			B[i] = r.NormFloat64()
+		}
+		A := make([]float64, n*n) // B B^T + I
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				s := 0.0
+				for k := 0; k < n; k++ {
+					s += B[i*n+k] * B[j*n+k]
+				}
+				A[i*n+j] = s
+			}
+			A[i*n+i]++
+		}
+		want := append([]float64(nil), A...)
+		if !g.cholUpperRows(A, n) || !cholUpper(want, n) {
+			t.Fatalf("n %d: not positive definite", n)
+		}
+		for i := 0; i < n; i++ {
+			for j := i; j < n; j++ {
+				if d := math.Abs(A[i*n+j] - want[i*n+j]); d > 1e-9*(1+math.Abs(want[i*n+j])) {
+					t.Fatalf("n %d: U[%d,%d] = %g, cholUpper %g", n, i, j, A[i*n+j], want[i*n+j])
+				}
+			}
+		}
+	}
+	if A := []float64{1, 2, 2, 1}; g.cholUpperRows(A, 2) {
+		t.Error("indefinite matrix accepted")
+	}
+}
