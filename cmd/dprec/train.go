@@ -119,10 +119,7 @@ func trainRun(c *cli.Context) error {
 		return err
 	}
 	ranks, err := trainRanks(c, tf.kind, st.Order())
-	if err == nil {
-		err = checkGibbsCore(tf, ranks)
-	}
-	if err != nil {
+	if err := errors.Join(err, checkGibbsCore(tf, ranks)); err != nil {
 		return cli.Exit(err.Error(), exitUsage)
 	}
 	seed, seeded, err := trainSeed(c)
