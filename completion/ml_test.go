@@ -129,7 +129,7 @@ func TestMovieLensTable(t *testing.T) {
 // early stopping on the 4.5% validation part, then refit on both (as
 // "dprec train" does) and scored once on the 10% test part. It also runs
 // the per-user time split (each user's latest 10% held out). Minutes (the
-// Tucker Gibbs rows alone, about 12 minutes on two shared cores:
+// Tucker Gibbs rows alone, about 8 minutes on two shared cores:
 // DPREC_ML_SOLVERS=tucker:gibbs DPREC_ML_TIMESPLIT=1):
 //
 //	DPREC_ML_SOLVERS=1 go test -run TestMovieLensSolverTable -v -timeout 2h ./completion/
