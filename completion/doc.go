@@ -418,9 +418,9 @@
 //
 // for |Omega| H^2/2 + I_s R_s^2 H^2/2 operations (H = |G|/R_s) and a
 // Cholesky factorisation of |G|^3/3: about 1e9 at rank 10, a dense
-// |G| x |G| system per worker (8 MB at rank 10). A sweep takes 0.23 s on
-// ml-latest-small with day buckets and two threads, against 0.024 s for
-// CP. Cores above MaxGibbsCore
+// |G| x |G| system per worker (8 MB at rank 10). A sweep takes 0.23 to
+// 0.30 s on ml-latest-small with day buckets and two threads, against
+// 0.024 s for CP. Cores above MaxGibbsCore
 // entries are refused. The rows' design vectors and the entries' values
 // use the core contracted with one mode's rows (T_j = G ×_v f_v(j),
 // rebuilt when the rows or the core change), R^2 operations per entry
@@ -462,8 +462,8 @@
 // `dprec train --model tucker --seed 1 --refit=false`, validation part of
 // the training file) the sampler is slightly behind ALS: 0.8267 against
 // 0.8248 on the default CP log, 0.7876 against 0.7870 on a --kind tucker
-// log (ranks 5,5,3; CP Gibbs 0.7889), at several times ALS's time (200
-// sweeps against 6); the learned precision does worse on both (0.8286,
+// log (ranks 5,5,3; CP Gibbs 0.7889), at about six times ALS's time (51 s
+// against 8.7 s); the learned precision does worse on both (0.8286,
 // 0.7913).
 //
 // # Experiments
