@@ -39,6 +39,9 @@ type alsTrainer struct {
 	work []*alsWork
 	// rowSSE[mo][i] is row i's training SSE right after its last solve.
 	rowSSE [][]float64
+	// valTab, when set (by the Gibbs sampler, while the rows and the core
+	// stay fixed), gives the Tucker model's multilinear term.
+	valTab *coreTable
 }
 
 // pairState is the training-side view of one pair bias.
@@ -595,12 +598,15 @@ func (t *alsTrainer) rawAt(e int32, idx []int32, w *decomposition.Work) float64 
 			s += b[idx[k]]
 		}
 	}
-	return s + m.Partial(idx, w)
+	return s + t.multilinear(idx, w)
 }
 
 // multilinear is the model's multilinear term at idx (w: Tucker scratch).
 func (t *alsTrainer) multilinear(idx []int32, w *decomposition.Work) float64 {
 	m := t.m
+	if t.valTab != nil {
+		return t.valTab.value(m, idx)
+	}
 	if m.Kind != decomposition.CP {
 		return m.Partial(idx, w)
 	}

@@ -28,6 +28,11 @@ type gibbsTrainer struct {
 	rng      *rand.Rand
 	pcg      []*rand.PCG // per worker, reseeded per row
 	rngs     []*rand.Rand
+	// core draws the Tucker core (nil for CP).
+	core *coreSampler
+	// rowTab and valTab are the contracted cores of an order-3 Tucker
+	// model for the row designs and the multilinear values (nil otherwise).
+	rowTab, valTab *coreTable
 }
 
 type hyper struct {
@@ -343,6 +348,8 @@ func (g *gibbsTrainer) design(mo int, ws *alsWork, z []float64) {
 		}
 	case m.Kind == decomposition.CP:
 		copy(z, m.Row(1-mo, int(idx[1-mo])))
+	case g.rowTab != nil:
+		g.rowTab.design(m, mo, idx, z)
 	default:
 		m.Partial(idx, ws.w)
 		copy(z, ws.w.Factor[mo])
@@ -389,28 +396,14 @@ func (g *gibbsTrainer) samplePairs(it int) {
 // running average of the samples' predictions, except in the last record,
 // which scores the returned model.
 func trainGibbs(ctx context.Context, train, valid *data.Store, m *decomposition.Model, cfg *Settings, vals []float64, src rand.Source, progress func(EpochRecord)) (*Result, error) {
-	if m.Kind != decomposition.CP {
-		return nil, &SettingsError{Field: "Solver", Value: float64(cfg.Solver), Rule: "the Gibbs sampler fits CP models (use ALS for Tucker)"}
+	if len(m.Core) > MaxGibbsCore {
+		return nil, &SettingsError{Field: "Solver", Value: float64(cfg.Solver), Rule: fmt.Sprintf(
+			"the Gibbs sampler draws a Tucker core of at most %d entries and ranks %v make %d (lower the ranks or use ALS)", MaxGibbsCore, m.Ranks, len(m.Core))}
 	}
 	rng := rand.New(src)
-	cfg.InitScale = min(cfg.InitScale, 0.1)
-	initModel(m, vals, cfg, rng)
-	a := newALSTrainer(m, train, vals, cfg)
-	g := &gibbsTrainer{alsTrainer: a, seed: rng.Uint64(), alpha: 2, rng: rng,
-		hyper: make([]hyper, m.Order()), pairPrec: make([]float64, len(a.pairs))}
-	for i := range g.pairPrec {
-		g.pairPrec[i] = cfg.RegPair
-	}
-	for range a.work {
-		p := rand.NewPCG(0, 0)
-		g.pcg = append(g.pcg, p)
-		g.rngs = append(g.rngs, rand.New(p))
-	}
-	// Start from a few ALS sweeps: the sampler then begins near a mode.
-	for s := 0; s < 2; s++ {
-		if _, err := a.sweep(); err != nil {
-			return nil, err
-		}
+	g, err := newGibbsTrainer(m, train, vals, cfg, rng)
+	if err != nil {
+		return nil, err
 	}
 	pm := newParamMean(m)
 	var validSum []float64
@@ -425,14 +418,10 @@ func trainGibbs(ctx context.Context, train, valid *data.Store, m *decomposition.
 			return res, fmt.Errorf("completion: sampling stopped before sweep %d: %w", it+1, err)
 		}
 		t0 := time.Now()
-		for mo := range m.Dims {
-			g.sampleHyper(mo)
-			if err := g.sampleMode(it, mo); err != nil {
-				return nil, err
-			}
+		sse, err := g.sweep(it)
+		if err != nil {
+			return nil, err
 		}
-		g.samplePairs(it)
-		sse := a.sse()
 		n := float64(train.NNZ())
 		g.alpha = sampleGamma(1+n/2, rng) / (1 + sse/2)
 		rec := EpochRecord{Epoch: it + 1, Seconds: time.Since(t0).Seconds(), TrainRMSE: math.Sqrt(sse / n), TrainLoss: sse}
@@ -466,6 +455,68 @@ func trainGibbs(ctx context.Context, train, valid *data.Store, m *decomposition.
 	return res, nil
 }
 
+// sweep runs one sweep of the sampler (hyperparameters and rows of every
+// mode, the Tucker core, the pair biases) and returns the training SSE.
+func (g *gibbsTrainer) sweep(it int) (float64, error) {
+	m := g.m
+	for mo := range m.Dims {
+		g.sampleHyper(mo)
+		if g.rowTab != nil {
+			g.rowTab.build(g.alsTrainer, tableMode(m, mo))
+		}
+		if err := g.sampleMode(it, mo); err != nil {
+			return 0, err
+		}
+	}
+	if g.core != nil {
+		if err := g.sampleCore(); err != nil {
+			return 0, err
+		}
+	}
+	if g.valTab != nil {
+		// Valid until the next sweep changes a row or the core.
+		g.valTab.build(g.alsTrainer, tableMode(m, -1))
+		g.alsTrainer.valTab = g.valTab
+		defer func() { g.alsTrainer.valTab = nil }()
+	}
+	g.samplePairs(it)
+	return g.sse(), nil
+}
+
+// newGibbsTrainer initialises m (the Tucker core at the CP core, as ALS
+// does) and starts the chain from two ALS sweeps, so the sampler begins
+// near a mode.
+func newGibbsTrainer(m *decomposition.Model, train *data.Store, vals []float64, cfg *Settings, rng *rand.Rand) (*gibbsTrainer, error) {
+	cfg.InitScale = min(cfg.InitScale, 0.1)
+	initModel(m, vals, cfg, rng)
+	if m.Core != nil && !cfg.WarmStart {
+		superdiagonal(m.Core, m.Ranks)
+	}
+	a := newALSTrainer(m, train, vals, cfg)
+	g := &gibbsTrainer{alsTrainer: a, seed: rng.Uint64(), alpha: 2, rng: rng,
+		hyper: make([]hyper, m.Order()), pairPrec: make([]float64, len(a.pairs))}
+	for i := range g.pairPrec {
+		g.pairPrec[i] = cfg.RegPair
+	}
+	for range a.work {
+		p := rand.NewPCG(0, 0)
+		g.pcg = append(g.pcg, p)
+		g.rngs = append(g.rngs, rand.New(p))
+	}
+	if m.Core != nil {
+		g.core = newCoreSampler(a)
+	}
+	if m.Core != nil && m.Order() == 3 {
+		g.rowTab, g.valTab = &coreTable{}, &coreTable{}
+	}
+	for s := 0; s < 2; s++ {
+		if _, err := a.sweep(); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
 // addPredictions adds m's clamped predictions on st to sum.
 func addPredictions(m *decomposition.Model, st *data.Store, sum []float64, threads int) {
 	_ = threads
@@ -491,6 +542,7 @@ func averagedRMSE(st *data.Store, sum []float64, n int, m *decomposition.Model) 
 // of the parameters stands in for the mean of the predictions).
 type paramMean struct {
 	factors, bias, pairs [][]float64
+	core                 []float64
 	n                    int
 }
 
@@ -505,6 +557,7 @@ func newParamMean(m *decomposition.Model) *paramMean {
 	for _, p := range m.Pairs {
 		a.pairs = append(a.pairs, make([]float64, len(p.Vals)))
 	}
+	a.core = make([]float64, len(m.Core))
 	return a
 }
 
@@ -524,6 +577,7 @@ func (a *paramMean) add(m *decomposition.Model) {
 	for i, p := range m.Pairs {
 		addTo(a.pairs[i], p.Vals)
 	}
+	addTo(a.core, m.Core)
 	a.n++
 }
 
@@ -546,4 +600,5 @@ func (a *paramMean) finish(m *decomposition.Model) {
 	for i := range m.Pairs {
 		set(m.Pairs[i].Vals, a.pairs[i])
 	}
+	set(m.Core, a.core)
 }

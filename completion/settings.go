@@ -52,7 +52,12 @@ type Settings struct {
 	// factors. Zero means LearningRate * DefaultCoreStepFactor.
 	CoreLearningRate float64
 	// RegCore is lambda_g of eq. (4), the Tucker core penalty, applied per
-	// update. Zero means DefaultRegCore; negative means none.
+	// update. Zero means DefaultRegCore; negative means none. ALS charges
+	// it per observation, toward the CP core (zero: DefaultALSRegCore);
+	// the Gibbs sampler takes alpha RegCore |Omega| as the core's prior
+	// precision around the CP core (zero: DefaultALSRegCore), and with
+	// RegCore negative learns that precision under a Gamma hyperprior
+	// (package doc, "Gibbs for Tucker").
 	RegCore float64
 	// RegBias is the penalty on the bias terms (which eq. (4) does not
 	// have). Zero means the value of Reg; negative means none.
@@ -75,7 +80,8 @@ type Settings struct {
 	Privacy Privacy
 
 	// Solver selects the optimiser. The zero value (SolverDefault) means
-	// ALS for non-private training and SGD when a privacy plug-in is set
+	// the Gibbs sampler for non-private training (ALS for a Tucker core
+	// above MaxGibbsCore entries) and SGD when a privacy plug-in is set
 	// (the private modes act on SGD's plug points).
 	Solver Solver
 	// RegTime is the ALS penalty on the deviation of each time row from
@@ -107,15 +113,17 @@ type Solver uint8
 
 // Solvers.
 const (
-	// SolverDefault is ALS without privacy, SGD with a privacy plug-in.
+	// SolverDefault is the Gibbs sampler without privacy (ALS for a
+	// Tucker core above MaxGibbsCore entries), SGD with a privacy plug-in.
 	SolverDefault Solver = iota
 	// SolverSGD is stratified parallel SGD (the private modes' solver).
 	SolverSGD
 	// SolverALS is alternating least squares: exact ridge solves of every
 	// row of one mode at a time, biases solved jointly with their rows.
 	SolverALS
-	// SolverGibbs samples a Bayesian CP model (Gaussian-Wishart priors on
-	// the rows, as in Bayesian PMF/BPTF) and averages the samples.
+	// SolverGibbs samples a Bayesian CP or Tucker model (Gaussian-Wishart
+	// priors on the rows, as in Bayesian PMF/BPTF; a Gaussian prior on the
+	// Tucker core) and averages the samples.
 	SolverGibbs
 )
 
@@ -207,9 +215,9 @@ func (s *Settings) resolved() Settings { return s.resolvedFor(decomposition.CP) 
 // resolvedFor returns a copy with every default filled in for a model of
 // the given kind: zero fields take their defaults and negative "off" values
 // become 0 (penalties, decay) or stay negative (Patience). The default
-// solver is the Gibbs sampler for CP and ALS for Tucker without privacy
-// (chosen on validation data, package doc "Defaults"), SGD with a privacy
-// plug-in.
+// solver is the Gibbs sampler for CP and Tucker without privacy (chosen on
+// validation data, package doc "Defaults"; resolvedForModel takes ALS for
+// a Tucker core above MaxGibbsCore), SGD with a privacy plug-in.
 func (s *Settings) resolvedFor(kind decomposition.Kind) Settings {
 	var r Settings
 	if s != nil {
@@ -219,9 +227,6 @@ func (s *Settings) resolvedFor(kind decomposition.Kind) Settings {
 	}
 	if r.Solver == SolverDefault {
 		r.Solver = SolverGibbs
-		if kind == decomposition.Tucker {
-			r.Solver = SolverALS
-		}
 		if r.Privacy != nil {
 			if _, none := r.Privacy.(NoPrivacy); !none {
 				r.Solver = SolverSGD
@@ -269,6 +274,23 @@ func (s *Settings) resolvedFor(kind decomposition.Kind) Settings {
 		r.Privacy = NoPrivacy{}
 	}
 	return r
+}
+
+// resolvedForModel is resolvedFor(m.Kind), except that the default solver
+// of a Tucker model whose core has more than MaxGibbsCore entries (which
+// the Gibbs sampler refuses) is ALS.
+func (s *Settings) resolvedForModel(m *decomposition.Model) Settings {
+	if s != nil && s.Solver == SolverDefault && len(m.Core) > MaxGibbsCore {
+		if _, none := s.Privacy.(NoPrivacy); none || s.Privacy == nil {
+			c := *s
+			c.Solver = SolverALS
+			return c.resolvedFor(m.Kind)
+		}
+	}
+	if s == nil && len(m.Core) > MaxGibbsCore {
+		return (&Settings{Solver: SolverALS}).resolvedFor(m.Kind)
+	}
+	return s.resolvedFor(m.Kind)
 }
 
 // Resolved returns the settings with every default filled in, as Train uses

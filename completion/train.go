@@ -69,7 +69,7 @@ func TrainContext(ctx context.Context, train, valid *data.Store, m *decompositio
 	if m == nil {
 		return nil, &ShapeError{Reason: "nil model"}
 	}
-	cfg := s.resolvedFor(m.Kind)
+	cfg := s.resolvedForModel(m)
 	valid, err := checkTrainInputs(train, valid, m, &cfg, src)
 	if err != nil {
 		return nil, err

@@ -81,7 +81,6 @@ func TestUsageErrors(t *testing.T) {
 		{"train --data " + missing + " --model cpp", []string{`--model "cpp"`, `did you mean "cp"?`}},
 		{"train --data " + missing + " --time-unit weeks", []string{"--time-unit", `"weeks"`}},
 		{"train --data " + missing + " --solver gibs", []string{`did you mean "gibbs"?`}},
-		{"train --data " + missing + " --solver gibbs --model tucker", []string{"--solver gibbs fits CP models only"}},
 		{"train --data " + missing + " --solver als --burn-in 5", []string{"--burn-in is for --solver gibbs"}},
 		{"train --data " + missing + " --epochs 20 --burn-in 20", []string{"--burn-in 20: must be below --epochs 20"}},
 		{"tune --data " + missing + " --grid reg=0.1 --solver sdg", []string{`did you mean "sgd"?`}},

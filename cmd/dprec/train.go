@@ -34,12 +34,12 @@ func trainCmd() *cli.Command {
 		&cli.BoolFlag{Name: "bias", Category: cat, Value: true, Usage: "global mean and per-user/item/time biases"},
 		&cli.BoolFlag{Name: "no-bias", Category: cat, Usage: "no bias terms (same as --bias=false)"},
 		&cli.StringFlag{Name: "clamp", Category: cat, Value: "data", Usage: `prediction range "lo,hi", "data" (the training ratings' min and max; for private models the public --rating-min/--rating-max) or "none"`},
-		&cli.StringFlag{Name: "solver", Category: "Training", Value: "default", Usage: "optimiser: gibbs (Bayesian CP sampler), als (alternating least squares) or sgd; default: gibbs for CP, als for Tucker, sgd for the --privacy modes"},
+		&cli.StringFlag{Name: "solver", Category: "Training", Value: "default", Usage: "optimiser: gibbs (Bayesian CP/Tucker sampler), als (alternating least squares) or sgd; default: gibbs (als for a Tucker core above " + strconv.Itoa(completion.MaxGibbsCore) + " entries), sgd for the --privacy modes"},
 		&cli.IntFlag{Name: "epochs", Category: "Training", Usage: fmt.Sprintf("maximum number of epochs (SGD) or sweeps (ALS, Gibbs) (default: %d SGD, %d ALS, %d Gibbs)", completion.DefaultEpochs, completion.DefaultALSSweeps, completion.DefaultGibbsSweeps)},
 		&cli.Float64Flag{Name: "lr", Category: "Training", Value: completion.DefaultLearningRate, Usage: "initial learning rate (SGD)"},
 		&cli.Float64Flag{Name: "decay", Category: "Training", Value: completion.DefaultDecay, Usage: "learning-rate decay (SGD): lr_t = lr / (1 + decay t); negative for a constant rate"},
 		&cli.Float64Flag{Name: "reg", Category: "Training", Usage: fmt.Sprintf("factor penalty; SGD: per update (default %g), ALS: per observation of the row (default %g); negative for none", completion.DefaultReg, completion.DefaultALSReg)},
-		&cli.Float64Flag{Name: "reg-core", Category: "Training", Usage: fmt.Sprintf("Tucker core penalty; SGD: per update (default %g), ALS: per observation, toward the CP core (default %g); negative for none", completion.DefaultRegCore, float64(completion.DefaultALSRegCore))},
+		&cli.Float64Flag{Name: "reg-core", Category: "Training", Usage: fmt.Sprintf("Tucker core penalty; SGD: per update (default %g), ALS: per observation, toward the CP core (default %g; Gibbs: prior precision, times the noise precision); negative for none (Gibbs: a precision learned under a Gamma hyperprior)", completion.DefaultRegCore, float64(completion.DefaultALSRegCore))},
 		&cli.Float64Flag{Name: "reg-bias", Category: "Training", Usage: fmt.Sprintf("bias penalty (SGD default: --reg; ALS default %g pseudo-ratings)", float64(completion.DefaultALSRegBias))},
 		&cli.Float64Flag{Name: "reg-time", Category: "Training", Usage: fmt.Sprintf("ALS penalty (Gibbs: prior precision, times the noise precision) per observation on each time row's distance from all-ones, i.e. from matrix factorisation (default %g)", float64(completion.DefaultALSRegTime))},
 		&cli.StringFlag{Name: "time-biases", Category: "Training", Value: "default", Usage: "ALS and Gibbs user x time-bucket and item x period biases: on or off (default: on for logs with a time column)"},
@@ -119,7 +119,7 @@ func trainRun(c *cli.Context) error {
 		return err
 	}
 	ranks, err := trainRanks(c, tf.kind, st.Order())
-	if err != nil {
+	if err := errors.Join(err, checkGibbsCore(tf, ranks)); err != nil {
 		return cli.Exit(err.Error(), exitUsage)
 	}
 	seed, seeded, err := trainSeed(c)
@@ -483,6 +483,24 @@ func trainRanks(c *cli.Context, kind decomposition.Kind, order int) ([]int, erro
 		out[i] = r
 	}
 	return out, nil
+}
+
+// checkGibbsCore refuses --solver gibbs for a Tucker core above
+// completion.MaxGibbsCore entries (the sampler draws the core jointly; the
+// default solver takes ALS for such a core).
+func checkGibbsCore(tf trainFlags, ranks []int) error {
+	if tf.solver != completion.SolverGibbs || tf.kind != decomposition.Tucker {
+		return nil
+	}
+	size := 1
+	for _, r := range ranks {
+		size *= r
+	}
+	if size > completion.MaxGibbsCore {
+		return fmt.Errorf("--solver gibbs draws a Tucker core of at most %d entries, and ranks %v make %d: lower --rank or --ranks, or use --solver als",
+			completion.MaxGibbsCore, ranks, size)
+	}
+	return nil
 }
 
 // trainClamp sets the model's prediction range from --clamp.

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/models"
+	"github.com/urfave/cli/v2"
 )
 
 // trainTestRun runs dprec with args and returns stdout, stderr and the error.
@@ -225,6 +227,18 @@ func TestTrainTucker(t *testing.T) {
 	out, _, _ = trainTestRun(t, "inspect", model)
 	if !strings.Contains(out, "tucker, ranks [2 3 2]") || !strings.Contains(out, "week buckets") {
 		t.Errorf("inspect: %s", out)
+	}
+	// The Gibbs sampler fits Tucker models (it refused them before).
+	out, _, err = trainTestRun(t, "train", "--data", train, "--model", "tucker", "--ranks", "2,3,2", "--solver", "gibbs", "--epochs", "8", "--seed", "1", "--out", filepath.Join(dir, "g.arrow"))
+	if err != nil || !regexp.MustCompile(`solver +gibbs`).MatchString(out) {
+		t.Fatalf("--solver gibbs --model tucker: %v %s", err, out)
+	}
+	// A core above completion.MaxGibbsCore (13^3 = 2197) is a usage error
+	// naming the flags to change.
+	_, _, err = trainTestRun(t, "-q", "train", "--data", train, "--model", "tucker", "--rank", "13", "--solver", "gibbs", "--out", filepath.Join(dir, "g13.arrow"))
+	var ec cli.ExitCoder
+	if !errors.As(err, &ec) || ec.ExitCode() != exitUsage || !strings.Contains(err.Error(), "lower --rank or --ranks") {
+		t.Errorf("--solver gibbs --rank 13 --model tucker: %v", err)
 	}
 	for _, bad := range [][]string{
 		{"--model", "cp", "--ranks", "2,2,2"},

@@ -29,7 +29,7 @@ func tuneCmd() *cli.Command {
 		&cli.Float64Flag{Name: "validation", Value: 0.1, Usage: "hold-out fraction when --folds is 0 or 1"},
 		&cli.StringFlag{Name: "model", Value: "cp", Usage: "model kind: cp or tucker"},
 		&cli.IntFlag{Name: "rank", Value: 10, Usage: "rank when the grid has no rank"},
-		&cli.StringFlag{Name: "solver", Value: "default", Usage: "solver when the grid has no solver: gibbs, als or sgd (default: gibbs for CP, als for Tucker)"},
+		&cli.StringFlag{Name: "solver", Value: "default", Usage: "solver when the grid has no solver: gibbs, als or sgd (default: gibbs; als for a Tucker core above " + fmt.Sprint(completion.MaxGibbsCore) + " entries)"},
 		&cli.IntFlag{Name: "epochs", Usage: "epochs or sweeps when the grid has no epochs (default: the solver's)"},
 		&cli.BoolFlag{Name: "bias", Value: true, Usage: "global mean and biases"},
 		&cli.Uint64Flag{Name: "seed", Usage: "seed the folds, random points and training (default: random)"},

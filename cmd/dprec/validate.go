@@ -407,13 +407,12 @@ func version() string {
 	return out + dirty + ", " + bi.GoVersion + ")"
 }
 
-// checkSolverModel refuses solver and model combinations Train cannot run:
-// the Gibbs sampler fits CP models only, a burn-in at or above the sweeps.
+// checkSolverModel refuses solver flags Train cannot run: a burn-in for
+// another solver or at or above the sweeps. (The Gibbs sampler fits CP and
+// Tucker models; its limit on the Tucker core depends on the log's order
+// and is checked after loading, by checkGibbsCore.)
 func checkSolverModel(c *cli.Context) error {
-	solver, model := strings.ToLower(c.String("solver")), strings.ToLower(c.String("model"))
-	if solver == "gibbs" && model == "tucker" {
-		return fmt.Errorf("--solver gibbs fits CP models only: use --solver als (the Tucker default) or --model cp")
-	}
+	solver := strings.ToLower(c.String("solver"))
 	if c.IsSet("burn-in") && solver != "gibbs" && solver != "default" && solver != "" {
 		return fmt.Errorf("--burn-in is for --solver gibbs")
 	}
