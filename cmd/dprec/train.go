@@ -98,6 +98,39 @@ type trainSummary struct {
 	TrainRatingsNote string `json:"train_ratings_note,omitempty"`
 }
 
+// trainFingerprintSeen hashes the data fingerprint of train and, when
+// withSeen, gathers the seen items of st (every rating, validation part
+// included) for m's modes at the same time: two serial passes over the
+// store, on two cores.
+func trainFingerprintSeen(st, train *data.Store, m *decomposition.Model, withSeen bool) (*models.DataInfo, *models.Exclusions, error) {
+	var seen *models.Exclusions
+	var seenErr error
+	seenDone := make(chan struct{})
+	go func() {
+		defer close(seenDone)
+		if withSeen {
+			seen, seenErr = models.SeenFromStore(st, m.Dims[0], m.Dims[1])
+		}
+	}()
+	info := models.Fingerprint(train)
+	<-seenDone
+	return info, seen, seenErr
+}
+
+// trainRefitClamp refits the model on every rating of st for the epochs
+// early stopping chose (res) and clamps it with the new fingerprint.
+func trainRefitClamp(c *cli.Context, st *data.Store, res *completion.Result, rng rand.Source) (*decomposition.Model, *models.DataInfo, error) {
+	m, err := trainRefit(st, res, rng)
+	if err != nil {
+		return nil, nil, fmt.Errorf("refit on all ratings: %w", err)
+	}
+	info := models.Fingerprint(st)
+	if err := trainClamp(c, m, info); err != nil {
+		return nil, nil, err
+	}
+	return m, info, nil
+}
+
 func trainRun(c *cli.Context) error {
 	start := time.Now()
 	out := c.String("out")
@@ -152,22 +185,9 @@ func trainRun(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	// The seen items of a non-private model (every rating, validation
-	// part included) are gathered while the fingerprint is hashed: two
-	// serial passes over the store, on two cores.
-	var seen *models.Exclusions
-	var seenErr error
-	seenDone := make(chan struct{})
-	go func() {
-		defer close(seenDone)
-		if ul == nil && !tf.private {
-			seen, seenErr = models.SeenFromStore(st, m.Dims[0], m.Dims[1])
-		}
-	}()
-	info := models.Fingerprint(train)
-	<-seenDone
-	if seenErr != nil {
-		return seenErr
+	info, seen, err := trainFingerprintSeen(st, train, m, ul == nil && !tf.private)
+	if err != nil {
+		return err
 	}
 	if err := trainClamp(c, m, info); err != nil {
 		return err
@@ -181,22 +201,14 @@ func trainRun(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	refitted := false
-	if valid != nil && c.Bool("refit") && !tf.private && res.BestEpoch > 0 {
-		// Early stopping chose the number of epochs on the held-out part;
-		// the final model is trained on every rating for that many.
-		m2, err := trainRefit(st, res, rng)
-		if err != nil {
-			return fmt.Errorf("refit on all ratings: %w", err)
-		}
-		m, refitted = m2, true
-		info = models.Fingerprint(st)
-		if err := trainClamp(c, m, info); err != nil {
-			return err
-		}
-	}
+	refitted := valid != nil && c.Bool("refit") && !tf.private && res.BestEpoch > 0
 	final := train
 	if refitted {
+		// Early stopping chose the number of epochs on the held-out part;
+		// the final model is trained on every rating for that many.
+		if m, info, err = trainRefitClamp(c, st, res, rng); err != nil {
+			return err
+		}
 		final = st
 	}
 	if err := trainSave(c, out, final, m, res, info, ul, seen); err != nil {
