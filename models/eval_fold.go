@@ -30,6 +30,11 @@ func foldUsers(p *Predictor, test, train *data.Store, pen decomposition.FoldPena
 	toTest := mapDict(train.Dicts[0], test.Dicts[0])
 	imap := mapDict(train.Dicts[1], p.items)
 	m := p.m
+	if train.Timestamps == nil && (train.Time == nil || len(train.Idx) < 3) {
+		// Undated training ratings have no day of their own: no bucket
+		// biases (else the last bucket's would stand for "undated").
+		pen.Bucket = 0
+	}
 	byUser := make([][]int, test.Dicts[0].Len())
 	for e, tu := range train.Idx[0] {
 		if u := toTest[tu]; u >= 0 && imap[train.Idx[1][e]] >= 0 {

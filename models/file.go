@@ -216,7 +216,6 @@ func (f *File) version() int {
 	return formatVersionNoSeenRows
 }
 
-// header returns the header to store: the caller's header with the fields
 // Billboard reports whether the model releases no user rows and biases
 // (the private bias and als modes, the billboard model of joint
 // differential privacy): a user's predictions come from folding that user
@@ -226,6 +225,7 @@ func (f *File) Billboard() bool {
 	return f.Privacy != nil && (f.Privacy.Mode == "bias" || f.Privacy.Mode == "als")
 }
 
+// header returns the header to store: the caller's header with the fields
 // that describe the model filled from the model itself.
 func (f *File) header() Header {
 	h := f.Header

@@ -408,6 +408,11 @@ func predictSolve(p *models.Predictor, path string, lambda float64, items, times
 		if lambda != 0 {
 			pen.Row = lambda
 		}
+		if noTime > 0 {
+			// An undated rating has no day of its own: no bucket biases
+			// (else the last bucket's would stand for "undated").
+			pen.Bucket = 0
+		}
 	} else if lambda == 0 {
 		reg := completion.DefaultReg
 		var s struct{ Reg float64 }
