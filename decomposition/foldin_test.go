@@ -64,7 +64,31 @@ func TestFoldInUserBuckets(t *testing.T) {
 			}
 		}
 	}
+	// Edge cases against the joint solve: one rating; every rating in one
+	// bucket.
 	m := randomModel(t, CP, []int{3, 4, 5}, []int{2}, true, 1)
+	pen := FoldPenalties{Row: 1.5, Bucket: 4}
+	for _, c := range []struct {
+		items, times []int32
+		r            []float64
+	}{
+		{[]int32{2}, []int32{3}, []float64{4.5}},
+		{[]int32{0, 1, 3, 1}, []int32{2, 2, 2, 2}, []float64{1, 5, 3, 4}},
+	} {
+		f, err := FoldInUser(m, c.items, c.times, c.r, pen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := foldInJoint(m, c.items, c.times, c.r, pen)
+		for p := range a {
+			if math.Abs(f.Row[p]-a[p]) > 1e-9 {
+				t.Errorf("%d ratings: row[%d] = %.12g, joint solve %.12g", len(c.r), p, f.Row[p], a[p])
+			}
+		}
+		if len(f.Buckets) != 1 || math.Abs(f.BucketBias[0]-b[f.Buckets[0]]) > 1e-9 {
+			t.Errorf("%d ratings: buckets %v %v, joint solve %v", len(c.r), f.Buckets, f.BucketBias, b)
+		}
+	}
 	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
 		if _, err := FoldInUser(m, []int32{0}, []int32{0}, []float64{1}, FoldPenalties{Row: 1, Bucket: bad}); err == nil {
 			t.Errorf("bucket penalty %g accepted", bad)
