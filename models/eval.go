@@ -177,17 +177,7 @@ func evalCheck(test *data.Store, opt EvalOptions) (int, error) {
 // evalAccuracy sets the RMSE, MAE and fallback counts over every test
 // rating.
 func evalAccuracy(p *Predictor, test *data.Store, umap, imap []int32, folded []*foldedUser, res *EvalResult) {
-	timeOf := func(e int) *int64 {
-		switch {
-		case test.Timestamps != nil:
-			t := test.Timestamps[e]
-			return &t
-		case test.Time != nil && len(test.Idx) > 2:
-			t := test.Time.Start(test.Idx[2][e])
-			return &t
-		}
-		return nil
-	}
+	timeOf := func(e int) *int64 { return entryTime(test, e) }
 	var se, ae float64
 	for e, x := range test.Val {
 		u, j := umap[test.Idx[0][e]], imap[test.Idx[1][e]]
@@ -389,4 +379,18 @@ func (m *RankMetrics) finish(users, items int) {
 		m.MAP /= n
 	}
 	m.Coverage = float64(m.Distinct) / float64(items)
+}
+
+// entryTime is the Unix time of entry e of st: its kept time stamp, else
+// the start of its time bucket; nil when st carries no time.
+func entryTime(st *data.Store, e int) *int64 {
+	switch {
+	case st.Timestamps != nil:
+		t := st.Timestamps[e]
+		return &t
+	case st.Time != nil && len(st.Idx) > 2:
+		t := st.Time.Start(st.Idx[2][e])
+		return &t
+	}
+	return nil
 }

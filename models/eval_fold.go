@@ -77,34 +77,31 @@ func foldUsers(p *Predictor, test, train *data.Store, pen decomposition.FoldPena
 // trainBucket is the model's time bucket of training entry e (the last
 // bucket when train carries no time).
 func (p *Predictor) trainBucket(train *data.Store, e int) int32 {
-	var t int64
-	switch {
-	case train.Timestamps != nil:
-		t = train.Timestamps[e]
-	case train.Time != nil && len(train.Idx) > 2:
-		t = train.Time.Start(train.Idx[2][e])
-	}
-	if p.tb == nil || (train.Timestamps == nil && (train.Time == nil || len(train.Idx) < 3)) {
+	t := entryTime(train, e)
+	if t == nil || p.tb == nil {
 		return int32(p.m.Dims[2] - 1)
 	}
-	k, _ := p.tb.Bucket(t)
+	k, _ := p.tb.Bucket(*t)
 	return k
 }
 
 // trainSupport counts the distinct training users of every model item in
 // train (the most-popular baseline of a fold-in evaluation, whose model
-// may know no users).
+// may know no users): the (item, user) keys sorted, each distinct one
+// counted once.
 func trainSupport(train *data.Store, imap []int32, J int) []int {
-	type pair struct{ u, j int32 }
-	seen := map[pair]bool{}
-	sup := make([]int, J)
+	keys := make([]uint64, 0, train.NNZ())
 	for e, u := range train.Idx[0] {
-		j := imap[train.Idx[1][e]]
-		if j < 0 || seen[pair{u, j}] {
-			continue
+		if j := imap[train.Idx[1][e]]; j >= 0 {
+			keys = append(keys, uint64(uint32(j))<<32|uint64(uint32(u)))
 		}
-		seen[pair{u, j}] = true
-		sup[j]++
+	}
+	slices.Sort(keys)
+	sup := make([]int, J)
+	for i, k := range keys {
+		if i == 0 || k != keys[i-1] {
+			sup[k>>32]++
+		}
 	}
 	return sup
 }

@@ -83,3 +83,13 @@ func TestEvaluateFold(t *testing.T) {
 		t.Errorf("fold-in evaluation read the model's user rows: %v %v vs %v", err, res2, res)
 	}
 }
+
+// TestTrainSupport: distinct training users per model item; repeated
+// (user, item) pairs count once and unknown items (-1) not at all.
+func TestTrainSupport(t *testing.T) {
+	train := &data.Store{Dims: []int{3, 3}, Idx: [][]int32{{0, 0, 1, 2, 2, 1}, {0, 0, 0, 1, 2, 2}}, Val: make([]float64, 6)}
+	got := trainSupport(train, []int32{1, 0, -1}, 2)
+	if want := []int{1, 2}; got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("support %v, want %v", got, want)
+	}
+}
