@@ -125,6 +125,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -568,12 +569,20 @@ func (d *dpsgdState) addBatch(train *data.Store, vals []float64, es []int) float
 
 // poissonBatch appends to dst every index in [0, n) kept by Poisson
 // sampling at rate q (each independently), in increasing order, and
-// returns it. For q >= 1/16 each
-// 64-bit word of r decides four indices: an index is kept when its 16-bit
-// chunk is below floor(q 2^16), an inclusion probability of at most q and
-// within 2^-16 of it (the sampled-Gaussian RDP grows with q, so accounting
-// at q is conservative; at the default q = 1/4 it is exact). Below 1/16 the
-// gaps are geometric, 1 + floor(log U / log(1-q)), one logarithm per kept
+// returns it.
+//
+// For q >= 1/16 an index is kept with probability th/2^16, th =
+// floor(q 2^16): at most q and within 2^-16 of it (the sampled-Gaussian
+// RDP grows with q, so accounting at q is conservative; at the default
+// q = 1/4 it is exact). Writing th = k 2^z with k odd, the index is kept
+// when an m-bit uniform number u (m = 16 - z) is below k. The sampler
+// decides 64 indices at a time, bit-sliced: it draws m words, bit l of
+// word b being bit m-1-b of index l's u, and compares all 64 numbers with
+// k at once (from the most significant bit down: u < k at the first bit
+// where they differ and k has a 1). At q = 1/4 (m = 2, k = 1) that is two
+// words per 64 indices, kept where both bits are 0; the kept indices are
+// then read off the mask with trailing-zero counts. Below 1/16 the gaps
+// are geometric, 1 + floor(log U / log(1-q)), one logarithm per kept
 // index.
 func poissonBatch(n int, q float64, r *rand.Rand, dst []int) []int {
 	switch {
@@ -583,22 +592,21 @@ func poissonBatch(n int, q float64, r *rand.Rand, dst []int) []int {
 		}
 		return dst
 	case q >= 1.0/16:
-		// Branch-free: every index is written, and the write position
-		// advances by 1 exactly when the chunk is below th (the top bit
-		// of the wrapped difference).
 		th := uint64(q * 0x1p16)
-		k := len(dst)
-		dst = slices.Grow(dst, n)[:k+n]
-		var w uint64
-		for e := 0; e < n; e++ {
-			if e&3 == 0 {
-				w = r.Uint64()
+		z := bits.TrailingZeros64(th)
+		k, m := th>>z, 16-z
+		dst = slices.Grow(dst, int(float64(n)*q)+64)
+		for base := 0; base < n; base += 64 {
+			kept := bitSlicedBelow(r, k, m)
+			if rest := n - base; rest < 64 {
+				kept &= 1<<rest - 1
 			}
-			dst[k] = e
-			k += int((w&0xffff - th) >> 63)
-			w >>= 16
+			for kept != 0 {
+				dst = append(dst, base+bits.TrailingZeros64(kept))
+				kept &= kept - 1
+			}
 		}
-		return dst[:k]
+		return dst
 	}
 	lq := math.Log1p(-q)
 	for e := -1; ; {
@@ -613,6 +621,23 @@ func poissonBatch(n int, q float64, r *rand.Rand, dst []int) []int {
 		}
 		dst = append(dst, e)
 	}
+}
+
+// bitSlicedBelow draws m words from r and returns the mask of the 64 lanes
+// whose m-bit number (bit m-1-b in word b) is below k (k < 2^m).
+func bitSlicedBelow(r *rand.Rand, k uint64, m int) uint64 {
+	var lt uint64
+	eq := ^uint64(0)
+	for b := m - 1; b >= 0; b-- {
+		w := r.Uint64()
+		if k>>b&1 == 1 {
+			lt |= eq &^ w
+			eq &= w
+		} else {
+			eq &^= w
+		}
+	}
+	return lt
 }
 
 // addClipped adds rating e's clipped gradient (projected on the trained

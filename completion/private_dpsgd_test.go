@@ -478,16 +478,17 @@ func TestDPSGDThreads(t *testing.T) {
 	}
 }
 
-// TestPoissonBatch: the branch-free sampler keeps exactly the indices whose
-// 16-bit chunk is below floor(q 2^16) (the rule it implements, written
-// with a branch here), appends to what dst holds, and keeps a fraction
-// near q.
+// TestPoissonBatch: the bit-sliced sampler keeps exactly the indices whose
+// m-bit number u (assembled lane by lane from m words, the first word the
+// most significant bit) is below k, where floor(q 2^16) = k 2^(16-m) with
+// k odd (the rule it implements, written index by index here), appends to
+// what dst holds, and keeps a fraction near q.
 func TestPoissonBatch(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		n int
 		q float64
-	}{{0, 0.25}, {1, 0.25}, {7, 0.5}, {10001, 0.25}, {10001, 1.0 / 16}, {9999, 0.9}, {5000, 0.01}, {100, 1}} {
+	}{{0, 0.25}, {1, 0.25}, {7, 0.5}, {10001, 0.25}, {10001, 1.0 / 16}, {9999, 0.9}, {9999, 0.3}, {64, 0.5}, {130, 0.75}, {5000, 0.01}, {100, 1}} {
 		got := poissonBatch(tc.n, tc.q, rand.New(rand.NewPCG(3, 4)), []int{-1})
 		var want []int
 		r := rand.New(rand.NewPCG(3, 4))
@@ -498,15 +499,25 @@ func TestPoissonBatch(t *testing.T) {
 			}
 		case tc.q >= 1.0/16:
 			th := uint64(tc.q * 0x1p16)
-			var w uint64
-			for e := 0; e < tc.n; e++ {
-				if e&3 == 0 {
-					w = r.Uint64()
+			m := 16
+			for th%2 == 0 {
+				th /= 2
+				m--
+			}
+			for base := 0; base < tc.n; base += 64 {
+				ws := make([]uint64, m)
+				for b := range ws {
+					ws[b] = r.Uint64()
 				}
-				if w&0xffff < th {
-					want = append(want, e)
+				for l := 0; l < 64 && base+l < tc.n; l++ {
+					var u uint64
+					for _, w := range ws {
+						u = u<<1 | w>>l&1
+					}
+					if u < th {
+						want = append(want, base+l)
+					}
 				}
-				w >>= 16
 			}
 		default:
 			want = poissonBatch(tc.n, tc.q, r, nil) // geometric gaps: checked by the fraction only
