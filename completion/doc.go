@@ -262,7 +262,7 @@
 // converted like the headline (perturb.GroupTwoEpsilon; TestGroupTwoEpsilon
 // checks it against a numerical integration of the value-change
 // divergence). The report gives the result in its Relation and notes:
-// at the default plan (q = 0.25, T = 240, delta 1e-5) zero-out epsilon 1
+// at the default plan (q = 0.5, T = 120, delta 1e-5) zero-out epsilon 1
 // is value-change epsilon 2.05. TestDPSGDSensitivityNeighbours checks C
 // (zero-out) and 2C (value change) on neighbouring logs.
 //

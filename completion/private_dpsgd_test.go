@@ -173,7 +173,7 @@ func TestDPSGDPlan(t *testing.T) {
 			step = &rep.Releases[i]
 		}
 	}
-	if step == nil || step.SampleRate != DefaultDPSGDRate || step.Count != p.mb.steps || p.mb.steps != 20 || step.Sensitivity != p.mb.clip {
+	if step == nil || step.SampleRate != DefaultDPSGDRate || step.Count != p.mb.steps || p.mb.steps != 10 || step.Sensitivity != p.mb.clip {
 		t.Fatalf("step release %+v (steps %d)", step, p.mb.steps)
 	}
 	var acc perturb.Accountant

@@ -502,7 +502,7 @@ func TestPrivateRefusals(t *testing.T) {
 		t.Errorf("under-noised --protect all: %v, want ErrBudget", err)
 	}
 	o = baseOpts()
-	o.Protect, o.Sigma = ProtectAll, 0.3 // minibatch: noise multiplier 0.3 over 20 steps at q = 0.25
+	o.Protect, o.Sigma = ProtectAll, 0.3 // minibatch: noise multiplier 0.3 over 10 steps at q = 0.5
 	p, _ = NewGradientPerturbation(&o)
 	if err := train(p); !errors.Is(err, perturb.ErrBudget) {
 		t.Errorf("under-noised minibatch DP-SGD: %v, want ErrBudget", err)
