@@ -35,14 +35,18 @@ func envFloats(k string, def float64) []float64 {
 // log and scored on its 4.5% validation part (never the test part). Each
 // setting takes a comma list (0 = the default rule): EPS, Q (sampling
 // rate), CLIP, WF (warm-start share), EPOCHS, SEEDS (noise seeds), REGB,
-// REGO. For example
+// REGO; DAY=1 uses day buckets instead of weeks. For example
 //
 //	DPREC_ML_DPSGD_SWEEP=1 EPS=0.1,1,10 WF=0.02,0.1,0.25,0.5,0.75 go test -run TestMovieLensDPSGDSweep -v ./completion/
 func TestMovieLensDPSGDSweep(t *testing.T) {
 	if os.Getenv("DPREC_ML_DPSGD_SWEEP") == "" {
 		t.Skip("set DPREC_ML_DPSGD_SWEEP=1 to run (seconds per setting)")
 	}
-	train, valid, _ := movieLensSplit(t, data.TimeWeek)
+	unit := data.TimeWeek
+	if os.Getenv("DAY") != "" { // day buckets, the CLI default
+		unit = data.TimeDay
+	}
+	train, valid, _ := movieLensSplit(t, unit)
 	for _, e := range envFloats("EPS", 1) {
 		for _, q := range envFloats("Q", 0) {
 			for _, c := range envFloats("CLIP", 0) {

@@ -46,6 +46,9 @@ type InputPerturbation struct {
 	// fallback holds the bias-only release when the rule of
 	// private_input_fallback.go applies (nil otherwise).
 	fallback *decomposition.Model
+	// res is the residual release (private_input_residual.go; nil
+	// otherwise).
+	res *residualRelease
 }
 
 var _ Privacy = (*InputPerturbation)(nil)
@@ -88,6 +91,9 @@ func (p *InputPerturbation) Plan(train *data.Store, s *Settings) error {
 		if err := checkUserBound(train, p.o.MaxRatingsPerUser); err != nil {
 			return err
 		}
+	}
+	if p.inputResidualApplies(s) {
+		return p.planResidual(train, s)
 	}
 	l1, l2 := InputSensitivity(&p.o)
 	if s.hasBias && p.o.Unit == UnitEntry {
@@ -139,6 +145,13 @@ func (p *InputPerturbation) Plan(train *data.Store, s *Settings) error {
 	if p.lap != nil {
 		s2 *= 2 // Laplace variance 2 b^2
 	}
+	p.capEpochs(s, s2)
+	return nil
+}
+
+// capEpochs caps the step (capStep) and cuts the epochs for noise of
+// variance s2/4 per value (s2: the variance of a bias's data gradient).
+func (p *InputPerturbation) capEpochs(s *Settings, s2 float64) {
 	if note := capStep(&p.o, s, s2); note != "" {
 		p.report.Notes = append(p.report.Notes, note)
 	}
@@ -151,7 +164,6 @@ func (p *InputPerturbation) Plan(train *data.Store, s *Settings) error {
 		p.report.Notes = append(p.report.Notes, fmt.Sprintf("epochs cut from %d to %d = ceil(epochs sigma_r^2/(sigma_r^2 + v)), v = %.4g the noise variance of a value (completion/private_input.go)", s.Epochs, e, s2/4))
 		s.Epochs = e
 	}
-	return nil
 }
 
 // PerturbInput clamps every value to the public range and adds the noise.
@@ -167,6 +179,11 @@ func (p *InputPerturbation) PerturbInput(vals []float64, train *data.Store) erro
 	}
 	if p.done {
 		return fmt.Errorf("completion: input perturbation: %w: noise already drawn once", perturb.ErrBudget)
+	}
+	if p.res != nil {
+		p.perturbResidual(vals, train)
+		p.done = true
+		return nil
 	}
 	for i, v := range vals {
 		vals[i] = clampValue(v, p.o.RatingMin, p.o.RatingMax)
@@ -189,6 +206,14 @@ func (p *InputPerturbation) PerturbOutput(m *decomposition.Model, train *data.St
 	if p.fallback != nil {
 		publicClamp(&p.o, m, p.report)
 		p.report.Covered = paramNames(m.Order(), m.Kind == decomposition.Tucker, m.HasBias)
+		return nil
+	}
+	if p.res != nil {
+		publicClamp(&p.o, m, p.report)
+		p.report.Covered = paramNames(m.Order(), m.Kind == decomposition.Tucker, m.HasBias)
+		p.report.Notes = append(p.report.Notes,
+			fmt.Sprintf("input perturbation, residual release (completion/private_input_residual.go): the bias mode's global mean and item biases at epsilon %g, then every rating's residual from them clipped to [-%g, %g] with Laplace noise of scale %g; the model is trained on mean + item bias + noisy residual, so every released parameter is post-processing of the two releases", p.o.Epsilon-p.res.lap.Epsilon(), p.res.clip, p.res.clip, p.res.lap.Scale()),
+			fmt.Sprintf("noise: laplace with scale %g on each of the %d observed residuals", p.res.lap.Scale(), train.NNZ()))
 		return nil
 	}
 	if p.report != nil {

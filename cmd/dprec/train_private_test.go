@@ -33,10 +33,14 @@ func TestTrainPrivateModelFile(t *testing.T) {
 		{"gradient-all", []string{"--privacy", "gradient", "--protect", "all", "--epsilon", "2", "--delta", "1e-5"}, "gradient", true, false},
 		{"gradient-C", []string{"--privacy", "gradient", "--protect", "C", "--epsilon", "2"}, "gradient", false, false},
 		{"output", []string{"--privacy", "output", "--epsilon", "2"}, "output", false, false},
-		// On this 340-rating log input perturbation at epsilon 2 falls back
-		// to the bias-only release (completion/private_input_fallback.go):
+		// Input perturbation trains on noisy values (here the residual
+		// release, completion/private_input_residual.go): its losses are
+		// post-processing and are kept.
+		{"input", []string{"--privacy", "input", "--epsilon", "2"}, "input", true, true},
+		// At epsilon 0.2 on this 340-rating log it falls back to the
+		// bias-only release (completion/private_input_fallback.go):
 		// nothing is trained, so the history is empty.
-		{"input", []string{"--privacy", "input", "--epsilon", "2"}, "input", true, false},
+		{"input-fallback", []string{"--privacy", "input", "--epsilon", "0.2"}, "input", true, false},
 	}
 	for _, tc := range cases {
 		out := filepath.Join(dir, tc.name+".arrow")
@@ -61,7 +65,7 @@ func TestTrainPrivateModelFile(t *testing.T) {
 			t.Errorf("%s: private model file carries the data fingerprint %+v", tc.name, f.Header.Data)
 		}
 		var hist []completion.EpochRecord
-		if err := json.Unmarshal(f.Header.History, &hist); err != nil || (len(hist) == 0 && tc.name != "input") {
+		if err := json.Unmarshal(f.Header.History, &hist); err != nil || (len(hist) == 0 && tc.name != "input-fallback") {
 			t.Fatalf("%s: history %s: %v", tc.name, f.Header.History, err)
 		}
 		for _, h := range hist {
