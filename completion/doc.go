@@ -267,9 +267,13 @@
 // (zero-out) and 2C (value change) on neighbouring logs.
 //
 // Input mode (private_input.go): the vector of clamped values has l1 = l2
-// sensitivity Delta_r (entry); when the public noise scale says nothing
+// sensitivity Delta_r (entry); for models with biases at entry level
+// (Laplace) it releases the bias mode's statistics at a tenth of epsilon
+// and then the vector of residuals from them clipped to [-c, c], whose
+// sensitivity given that release is 2c, c = Delta_r/3
+// (private_input_residual.go); when the public noise scale says nothing
 // can be learnt from the noisy values it releases the bias mode's
-// statistics instead (private_input_fallback.go). Gradient and output
+// statistics alone (private_input_fallback.go). Gradient and output
 // modes derive theirs in private_gradient.go and private_output.go.
 //
 // # Speed

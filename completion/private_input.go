@@ -4,6 +4,10 @@ package completion
 //
 // Mechanism: clamp every observed value to [r_min, r_max], add i.i.d. noise
 // once to every observed value, then train non-privately on the result.
+// Models with biases at entry level with Laplace noise use the residual
+// release instead (private_input_residual.go): the bias mode's mean and
+// item biases first, then noise on each rating's clipped residual from
+// them; what follows is Algorithm 1 as used otherwise.
 //
 // Sensitivity. The released quantity is the vector v of clamped observed
 // values (its positions are public under the relation). Entry unit: one
