@@ -533,3 +533,40 @@ func TestPoissonBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestDPSGDClipBoost: the default clip is DPSGDClipFactor sigma_r
+// sqrt(order) while the noise multiplier is at least DPSGDClipNoise, grows
+// as DPSGDClipNoise/sigma below that, up to DPSGDClipMaxBoost times, and
+// is what the step release's sensitivity records; a clip the caller sets
+// is kept.
+func TestDPSGDClipBoost(t *testing.T) {
+	t.Parallel()
+	st := privStore([]int{30, 25, 4}, 900, 33)
+	base := DPSGDClipFactor * 4.5 / 4 * math.Sqrt(3)
+	for _, eps := range []float64{0.5, 4, 10, 40, 200} {
+		o := baseOpts()
+		o.Epsilon, o.RatingMin, o.RatingMax = eps, 0.5, 5
+		p := planDPSGD(t, st, o, 20)
+		boost := math.Max(1, math.Min(DPSGDClipMaxBoost, DPSGDClipNoise/p.mb.noiseMult))
+		if want := base * boost; math.Abs(p.mb.clip-want) > 1e-12*want {
+			t.Errorf("epsilon %v (sigma %v): clip %v, want %v", eps, p.mb.noiseMult, p.mb.clip, want)
+		}
+		var step *perturb.Release
+		for i, r := range p.Report().Releases {
+			if r.SampleRate > 0 {
+				step = &p.Report().Releases[i]
+			}
+		}
+		if step == nil || step.Sensitivity != p.mb.clip {
+			t.Errorf("epsilon %v: step release %+v, clip %v", eps, step, p.mb.clip)
+		}
+		switch {
+		case eps == 0.5 && boost != 1, eps == 200 && boost != DPSGDClipMaxBoost:
+			t.Errorf("epsilon %v: boost %v (sigma %v)", eps, boost, p.mb.noiseMult)
+		}
+		o.Clip = 0.7
+		if c := planDPSGD(t, st, o, 20).mb.clip; c != 0.7 {
+			t.Errorf("epsilon %v: a set clip became %v", eps, c)
+		}
+	}
+}
