@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/perturb"
 )
 
 // benchEpochs is the number of epochs each private-epoch benchmark trains:
@@ -69,6 +70,9 @@ func benchPrivateEpochs(b *testing.B, kind decomposition.Kind, mode string, epoc
 			p, err = NewGradientPerturbation(&o)
 		case "gradAll":
 			o.Protect = ProtectAll
+			p, err = NewGradientPerturbation(&o)
+		case "gradAllSecure":
+			o.Protect, o.Noise = ProtectAll, perturb.SecureNoise()
 			p, err = NewGradientPerturbation(&o)
 		case "gradAllPerEntry":
 			o.Protect, o.DPSGD = ProtectAll, DPSGDPerEntry
@@ -142,6 +146,18 @@ func BenchmarkPrivateEpoch60_CP_None(b *testing.B) {
 }
 func BenchmarkPrivateEpoch60_CP_GradAll(b *testing.B) {
 	benchPrivateEpochs(b, decomposition.CP, "gradAll", DefaultEpochs)
+}
+
+// BenchmarkPrivateEpoch_CP_GradAllSecure and
+// BenchmarkPrivateEpoch60_CP_GradAllSecure are the GradAll benchmarks
+// with secure noise (the default of a run without --seed: the sampling and
+// the noise from a ChaCha8 keyed from crypto/rand) instead of the seeded
+// stream of the others.
+func BenchmarkPrivateEpoch_CP_GradAllSecure(b *testing.B) {
+	benchPrivateEpoch(b, decomposition.CP, "gradAllSecure")
+}
+func BenchmarkPrivateEpoch60_CP_GradAllSecure(b *testing.B) {
+	benchPrivateEpochs(b, decomposition.CP, "gradAllSecure", DefaultEpochs)
 }
 
 // BenchmarkDPSGDPlan times the planning of minibatch DP-SGD alone (bias
