@@ -29,8 +29,9 @@ package completion
 // Mironov, Talwar and Zhang 2019). Each step t = 1..T:
 //
 //  1. draws a batch by Poisson sampling: every rating independently with
-//     probability q (geometric gaps, from the noise source, so the
-//     sampling is as secure as the noise);
+//     probability q (bit-sliced comparisons of uniform words for q >=
+//     1/16, geometric gaps below; from the noise source, so the sampling
+//     is as secure as the noise);
 //  2. for every sampled rating computes the gradient of its squared error
 //     (x - xhat)^2 with respect to every trained parameter it touches
 //     (its factor row in each mode, its bias in each mode, the Tucker
@@ -599,14 +600,15 @@ func (d *dpsgdState) addBatch(train *data.Store, vals []float64, es []int) float
 // For q >= 1/16 an index is kept with probability th/2^16, th =
 // floor(q 2^16): at most q and within 2^-16 of it (the sampled-Gaussian
 // RDP grows with q, so accounting at q is conservative; at the default
-// q = 1/4 it is exact). Writing th = k 2^z with k odd, the index is kept
+// q = 1/2 it is exact). Writing th = k 2^z with k odd, the index is kept
 // when an m-bit uniform number u (m = 16 - z) is below k. The sampler
 // decides 64 indices at a time, bit-sliced: it draws m words, bit l of
 // word b being bit m-1-b of index l's u, and compares all 64 numbers with
 // k at once (from the most significant bit down: u < k at the first bit
-// where they differ and k has a 1). At q = 1/4 (m = 2, k = 1) that is two
-// words per 64 indices, kept where both bits are 0; the kept indices are
-// then read off the mask with trailing-zero counts. Below 1/16 the gaps
+// where they differ and k has a 1). At q = 1/2 (m = 1, k = 1) that is one
+// word per 64 indices, kept where the bit is 0 (at q = 1/4 two words,
+// kept where both bits are 0); the kept indices are then read off the
+// mask with trailing-zero counts. It consumes exactly ceil(n/64) m words. Below 1/16 the gaps
 // are geometric, 1 + floor(log U / log(1-q)), one logarithm per kept
 // index.
 func poissonBatch(n int, q float64, r *rand.Rand, dst []int) []int {

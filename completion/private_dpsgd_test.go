@@ -489,7 +489,8 @@ func TestPoissonBatch(t *testing.T) {
 		n int
 		q float64
 	}{{0, 0.25}, {1, 0.25}, {7, 0.5}, {10001, 0.25}, {10001, 1.0 / 16}, {9999, 0.9}, {9999, 0.3}, {64, 0.5}, {130, 0.75}, {5000, 0.01}, {100, 1}} {
-		got := poissonBatch(tc.n, tc.q, rand.New(rand.NewPCG(3, 4)), []int{-1})
+		rA := rand.New(rand.NewPCG(3, 4))
+		got := poissonBatch(tc.n, tc.q, rA, []int{-1})
 		var want []int
 		r := rand.New(rand.NewPCG(3, 4))
 		switch {
@@ -521,6 +522,11 @@ func TestPoissonBatch(t *testing.T) {
 			}
 		default:
 			want = poissonBatch(tc.n, tc.q, r, nil) // geometric gaps: checked by the fraction only
+		}
+		// Both consumed the same number of words (the step's noise starts
+		// right after the batch in the stream).
+		if a, b := rA.Uint64(), r.Uint64(); a != b {
+			t.Errorf("n %d q %v: the sampler and the reference consumed different numbers of words", tc.n, tc.q)
 		}
 		if got[0] != -1 || !slices.Equal(got[1:], want) {
 			t.Fatalf("n %d q %v: batch %v, want %v", tc.n, tc.q, got[1:min(len(got), 10)], want[:min(len(want), 9)])

@@ -216,7 +216,7 @@ func (p *InputPerturbation) PerturbOutput(m *decomposition.Model, train *data.St
 		publicClamp(&p.o, m, p.report)
 		p.report.Covered = paramNames(m.Order(), m.Kind == decomposition.Tucker, m.HasBias)
 		p.report.Notes = append(p.report.Notes,
-			fmt.Sprintf("input perturbation, residual release (completion/private_input_residual.go): the bias mode's global mean and item biases at epsilon %g, then every rating's residual from them clipped to [-%g, %g] with Laplace noise of scale %g; the model is trained on mean + item bias + noisy residual, so every released parameter is post-processing of the two releases", p.o.Epsilon-p.res.lap.Epsilon(), p.res.clip, p.res.clip, p.res.lap.Scale()),
+			fmt.Sprintf("input perturbation, residual release (completion/private_input_residual.go): the bias mode's global mean and item biases at epsilon %g, then every rating's residual from them clipped to [-%g, %g] with Laplace noise of scale %g; the model is trained on mean + item bias + noisy residual, so every released parameter is post-processing of the two releases", p.res.biasEps, p.res.clip, p.res.clip, p.res.lap.Scale()),
 			fmt.Sprintf("noise: laplace with scale %g on each of the %d observed residuals", p.res.lap.Scale(), train.NNZ()))
 		return nil
 	}

@@ -15,6 +15,15 @@ package completion
 // (epsilon, delta, the rating range, N) and is decided in Plan before any
 // data is read.
 //
+// With the residual release (private_input_residual.go) v is the noise
+// variance of a released residual, 2 (2c/((1 - f) epsilon))^2: at epsilon
+// 0.1 on ml-latest-small b = 33.3 and sqrt(v/N) = 0.156 > 0.1125, so it
+// falls back (it does up to about epsilon 0.13, against about 0.19 for
+// Algorithm 1's variance). The values then carry the released mean and
+// item biases, so the reason to fall back is another one: a residual that
+// noisy adds nothing the bias release could not give better with the
+// whole budget instead of a tenth of it.
+//
 // The fallback spends the whole budget on the bias mode's release instead
 // (TrainPrivateBias: a noisy global sum and noisy per-item sums of clipped
 // residuals, Laplace, basic composition) and releases its global mean and
@@ -28,6 +37,7 @@ import (
 
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/perturb"
 )
 
 // InputFallsBack reports whether input perturbation with noise variance v
@@ -45,7 +55,7 @@ func (p *InputPerturbation) planFallback(train *data.Store, v float64) error {
 		return err
 	}
 	wo := p.o
-	wo.Mechanism, wo.MeanFraction = "", 0
+	wo.Mechanism, wo.MeanFraction, wo.Accounting = "", 0, perturb.Basic // two pure releases
 	rep, err := TrainPrivateBias(train, wm, &wo)
 	if err != nil {
 		return fmt.Errorf("completion: input perturbation (bias-only fallback): %w", err)

@@ -60,6 +60,8 @@ type residualRelease struct {
 	warm *decomposition.Model // the bias release: mean and item biases
 	clip float64              // c
 	lap  *perturb.Laplace     // noise of the residuals
+	// biasEps is the epsilon of the bias release.
+	biasEps float64
 }
 
 // inputResidualApplies reports whether the input mode uses the residual
@@ -90,7 +92,10 @@ func (p *InputPerturbation) planResidual(train *data.Store, s *Settings) error {
 	}
 	wo := p.o
 	wo.Epsilon = frac * p.o.Epsilon
-	wo.Mechanism, wo.MeanFraction = "", 0
+	// The bias release is two pure Laplace releases at its share of the
+	// budget; the caller's accounting choice applies to the total, which
+	// is basic here anyway.
+	wo.Mechanism, wo.MeanFraction, wo.Accounting = "", 0, perturb.Basic
 	wm, err := decomposition.NewModel(decomposition.CP, train.Dims, []int{1}, true)
 	if err != nil {
 		return err
@@ -121,7 +126,7 @@ func (p *InputPerturbation) planResidual(train *data.Store, s *Settings) error {
 	if err != nil {
 		return fmt.Errorf("completion: input perturbation: %w", err)
 	}
-	p.res = &residualRelease{warm: wm, clip: c, lap: lap}
+	p.res = &residualRelease{warm: wm, clip: c, lap: lap, biasEps: wo.Epsilon}
 	p.report = baseReport(&p.o, "input", &acc, eps, delta, used)
 	p.report.Composition = fmt.Sprintf("bias release (epsilon %g) then the residual release (epsilon %g), %s", wo.Epsilon, lap.Epsilon(), used)
 	p.capEpochs(s, 4*v)

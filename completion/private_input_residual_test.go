@@ -1,6 +1,7 @@
 package completion
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -172,6 +173,9 @@ func TestInputResidualRelease(t *testing.T) {
 	}{
 		{"no biases", func(_ *PrivateOptions, s *Settings) { s.hasBias = false }},
 		{"gaussian", func(o *PrivateOptions, _ *Settings) { o.Mechanism = perturb.MechGaussian }},
+		// k residuals change with one user: 2ck, not 2c (Algorithm 1
+		// covers the user unit with its own sensitivity).
+		{"user unit", func(o *PrivateOptions, _ *Settings) { o.Unit, o.MaxRatingsPerUser = UnitUser, 200 }},
 	} {
 		o2, s2 := baseOpts(), &Settings{Epochs: 5, hasBias: true}
 		o2.Epsilon = 4
@@ -186,5 +190,61 @@ func TestInputResidualRelease(t *testing.T) {
 		if p2.res != nil || len(p2.Report().Releases) != 1 {
 			t.Errorf("%s: residual release used (%d releases)", tc.name, len(p2.Report().Releases))
 		}
+	}
+}
+
+// TestInputResidualPlan: the residual release plans under every
+// accounting choice (its two pure releases compose by basic composition),
+// its epoch cut and fallback use the residual variance 2 (2c/((1 - f)
+// epsilon))^2, and at an epsilon where Algorithm 1's variance would fall
+// back it does not.
+func TestInputResidualPlan(t *testing.T) {
+	t.Parallel()
+	st := privStore([]int{80, 60, 4}, 4000, 7)
+	for _, acc := range []perturb.Composition{"", perturb.Basic, perturb.Advanced, perturb.RDP} {
+		o := baseOpts()
+		o.Epsilon, o.Accounting = 4, acc
+		p, err := NewInputPerturbation(&o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &Settings{Epochs: 60, hasBias: true}
+		if err := p.Plan(st, s); err != nil || p.res == nil {
+			t.Fatalf("accounting %q: %v (residual release %v)", acc, err, p.res != nil)
+		}
+		v, _ := residualVariance(&o)
+		note := fmt.Sprintf("v = %.4g the noise variance of a value", v)
+		found := false
+		for _, n := range p.Report().Notes {
+			found = found || strings.Contains(n, note)
+		}
+		if !found {
+			t.Errorf("accounting %q: no epoch cut at the residual variance (%s): %q", acc, note, p.Report().Notes)
+		}
+	}
+	// Find an epsilon where Algorithm 1's variance falls back and the
+	// residual variance does not.
+	o := baseOpts()
+	n := st.NNZ()
+	eps := 0.0
+	for e := 0.01; e < 10; e *= 1.1 {
+		o.Epsilon = e
+		l1, _ := InputSensitivity(&o)
+		v, _ := residualVariance(&o)
+		if InputFallsBack(&o, 2*l1*l1/(e*e), n) && !InputFallsBack(&o, v, n) {
+			eps = e
+			break
+		}
+	}
+	if eps == 0 {
+		t.Fatal("no epsilon separates the two variances")
+	}
+	o.Epsilon = eps
+	p, err := NewInputPerturbation(&o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Plan(st, &Settings{Epochs: 60, hasBias: true}); err != nil || p.fallback != nil || p.res == nil {
+		t.Errorf("epsilon %v: fell back %v, residual %v (%v)", eps, p.fallback != nil, p.res != nil, err)
 	}
 }

@@ -176,8 +176,10 @@ type PrivateOptions struct {
 	// SampleRate is the Poisson sampling rate q of minibatch DP-SGD, in
 	// (0, 1] (default DefaultDPSGDRate).
 	SampleRate float64
-	// WarmFraction is the share of Epsilon spent on the bias-mode warm
-	// start of minibatch DP-SGD in (0, 1) (default DefaultWarmFraction).
+	// WarmFraction is the share of Epsilon spent on the bias mode's
+	// release in (0, 1): the warm start of minibatch DP-SGD (default
+	// DefaultWarmFraction) and the first release of the input mode's
+	// residual release (default DefaultInputBiasFraction).
 	WarmFraction float64
 	// Noise selects the noise source: the zero value is secure
 	// (perturb.SecureSource); perturb.SeededNoise(seed) gives reproducible

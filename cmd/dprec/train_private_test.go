@@ -65,8 +65,15 @@ func TestTrainPrivateModelFile(t *testing.T) {
 			t.Errorf("%s: private model file carries the data fingerprint %+v", tc.name, f.Header.Data)
 		}
 		var hist []completion.EpochRecord
-		if err := json.Unmarshal(f.Header.History, &hist); err != nil || (len(hist) == 0 && tc.name != "input-fallback") {
+		if err := json.Unmarshal(f.Header.History, &hist); err != nil || (len(hist) == 0) != (tc.name == "input-fallback") {
 			t.Fatalf("%s: history %s: %v", tc.name, f.Header.History, err)
+		}
+		fellBack := false
+		for _, n := range f.Privacy.Notes {
+			fellBack = fellBack || strings.Contains(n, "fell back to the bias-only release")
+		}
+		if fellBack != (tc.name == "input-fallback") {
+			t.Errorf("%s: fell back %v (notes %q)", tc.name, fellBack, f.Privacy.Notes)
 		}
 		for _, h := range hist {
 			if has := h.TrainLoss != 0 || h.TrainRMSE != 0; has != tc.keepsLosses {
