@@ -576,13 +576,22 @@ func trainBiasUser(train *data.Store, m *decomposition.Model, o *PrivateOptions)
 	}
 	r := rand.New(o.source(streamUserStats))
 	mid := (o.RatingMin + o.RatingMax) / 2
-	var total float64
-	cnt := make([]float64, train.Dims[1])
-	for e, v := range train.Val {
-		total += clampValue(v, o.RatingMin, o.RatingMax) - mid
-		cnt[train.Idx[1][e]]++
+	sc := train // the store of the scalar releases (PrivateOptions.Scalars)
+	if o.Scalars != nil {
+		if err := checkUserContributions(o.Scalars, o.MaxRatingsPerUser); err != nil {
+			return nil, fmt.Errorf("completion: bias mode (scalars): %w", err)
+		}
+		sc = o.Scalars
 	}
-	scal := []float64{float64(usersWithRows(train.Idx[0], train.Dims[0])), float64(train.NNZ()), total}
+	var total float64
+	for _, v := range sc.Val {
+		total += clampValue(v, o.RatingMin, o.RatingMax) - mid
+	}
+	cnt := make([]float64, train.Dims[1])
+	for _, i := range train.Idx[1] {
+		cnt[i]++
+	}
+	scal := []float64{float64(usersWithRows(sc.Idx[0], sc.Dims[0])), float64(sc.NNZ()), total}
 	for j := range scal {
 		rels[j].noise.addTo(scal[j:j+1], r)
 	}
@@ -597,9 +606,17 @@ func trainBiasUser(train *data.Store, m *decomposition.Model, o *PrivateOptions)
 	fit.counts = cnt
 	fit.setItemBiases(m, mu, sums, rels[3].noise.variance())
 	fit.notes = append(fit.notes,
-		fmt.Sprintf("released with noise: number of users %.1f, number of ratings %.1f (after bounding each user to %d ratings, one per item); global mean %.4g = (r_min+r_max)/2 + noisy centred sum / noisy count", scal[0], scal[1], o.MaxRatingsPerUser, mu),
+		fmt.Sprintf("released with noise: number of users %.1f, number of ratings %.1f (after bounding each user to %d ratings, one per item%s); global mean %.4g = (r_min+r_max)/2 + noisy centred sum / noisy count", scal[0], scal[1], o.MaxRatingsPerUser, scalarsScope(o), mu),
 		fmt.Sprintf("budget shares (%s): users %g, ratings %g, sum %g, item counts %g, item sums %g", o.Mechanism, userShareUsers, userShareRatings, userShareSum, userShareCounts, userShareSums))
 	return fit, nil
+}
+
+// scalarsScope says which ratings the scalar releases count.
+func scalarsScope(o *PrivateOptions) string {
+	if o.Scalars != nil {
+		return ", over every item in the time range, before the private item selection"
+	}
+	return ""
 }
 
 // laplacePosteriorNoise returns E[L | Y = y] for Y = X + L with X ~ N(0,

@@ -620,3 +620,86 @@ func TestSelectItemsOrderIsPublic(t *testing.T) {
 		}
 	}
 }
+
+// TestBiasUserScalars: with PrivateOptions.Scalars (the bounded log before
+// a private item selection) the user-unit bias mode releases the number of
+// users, the number of ratings and the centred sum from it, while the item
+// statistics stay on the training store (the selected items' ratings):
+// with little noise the released count is that of Scalars and the mean is
+// Scalars' mean, not the few selected items'. Scalars that break the bound,
+// or without the user unit and a selection, are refused.
+func TestBiasUserScalars(t *testing.T) {
+	t.Parallel()
+	const k = 8
+	o := userOpts(k)
+	o.Epsilon = 500
+	all, err := BoundForUnit(userStore([]int{40, 30}, 600, 9), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// High ratings on item 0, low elsewhere: the selected items' mean is
+	// far from the whole log's.
+	for e, i := range all.Idx[1] {
+		all.Val[e] = 2
+		if i == 0 {
+			all.Val[e] = 5
+		}
+	}
+	few, _, err := RestrictToDomain(all, UserDomain{Items: keepItems(all, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fit := func(sc *data.Store) (*biasFit, *decomposition.Model, error) {
+		oo := o
+		oo.SelectedItems, oo.Scalars = true, sc
+		m, err := decomposition.NewModel(decomposition.CP, few.Dims, []int{1}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := fitPrivateBias(few, m, &oo)
+		return f, m, err
+	}
+	f, m, err := fit(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(f.noisyRatings-float64(all.NNZ())) > 5 || math.Abs(m.Mean-meanOf(all.Val)) > 0.05 {
+		t.Errorf("scalars: count %v (log before the selection %d, selected %d), mean %v (want %v)", f.noisyRatings, all.NNZ(), few.NNZ(), m.Mean, meanOf(all.Val))
+	}
+	f, m, err = fit(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(f.noisyRatings-float64(few.NNZ())) > 5 || math.Abs(m.Mean-5) > 0.05 {
+		t.Errorf("no scalars: count %v (want %d), mean %v (want 5)", f.noisyRatings, few.NNZ(), m.Mean)
+	}
+	// A user over the bound in Scalars is refused.
+	over := userStore([]int{5, 30}, 140, 2)
+	if _, _, err := fit(over); err == nil {
+		t.Error("scalars with users over the bound accepted")
+	}
+	// Scalars without a selection (or at entry level) are refused.
+	oo := o
+	oo.Scalars = all
+	m2, _ := decomposition.NewModel(decomposition.CP, few.Dims, []int{1}, true)
+	if _, err := fitPrivateBias(few, m2, &oo); err == nil {
+		t.Error("scalars without SelectedItems accepted")
+	}
+}
+
+// keepItems returns a dictionary of the first n items of st's item mode.
+func keepItems(st *data.Store, n int) *data.Dict {
+	d := data.NewIntDict("item")
+	for i := 0; i < n; i++ {
+		d.InternInt(st.Dicts[1].Ints()[i])
+	}
+	return d
+}
+
+func meanOf(v []float64) float64 {
+	s := 0.0
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}

@@ -97,6 +97,10 @@ func trainSelectItems(c *cli.Context, st *data.Store, o *completion.PrivateOptio
 	o.Epsilon -= b.Epsilon
 	o.Delta -= b.Delta
 	o.SelectedItems = true
+	// The number of users, the number of ratings and the global mean are
+	// released from the bounded log before the selection (all its items),
+	// so that they stay accurate when the selection keeps few items.
+	o.Scalars = st
 	return out, sel, nil
 }
 

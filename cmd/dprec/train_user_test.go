@@ -200,6 +200,15 @@ func TestTrainUserLevelSelection(t *testing.T) {
 	if !found || f.Dicts[1].Len() == 0 || f.Dicts[1].Len() > 25 {
 		t.Errorf("public note missing or %d items selected", f.Dicts[1].Len())
 	}
+	// The number of users, the number of ratings and the global mean come
+	// from the bounded log before the selection.
+	scalars := false
+	for _, n := range r.Notes {
+		scalars = scalars || strings.Contains(n, "before the private item selection")
+	}
+	if !scalars {
+		t.Errorf("the scalar releases are not over the log before the selection: %q", r.Notes)
+	}
 	// Neighbouring logs (with and without user 1003, the same seed): the
 	// selected dictionary is sorted by ID, so when both select the same
 	// set the released dictionaries are identical, order included (the
