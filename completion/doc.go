@@ -234,7 +234,11 @@
 // items whose noisy weight exceeds tau are kept, tau set so that an item
 // only the added user rated is kept with probability at most delta_sel/2
 // (max over m = 1..k of 1 - Phi((tau - 1/sqrt(m))/sigma)^m). Only the set
-// is released; it composes with the training by basic composition.
+// is released; it composes with the training by basic composition. The
+// number of users, the number of ratings and the centred sum are then
+// taken from the bounded log before the selection (PrivateOptions.Scalars;
+// every user still at most k ratings there, so the same sensitivities),
+// the item statistics from the selected items' ratings.
 //
 // Minibatch DP-SGD (gradient --protect all, the default variant;
 // private_dpsgd.go). Zero-out relation (one rating replaced by a null that

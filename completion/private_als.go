@@ -218,7 +218,8 @@ func projectBall(x []float64, g float64) {
 // unit (add or remove one user; train re-indexed onto a public domain and
 // bounded as for TrainPrivateBias, m's user mode of any size) n_i is the
 // bias mode's noisy count and the steps' sensitivity is that of one
-// user's whole contribution (ALSUserSensitivity).
+// user's whole contribution (ALSUserSensitivity); the bias mode's scalars
+// follow PrivateOptions.Scalars as in TrainPrivateBias.
 func TrainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOptions) (*perturb.Report, error) {
 	o, err := resolveALS(train, m, opts)
 	if err != nil {

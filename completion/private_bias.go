@@ -125,7 +125,9 @@ func biasResidualSums(train *data.Store, o *PrivateOptions, mu float64) []float6
 // modes must match it, its user mode is never released (any size: the
 // CLI saves one all-zero placeholder row), and the number of users, the
 // number of ratings, their sum, the item counts and the item sums are all
-// released with noise (trainBiasUser). It returns the privacy report.
+// released with noise (trainBiasUser); with a private item selection the
+// first three may come from the bounded log before the selection
+// (PrivateOptions.Scalars). It returns the privacy report.
 func TrainPrivateBias(train *data.Store, m *decomposition.Model, opts *PrivateOptions) (*perturb.Report, error) {
 	fit, err := fitPrivateBias(train, m, opts)
 	if err != nil {
@@ -578,6 +580,9 @@ func trainBiasUser(train *data.Store, m *decomposition.Model, o *PrivateOptions)
 	mid := (o.RatingMin + o.RatingMax) / 2
 	sc := train // the store of the scalar releases (PrivateOptions.Scalars)
 	if o.Scalars != nil {
+		if err := checkScalarsStore(o.Scalars); err != nil {
+			return nil, err
+		}
 		if err := checkUserContributions(o.Scalars, o.MaxRatingsPerUser); err != nil {
 			return nil, fmt.Errorf("completion: bias mode (scalars): %w", err)
 		}
@@ -614,9 +619,23 @@ func trainBiasUser(train *data.Store, m *decomposition.Model, o *PrivateOptions)
 // scalarsScope says which ratings the scalar releases count.
 func scalarsScope(o *PrivateOptions) string {
 	if o.Scalars != nil {
-		return ", over every item in the time range, before the private item selection"
+		return ", over every item of the bounded log before the private item selection (PrivateOptions.Scalars)"
 	}
 	return ""
+}
+
+// checkScalarsStore refuses a malformed Scalars store (a shape error of
+// the caller) instead of failing on it.
+func checkScalarsStore(s *data.Store) error {
+	if s.Order() < 2 || len(s.Idx[0]) != len(s.Val) || len(s.Idx[1]) != len(s.Val) {
+		return fmt.Errorf("completion: bias mode: %w: Scalars store has order %d, %d values", ErrDomain, s.Order(), len(s.Val))
+	}
+	for e, u := range s.Idx[0] {
+		if u < 0 || int(u) >= s.Dims[0] || s.Idx[1][e] < 0 || int(s.Idx[1][e]) >= s.Dims[1] {
+			return fmt.Errorf("completion: bias mode: %w: Scalars store entry %d outside its dimensions", ErrDomain, e)
+		}
+	}
+	return nil
 }
 
 // laplacePosteriorNoise returns E[L | Y = y] for Y = X + L with X ~ N(0,

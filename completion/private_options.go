@@ -166,19 +166,22 @@ type PrivateOptions struct {
 	// gradient mode with biases (default DefaultMeanFraction).
 	MeanFraction float64
 	// SelectedItems says (user unit, bias and als modes) that the store's
-	// item mode came from SelectItems rather than a public catalogue; it
-	// only changes what the report names as public.
+	// item mode came from SelectItems rather than a public catalogue: the
+	// report names what is public accordingly, and Scalars may be given.
 	SelectedItems bool
 	// Scalars (user unit, bias and als modes, with SelectedItems) is the
-	// bounded log before the item selection: every user at most
-	// MaxRatingsPerUser ratings, one per item, on the public time range
-	// (BoundForUnit's output). The number of users, the number of ratings
-	// and the centred sum behind the global mean are released from it
-	// instead of from the training store, which keeps only the ratings of
-	// the selected items: when the selection keeps few items, a mean over
-	// their ratings alone is swamped by its noise. Its sensitivities are
-	// the same (one user still adds at most k ratings). nil: the training
-	// store.
+	// log the items were selected from, bounded: every user at most
+	// MaxRatingsPerUser ratings, one per item (what dprec train passes:
+	// the log restricted to the public time range by RestrictToDomain,
+	// then BoundForUnit; the training store is its restriction to the
+	// selected items). The number of users, the number of ratings and the
+	// centred sum behind the global mean are released from it instead of
+	// from the training store: when the selection keeps few items, a mean
+	// over their ratings alone is swamped by its noise. The mean is then
+	// that of every item of the bounded log, not of the selected ones; the
+	// item biases carry the difference. The sensitivities are the same
+	// (one user still adds at most k ratings; the bound is checked). nil:
+	// the training store.
 	Scalars *data.Store
 	// DPSGD selects the algorithm of gradient mode with Protect "all":
 	// DPSGDMinibatch (the zero value; Poisson-subsampled minibatch DP-SGD,
@@ -227,8 +230,8 @@ func (o *PrivateOptions) resolve(mode string) (PrivateOptions, error) {
 	if r.Unit == UnitUser && r.MaxRatingsPerUser < 1 {
 		return r, fmt.Errorf("completion: %s perturbation: %w: user unit needs max ratings per user >= 1, got %d", mode, perturb.ErrDimension, r.MaxRatingsPerUser)
 	}
-	if r.Scalars != nil && (r.Unit != UnitUser || !r.SelectedItems) {
-		return r, fmt.Errorf("completion: %s perturbation: Scalars (the log before a private item selection) applies to the user unit with SelectedItems only", mode)
+	if r.Scalars != nil && (r.Unit != UnitUser || !r.SelectedItems || !billboardMode(mode)) {
+		return r, fmt.Errorf("completion: %s perturbation: Scalars (the log before a private item selection) applies to the bias and als modes at the user unit with SelectedItems only", mode)
 	}
 	switch r.Accounting {
 	case "", "best", perturb.Basic, perturb.Advanced, perturb.RDP:

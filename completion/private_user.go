@@ -184,9 +184,13 @@ func usersWithRows(users []int32, n int) int {
 // random among that user's ratings of the item, which an order-3 log may
 // hold in several time buckets) and at most k ratings in all (a uniformly
 // random subset), and the store restricted to them. The choice depends on
-// the user's own rows and src only, so it is a per-user transformation:
-// adding or removing a user changes no other user's kept rows, and the
-// user-level sensitivities hold for the bounded log. Positions are
+// the user's own rows and the draws it takes from src. With one shared
+// stream, removing a user shifts the draws of the users after it, so for a
+// fixed seed other users' kept rows can change; but every user's kept
+// subset is uniform and independent of the others' whoever else is in the
+// log, so the bounded logs of two neighbours can be coupled to differ in
+// the removed user's rows only, and the user-level sensitivities hold for
+// the bounded log. Positions are
 // returned in increasing order; k must be >= 1.
 func BoundUserContributions(train *data.Store, k int, src rand.Source) (*data.Store, []int, error) {
 	r, byUser, err := rowsByUser("BoundUserContributions", train, k, src)
@@ -213,17 +217,25 @@ func BoundUserContributions(train *data.Store, k int, src rand.Source) (*data.St
 	return train.Subset(keep), keep, nil
 }
 
-// checkUserContributions verifies the bound of BoundUserContributions.
+// checkUserContributions verifies the bound of BoundUserContributions. It
+// sorts one 8-byte (user, item) key per rating rather than filling a map,
+// so that checking a large log costs 8 bytes a rating.
 func checkUserContributions(train *data.Store, k int) error {
 	cnt := make([]int, train.Dims[0])
-	seen := make(map[[2]int32]bool, train.NNZ())
-	for e, u := range train.Idx[0] {
-		cnt[u]++
-		key := [2]int32{u, train.Idx[1][e]}
-		if cnt[u] > k || seen[key] {
-			return fmt.Errorf("%w: user index %d has more than %d ratings or two of one item; bound contributions first (BoundUserContributions / --max-ratings-per-user)", ErrUserBound, u, k)
+	for _, u := range train.Idx[0] {
+		if cnt[u]++; cnt[u] > k {
+			return fmt.Errorf("%w: user index %d has more than %d ratings; bound contributions first (BoundUserContributions / --max-ratings-per-user)", ErrUserBound, u, k)
 		}
-		seen[key] = true
+	}
+	keys := make([]uint64, len(train.Idx[0]))
+	for e, u := range train.Idx[0] {
+		keys[e] = uint64(uint32(u))<<32 | uint64(uint32(train.Idx[1][e]))
+	}
+	slices.Sort(keys)
+	for i := 1; i < len(keys); i++ {
+		if keys[i] == keys[i-1] {
+			return fmt.Errorf("%w: user index %d has two ratings of one item; bound contributions first (BoundUserContributions / --max-ratings-per-user)", ErrUserBound, keys[i]>>32)
+		}
 	}
 	return nil
 }

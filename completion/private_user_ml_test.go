@@ -164,7 +164,7 @@ func TestMovieLensPrivateUser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o.Scalars = b // the scalars over the bounded log before the selection, as dprec train does
+		o.Scalars = b // the scalars over the bounded log before the selection (dprec train passes its own bounded log)
 		got := userLevelFitScore(t, "bias", all, test, UserDomain{Items: sel.Items, Time: tr}, o, 1)
 		covered, _, _ := RestrictToDomain(test, UserDomain{Items: sel.Items, Time: tr})
 		t.Logf("user level k=100 bias epsilon %g with private item selection: %d items kept (threshold %.1f), test RMSE %.4f on the %d test ratings (of %d) of kept items", eps, sel.Items.Len(), sel.Threshold, got, covered.NNZ(), test.NNZ())

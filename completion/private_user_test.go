@@ -663,27 +663,101 @@ func TestBiasUserScalars(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if math.Abs(f.noisyRatings-float64(all.NNZ())) > 5 || math.Abs(m.Mean-meanOf(all.Val)) > 0.05 {
-		t.Errorf("scalars: count %v (log before the selection %d, selected %d), mean %v (want %v)", f.noisyRatings, all.NNZ(), few.NNZ(), m.Mean, meanOf(all.Val))
+	usersAll, usersFew := usersWithRows(all.Idx[0], all.Dims[0]), usersWithRows(few.Idx[0], few.Dims[0])
+	if usersAll == usersFew {
+		t.Fatalf("the test log needs users without ratings of the selected item (%d users either way)", usersAll)
+	}
+	if math.Abs(f.noisyRatings-float64(all.NNZ())) > 5 || math.Abs(f.noisyUsers-float64(usersAll)) > 3 || math.Abs(m.Mean-meanOf(all.Val)) > 0.05 {
+		t.Errorf("scalars: count %v (log before the selection %d, selected %d), users %v (want %d, not %d), mean %v (want %v)", f.noisyRatings, all.NNZ(), few.NNZ(), f.noisyUsers, usersAll, usersFew, m.Mean, meanOf(all.Val))
 	}
 	f, m, err = fit(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if math.Abs(f.noisyRatings-float64(few.NNZ())) > 5 || math.Abs(m.Mean-5) > 0.05 {
-		t.Errorf("no scalars: count %v (want %d), mean %v (want 5)", f.noisyRatings, few.NNZ(), m.Mean)
+	if math.Abs(f.noisyRatings-float64(few.NNZ())) > 5 || math.Abs(f.noisyUsers-float64(usersFew)) > 3 || math.Abs(m.Mean-5) > 0.05 {
+		t.Errorf("no scalars: count %v (want %d), users %v (want %d), mean %v (want 5)", f.noisyRatings, few.NNZ(), f.noisyUsers, usersFew, m.Mean)
 	}
 	// A user over the bound in Scalars is refused.
 	over := userStore([]int{5, 30}, 140, 2)
-	if _, _, err := fit(over); err == nil {
-		t.Error("scalars with users over the bound accepted")
+	if _, _, err := fit(over); !errors.Is(err, ErrUserBound) {
+		t.Errorf("scalars with users over the bound: %v, want ErrUserBound", err)
 	}
-	// Scalars without a selection (or at entry level) are refused.
+	// Scalars without a selection, at entry level or in another mode are
+	// refused.
+	for _, tc := range []struct {
+		name string
+		mod  func(*PrivateOptions)
+		mode string
+	}{
+		{"no selection", func(*PrivateOptions) {}, "bias"},
+		{"entry unit", func(o *PrivateOptions) { o.SelectedItems, o.Unit = true, UnitEntry }, "bias"},
+		{"input mode", func(o *PrivateOptions) { o.SelectedItems = true }, "input"},
+	} {
+		oo := o
+		oo.Scalars = all
+		tc.mod(&oo)
+		if _, err := oo.resolve(tc.mode); err == nil || !strings.Contains(err.Error(), "Scalars") {
+			t.Errorf("%s: %v, want a refusal naming Scalars", tc.name, err)
+		}
+	}
 	oo := o
-	oo.Scalars = all
-	m2, _ := decomposition.NewModel(decomposition.CP, few.Dims, []int{1}, true)
-	if _, err := fitPrivateBias(few, m2, &oo); err == nil {
-		t.Error("scalars without SelectedItems accepted")
+	oo.SelectedItems, oo.Scalars = true, all
+	if _, err := oo.resolve("als"); err != nil {
+		t.Errorf("als with Scalars: %v", err)
+	}
+}
+
+// TestBiasUserScalarsNeighbours runs the user-unit bias release with
+// Scalars on neighbouring bounded logs (each user removed in turn from
+// both the log before the selection and the selected items' log) with the
+// same seeded noise, so the released scalars differ by the raw
+// statistics' differences: the number of users moves by at most 1, the
+// number of ratings by at most k (and by k for some user, so a smaller
+// bound would fail), the centred sum by at most k Delta_r/2.
+func TestBiasUserScalarsNeighbours(t *testing.T) {
+	t.Parallel()
+	const k = 8
+	o := userOpts(k)
+	o.Epsilon = 5
+	st, err := BoundForUnit(userStore([]int{40, 30}, 900, 9), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	train, _, err := RestrictToDomain(st, UserDomain{Items: keepItems(st, 3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid := (o.RatingMin + o.RatingMax) / 2
+	run := func(tr, sc *data.Store) [3]float64 {
+		oo := o
+		oo.SelectedItems, oo.Scalars = true, sc
+		m, err := decomposition.NewModel(decomposition.CP, tr.Dims, []int{1}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := fitPrivateBias(tr, m, &oo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The centred sum behind the (unclamped) mean.
+		return [3]float64{f.noisyUsers, f.noisyRatings, (m.Mean - mid) * math.Max(f.noisyRatings, 1)}
+	}
+	base := run(train, st)
+	rels := userBiasReleases(&o)
+	var worst [3]float64
+	for u := int32(0); u < int32(st.Dims[0]); u++ {
+		nb := run(withoutUser(train, u), withoutUser(st, u))
+		for j := range worst {
+			worst[j] = math.Max(worst[j], math.Abs(nb[j]-base[j]))
+		}
+	}
+	for j := range worst {
+		if worst[j] > rels[j].l1+1e-6 {
+			t.Errorf("%s moved by %v > declared %v", rels[j].what, worst[j], rels[j].l1)
+		}
+	}
+	if worst[1] < k-1e-6 {
+		t.Errorf("no user moved the number of ratings by k = %d (worst %v): the test log is too small", k, worst[1])
 	}
 }
 
@@ -702,4 +776,36 @@ func meanOf(v []float64) float64 {
 		s += x
 	}
 	return s / float64(len(v))
+}
+
+// TestCheckUserContributions: the bound check accepts at most k ratings a
+// user, one per item, and refuses more ratings or two ratings of one item
+// (in different time buckets too).
+func TestCheckUserContributions(t *testing.T) {
+	t.Parallel()
+	mk := func(rows [][3]int32) *data.Store {
+		s := &data.Store{Dims: []int{3, 4, 2}, Idx: make([][]int32, 3)}
+		for _, r := range rows {
+			for m := range r {
+				s.Idx[m] = append(s.Idx[m], r[m])
+			}
+			s.Val = append(s.Val, 3)
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name string
+		rows [][3]int32
+		ok   bool
+	}{
+		{"within", [][3]int32{{0, 0, 0}, {0, 1, 1}, {1, 0, 0}, {2, 3, 1}}, true},
+		{"over k", [][3]int32{{0, 0, 0}, {0, 1, 0}, {0, 2, 0}}, false},
+		{"same item twice", [][3]int32{{1, 2, 0}, {0, 2, 0}, {1, 2, 1}}, false},
+		{"empty", nil, true},
+	} {
+		err := checkUserContributions(mk(tc.rows), 2)
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrUserBound)) {
+			t.Errorf("%s: %v, want ok %v", tc.name, err, tc.ok)
+		}
+	}
 }

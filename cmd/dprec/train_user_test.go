@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -242,5 +245,58 @@ func TestTrainUserLevelSelection(t *testing.T) {
 		"--mechanism", "laplace", "--epsilon", "1", "--out", filepath.Join(dir, "x.arrow")}
 	if _, _, err := trainTestRun(t, args...); err == nil || !strings.Contains(err.Error(), "needs --delta") {
 		t.Errorf("selection without delta: %v", err)
+	}
+}
+
+// TestTrainUserLevelSelectionScalars: with a private item selection that
+// keeps few items, the released number of ratings (bias and als, at a
+// large epsilon so the noise is small) is that of the bounded log before
+// the selection, the same as with a public catalogue of every item, not
+// the selected items' exact count that the summary prints.
+func TestTrainUserLevelSelectionScalars(t *testing.T) {
+	dir := t.TempDir()
+	with, _, items := trainUserLogs(t, dir)
+	noted := func(f *models.File) float64 {
+		for _, n := range f.Privacy.Notes {
+			if i := strings.Index(n, "number of ratings "); i >= 0 && strings.HasPrefix(n, "released with noise") {
+				var v float64
+				if _, err := fmt.Sscanf(n[i+len("number of ratings "):], "%g", &v); err == nil {
+					return v
+				}
+			}
+		}
+		t.Fatalf("no released number of ratings in %q", f.Privacy.Notes)
+		return 0
+	}
+	run := func(mode string, extra ...string) (float64, float64, int) {
+		out := filepath.Join(dir, mode+"-"+strings.TrimPrefix(extra[0], "--")+".arrow")
+		args := append([]string{"--quiet", "train", "--json", "--data", with, "--time-unit", "none", "--privacy", mode, "--privacy-unit", "user", "--max-ratings-per-user", "3",
+			"--epsilon", "400", "--delta", "1e-5", "--rank", "2", "--seed", "3", "--out", out}, extra...)
+		stdout, stderr, err := trainTestRun(t, args...)
+		if err != nil {
+			t.Fatalf("%s %v: %v\n%s", mode, extra, err, stderr)
+		}
+		var sum struct {
+			TrainRatings int `json:"train_ratings"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+			t.Fatalf("%s: %v\n%s", mode, err, stdout)
+		}
+		f, err := models.Load(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return noted(f), float64(f.Dicts[1].Len()), sum.TrainRatings
+	}
+	for _, mode := range []string{"bias", "als"} {
+		all, _, bounded := run(mode, "--items", items)
+		sel, kept, selected := run(mode, "--selection-epsilon", "8")
+		if kept >= 25 || selected >= bounded {
+			t.Fatalf("%s: the selection kept %v items (%d of %d ratings): the test needs fewer", mode, kept, selected, bounded)
+		}
+		t.Logf("%s: kept %v items, %d of %d ratings; released %v (selection), %v (catalogue)", mode, kept, selected, bounded, sel, all)
+		if math.Abs(all-float64(bounded)) > 3 || math.Abs(sel-float64(bounded)) > 3 {
+			t.Errorf("%s: released number of ratings %v with the selection, %v with the catalogue; the bounded log has %d, the selected items %d", mode, sel, all, bounded, selected)
+		}
 	}
 }
