@@ -445,7 +445,7 @@ func trainPrint(c *cli.Context, s *trainSummary) error {
 		fmt.Fprintf(w, "refit           on all %d ratings for %d epochs\n", s.TrainRatings+s.ValidRatings, s.BestEpoch)
 	}
 	if s.BestEpoch > 0 {
-		fmt.Fprintf(w, "train RMSE      %.4f\n", s.TrainRMSE)
+		fmt.Fprintf(w, "train RMSE      %.4f%s\n", s.TrainRMSE, trainRMSELabel(s.Privacy))
 	}
 	if s.ValidRMSE != nil {
 		fmt.Fprintf(w, "validation RMSE %.4f\n", *s.ValidRMSE)
@@ -587,6 +587,20 @@ func trainVersion() string {
 // trainUserCountNote labels the exact number of training ratings of a
 // user-level run, printed to the operator like the drop counts.
 const trainUserCountNote = "exact count after the per-user bound, for you only: not released, the model file holds no count"
+
+// trainRMSELabel says, for a private run, what the printed train RMSE is
+// measured against: the noisy values (input mode: post-processing, and far
+// above a test RMSE since it includes the noise) or the raw ratings (the
+// other modes: for the operator only, never saved).
+func trainRMSELabel(r *perturb.Report) string {
+	switch {
+	case r == nil || !r.Private():
+		return ""
+	case r.Mode == "input":
+		return " (against the noisy values trained on, noise included)"
+	}
+	return " (raw ratings: for you only, not in the model file)"
+}
 
 // trainReleasedHistory returns the training history as it may be written
 // into the model file. Losses and RMSEs are functions of the training

@@ -260,3 +260,36 @@ func TestTrainReleasedHistory(t *testing.T) {
 		t.Error("the caller's history was modified")
 	}
 }
+
+// TestTrainPrivateRMSELabel: a private run's summary says what its train
+// RMSE is measured against: the noisy values for input perturbation, the
+// raw ratings (for the operator only) for the other modes; a non-private
+// run prints it bare.
+func TestTrainPrivateRMSELabel(t *testing.T) {
+	dir := t.TempDir()
+	train, _ := trainTestLog(t, dir)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"input", []string{"--privacy", "input", "--epsilon", "20"}, "(against the noisy values"},
+		{"gradient", []string{"--privacy", "gradient", "--protect", "all", "--epsilon", "2", "--delta", "1e-5"}, "(raw ratings: for you only"},
+		{"none", nil, ""},
+	} {
+		args := append([]string{"train", "--data", train, "--validation", "0", "--epochs", "3", "--out", filepath.Join(dir, tc.name+".arrow")}, tc.args...)
+		stdout, stderr, err := trainTestRun(t, args...)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", tc.name, err, stderr)
+		}
+		var line string
+		for _, l := range strings.Split(stdout, "\n") {
+			if strings.HasPrefix(l, "train RMSE") {
+				line = l
+			}
+		}
+		if line == "" || (tc.want != "" && !strings.Contains(line, tc.want)) || (tc.want == "" && strings.Contains(line, "(")) {
+			t.Errorf("%s: train RMSE line %q, want %q", tc.name, line, tc.want)
+		}
+	}
+}
