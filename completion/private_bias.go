@@ -616,6 +616,37 @@ func trainBiasUser(train *data.Store, m *decomposition.Model, o *PrivateOptions)
 	return fit, nil
 }
 
+// scratchBiasRelease runs the entry-level bias release at epsilon eps of
+// o's budget (Laplace, the default mean share; two pure releases, so basic
+// composition whatever o.Accounting says: the caller composes the total)
+// into a new bias-only model: the warm start of minibatch DP-SGD, the
+// first release of input mode's residual release and its bias-only
+// fallback.
+func scratchBiasRelease(train *data.Store, o *PrivateOptions, eps float64) (*decomposition.Model, *perturb.Report, error) {
+	wo := *o
+	wo.Epsilon = eps
+	wo.Mechanism, wo.MeanFraction, wo.Accounting = "", 0, perturb.Basic
+	wm, err := decomposition.NewModel(decomposition.CP, train.Dims, []int{1}, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	rep, err := TrainPrivateBias(train, wm, &wo)
+	if err != nil {
+		return nil, nil, err
+	}
+	return wm, rep, nil
+}
+
+// addReleases records each release in acc (a release with Count 0 once).
+func addReleases(acc *perturb.Accountant, rels []perturb.Release) error {
+	for _, r := range rels {
+		if err := acc.Add(r, max(r.Count, 1)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // scalarsScope says which ratings the scalar releases count.
 func scalarsScope(o *PrivateOptions) string {
 	if o.Scalars != nil {

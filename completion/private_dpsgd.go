@@ -356,26 +356,18 @@ func (p *GradientPerturbation) planWarmStart(train *data.Store, mb *minibatchPla
 	if frac == 0 {
 		frac = DefaultWarmFraction
 	}
-	wo := p.o
-	wo.Epsilon = frac * p.o.Epsilon
-	wo.Mechanism, wo.MeanFraction = "", 0
-	wm, err := decomposition.NewModel(decomposition.CP, train.Dims, []int{1}, true)
-	if err != nil {
-		return err
-	}
-	rep, err := TrainPrivateBias(train, wm, &wo)
+	eps := frac * p.o.Epsilon
+	wm, rep, err := scratchBiasRelease(train, &p.o, eps)
 	if err != nil {
 		return fmt.Errorf("completion: minibatch DP-SGD (bias warm start): %w", err)
 	}
-	for _, r := range rep.Releases {
-		if err := acc.Add(r, max(r.Count, 1)); err != nil {
-			return err
-		}
-		if err := warmAcc.Add(r, max(r.Count, 1)); err != nil {
-			return err
-		}
+	if err := addReleases(acc, rep.Releases); err != nil {
+		return err
 	}
-	mb.warm, mb.warmEps = wm, wo.Epsilon
+	if err := addReleases(warmAcc, rep.Releases); err != nil {
+		return err
+	}
+	mb.warm, mb.warmEps = wm, eps
 	p.muT, p.meanSet = wm.Mean, true
 	return nil
 }

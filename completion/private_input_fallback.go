@@ -37,7 +37,6 @@ import (
 
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
-	"github.com/dprec/dprec/perturb"
 )
 
 // InputFallsBack reports whether input perturbation with noise variance v
@@ -50,13 +49,7 @@ func InputFallsBack(o *PrivateOptions, v float64, n int) bool {
 // planFallback runs the bias release on a scratch model and writes the
 // report; the release is copied into the trained model by runLoop.
 func (p *InputPerturbation) planFallback(train *data.Store, v float64) error {
-	wm, err := decomposition.NewModel(decomposition.CP, train.Dims, []int{1}, true)
-	if err != nil {
-		return err
-	}
-	wo := p.o
-	wo.Mechanism, wo.MeanFraction, wo.Accounting = "", 0, perturb.Basic // two pure releases
-	rep, err := TrainPrivateBias(train, wm, &wo)
+	wm, rep, err := scratchBiasRelease(train, &p.o, p.o.Epsilon)
 	if err != nil {
 		return fmt.Errorf("completion: input perturbation (bias-only fallback): %w", err)
 	}

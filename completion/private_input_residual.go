@@ -90,17 +90,8 @@ func (p *InputPerturbation) planResidual(train *data.Store, s *Settings) error {
 		p.done = true
 		return p.planFallback(train, v)
 	}
-	wo := p.o
-	wo.Epsilon = frac * p.o.Epsilon
-	// The bias release is two pure Laplace releases at its share of the
-	// budget; the caller's accounting choice applies to the total, which
-	// is basic here anyway.
-	wo.Mechanism, wo.MeanFraction, wo.Accounting = "", 0, perturb.Basic
-	wm, err := decomposition.NewModel(decomposition.CP, train.Dims, []int{1}, true)
-	if err != nil {
-		return err
-	}
-	rep, err := TrainPrivateBias(train, wm, &wo)
+	biasEps := frac * p.o.Epsilon
+	wm, rep, err := scratchBiasRelease(train, &p.o, biasEps)
 	if err != nil {
 		return fmt.Errorf("completion: input perturbation (bias release): %w", err)
 	}
@@ -110,10 +101,8 @@ func (p *InputPerturbation) planResidual(train *data.Store, s *Settings) error {
 		return fmt.Errorf("completion: input perturbation: %w", err)
 	}
 	var acc perturb.Accountant
-	for _, r := range rep.Releases {
-		if err := acc.Add(r, max(r.Count, 1)); err != nil {
-			return err
-		}
+	if err := addReleases(&acc, rep.Releases); err != nil {
+		return err
 	}
 	rel := lap.Release("residuals of the clamped ratings from the released mean and item biases, clipped to [-c, c]")
 	rel.Derivation = fmt.Sprintf("positions public and (mu~, b~) released: one rating changes one clipped residual within [-c, c], c = %g: l1 = l2 = 2c = %g (completion/private_input_residual.go)", c, 2*c)
@@ -126,9 +115,9 @@ func (p *InputPerturbation) planResidual(train *data.Store, s *Settings) error {
 	if err != nil {
 		return fmt.Errorf("completion: input perturbation: %w", err)
 	}
-	p.res = &residualRelease{warm: wm, clip: c, lap: lap, biasEps: wo.Epsilon}
+	p.res = &residualRelease{warm: wm, clip: c, lap: lap, biasEps: biasEps}
 	p.report = baseReport(&p.o, "input", &acc, eps, delta, used)
-	p.report.Composition = fmt.Sprintf("bias release (epsilon %g) then the residual release (epsilon %g), %s", wo.Epsilon, lap.Epsilon(), used)
+	p.report.Composition = fmt.Sprintf("bias release (epsilon %g) then the residual release (epsilon %g), %s", biasEps, lap.Epsilon(), used)
 	p.capEpochs(s, 4*v)
 	return nil
 }
