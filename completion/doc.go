@@ -240,7 +240,7 @@
 // every user still at most k ratings there, so the same sensitivities),
 // the item statistics from the selected items' ratings.
 //
-// Minibatch DP-SGD (gradient --protect all, the default variant;
+// Minibatch DP-SGD (gradient --protect all, the default target and variant;
 // private_dpsgd.go). Zero-out relation (one rating replaced by a null that
 // contributes no gradient; positions and counts stay public): each step
 // releases the sum over a Poisson batch (rate q) of per-rating gradients

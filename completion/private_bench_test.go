@@ -67,6 +67,7 @@ func benchPrivateEpochs(b *testing.B, kind decomposition.Kind, mode string, epoc
 		case "input":
 			p, err = NewInputPerturbation(&o)
 		case "gradC":
+			o.Protect = ProtectC
 			p, err = NewGradientPerturbation(&o)
 		case "gradAll":
 			o.Protect = ProtectAll

@@ -91,7 +91,7 @@ type GradientPerturbation struct {
 var _ Privacy = (*GradientPerturbation)(nil)
 
 // NewGradientPerturbation returns the gradient-perturbation mode;
-// opts.Protect selects ProtectC (default) or ProtectAll.
+// opts.Protect selects ProtectAll (default) or ProtectC.
 func NewGradientPerturbation(opts *PrivateOptions) (*GradientPerturbation, error) {
 	o, err := opts.resolve("gradient")
 	if err != nil {
@@ -402,6 +402,10 @@ func (p *GradientPerturbation) PerturbOutput(m *decomposition.Model, train *data
 
 // Report returns the privacy report (nil before Plan).
 func (p *GradientPerturbation) Report() *perturb.Report { return p.report }
+
+// Protect returns the protection target (ProtectAll unless ProtectC was
+// asked for).
+func (p *GradientPerturbation) Protect() Protect { return p.o.Protect }
 
 // clipRow scales v to l2 norm at most c and returns the norm before.
 func clipVec(v []float64, c float64) float64 {

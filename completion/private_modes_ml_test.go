@@ -81,6 +81,7 @@ func TestMovieLensPrivateModes(t *testing.T) {
 				o.Protect, o.DPSGD = ProtectAll, DPSGDPerEntry
 				p, err = NewGradientPerturbation(o)
 			case "gradient-C":
+				o.Protect = ProtectC
 				p, err = NewGradientPerturbation(o)
 			case "output":
 				p, err = NewOutputPerturbation(o)

@@ -69,7 +69,9 @@ func ParseUnit(s string) (Unit, error) {
 }
 
 // Protect is the target of gradient perturbation. The zero value means
-// ProtectC.
+// ProtectAll: the default private gradient run covers every released
+// parameter, and the seed's Algorithm 2 (ProtectC, which covers none) is
+// asked for by name.
 type Protect string
 
 // Protection targets of gradient perturbation (the CLI's --protect values).
@@ -81,12 +83,12 @@ const (
 	ProtectAll Protect = "all"
 )
 
-// ParseProtect parses a protection target; "" and "c" mean ProtectC.
+// ParseProtect parses a protection target; "" means ProtectAll, "c" ProtectC.
 func ParseProtect(s string) (Protect, error) {
 	switch s {
-	case "", "C", "c":
+	case "C", "c":
 		return ProtectC, nil
-	case "all":
+	case "", "all":
 		return ProtectAll, nil
 	}
 	return "", fmt.Errorf("completion: unknown protect target %q (want C or all)", s)
@@ -137,9 +139,11 @@ type PrivateOptions struct {
 	// Accounting is the composition used to fit the budget: "" (the
 	// tightest that applies), "basic", "advanced" or "rdp".
 	Accounting perturb.Composition
-	// Protect is the gradient-mode target: ProtectC (default; Wei et al. 2021
-	// Algorithm 2: the gradient of the protected mode's row only) or
-	// ProtectAll (every parameter an entry touches, Gaussian noise, RDP).
+	// Protect is the gradient-mode target: ProtectAll (default: every
+	// parameter an entry touches, Gaussian noise, RDP; covers the whole
+	// model, needs Delta > 0) or ProtectC (Wei et al. 2021 Algorithm 2: the
+	// gradient of the protected mode's row only, pure epsilon per step,
+	// covers no released parameter).
 	Protect Protect
 	// ProtectMode is the mode whose factor is "C": 0 means the last mode
 	// (the time mode of an order-3 store, the items of an order-2 one);
@@ -222,10 +226,17 @@ func (o *PrivateOptions) resolve(mode string) (PrivateOptions, error) {
 	r.Unit = u
 	switch r.Protect {
 	case "":
-		r.Protect = ProtectC
+		r.Protect = ProtectAll
 	case ProtectC, ProtectAll:
 	default:
 		return r, fmt.Errorf("completion: %s perturbation: unknown protect target %q (want C or all)", mode, r.Protect)
+	}
+	if r.Delta == 0 && (mode == "als" || mode == "gradient" && r.Protect == ProtectAll) {
+		what := "private ALS"
+		if mode == "gradient" {
+			what = "gradient perturbation with ProtectAll (the default)"
+		}
+		return r, fmt.Errorf("completion: %s perturbation: %w: %s uses the Gaussian mechanism, which has no pure epsilon: give delta > 0, well below 1/(number of ratings)", mode, perturb.ErrDelta, what)
 	}
 	if r.Unit == UnitUser && r.MaxRatingsPerUser < 1 {
 		return r, fmt.Errorf("completion: %s perturbation: %w: user unit needs max ratings per user >= 1, got %d", mode, perturb.ErrDimension, r.MaxRatingsPerUser)

@@ -129,6 +129,45 @@ func TestPrivateOptionsValidate(t *testing.T) {
 	if _, err := NewGradientPerturbation(&o); err == nil {
 		t.Error("unknown protect target accepted")
 	}
+	// The default target is ProtectAll (Gaussian): delta 0 is refused at
+	// construction, before any data is read; ProtectC is pure and plans.
+	o = baseOpts()
+	o.Delta = 0
+	if _, err := NewGradientPerturbation(&o); !errors.Is(err, perturb.ErrDelta) {
+		t.Errorf("default gradient target with delta 0: %v, want ErrDelta", err)
+	}
+	if _, err := NewALSMode(&o); !errors.Is(err, perturb.ErrDelta) {
+		t.Errorf("private ALS with delta 0: %v, want ErrDelta", err)
+	}
+	o.Protect = ProtectC
+	if _, err := NewGradientPerturbation(&o); err != nil {
+		t.Errorf("ProtectC with delta 0: %v", err)
+	}
+}
+
+// TestGradientDefaultCoversAll: a gradient run with the zero Protect
+// trains minibatch DP-SGD and its report covers every released parameter
+// (the seed's ProtectC, which covers none, is asked for by name).
+func TestGradientDefaultCoversAll(t *testing.T) {
+	t.Parallel()
+	dims := []int{30, 25, 4}
+	st := privStore(dims, 900, 7)
+	o := baseOpts()
+	p, err := NewGradientPerturbation(&o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := privModel(t, decomposition.CP, dims, 2, true, 1, 0.1)
+	res, err := Train(st, nil, m, &Settings{Epochs: 2, Threads: 1, Privacy: p}, rand.NewPCG(1, 2), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Privacy.FullyCovered() || p.mb == nil {
+		t.Errorf("default gradient target: minibatch %v, covered %v, not covered %v", p.mb != nil, res.Privacy.Covered, res.Privacy.NotCovered)
+	}
+	if got, err := ParseProtect(""); got != ProtectAll || err != nil {
+		t.Errorf(`ParseProtect("") = %q, %v; want all`, got, err)
+	}
 }
 
 // TestInputSensitivityEmpirical builds neighbouring logs (one rating
@@ -410,8 +449,8 @@ func TestPrivateTrain(t *testing.T) {
 	}{
 		{"input-laplace", func(o *PrivateOptions) (Privacy, error) { return NewInputPerturbation(o) }, func(o *PrivateOptions) { o.Delta = 0 }, true},
 		{"input-gaussian", func(o *PrivateOptions) (Privacy, error) { return NewInputPerturbation(o) }, func(o *PrivateOptions) { o.Mechanism = "gaussian" }, true},
-		{"gradient-C", func(o *PrivateOptions) (Privacy, error) { return NewGradientPerturbation(o) }, func(o *PrivateOptions) {}, false},
-		{"gradient-C-basic", func(o *PrivateOptions) (Privacy, error) { return NewGradientPerturbation(o) }, func(o *PrivateOptions) { o.Accounting = "basic"; o.Delta = 0 }, false},
+		{"gradient-C", func(o *PrivateOptions) (Privacy, error) { return NewGradientPerturbation(o) }, func(o *PrivateOptions) { o.Protect = ProtectC }, false},
+		{"gradient-C-basic", func(o *PrivateOptions) (Privacy, error) { return NewGradientPerturbation(o) }, func(o *PrivateOptions) { o.Protect, o.Accounting, o.Delta = ProtectC, "basic", 0 }, false},
 		{"gradient-all", func(o *PrivateOptions) (Privacy, error) { return NewGradientPerturbation(o) }, func(o *PrivateOptions) { o.Protect = ProtectAll }, true},
 		{"gradient-all-advanced", func(o *PrivateOptions) (Privacy, error) { return NewGradientPerturbation(o) }, func(o *PrivateOptions) { o.Protect = ProtectAll; o.Accounting = "advanced"; o.DPSGD = DPSGDPerEntry }, true},
 		{"gradient-all-per-entry", func(o *PrivateOptions) (Privacy, error) { return NewGradientPerturbation(o) }, func(o *PrivateOptions) { o.Protect = ProtectAll; o.DPSGD = DPSGDPerEntry }, true},
@@ -508,13 +547,13 @@ func TestPrivateRefusals(t *testing.T) {
 		t.Errorf("under-noised minibatch DP-SGD: %v, want ErrBudget", err)
 	}
 	o = baseOpts()
-	o.StepEpsilon = 0.5 // 5 epochs x 0.5 > 1 by every method
+	o.Protect, o.StepEpsilon = ProtectC, 0.5 // 5 epochs x 0.5 > 1 by every method
 	p, _ = NewGradientPerturbation(&o)
 	if err := train(p); !errors.Is(err, perturb.ErrBudget) {
 		t.Errorf("over-budget step epsilon: %v, want ErrBudget", err)
 	}
 	o = baseOpts()
-	o.StepEpsilon = 0.2 // 5 x 0.2 = 1 fits by basic composition
+	o.Protect, o.StepEpsilon = ProtectC, 0.2 // 5 x 0.2 = 1 fits by basic composition
 	o.Accounting = "basic"
 	p, _ = NewGradientPerturbation(&o)
 	if err := train(p); err != nil {
@@ -648,7 +687,10 @@ func TestPrivateRefusesWarmStart(t *testing.T) {
 		make func(o *PrivateOptions) (Privacy, error)
 	}{
 		{"input", func(o *PrivateOptions) (Privacy, error) { return NewInputPerturbation(o) }},
-		{"gradient C", func(o *PrivateOptions) (Privacy, error) { return NewGradientPerturbation(o) }},
+		{"gradient C", func(o *PrivateOptions) (Privacy, error) {
+			o.Protect = ProtectC
+			return NewGradientPerturbation(o)
+		}},
 		{"gradient all minibatch", func(o *PrivateOptions) (Privacy, error) {
 			o.Protect = ProtectAll
 			return NewGradientPerturbation(o)

@@ -257,7 +257,7 @@ func TestNoRepeatedWarning(t *testing.T) {
 		t.Errorf("inspect does not say the model is not private:\n%s", out)
 	}
 	priv := filepath.Join(dir, "p.arrow")
-	if _, errs, code := cliRun(t, "train", "--data", train, "--privacy", "gradient", "--epsilon", "1", "--validation", "0", "--epochs", "2", "--seed", "1", "--out", priv, "-q"); code != exitOK {
+	if _, errs, code := cliRun(t, "train", "--data", train, "--privacy", "gradient", "--protect", "C", "--epsilon", "1", "--validation", "0", "--epochs", "2", "--seed", "1", "--out", priv, "-q"); code != exitOK {
 		t.Fatalf("private train: %s", errs)
 	}
 	if _, errs, _ := cliRun(t, "predict", "-m", priv, "--user", "1000", "--item", "500"); !strings.Contains(errs, "WARNING") {

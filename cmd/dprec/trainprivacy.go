@@ -26,10 +26,10 @@ const (
 func trainPrivacyFlags() []cli.Flag {
 	cat := trainPrivacyCategory
 	return []cli.Flag{
-		&cli.StringFlag{Name: "privacy", Category: cat, Value: "none", Usage: "differential privacy mode: none, bias (item biases from noisy sums; user biases solved at prediction time, never released), als (private ALS, joint DP: item side released, user rows solved at prediction time; needs --delta), input (noisy ratings, covers everything), gradient (noisy SGD), output (noisy refit of the last factor); implies --validation 0"},
+		&cli.StringFlag{Name: "privacy", Category: cat, Value: "none", Usage: "differential privacy mode: none, bias (item biases from noisy sums; user biases solved at prediction time, never released), als (private ALS, joint DP: item side released, user rows solved at prediction time; needs --delta), input (noisy ratings, covers everything), gradient (DP-SGD on every parameter, covers everything; needs --delta), output (noisy refit of the last factor, covers nothing); implies --validation 0"},
 		&cli.Float64Flag{Name: "epsilon", Category: cat, Usage: "total privacy budget epsilon of the training run (required with --privacy)"},
 		&cli.Float64Flag{Name: "delta", Category: cat, Usage: "total privacy budget delta (0 for pure modes; gradient --protect all and input --mechanism gaussian need > 0)"},
-		&cli.StringFlag{Name: "protect", Category: cat, Value: "C", Usage: "gradient mode target: C (Wei et al. 2021, Algorithm 2: only the last mode's factor gradient, per-step guarantee) or all (every parameter, Gaussian noise, covers the whole model)"},
+		&cli.StringFlag{Name: "protect", Category: cat, Value: "all", Usage: "gradient mode target: all (every parameter, Gaussian noise, covers the whole model; needs --delta) or C (Wei et al. 2021, Algorithm 2: only the last mode's factor gradient, a per-step guarantee that covers no released parameter)"},
 		&cli.StringFlag{Name: "dp-sgd", Category: cat, Value: "minibatch", Usage: "gradient --protect all algorithm: minibatch (Poisson-subsampled DP-SGD, amplification by subsampling, RDP of the sampled Gaussian; Mironov, Talwar and Zhang 2019) or per-entry (every rating's clipped gradient noised, no subsampling)"},
 		&cli.Float64Flag{Name: "clip", Category: cat, Usage: fmt.Sprintf("gradient mode: per-entry gradient clipping norm m (default %g; minibatch DP-SGD: 0.5 (r_max - r_min)/4 sqrt(order) x clamp(10/sigma, 1, 3), sigma the noise multiplier); output mode: row-norm bound of the fixed factors (default %g)", completion.DefaultClip, completion.DefaultRowClip)},
 		&cli.Float64Flag{Name: "rating-min", Category: cat, Value: trainPrivacyDefaultMin, Usage: "public lower end of the rating scale (ratings are clamped to it; declared, never taken from the data)"},
@@ -89,6 +89,14 @@ func trainPrivateOptions(c *cli.Context) (*completion.PrivateOptions, error) {
 	protect, err := completion.ParseProtect(c.String("protect"))
 	if err != nil {
 		return nil, cli.Exit("--protect: "+err.Error(), exitUsage)
+	}
+	if c.Float64("delta") == 0 {
+		switch {
+		case mode == "als":
+			return nil, cli.Exit("--privacy als needs --delta > 0: its Gaussian noise has no pure epsilon (give a delta well below 1/(number of ratings), e.g. 1e-6)", exitUsage)
+		case mode == "gradient" && protect == completion.ProtectAll:
+			return nil, cli.Exit("--privacy gradient (--protect all, the default) needs --delta > 0: its Gaussian noise has no pure epsilon (give a delta well below 1/(number of ratings), e.g. 1e-6; --protect C is pure epsilon but covers no released parameter)", exitUsage)
+		}
 	}
 	variant, err := completion.ParseDPSGDVariant(c.String("dp-sgd"))
 	if err != nil {

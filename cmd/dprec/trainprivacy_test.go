@@ -60,6 +60,18 @@ func TestTrainPrivacyFlags(t *testing.T) {
 		{[]string{"--privacy", "input", "--epsilon", "1", "--mechanism", "gaussian"}, "delta", nil},
 		{[]string{"--privacy", "gradient", "--epsilon", "1", "--delta", "1e-5", "--protect", "all", "--calibration", "tight"}, "", func(p completion.Privacy) bool { _, ok := p.(*completion.GradientPerturbation); return ok }},
 		{[]string{"--privacy", "gradient", "--epsilon", "1", "--protect", "most"}, "protect", nil},
+		// --protect all is the default: Gaussian, so --delta is required;
+		// --protect C is pure.
+		{[]string{"--privacy", "gradient", "--epsilon", "1"}, "needs --delta", nil},
+		{[]string{"--privacy", "als", "--epsilon", "1"}, "needs --delta", nil},
+		{[]string{"--privacy", "gradient", "--epsilon", "1", "--delta", "1e-5"}, "", func(p completion.Privacy) bool {
+			g, ok := p.(*completion.GradientPerturbation)
+			return ok && g.Protect() == completion.ProtectAll
+		}},
+		{[]string{"--privacy", "gradient", "--epsilon", "1", "--protect", "C"}, "", func(p completion.Privacy) bool {
+			g, ok := p.(*completion.GradientPerturbation)
+			return ok && g.Protect() == completion.ProtectC
+		}},
 		{[]string{"--privacy", "output", "--epsilon", "1"}, "", func(p completion.Privacy) bool { _, ok := p.(*completion.OutputPerturbation); return ok }},
 		{[]string{"--privacy", "output", "--epsilon", "1", "--privacy-unit", "user", "--max-ratings-per-user", "2"}, "bias and als only", nil},
 		{[]string{"--privacy", "input", "--epsilon", "1", "--privacy-unit", "user", "--max-ratings-per-user", "100"}, "bias and als only", nil},

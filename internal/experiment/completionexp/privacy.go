@@ -120,7 +120,7 @@ func privacyExpRun(ds PrivacyExpDataset, mode string, eps, delta, clip float64, 
 	case ExpInput:
 		p, err = completion.NewInputPerturbation(o)
 	case ExpGradientC:
-		o.Accounting = perturb.Basic
+		o.Accounting, o.Protect = perturb.Basic, completion.ProtectC
 		p, err = completion.NewGradientPerturbation(o)
 	case ExpGradientAll:
 		o.Delta, o.Protect = delta, completion.ProtectAll
