@@ -262,6 +262,7 @@ func TrainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 		}
 	}
 	rep := baseReport(&o, "als", acc, eps, delta, used)
+	rep.Billboard = true
 	publicClamp(&o, m, rep)
 	rep.Covered = []string{"global mean", "item biases", "B (item rows)", "C (time rows: constant ones, data-independent)"}
 	if o.Unit == UnitUser {

@@ -349,6 +349,7 @@ func (f *biasFit) setItemBiases(m *decomposition.Model, mu float64, resid []floa
 // report builds the privacy report of a bias-mode run.
 func (f *biasFit) report(m *decomposition.Model) *perturb.Report {
 	rep := baseReport(&f.o, "bias", &f.acc, f.eps, f.delta, f.used)
+	rep.Billboard = true
 	publicClamp(&f.o, m, rep)
 	rep.Covered = []string{"global mean", "item biases"}
 	if f.o.Unit == UnitUser {

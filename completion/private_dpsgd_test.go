@@ -309,6 +309,11 @@ func TestInputFallback(t *testing.T) {
 		if got := p.fallback != nil; got != tc.want {
 			t.Fatalf("epsilon %v: fallback %v, want %v", tc.eps, got, tc.want)
 		}
+		// The fallback releases no user terms: readers must fold users
+		// in, as for the bias mode (models.File.Billboard reads this).
+		if res.Privacy.Billboard != tc.want {
+			t.Errorf("epsilon %v: report Billboard = %v, want %v", tc.eps, res.Privacy.Billboard, tc.want)
+		}
 		if bad := res.Privacy.Check(); bad != nil || res.Privacy.Epsilon > tc.eps*(1+1e-9) || !res.Privacy.FullyCovered() {
 			t.Errorf("epsilon %v: report %+v (%v)", tc.eps, res.Privacy, bad)
 		}

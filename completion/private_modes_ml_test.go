@@ -121,6 +121,9 @@ func TestMovieLensPrivateModes(t *testing.T) {
 					t.Fatal(err)
 				}
 				got = RMSE(m, test, 2)
+				if res.Privacy.Billboard { // input's bias-only fallback: served by fold-in
+					got, _ = FoldInRMSE(m, all, test, BillboardFold())
+				}
 			}
 			t.Logf("%-13s epsilon %-4g test RMSE %.4f", mode, e, got)
 			if res := lastReport; res != nil && os.Getenv("DPREC_ML_VERBOSE") != "" {

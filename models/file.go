@@ -217,12 +217,18 @@ func (f *File) version() int {
 }
 
 // Billboard reports whether the model releases no user rows and biases
-// (the private bias and als modes, the billboard model of joint
-// differential privacy): a user's predictions come from folding that user
-// in from their own ratings (decomposition.FoldInUser), never from the
-// model's zero user terms.
-func (f *File) Billboard() bool {
-	return f.Privacy != nil && (f.Privacy.Mode == "bias" || f.Privacy.Mode == "als")
+// (the private bias and als modes, and input perturbation's bias-only
+// fallback: the billboard model of joint differential privacy, marked by
+// the report's Billboard field; files written before that field are
+// recognised by their mode): a user's predictions come from folding that
+// user in from their own ratings (decomposition.FoldInUser), never from
+// the model's zero user terms.
+func (f *File) Billboard() bool { return IsBillboard(f.Privacy) }
+
+// IsBillboard reports whether a model with privacy report r is a
+// billboard model (File.Billboard).
+func IsBillboard(r *perturb.Report) bool {
+	return r != nil && (r.Billboard || r.Mode == "bias" || r.Mode == "als")
 }
 
 // header returns the header to store: the caller's header with the fields

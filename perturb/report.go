@@ -29,6 +29,12 @@ type Report struct {
 	Randomness string `json:"randomness,omitempty"`
 	// Notes carry derivation references and caveats.
 	Notes []string `json:"notes,omitempty"`
+	// Billboard says that no user rows or user biases were released (they
+	// are zero in the model): each user's terms are solved at prediction
+	// time from the released item side and that user's own ratings (the
+	// billboard model of joint differential privacy). Readers of a model
+	// must fold users in instead of using its zero user terms.
+	Billboard bool `json:"billboard,omitempty"`
 }
 
 // Release describes one application of a mechanism.

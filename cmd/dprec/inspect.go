@@ -76,7 +76,7 @@ func inspectPrivacyWarnings(r *perturb.Report) []string {
 			w = append(w, fmt.Sprintf("the %s privacy guarantee does not cover every released parameter; released without protection: %s",
 				r.Mode, strings.Join(r.NotCovered, ", ")))
 		}
-		if r.Mode == "bias" || r.Mode == "als" { // File.Billboard
+		if models.IsBillboard(r) {
 			w = append(w, "user rows and biases are not in this model (billboard model): predict for a user from their own ratings with --ratings; --user predictions use zero user terms")
 		}
 		if prov, ok := r.Provenance(); ok && !prov.Private() {

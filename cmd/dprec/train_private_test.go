@@ -98,11 +98,13 @@ func TestTrainPrivateModelFile(t *testing.T) {
 }
 
 // TestTrainPrivateBiasModelFile: --privacy bias and als (without
-// --validation, which they imply to be 0) write a model whose user biases
+// --validation, which they imply to be 0), and input at an epsilon where
+// it falls back to the bias-only release, write a model whose user biases
 // and user rows are all zero (never released), whose report covers
-// everything it releases, and that predict folds a new user into.
+// everything it releases, that eval scores by folding users in, and that
+// predict folds a new user into.
 func TestTrainPrivateBiasModelFile(t *testing.T) {
-	for _, mode := range []string{"bias", "als"} {
+	for _, mode := range []string{"bias", "als", "input"} {
 		t.Run(mode, func(t *testing.T) { trainPrivateStatsFile(t, mode) })
 	}
 }
@@ -111,7 +113,11 @@ func trainPrivateStatsFile(t *testing.T, mode string) {
 	dir := t.TempDir()
 	train, test := trainTestLog(t, dir)
 	out := filepath.Join(dir, mode+".arrow")
-	if _, stderr, err := trainTestRun(t, "--quiet", "train", "--data", train, "--out", out, "--privacy", mode, "--epsilon", "1", "--delta", "1e-5"); err != nil {
+	eps := "1"
+	if mode == "input" {
+		eps = "0.05" // falls back to the bias-only release (private_input_fallback.go)
+	}
+	if _, stderr, err := trainTestRun(t, "--quiet", "train", "--data", train, "--out", out, "--privacy", mode, "--epsilon", eps, "--delta", "1e-5"); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
 	f, err := models.Load(out)

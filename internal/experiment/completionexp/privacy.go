@@ -168,6 +168,13 @@ func privacyExpRun(ds PrivacyExpDataset, mode string, eps, delta, clip float64, 
 		return row, nil
 	}
 	row.RMSE = completion.RMSE(m, ds.Test, s.Threads)
+	if res.Privacy != nil && res.Privacy.Billboard {
+		// Input's bias-only fallback releases no user terms: its users are
+		// served by folding them in, as the bias mode's are.
+		if row.RMSE, err = completion.FoldInRMSE(m, ds.Train, ds.Test, completion.BillboardFold()); err != nil {
+			return row, err
+		}
+	}
 	row.Covered = mode == ExpNone || res.Privacy.FullyCovered()
 	return row, nil
 }
