@@ -26,7 +26,7 @@ const (
 func trainPrivacyFlags() []cli.Flag {
 	cat := trainPrivacyCategory
 	return []cli.Flag{
-		&cli.StringFlag{Name: "privacy", Category: cat, Value: "none", Usage: "differential privacy mode: none, bias (item biases from noisy sums; user biases solved at prediction time, never released), als (private ALS, joint DP: item side released, user rows solved at prediction time; needs --delta), input (noisy ratings, covers everything), gradient (DP-SGD on every parameter, covers everything; needs --delta), output (noisy refit of the last factor, covers nothing); implies --validation 0"},
+		&cli.StringFlag{Name: "privacy", Category: cat, Value: "none", Usage: "differential privacy mode: none, bias (item biases from noisy sums; user biases solved at prediction time, never released), als (private ALS, joint DP: item side released, user rows solved at prediction time; needs --delta), input (noisy ratings, covers everything), gradient (DP-SGD on every parameter, covers everything; needs --delta; its epsilon is for zero-out neighbours, one rating replaced by a null, and its report also gives the value-change epsilon, about twice as large), output (noisy refit of the last factor, covers nothing); implies --validation 0"},
 		&cli.Float64Flag{Name: "epsilon", Category: cat, Usage: "total privacy budget epsilon of the training run (required with --privacy)"},
 		&cli.Float64Flag{Name: "delta", Category: cat, Usage: "total privacy budget delta (0 for pure modes; gradient --protect all and input --mechanism gaussian need > 0)"},
 		&cli.StringFlag{Name: "protect", Category: cat, Value: "all", Usage: "gradient mode target: all (every parameter, Gaussian noise, covers the whole model; needs --delta) or C (Wei et al. 2021, Algorithm 2: only the last mode's factor gradient, a per-step guarantee that covers no released parameter)"},
@@ -37,7 +37,7 @@ func trainPrivacyFlags() []cli.Flag {
 		&cli.StringFlag{Name: "mechanism", Category: cat, Value: "laplace", Usage: "input and bias mode noise: laplace (pure epsilon-DP) or gaussian; --privacy-unit user defaults to gaussian"},
 		&cli.StringFlag{Name: "calibration", Category: cat, Value: "analytic", Usage: "Gaussian calibration: analytic (Balle-Wang, optimal), classic (epsilon <= 1 only) or tight (corrected closed form)"},
 		&cli.StringFlag{Name: "accounting", Category: cat, DefaultText: "best (the tightest that applies)", Usage: "composition used to fit the budget: rdp, advanced, basic or best"},
-		&cli.StringFlag{Name: "privacy-unit", Category: cat, Value: "entry", Usage: "privacy unit: entry (one rating value; positions, counts, dictionaries and time range are public) or user (add or remove one user with all their ratings; --privacy bias or als only; needs --max-ratings-per-user, and --items or a private item selection; the model file has no user dictionary, user rows or exact counts)"},
+		&cli.StringFlag{Name: "privacy-unit", Category: cat, Value: "entry", Usage: "privacy unit: entry (one rating value changes, or for --privacy gradient --protect all one rating is replaced by a null; positions, counts, dictionaries and time range are public) or user (add or remove one user with all their ratings; --privacy bias or als only; needs --max-ratings-per-user, and --items or a private item selection; the model file has no user dictionary, user rows or exact counts)"},
 		&cli.IntFlag{Name: "max-ratings-per-user", Category: cat, Usage: "--privacy-unit user: k, the most ratings one user contributes (a random subset of k, one per item, is kept; all of a user's ratings still serve that user's own predictions)"},
 		&cli.StringFlag{Name: "items", Category: cat, Usage: "--privacy-unit user: public item catalogue (CSV, item id in the first column, optional header): the model's items are exactly these; ratings of unlisted items are dropped. Without it the items are selected privately (--selection-epsilon)"},
 		&cli.StringFlag{Name: "time-from", Category: cat, Usage: "--privacy-unit user with a time mode: start of the public time range (Unix seconds, RFC 3339 or YYYY-MM-DD); ratings outside are dropped"},
@@ -90,14 +90,6 @@ func trainPrivateOptions(c *cli.Context) (*completion.PrivateOptions, error) {
 	if err != nil {
 		return nil, cli.Exit("--protect: "+err.Error(), exitUsage)
 	}
-	if c.Float64("delta") == 0 {
-		switch {
-		case mode == "als":
-			return nil, cli.Exit("--privacy als needs --delta > 0: its Gaussian noise has no pure epsilon (give a delta well below 1/(number of ratings), e.g. 1e-6)", exitUsage)
-		case mode == "gradient" && protect == completion.ProtectAll:
-			return nil, cli.Exit("--privacy gradient (--protect all, the default) needs --delta > 0: its Gaussian noise has no pure epsilon (give a delta well below 1/(number of ratings), e.g. 1e-6; --protect C is pure epsilon but covers no released parameter)", exitUsage)
-		}
-	}
 	variant, err := completion.ParseDPSGDVariant(c.String("dp-sgd"))
 	if err != nil {
 		return nil, fmt.Errorf("--dp-sgd: %w", err)
@@ -129,6 +121,12 @@ func trainPrivateOptions(c *cli.Context) (*completion.PrivateOptions, error) {
 	if err := trainCheckUnit(c, o); err != nil {
 		return nil, err
 	}
+	if err := trainCheckDelta(c, mode, protect); err != nil {
+		return nil, err
+	}
+	if err := trainCheckModeFlags(c, mode, o); err != nil {
+		return nil, err
+	}
 	if o.Unit == completion.UnitUser && !c.IsSet("mechanism") {
 		o.Mechanism = "" // the user unit's default: gaussian (l2 sensitivities sqrt(k) times smaller than l1)
 	}
@@ -157,6 +155,58 @@ func trainCheckUnit(c *cli.Context, o *completion.PrivateOptions) error {
 	}
 	if c.IsSet("items") && c.IsSet("selection-epsilon") {
 		return cli.Exit("--selection-epsilon selects the items privately: it does not go with a public catalogue (--items)", exitUsage)
+	}
+	return nil
+}
+
+// trainCheckDelta refuses (usage) a delta of 0 for a run whose mechanism
+// is Gaussian, before any data is read.
+func trainCheckDelta(c *cli.Context, mode string, protect completion.Protect) error {
+	if c.Float64("delta") != 0 {
+		return nil
+	}
+	const how = "its Gaussian noise has no pure epsilon (give a delta well below 1/(number of ratings), e.g. 1e-6)"
+	gaussian := c.String("mechanism") == "gaussian"
+	user := c.String("privacy-unit") == "user"
+	switch {
+	case mode == "als":
+		return cli.Exit("--privacy als needs --delta > 0: "+how, exitUsage)
+	case mode == "gradient" && protect == completion.ProtectAll:
+		which := "--protect all, the default"
+		if c.IsSet("protect") {
+			which = "--protect all"
+		}
+		return cli.Exit("--privacy gradient ("+which+") needs --delta > 0: "+how+"; --protect C is pure epsilon but covers no released parameter", exitUsage)
+	case (mode == "bias" || mode == "input") && gaussian:
+		return cli.Exit("--mechanism gaussian needs --delta > 0: "+how, exitUsage)
+	case mode == "bias" && user && !c.IsSet("mechanism"):
+		return cli.Exit("--privacy-unit user uses --mechanism gaussian by default, which needs --delta > 0: "+how+"; or give --mechanism laplace", exitUsage)
+	}
+	return nil
+}
+
+// trainCheckModeFlags refuses (usage) a privacy flag that the chosen mode
+// would ignore: a setting the user asked for must take effect or fail.
+func trainCheckModeFlags(c *cli.Context, mode string, o *completion.PrivateOptions) error {
+	gaussian := o.Mechanism == "gaussian" || o.Unit == completion.UnitUser && o.Mechanism == ""
+	perEntryGaussian := mode == "gradient" && o.Protect == completion.ProtectAll && o.DPSGD == completion.DPSGDPerEntry &&
+		(o.Accounting == perturb.Basic || o.Accounting == perturb.Advanced)
+	for _, r := range []struct {
+		flag    string
+		applies bool
+		where   string
+	}{
+		{"protect", mode == "gradient", "--privacy gradient"},
+		{"dp-sgd", mode == "gradient" && o.Protect == completion.ProtectAll, "--privacy gradient --protect all"},
+		{"clip", mode == "gradient" || mode == "output", "--privacy gradient and output"},
+		{"output-lambda", mode == "output", "--privacy output"},
+		{"mechanism", mode == "input" || mode == "bias", "--privacy input and bias (als picks its own: Laplace biases at entry level, Gaussian at user level)"},
+		{"calibration", (mode == "input" || mode == "bias") && gaussian || mode == "als" && o.Unit == completion.UnitUser || perEntryGaussian,
+			"Gaussian noise calibrated to (epsilon, delta): --mechanism gaussian (input, bias), --privacy-unit user (bias, als), or gradient --dp-sgd per-entry with --accounting basic or advanced (the other Gaussian releases are calibrated by RDP)"},
+	} {
+		if c.IsSet(r.flag) && !r.applies {
+			return cli.Exit(fmt.Sprintf("--%s does not apply to --privacy %s here and would be ignored (it applies to %s)", r.flag, mode, r.where), exitUsage)
+		}
 	}
 	return nil
 }

@@ -58,12 +58,26 @@ func TestTrainPrivacyFlags(t *testing.T) {
 		{[]string{"--privacy", "bias", "--epsilon", "1", "--mechanism", "gaussian", "--delta", "1e-5"}, "", func(p completion.Privacy) bool { _, ok := p.(*completion.StatisticsMode); return ok }},
 		{[]string{"--privacy", "input", "--epsilon", "1"}, "", func(p completion.Privacy) bool { _, ok := p.(*completion.InputPerturbation); return ok }},
 		{[]string{"--privacy", "input", "--epsilon", "1", "--mechanism", "gaussian"}, "delta", nil},
-		{[]string{"--privacy", "gradient", "--epsilon", "1", "--delta", "1e-5", "--protect", "all", "--calibration", "tight"}, "", func(p completion.Privacy) bool { _, ok := p.(*completion.GradientPerturbation); return ok }},
+		{[]string{"--privacy", "gradient", "--epsilon", "1", "--delta", "1e-5", "--protect", "all", "--dp-sgd", "per-entry", "--accounting", "basic", "--calibration", "tight"}, "", func(p completion.Privacy) bool { _, ok := p.(*completion.GradientPerturbation); return ok }},
 		{[]string{"--privacy", "gradient", "--epsilon", "1", "--protect", "most"}, "protect", nil},
 		// --protect all is the default: Gaussian, so --delta is required;
 		// --protect C is pure.
 		{[]string{"--privacy", "gradient", "--epsilon", "1"}, "needs --delta", nil},
 		{[]string{"--privacy", "als", "--epsilon", "1"}, "needs --delta", nil},
+		{[]string{"--privacy", "bias", "--epsilon", "1", "--mechanism", "gaussian"}, "needs --delta", nil},
+		{[]string{"--privacy", "bias", "--epsilon", "1", "--privacy-unit", "user", "--max-ratings-per-user", "5"}, "needs --delta", nil},
+		// A privacy flag the mode would ignore is refused, not dropped.
+		{[]string{"--privacy", "bias", "--epsilon", "1", "--clip", "2"}, "does not apply", nil},
+		{[]string{"--privacy", "bias", "--epsilon", "1", "--protect", "C"}, "does not apply", nil},
+		{[]string{"--privacy", "bias", "--epsilon", "1", "--output-lambda", "3"}, "does not apply", nil},
+		{[]string{"--privacy", "bias", "--epsilon", "1", "--calibration", "classic"}, "does not apply", nil},
+		{[]string{"--privacy", "als", "--epsilon", "1", "--delta", "1e-5", "--mechanism", "gaussian"}, "does not apply", nil},
+		{[]string{"--privacy", "als", "--epsilon", "1", "--delta", "1e-5", "--calibration", "classic"}, "does not apply", nil},
+		{[]string{"--privacy", "gradient", "--epsilon", "1", "--protect", "C", "--dp-sgd", "per-entry"}, "does not apply", nil},
+		{[]string{"--privacy", "gradient", "--epsilon", "1", "--delta", "1e-5", "--calibration", "tight"}, "does not apply", nil},
+		{[]string{"--privacy", "input", "--epsilon", "1", "--dp-sgd", "minibatch"}, "does not apply", nil},
+		{[]string{"--privacy", "output", "--epsilon", "1", "--mechanism", "laplace"}, "does not apply", nil},
+		{[]string{"--privacy", "output", "--epsilon", "1", "--clip", "2", "--output-lambda", "3"}, "", func(p completion.Privacy) bool { _, ok := p.(*completion.OutputPerturbation); return ok }},
 		{[]string{"--privacy", "gradient", "--epsilon", "1", "--delta", "1e-5"}, "", func(p completion.Privacy) bool {
 			g, ok := p.(*completion.GradientPerturbation)
 			return ok && g.Protect() == completion.ProtectAll
