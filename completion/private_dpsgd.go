@@ -8,7 +8,8 @@ package completion
 // Thakkar, Thakurta and Xu 2021, "Practical and private (deep) learning
 // without sampling or shuffling", Section 2): two logs have the same
 // observed positions and one rating of one of them is replaced by a null
-// that contributes nothing to any gradient (its position and every count
+// that contributes nothing to any gradient (and counts as r_min in the
+// warm start's sums, below; its position and every count
 // stay). Positions, counts, dictionaries and the time range are public;
 // what is protected is whether and what one rating tells. For the
 // gradient steps this is exactly the add/remove relation of Mironov,
@@ -70,9 +71,14 @@ package completion
 // sum and noisy per-item sums of clipped residuals, Laplace): its global
 // mean is the model's mean (never trained further, never the raw mean)
 // and its item biases start the item biases. Its sensitivities were
-// derived for one value changing within the public range, which bounds a
-// zero-out change if the null counts as any in-range value in the sums
-// (it does: the sums are of clamped values and clipped residuals).
+// derived for one value changing within the public range. The mechanism
+// is defined on logs with a null as follows: the null contributes no
+// gradient to any step, and in the warm start's sums it counts as the
+// public value r_min (its residual clipped like any other). A null against
+// a rating is then one in-range value against another in those sums, so
+// their value-change sensitivities bound the zero-out change (without that
+// definition, a null counted as 0 would move the sum of clamped ratings by
+// up to r_max, not r_max - r_min).
 //
 // Defaults from public quantities (epsilon, delta, the rating range
 // [r_min, r_max], N = the number of ratings and the counts, public under
@@ -331,7 +337,7 @@ func (p *GradientPerturbation) planMinibatch(train *data.Store, s *Settings, has
 	p.mb = mb
 	p.steps = mb.steps
 	p.report = baseReport(&p.o, "gradient", &acc, eps, delta, used)
-	p.report.Relation = fmt.Sprintf("zero-out neighbours at entry level: rating logs with the same observed positions where one rating of one log is replaced by a null that contributes nothing (Kairouz et al. 2021); ratings clamped to the public range [%g, %g]. A change of one rating's value (the relation of the other entry-level modes) is two such steps: epsilon %.4g at delta %.3g for it (group size 2 by RDP, in the notes)", p.o.RatingMin, p.o.RatingMax, mb.vcEps, delta)
+	p.report.Relation = fmt.Sprintf("zero-out neighbours at entry level: rating logs with the same observed positions where one rating of one log is replaced by a null that contributes no gradient to any step and counts as r_min in the warm start's sums (Kairouz et al. 2021); ratings clamped to the public range [%g, %g]. A change of one rating's value (the relation of the other entry-level modes) is two such steps: epsilon %.4g at delta %.3g for it (group size 2 by RDP, in the notes)", p.o.RatingMin, p.o.RatingMax, mb.vcEps, delta)
 	p.report.Notes = append(p.report.Notes,
 		fmt.Sprintf("minibatch DP-SGD: Poisson sampling rate q = %g, T = %d steps, clip C = %g, noise multiplier sigma = %.6g (noise sd %.6g per coordinate per step, dense on every trained coordinate), RDP of the sampled Gaussian (Mironov, Talwar and Zhang 2019) at orders 1.1-10.9 by 0.1, 12-63 and 80-65536 (exact to order 1024, the plain Gaussian bound above), composed with the warm start and converted by Canonne, Kamath and Steinke 2020", mb.q, mb.steps, mb.clip, s2, s2*mb.clip),
 		fmt.Sprintf("steps preconditioned by public counts: theta_r -= eta (G_r + 2 q n_r lambda theta_r)/(2 (q n_r + kappa)), eta = %g, kappa = %.6g; rows with eta T q n_r/(q n_r + kappa) < 1 frozen at their public initial values", mb.eta, mb.kappa),
