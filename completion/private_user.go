@@ -333,7 +333,7 @@ func SelectItems(train *data.Store, k int, b perturb.Budget, noise perturb.Noise
 		}
 	}
 	if dict.Len() == 0 {
-		return nil, fmt.Errorf("%w: private item selection kept no item (threshold %.4g on weighted counts, noise sigma %.4g): give a public catalogue (--items) or a larger selection budget", ErrDomain, tau, sigma)
+		return nil, fmt.Errorf("%w: private item selection kept no item (threshold %.4g on weighted counts, noise sigma %.4g): give a public catalogue (--items) or a larger selection budget (--selection-epsilon, or a larger --epsilon)", ErrDomain, tau, sigma)
 	}
 	rel := g.Release(fmt.Sprintf("item selection: weighted user counts (each user 1/sqrt(n_u) per rated item) above tau = %.4g", tau))
 	rel.Delta = b.Delta

@@ -287,7 +287,7 @@ func trainParseFlags(c *cli.Context) (trainFlags, error) {
 	}
 	tf.private = c.String("privacy") != "" && c.String("privacy") != "none"
 	if tf.private && tf.solver == completion.SolverALS {
-		return tf, cli.Exit("--solver als has no private mode yet: the --privacy modes train by SGD (--solver sgd)", exitUsage)
+		return tf, cli.Exit("--solver als is for non-private training: each --privacy mode brings its own solver (private ALS is --privacy als; input, gradient and output train by SGD, bias from noisy sums)", exitUsage)
 	}
 	if c.Int("epochs") < 0 {
 		return tf, cli.Exit(fmt.Sprintf("--epochs %d: must be positive", c.Int("epochs")), exitUsage)
