@@ -400,6 +400,18 @@ func predictSolve(p *models.Predictor, path string, lambda float64, items, times
 	if f.Header.Objective == models.ObjectiveImplicit {
 		return implicitFoldIn(f, path, items, ratings, unknown)
 	}
+	// Ratings outside the model's prediction range (a private model's
+	// public scale) are clamped to it, as training clamped its own, and
+	// counted in the note.
+	clamped := 0
+	if m.ClampLo < m.ClampHi {
+		for i, r := range ratings {
+			if c := m.Clamp(r); c != r {
+				ratings[i] = c
+				clamped++
+			}
+		}
+	}
 	pen := decomposition.FoldPenalties{Row: lambda}
 	if f.Billboard() {
 		// The billboard modes fold in with their public penalties, with the
@@ -441,6 +453,9 @@ func predictSolve(p *models.Predictor, path string, lambda float64, items, times
 	}
 	if noTime > 0 {
 		note += fmt.Sprintf("; %d ratings without time placed in the last trained bucket", noTime)
+	}
+	if clamped > 0 {
+		note += fmt.Sprintf("; %d ratings outside the model's range [%g, %g] clamped to it", clamped, m.ClampLo, m.ClampHi)
 	}
 	return row, note, nil
 }

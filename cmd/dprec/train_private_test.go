@@ -115,7 +115,7 @@ func trainPrivateStatsFile(t *testing.T, mode string) {
 	out := filepath.Join(dir, mode+".arrow")
 	eps := "1"
 	if mode == "input" {
-		eps = "0.05" // falls back to the bias-only release (private_input_fallback.go)
+		eps = "0.5" // falls back to the bias-only release on this small log (private_input_fallback.go)
 	}
 	if _, stderr, err := trainTestRun(t, "--quiet", "train", "--data", train, "--out", out, "--privacy", mode, "--epsilon", eps, "--delta", "1e-5"); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
@@ -172,6 +172,16 @@ func trainPrivateStatsFile(t *testing.T, mode string) {
 	}
 	if !strings.Contains(stderr, fmt.Sprintf("lambda %g", completion.BiasUserPenalty)) {
 		t.Errorf("fold-in did not use the bias mode's user penalty: %s", stderr)
+	}
+	// A rating beyond the public scale is clamped to it (and said), so it
+	// predicts as the top of the scale does.
+	big := filepath.Join(dir, "big.csv")
+	if err := os.WriteFile(big, []byte("item,rating\n"+item+",50\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout2, stderr2, err := trainTestRun(t, "predict", "-m", out, "--ratings", big, "--item", item)
+	if err != nil || !strings.Contains(stderr2, "1 ratings outside the model's range [0.5, 5] clamped") || stdout2 != stdout {
+		t.Errorf("predict --ratings with a rating of 50: %v\n%s%s (want the output of a 5: %s)", err, stdout2, stderr2, stdout)
 	}
 	// With times, the fold-in adds the user's bias on each rated bucket: a
 	// prediction on the day of the user's ratings (two 5s, a 1 the next
