@@ -376,6 +376,13 @@ func trainWithBar(c *cli.Context, train, valid *data.Store, m *decomposition.Mod
 // rating).
 func trainSave(c *cli.Context, out string, final *data.Store, m *decomposition.Model, res *completion.Result, info *models.DataInfo, ul *userLevel, seen *models.Exclusions) error {
 	settingsJSON, err := trainSettingsJSON(res.Settings)
+	if res.Privacy != nil && res.Privacy.Billboard {
+		// The billboard modes (bias, als, input's bias-only fallback)
+		// train no SGD or ALS loop with these settings: their constants are
+		// public and named in the report's notes, so only the thread count
+		// is kept (the SGD fields would read as if they had been used).
+		settingsJSON, err = json.Marshal(struct{ Threads int }{res.Settings.Threads})
+	}
 	if err != nil {
 		return err
 	}

@@ -140,6 +140,9 @@ func trainPrivateStatsFile(t *testing.T, mode string) {
 	if f.Header.Data.HasStats() {
 		t.Errorf("private model file carries the data fingerprint")
 	}
+	if strings.Contains(string(f.Header.Settings), "LearningRate") {
+		t.Errorf("billboard model records SGD settings it never used: %s", f.Header.Settings)
+	}
 	// eval folds every test user in from their own --train ratings, and
 	// refuses (usage) without --train instead of scoring zero user terms.
 	if _, _, err := trainTestRun(t, "eval", "-m", out, "--data", test); err == nil {
