@@ -222,7 +222,22 @@ func trainRun(c *cli.Context) error {
 	if prov, _ := res.Privacy.Provenance(); seeded && res.Privacy.Private() && prov != perturb.ProvenanceSeeded {
 		sum.Warnings = append(sum.Warnings, "--seed was given: the run is reproducible and NOT private")
 	}
+	if w := trainDeltaWarning(res.Privacy, train.NNZ()); w != "" {
+		sum.Warnings = append(sum.Warnings, w)
+	}
 	return trainPrint(c, &sum)
+}
+
+// trainDeltaWarning warns when an entry-level guarantee's delta is not
+// below 1/n for n training ratings: (epsilon, delta)-DP then allows a
+// mechanism that publishes a random rating in the clear, so delta should be
+// well below 1/n (the advice of Google's DP library and of Dwork and Roth).
+// At user level the number of users is not public and nothing is said.
+func trainDeltaWarning(r *perturb.Report, n int) string {
+	if r == nil || !r.Private() || r.Unit != "entry" || r.Delta == 0 || n == 0 || r.Delta < 1/float64(n) {
+		return ""
+	}
+	return fmt.Sprintf("delta %g is not below 1/n = %.3g (n = %d training ratings): a guarantee this weak allows publishing a rating in the clear with that probability; use a delta well below 1/n (e.g. 1e-6)", r.Delta, 1/float64(n), n)
 }
 
 // trainSummary builds what train prints from the result.

@@ -78,6 +78,9 @@ func trainPrivateOptions(c *cli.Context) (*completion.PrivateOptions, error) {
 	if !c.IsSet("epsilon") {
 		return nil, fmt.Errorf("--privacy %s needs --epsilon (the total budget)", mode)
 	}
+	if err := (perturb.Budget{Epsilon: c.Float64("epsilon"), Delta: c.Float64("delta")}).Validate(); err != nil {
+		return nil, cli.Exit("--epsilon/--delta: "+err.Error(), exitUsage)
+	}
 	cal, err := perturb.ParseCalibration(c.String("calibration"))
 	if err != nil {
 		return nil, fmt.Errorf("--calibration: %w", err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/perturb"
 	"github.com/urfave/cli/v2"
 )
 
@@ -64,6 +65,8 @@ func TestTrainPrivacyFlags(t *testing.T) {
 		// --protect C is pure.
 		{[]string{"--privacy", "gradient", "--epsilon", "1"}, "needs --delta", nil},
 		{[]string{"--privacy", "als", "--epsilon", "1"}, "needs --delta", nil},
+		{[]string{"--privacy", "bias", "--epsilon", "1e300"}, "--epsilon/--delta", nil},
+		{[]string{"--privacy", "als", "--epsilon", "1", "--delta", "1.5"}, "--epsilon/--delta", nil},
 		{[]string{"--privacy", "bias", "--epsilon", "1", "--mechanism", "gaussian"}, "needs --delta", nil},
 		{[]string{"--privacy", "bias", "--epsilon", "1", "--privacy-unit", "user", "--max-ratings-per-user", "5"}, "needs --delta", nil},
 		// A privacy flag the mode would ignore is refused, not dropped.
@@ -150,6 +153,29 @@ func TestTrainPrivacyValidation(t *testing.T) {
 		got, err := run(tc.args...)
 		if (err != nil) != tc.wantErr || (err == nil && got != tc.want) {
 			t.Errorf("%v: fraction %v, err %v; want %v, error %v", tc.args, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+// TestTrainDeltaWarning: an entry-level delta not below 1/n is warned
+// about; a small one, a pure run, a user-level run and a non-private one
+// are not.
+func TestTrainDeltaWarning(t *testing.T) {
+	for _, tc := range []struct {
+		r    *perturb.Report
+		n    int
+		warn bool
+	}{
+		{&perturb.Report{Mode: "als", Unit: "entry", Delta: 0.5}, 100, true},
+		{&perturb.Report{Mode: "als", Unit: "entry", Delta: 0.01}, 100, true},
+		{&perturb.Report{Mode: "als", Unit: "entry", Delta: 0.009}, 100, false},
+		{&perturb.Report{Mode: "bias", Unit: "entry"}, 100, false},
+		{&perturb.Report{Mode: "bias", Unit: "user", Delta: 0.5}, 100, false},
+		{&perturb.Report{Mode: "none"}, 100, false},
+		{nil, 100, false},
+	} {
+		if got := trainDeltaWarning(tc.r, tc.n) != ""; got != tc.warn {
+			t.Errorf("%+v, n %d: warned %v, want %v", tc.r, tc.n, got, tc.warn)
 		}
 	}
 }
