@@ -240,8 +240,8 @@ func TrainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 	if err != nil {
 		return nil, fmt.Errorf("completion: private ALS: %w", err)
 	}
-	sens := alsStepSensitivity(&o, p, by)
-	sigma, acc, err := planALSSteps(&o, bias.acc.Releases(), sens)
+	sens, deriv := alsStepSensitivity(&o, p, by)
+	sigma, acc, err := planALSSteps(&o, bias.acc.Releases(), sens, deriv)
 	if err != nil {
 		return nil, err
 	}
@@ -318,32 +318,37 @@ func (p alsPrivateParams) userSensitivity(k int) float64 {
 	return math.Sqrt(float64(k)) * p.gu * math.Sqrt(p.gu*p.gu+cp*cp)
 }
 
-// alsStepSensitivity is the l2 sensitivity of one item step: under the
-// entry unit the largest over the users' (public) counts.
-func alsStepSensitivity(o *PrivateOptions, p alsPrivateParams, by [][]int) float64 {
+// alsStepSensitivity is the l2 sensitivity of one item step (under the
+// entry unit the largest over the users' public counts) and its
+// derivation, for the report.
+func alsStepSensitivity(o *PrivateOptions, p alsPrivateParams, by [][]int) (float64, string) {
 	if o.Unit == UnitUser {
-		return p.userSensitivity(o.MaxRatingsPerUser)
+		k := o.MaxRatingsPerUser
+		sens := p.userSensitivity(k)
+		return sens, fmt.Sprintf("adding or removing one user with at most k = %d ratings (one per item) adds or removes, for each of their items, a Gram term of Frobenius norm <= Gamma_u^2 and a right-hand side term of norm <= (c + Gamma_u) Gamma_u: Delta_2 = sqrt(k) Gamma_u sqrt(Gamma_u^2 + (c + Gamma_u)^2) = %g, c = %g, Gamma_u = %g (completion.ALSUserSensitivity; completion doc, Sensitivities, Private ALS, user unit)", k, sens, p.c, p.gu)
 	}
-	sens := 0.0
+	sens, arg := 0.0, 0
 	for _, es := range by {
 		if len(es) > 0 {
-			sens = math.Max(sens, p.sensitivity(len(es)))
+			if s := p.sensitivity(len(es)); s > sens {
+				sens, arg = s, len(es)
+			}
 		}
 	}
-	return sens
+	return sens, fmt.Sprintf("one changed rating of a user with n public ratings moves the user's vector by delta_u <= min(2 Gamma_u, 2 c Gamma_z/(lambda n)), Gamma_z = sqrt(Gamma_v^2 + 1), and only that user's terms: Delta_2^2 = ((2c + delta_u) Gamma_u + c' delta_u)^2 + (n - 1) delta_u^2 (Gamma_u + c')^2 + n (2 Gamma_u delta_u)^2, c' = c + Gamma_u, c = %g, Gamma_u = %g, Gamma_v = %g, lambda = %g; largest over the public user counts at n = %d: %g (completion.ALSSensitivity; completion doc, Sensitivities, Private ALS)", p.c, p.gu, p.gv, p.lambda, arg, sens)
 }
 
 // planALSSteps returns the smallest sigma for which the bias releases and
-// ALSPrivateSteps Gaussian steps of l2 sensitivity sens compose within
-// o's budget, and their accountant.
-func planALSSteps(o *PrivateOptions, biasRels []perturb.Release, sens float64) (float64, *perturb.Accountant, error) {
+// ALSPrivateSteps Gaussian steps of l2 sensitivity sens (derived by
+// deriv) compose within o's budget, and their accountant.
+func planALSSteps(o *PrivateOptions, biasRels []perturb.Release, sens float64, deriv string) (float64, *perturb.Accountant, error) {
 	budget := perturb.Budget{Epsilon: o.Epsilon, Delta: o.Delta}
 	accWith := func(sigma float64) *perturb.Accountant {
 		var acc perturb.Accountant
 		for _, r := range biasRels {
 			_ = acc.Add(r, r.Count)
 		}
-		_ = acc.Add(perturb.Release{What: "item statistics", Mechanism: perturb.MechGaussian, SensitivityNorm: "l2", Sensitivity: sens, Scale: sigma, Calibration: "sigma"}, ALSPrivateSteps)
+		_ = acc.Add(perturb.Release{What: "item statistics", Mechanism: perturb.MechGaussian, SensitivityNorm: "l2", Sensitivity: sens, Derivation: deriv, Scale: sigma, Calibration: "sigma"}, ALSPrivateSteps)
 		return &acc
 	}
 	hi := sens

@@ -106,6 +106,7 @@ func TestPrivateALSRelease(t *testing.T) {
 	if rep.Mode != "als" || rep.Epsilon > o.Epsilon*(1+1e-9) || rep.Delta > o.Delta || len(rep.NotCovered) != 0 {
 		t.Fatalf("report %+v", rep)
 	}
+	checkDerivations(t, "als", rep)
 	var acc perturb.Accountant
 	for _, r := range rep.Releases {
 		_ = acc.Add(r, r.Count)

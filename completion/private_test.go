@@ -494,6 +494,7 @@ func TestPrivateTrain(t *testing.T) {
 			if !modelFinite(m1) {
 				t.Errorf("%s %s: non-finite model", kind, md.name)
 			}
+			checkDerivations(t, string(kind)+" "+md.name, rep)
 		}
 	}
 }

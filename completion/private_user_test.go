@@ -399,7 +399,8 @@ func TestUserNoiseScale(t *testing.T) {
 // dictionaries and time range under the entry unit; the same, and that
 // presence is not protected, under the SGD modes' user unit; the item
 // catalogue (or a private selection) and the time range under the
-// add/remove-one-user unit of the bias and als modes.
+// add/remove-one-user unit of the bias and als modes. Every release of
+// every report carries the derivation of its sensitivity.
 func TestReportsNamePublic(t *testing.T) {
 	t.Parallel()
 	dims := []int{20, 12, 3}
@@ -464,6 +465,23 @@ func TestReportsNamePublic(t *testing.T) {
 		}
 		if len(notes) != 1 || notes[0] != tc.want {
 			t.Errorf("%s: public notes %q, want [%q]", tc.name, notes, tc.want)
+		}
+		checkDerivations(t, tc.name, rep)
+	}
+}
+
+// checkDerivations fails the test for every release of rep without a
+// derivation of its sensitivity (the README promises each sensitivity
+// with its derivation; review 7 L2: private ALS's item statistics had
+// none).
+func checkDerivations(t *testing.T, name string, rep *perturb.Report) {
+	t.Helper()
+	if len(rep.Releases) == 0 {
+		t.Errorf("%s: no releases", name)
+	}
+	for _, r := range rep.Releases {
+		if strings.TrimSpace(r.Derivation) == "" {
+			t.Errorf("%s: release %q has no derivation", name, r.What)
 		}
 	}
 }

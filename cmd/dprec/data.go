@@ -191,6 +191,15 @@ func datasplitOptionsOf(c *cli.Context) (*datasplitOptions, error) {
 	if (c.IsSet("train") || c.IsSet("test")) && (o.Method == "kfold" || !c.IsSet("train") || !c.IsSet("test")) {
 		return nil, cli.Exit("--train and --test go together, and not with --method kfold (use --out-dir)", exitUsage)
 	}
+	// Named outputs are checked before the input is read: neither may be
+	// the input, and they may not name one file (the test part would
+	// replace the train part).
+	if err := checkOutputs([]string{o.File}, o.Train, o.Test); err != nil {
+		return nil, err
+	}
+	if err := datasplitDistinct([]string{o.Train, o.Test}); err != nil {
+		return nil, err
+	}
 	if c.IsSet("cutoff") {
 		if o.Method != "time" {
 			return nil, cli.Exit("--cutoff needs --method time", exitUsage)
@@ -315,14 +324,43 @@ func datasplitParts(o *datasplitOptions, s *data.Store, f data.Format, splits []
 	return parts, stores
 }
 
-// datasplitWrite checks every output path before anything is written,
-// then writes the parts.
+// datasplitDistinct refuses (exit 2) two paths that name one file: the
+// same path after filepath.Clean, or the same file as data.CheckNotInput
+// judges it (after filepath.Abs and filepath.EvalSymlinks, or by
+// os.SameFile when both exist, so symbolic and hard links count). Writing
+// two parts to one file would keep only the last part. Empty paths (a part
+// named after the input) are skipped.
+func datasplitDistinct(paths []string) error {
+	for i, p := range paths {
+		if p == "" {
+			continue
+		}
+		for _, q := range paths[:i] {
+			if q == "" {
+				continue
+			}
+			if filepath.Clean(p) == filepath.Clean(q) || data.CheckNotInput(p, q) != nil {
+				return cli.Exit(fmt.Sprintf("%s and %s name the same file; every part needs its own output (the later part would replace the earlier)", q, p), exitUsage)
+			}
+		}
+	}
+	return nil
+}
+
+// datasplitWrite checks every output path before anything is written
+// (none may be the input or name the same file as another part), then
+// writes the parts.
 func datasplitWrite(o *datasplitOptions, f data.Format, parts []datasplitPart, stores []*data.Store) error {
 	force := o.Force
-	for _, p := range parts {
+	paths := make([]string, len(parts))
+	for i, p := range parts {
 		if err := checkOutputs([]string{o.File}, p.Path); err != nil {
 			return err
 		}
+		paths[i] = p.Path
+	}
+	if err := datasplitDistinct(paths); err != nil {
+		return err
 	}
 	if !force {
 		for _, p := range parts {

@@ -176,6 +176,33 @@ func inspectText(w io.Writer, h *models.Header) {
 	inspectPrivacyText(w, h.Privacy)
 }
 
+// inspectReleaseText describes one release of a report whose headline was
+// composed by composition: the mechanism, sensitivity and scale, then its
+// own (epsilon, delta) and repeat count. A Gaussian release with no
+// (epsilon, delta) of its own (a step calibrated by its noise multiplier
+// and accounted by RDP or GDP over the whole run, Calibration "sigma")
+// would print as "(0, 0)", which reads as no privacy loss: it is described
+// by its noise multiplier z = scale/sensitivity, its Poisson sample rate q
+// when it ran on a subsample, and the accounting that charges it.
+func inspectReleaseText(rel perturb.Release, composition string) string {
+	head := fmt.Sprintf("%s: %s, %s sensitivity %s, scale %s", rel.What, rel.Mechanism, rel.SensitivityNorm, fmtFloat(rel.Sensitivity), fmtFloat(rel.Scale))
+	count := max(rel.Count, 1)
+	if rel.Mechanism != "gaussian" || rel.Epsilon != 0 || rel.Delta != 0 {
+		return fmt.Sprintf("%s, (%s, %s) x%d", head, fmtFloat(rel.Epsilon), fmtFloat(rel.Delta), count)
+	}
+	s := fmt.Sprintf("%s, x%d", head, count)
+	if rel.Sensitivity > 0 {
+		s += fmt.Sprintf(", noise multiplier z = %s (scale/sensitivity)", fmtFloat(rel.Scale/rel.Sensitivity))
+	}
+	if rel.SampleRate > 0 && rel.SampleRate < 1 {
+		s += fmt.Sprintf(", Poisson sample rate q = %s", fmtFloat(rel.SampleRate))
+	}
+	if composition == "" {
+		return s + ", no per-release epsilon (accounted in the headline)"
+	}
+	return s + fmt.Sprintf(", no per-release epsilon (accounted in the headline: %s composition)", composition)
+}
+
 // inspectPrivacyText prints a privacy report.
 func inspectPrivacyText(w io.Writer, r *perturb.Report) {
 	if r == nil {
@@ -196,8 +223,7 @@ func inspectPrivacyText(w io.Writer, r *perturb.Report) {
 			fmt.Fprintf(w, "  relation  %s\n", r.Relation)
 		}
 		for _, rel := range r.Releases {
-			fmt.Fprintf(w, "  release   %s: %s, %s sensitivity %s, scale %s, (%s, %s) x%d\n",
-				rel.What, rel.Mechanism, rel.SensitivityNorm, fmtFloat(rel.Sensitivity), fmtFloat(rel.Scale), fmtFloat(rel.Epsilon), fmtFloat(rel.Delta), max(rel.Count, 1))
+			fmt.Fprintf(w, "  release   %s\n", inspectReleaseText(rel, r.Composition))
 		}
 		if len(r.Covered) > 0 {
 			fmt.Fprintf(w, "  covered   %s\n", strings.Join(r.Covered, ", "))

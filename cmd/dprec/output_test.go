@@ -144,6 +144,45 @@ func TestHumanFloats(t *testing.T) {
 	}
 }
 
+// TestReleaseText: a Gaussian release with no (epsilon, delta) of its own
+// (an RDP- or GDP-accounted step) is printed by its noise multiplier,
+// sample rate and accounting, never as "(0, 0)", which reads as no privacy
+// loss (review 7 M4); every other release keeps its (epsilon, delta).
+func TestReleaseText(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		rel         perturb.Release
+		composition string
+		want, not   []string
+	}{
+		{"rdp step, Poisson sampled", perturb.Release{What: "batch gradient", Mechanism: "gaussian", SensitivityNorm: "l2", Sensitivity: 2, Scale: 47, Count: 120, Calibration: "sigma", SampleRate: 0.5}, "rdp",
+			[]string{"noise multiplier z = 23.5 (scale/sensitivity)", "Poisson sample rate q = 0.5", "x120", "no per-release epsilon (accounted in the headline: rdp composition)"}, []string{"(0, 0)"}},
+		{"gdp release, no sampling", perturb.Release{What: "number of users", Mechanism: "gaussian", SensitivityNorm: "l2", Sensitivity: 1, Scale: 10, Calibration: "sigma"}, "basic (item selection + training); training: gdp",
+			[]string{"noise multiplier z = 10 (scale/sensitivity)", "training: gdp composition", "x1"}, []string{"(0, 0)", "sample rate"}},
+		{"full batch (q = 1)", perturb.Release{What: "item statistics", Mechanism: "gaussian", SensitivityNorm: "l2", Sensitivity: 4, Scale: 12, Count: 3, SampleRate: 1}, "rdp",
+			[]string{"noise multiplier z = 3 ", "x3"}, []string{"(0, 0)", "sample rate"}},
+		{"laplace", perturb.Release{What: "ratings", Mechanism: "laplace", SensitivityNorm: "l1", Sensitivity: 4.5, Scale: 45, Epsilon: 0.1, Count: 1}, "basic",
+			[]string{"laplace, l1 sensitivity 4.5, scale 45, (0.1, 0) x1"}, []string{"noise multiplier", "accounted"}},
+		{"gaussian with its own budget", perturb.Release{What: "item selection", Mechanism: "gaussian", SensitivityNorm: "l2", Sensitivity: 1, Scale: 7.5, Epsilon: 0.5, Delta: 5e-6, Calibration: "analytic"}, "gdp",
+			[]string{"scale 7.5, (0.5, 5e-06) x1"}, []string{"noise multiplier", "accounted"}},
+	} {
+		r := &perturb.Report{Mode: "gradient", Epsilon: 1, Delta: 1e-5, Composition: tc.composition, Covered: []string{"A"}, Releases: []perturb.Release{tc.rel}}
+		var b strings.Builder
+		inspectPrivacyText(&b, r)
+		s := b.String()
+		for _, w := range tc.want {
+			if !strings.Contains(s, w) {
+				t.Errorf("%s: no %q in\n%s", tc.name, w, s)
+			}
+		}
+		for _, w := range tc.not {
+			if strings.Contains(s, w) {
+				t.Errorf("%s: %q in\n%s", tc.name, w, s)
+			}
+		}
+	}
+}
+
 func TestExportCommand(t *testing.T) {
 	dir, model, _ := outputTestModel(t)
 	out := filepath.Join(dir, "exp")

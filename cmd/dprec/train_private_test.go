@@ -310,5 +310,10 @@ func TestTrainPrivateRMSELabel(t *testing.T) {
 		if line == "" || (tc.want != "" && !strings.Contains(line, tc.want)) || (tc.want == "" && strings.Contains(line, "(")) {
 			t.Errorf("%s: train RMSE line %q, want %q", tc.name, line, tc.want)
 		}
+		// The DP-SGD steps have no per-release epsilon: the summary gives
+		// their noise multiplier and sample rate, not "(0, 0)".
+		if tc.name == "gradient" && (strings.Contains(stdout, "(0, 0)") || !strings.Contains(stdout, "noise multiplier z = ") || !strings.Contains(stdout, "Poisson sample rate q = ")) {
+			t.Errorf("gradient: release lines\n%s", stdout)
+		}
 	}
 }
