@@ -385,7 +385,7 @@ func alsPrivateSteps(train *data.Store, by [][]int, m *decomposition.Model, coun
 	// ziggurat normals from a fast source (a ChaCha8 keyed from
 	// crypto/rand, or the seeded stream), perturb.Gaussian.AddToFast; the
 	// report says so (fastNoiseNote).
-	nr := rand.New(o.Noise.FastSource(streamALSSteps))
+	nr := o.Noise.FastSource(streamALSSteps)
 	a := make([]float64, R*R)
 	bvec := make([]float64, R)
 	sigma := g.Sigma()

@@ -387,7 +387,7 @@ func (p *GradientPerturbation) runLoop(ctx context.Context, train, valid *data.S
 		copy(m.Bias[1], mb.warm.Bias[1])
 	}
 	d := newDPSGDState(m, mb, cfg)
-	r := rand.New(p.o.Noise.FastSource(streamDPSGD))
+	src := p.o.Noise.FastSource(streamDPSGD)
 	perEpoch := int(math.Round(1 / mb.q))
 	good := snapshot(m)
 	ep := 0
@@ -399,7 +399,7 @@ func (p *GradientPerturbation) runLoop(ctx context.Context, train, valid *data.S
 			good.restore(m)
 			return fmt.Errorf("completion: training stopped at DP-SGD step %d: %w", t+1, err)
 		}
-		s, k := d.step(train, vals, r)
+		s, k := d.step(train, vals, src)
 		sse += s
 		seen += k
 		if (t+1)%perEpoch != 0 && t+1 != mb.steps {
@@ -521,23 +521,23 @@ func (d *dpsgdState) trained() int { return len(d.buf) }
 
 // step runs one DP-SGD step and returns the sum of squared residuals of
 // the sampled ratings and their number.
-func (d *dpsgdState) step(train *data.Store, vals []float64, r *rand.Rand) (float64, int) {
-	sse, k := d.noisySum(train, vals, r)
+func (d *dpsgdState) step(train *data.Store, vals []float64, src rand.Source) (float64, int) {
+	sse, k := d.noisySum(train, vals, src)
 	d.apply()
 	return sse, k
 }
 
 // noisySum leaves in buf the noisy sum of the clipped gradients of one
 // Poisson batch (the released quantity of a step) and returns the batch's
-// sum of squared residuals and size. The batch is drawn from r first, then
+// sum of squared residuals and size. The batch is drawn from src first, then
 // its clipped gradients are summed (in parallel over contiguous chunks of
 // the batch when Threads > 1, each worker into its own buffer, the
 // buffers then added in worker order: the result depends on the seed and
-// the number of workers only), then the noise is drawn from r.
-func (d *dpsgdState) noisySum(train *data.Store, vals []float64, r *rand.Rand) (float64, int) {
-	d.batch = poissonBatch(len(vals), d.mb.q, r, d.batch[:0])
+// the number of workers only), then the noise is drawn from src.
+func (d *dpsgdState) noisySum(train *data.Store, vals []float64, src rand.Source) (float64, int) {
+	d.batch = poissonBatch(len(vals), d.mb.q, rand.New(src), d.batch[:0])
 	sse := d.sumClipped(train, vals)
-	d.mb.gauss.AddToFast(d.buf, r)
+	d.mb.gauss.AddToFast(d.buf, src)
 	return sse, len(d.batch)
 }
 

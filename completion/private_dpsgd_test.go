@@ -120,7 +120,7 @@ func TestDPSGDNoiseStatistics(t *testing.T) {
 	if d.trained() == 0 {
 		t.Fatal("no coordinate trained")
 	}
-	r := rand.New(perturb.SeededNoise(5).FastSource(streamDPSGD))
+	r := perturb.SeededNoise(5).FastSource(streamDPSGD)
 	var sum, sq float64
 	var n, batch int
 	steps := 200

@@ -346,11 +346,11 @@ func (p *GradientPerturbation) PerturbInput(vals []float64, train *data.Store) e
 // crypto/rand, or the seeded stream), owned by that worker alone, so the
 // per-entry noise pays no lock and no system call per draw.
 func (p *GradientPerturbation) GradientTransform(w int) GradientTransform {
-	r := rand.New(p.o.Noise.FastSource(streamWorker + uint64(w)))
+	src := p.o.Noise.FastSource(streamWorker + uint64(w))
 	if p.o.Protect == ProtectC {
-		return &clipNoiseC{mode: p.pm, clip: p.o.Clip, eps: p.l2.Epsilon(), sens: p.l2.Sensitivity(), r: r}
+		return &clipNoiseC{mode: p.pm, clip: p.o.Clip, eps: p.l2.Epsilon(), sens: p.l2.Sensitivity(), r: rand.New(src)}
 	}
-	return &clipNoiseAll{clip: p.o.Clip, g: p.gauss, r: r, shift: p.mu - p.muT, fix: p.meanSet && !p.meanInModel}
+	return &clipNoiseAll{clip: p.o.Clip, g: p.gauss, src: src, shift: p.mu - p.muT, fix: p.meanSet && !p.meanInModel}
 }
 
 // ReleasedMean returns the noisy mean mu~ once PerturbInput has drawn it
@@ -454,7 +454,7 @@ func (t *clipNoiseC) preNoise(g *EntryGrad) []float64 {
 type clipNoiseAll struct {
 	clip  float64
 	g     *perturb.Gaussian
-	r     *rand.Rand
+	src   rand.Source
 	shift float64 // mu - mu~
 	fix   bool
 	buf   []float64
@@ -464,7 +464,7 @@ type clipNoiseAll struct {
 // gradient to m and adds Gaussian noise to every coordinate.
 func (t *clipNoiseAll) Transform(g *EntryGrad) {
 	b := t.preNoise(g)
-	t.g.AddToFast(b, t.r) // perturb/fastnoise.go: grid-rounded ziggurat normals
+	t.g.AddToFast(b, t.src) // perturb/fastnoise.go: grid-rounded ziggurat normals
 	off := 0
 	for _, f := range g.Factor {
 		off += copy(f, b[off:])

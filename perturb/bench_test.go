@@ -42,11 +42,11 @@ func BenchmarkSymmetricGaussianMatrix_50(b *testing.B) {
 // BenchmarkGaussianAddTo_32 per coordinate.
 func BenchmarkGaussianAddToFast_100000(b *testing.B) {
 	g, _ := NewGaussianSigma(1, 3)
-	r := rand.New(SecureNoise().FastSource(1))
+	src := SecureNoise().FastSource(1)
 	x := make([]float64, 100000)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		g.AddToFast(x, r)
+		g.AddToFast(x, src)
 	}
 	b.SetBytes(int64(8 * len(x)))
 }

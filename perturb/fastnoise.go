@@ -62,19 +62,26 @@ func (n Noise) FastSource(stream uint64) rand.Source {
 // AddToFast adds N(0, sigma^2) noise to every x[i] in place, with x[i]
 // snapped to the grid first and sigma corrected for the snapping exactly
 // as in AddTo (so Delta/sigma, hence the guarantee, is unchanged); the
-// noise is a ziggurat normal rounded to the grid (see "FAST (BATCH)
-// GAUSSIAN NOISE" in fastnoise.go). Outputs are multiples of
-// Granularity().
-func (m *Gaussian) AddToFast(x []float64, r *rand.Rand) {
+// noise is a ziggurat normal (ziggurat.go) drawn from src and rounded to
+// the grid (see "FAST (BATCH) GAUSSIAN NOISE" in fastnoise.go). Outputs
+// are multiples of Granularity(). src is consumed in order, so a seeded
+// source gives reproducible noise.
+func (m *Gaussian) AddToFast(x []float64, src rand.Source) {
 	if len(x) == 0 {
 		return
 	}
 	g := m.g
 	sEff := m.sigma * (m.sens + math.Sqrt(float64(len(x)))*g) / m.sens
 	inv := 1 / g
-	for i, v := range x {
-		// Multiplying by a power of two is exact, so this is Snap(v, g) +
-		// Snap(sEff z, g) with one rounding each.
-		x[i] = (math.RoundToEven(v*inv) + math.RoundToEven(sEff*r.NormFloat64()*inv)) * g
+	var buf [256]float64
+	for len(x) > 0 {
+		z := buf[:min(len(buf), len(x))]
+		normals(z, src)
+		for i, v := range x[:len(z)] {
+			// Multiplying by a power of two is exact, so this is Snap(v, g)
+			// + Snap(sEff z, g) with one rounding each.
+			x[i] = (math.RoundToEven(v*inv) + math.RoundToEven(sEff*z[i]*inv)) * g
+		}
+		x = x[len(z):]
 	}
 }

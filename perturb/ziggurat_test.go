@@ -1,0 +1,114 @@
+package perturb
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/dprec/dprec/internal/stattest"
+)
+
+// zigSample draws n normals from src through normals, in chunks as
+// AddToFast does.
+func zigSample(n int, src rand.Source) []float64 {
+	xs := make([]float64, n)
+	for lo := 0; lo < n; lo += 1000 {
+		normals(xs[lo:min(lo+1000, n)], src)
+	}
+	return xs
+}
+
+// TestZigguratNormal checks the bulk-noise normals against N(0, 1) for the
+// three source kinds normals distinguishes (the seeded PCG, the secure
+// ChaCha8, any other rand.Source): the Kolmogorov-Smirnov statistic of
+// 10^6 draws, the mass beyond the tail start r (drawn by the tail method
+// only), the mass in the wedge of the top layer (drawn by the wedge test
+// only, since zigK[1] = 0), and the first four moments, each at a
+// false-reject probability of about 1e-6 per check.
+func TestZigguratNormal(t *testing.T) {
+	const n = 1_000_000
+	for _, tc := range []struct {
+		name string
+		src  rand.Source
+	}{
+		{"seeded PCG", StreamSource(11, 3)},
+		{"secure ChaCha8", SecureNoise().FastSource(1)},
+		{"other source", struct{ rand.Source }{rand.NewPCG(5, 6)}},
+	} {
+		xs := zigSample(n, tc.src)
+		var tail, top int
+		var m1, m2, m3, m4 float64
+		for _, x := range xs {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				t.Fatalf("%s: drew %v", tc.name, x)
+			}
+			if math.Abs(x) > zigR {
+				tail++
+			}
+			if a := math.Abs(x); a < zigW[1]*zigM && a >= zigW[2]*zigM {
+				top++ // between x_2 and x_1: the top layers' region
+			}
+			x2 := x * x
+			m1 += x
+			m2 += x2
+			m3 += x2 * x
+			m4 += x2 * x2
+		}
+		nf := float64(n)
+		m1, m2, m3, m4 = m1/nf, m2/nf, m3/nf, m4/nf
+		// Moments of N(0, 1): 0, 1, 0, 3, with standard errors sqrt(1/n),
+		// sqrt(2/n), sqrt(15/n), sqrt(96/n).
+		for _, c := range []struct {
+			name      string
+			got, want float64
+			se2       float64
+		}{{"mean", m1, 0, 1}, {"variance", m2, 1, 2}, {"third moment", m3, 0, 15}, {"fourth moment", m4, 3, 96}} {
+			if math.Abs(c.got-c.want) > 5*math.Sqrt(c.se2/nf) {
+				t.Errorf("%s: %s %.5f, want %g +- %.5f", tc.name, c.name, c.got, c.want, 5*math.Sqrt(c.se2/nf))
+			}
+		}
+		check := func(what string, count int, p float64) {
+			t.Helper()
+			mu, sd := nf*p, math.Sqrt(nf*p*(1-p))
+			if math.Abs(float64(count)-mu) > 5*sd {
+				t.Errorf("%s: %d draws %s, want %.0f +- %.0f", tc.name, count, what, mu, 5*sd)
+			}
+		}
+		check("beyond the tail start r", tail, math.Erfc(zigR/math.Sqrt2))
+		x1, x2 := zigW[1]*zigM, zigW[2]*zigM
+		check("between x_2 and x_1", top, math.Erfc(x2/math.Sqrt2)-math.Erfc(x1/math.Sqrt2))
+		cdf := func(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
+		if d := stattest.KS(xs, cdf); d > stattest.KSCritical(n, 1e-6) {
+			t.Errorf("%s: KS statistic %.5f > critical %.5f", tc.name, d, stattest.KSCritical(n, 1e-6))
+		}
+	}
+}
+
+// TestZigguratSeeded: a seeded source gives the same normals every time,
+// and the draws consume the source in order (two halves drawn in turn
+// equal one draw of the whole).
+func TestZigguratSeeded(t *testing.T) {
+	a := make([]float64, 5000)
+	b := make([]float64, 5000)
+	normals(a, StreamSource(3, 9))
+	src := StreamSource(3, 9)
+	normals(b[:1234], src)
+	normals(b[1234:], src)
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("draw %d: %v then %v", i, a[i], b[i])
+		}
+	}
+}
+
+// BenchmarkZigguratSecure times one normal from the secure source, the
+// draw of AddToFast.
+func BenchmarkZigguratSecure(b *testing.B) {
+	src := SecureNoise().FastSource(1)
+	x := make([]float64, 1024)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		normals(x, src)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(x)), "ns/normal")
+}
