@@ -73,15 +73,37 @@ func (m *Gaussian) AddToFast(x []float64, src rand.Source) {
 	g := m.g
 	sEff := m.sigma * (m.sens + math.Sqrt(float64(len(x)))*g) / m.sens
 	inv := 1 / g
-	var buf [256]float64
-	for len(x) > 0 {
-		z := buf[:min(len(buf), len(x))]
-		normals(z, src)
-		for i, v := range x[:len(z)] {
-			// Multiplying by a power of two is exact, so this is Snap(v, g)
-			// + Snap(sEff z, g) with one rounding each.
-			x[i] = (math.RoundToEven(v*inv) + math.RoundToEven(sEff*z[i]*inv)) * g
+	// Multiplying by a power of two is exact, so each x[i] becomes
+	// Snap(x[i], g) + Snap(sEff z, g) with one rounding each.
+	k := sEff * inv
+	switch s := src.(type) {
+	case *secureChaCha:
+		c := s.c
+		for i, v := range x {
+			u := c.Uint64()
+			z, ok := zigFast(u)
+			if !ok {
+				z = zigSlow(u, c.Uint64)
+			}
+			x[i] = (math.RoundToEven(v*inv) + math.RoundToEven(k*z)) * g
 		}
-		x = x[len(z):]
+	case *rand.PCG:
+		for i, v := range x {
+			u := s.Uint64()
+			z, ok := zigFast(u)
+			if !ok {
+				z = zigSlow(u, s.Uint64)
+			}
+			x[i] = (math.RoundToEven(v*inv) + math.RoundToEven(k*z)) * g
+		}
+	default:
+		for i, v := range x {
+			u := src.Uint64()
+			z, ok := zigFast(u)
+			if !ok {
+				z = zigSlow(u, src.Uint64)
+			}
+			x[i] = (math.RoundToEven(v*inv) + math.RoundToEven(k*z)) * g
+		}
 	}
 }

@@ -2,7 +2,6 @@ package perturb
 
 import (
 	"math"
-	"math/rand/v2"
 )
 
 // ZIGGURAT NORMALS FOR BULK NOISE. Gaussian.AddToFast draws one standard
@@ -10,7 +9,8 @@ import (
 // reaches the source through an interface call for every draw and uses one
 // 32-bit number both for the layer and for the value; on this path that
 // cost 8-13 ns a coordinate, a quarter of a private ALS or DP-SGD step on
-// ml-latest-small. normals below is the same algorithm (Marsaglia and
+// ml-latest-small. AddToFast's draw (zigFast, then zigSlow for the rest)
+// is the same algorithm (Marsaglia and
 // Tsang 2000, "The ziggurat method for generating random variables", 128
 // layers) with three changes:
 //
@@ -118,39 +118,4 @@ func zigSlow(u uint64, next func() uint64) float64 {
 // step, never 0 or 1 (so its logarithm is finite).
 func unitOpen(u uint64) float64 {
 	return (float64(u>>11) + 0.5) * 0x1p-53
-}
-
-// normals fills dst with independent standard normals drawn from src, which
-// it consumes in order (one word for most draws, a few more for the rest).
-func normals(dst []float64, src rand.Source) {
-	switch s := src.(type) {
-	case *secureChaCha:
-		c := s.c
-		for i := range dst {
-			u := c.Uint64()
-			x, ok := zigFast(u)
-			if !ok {
-				x = zigSlow(u, c.Uint64)
-			}
-			dst[i] = x
-		}
-	case *rand.PCG:
-		for i := range dst {
-			u := s.Uint64()
-			x, ok := zigFast(u)
-			if !ok {
-				x = zigSlow(u, s.Uint64)
-			}
-			dst[i] = x
-		}
-	default:
-		for i := range dst {
-			u := src.Uint64()
-			x, ok := zigFast(u)
-			if !ok {
-				x = zigSlow(u, src.Uint64)
-			}
-			dst[i] = x
-		}
-	}
 }
