@@ -124,12 +124,20 @@
 //     at sigma/g >= 2^39 the discrete law differs from the continuous one
 //     by far less than float64 resolution, and an auditor who wants a
 //     bound proved for the discrete law can use the RDP total instead.
-//   - Gaussian.AddToFast (bulk noise for minibatch DP-SGD, fastnoise.go)
-//     snaps inputs the same way and rounds a ziggurat normal (from a
-//     ChaCha8 keyed from crypto/rand, Noise.FastSource) to the grid:
-//     outputs are still exact multiples of g, so no input-dependent
-//     support, but the noise law is the floating-point normal rounded to
-//     the grid rather than the exact discrete Gaussian. This is a
+//   - Gaussian.AddToFast (bulk noise for minibatch and per-entry DP-SGD
+//     and private ALS, fastnoise.go) snaps inputs the same way and rounds
+//     a ziggurat normal (ziggurat.go, from a ChaCha8 keyed from
+//     crypto/rand, Noise.FastSource) to the grid. Rounding alone is not
+//     enough: a normal with 32 random bits (math/rand/v2's NormFloat64,
+//     which this path used before) is a multiple of x_i 2^-31, about 2^9
+//     grid steps, so the snapped noise reaches only a sparse subset of the
+//     grid and the set of reachable outputs moves with the input. The
+//     ziggurat here dithers each draw within that step with 25 further
+//     random bits, so the normal is resolved to float64 precision and every
+//     grid point of the body of the law is reachable (TestZigguratDither);
+//     outputs are exact multiples of g. The noise law is the
+//     floating-point normal rounded to the grid rather than the exact
+//     discrete Gaussian. This is a
 //     deliberate, stated deviation (Opacus and TF-Privacy draw the same
 //     kind of normal); the guarantee proved is that of the continuous
 //     Gaussian mechanism, to the accuracy of the ziggurat sampler.

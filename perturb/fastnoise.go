@@ -21,10 +21,13 @@ import (
 //     reproducible StreamSource as Noise.Source.
 //   - Gaussian.AddToFast: each coordinate is snapped to the mechanism's
 //     power-of-two grid g (as in AddTo) and gets a ziggurat normal
-//     (rand.NormFloat64) times the grid-corrected sigma, itself snapped to
-//     g. Outputs are multiples of g, so their low-order bits carry nothing
-//     about x (the floating point attack of Mironov 2012 needs
-//     input-dependent sets of reachable outputs). The noise distribution
+//     (ziggurat.go, dithered to float64 precision) times the
+//     grid-corrected sigma, itself snapped to g. Outputs are multiples of
+//     g, and every grid point of the body of the noise law is reachable, so
+//     the set of reachable outputs does not move with x (the floating
+//     point attack of Mironov 2012 needs input-dependent sets of reachable
+//     outputs; a 32-bit ziggurat, whose normals are about 2^9 grid steps
+//     apart, would give it one). The noise distribution
 //     is the floating-point ziggurat normal rounded to the grid, not the
 //     exact discrete Gaussian of AddTo: the same compromise as Opacus and
 //     TF-Privacy; the threat model in the package doc says so.

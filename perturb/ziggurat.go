@@ -12,11 +12,17 @@ import (
 // ml-latest-small. AddToFast's draw (zigFast, then zigSlow for the rest)
 // is the same algorithm (Marsaglia and
 // Tsang 2000, "The ziggurat method for generating random variables", 128
-// layers) with three changes:
+// layers) with four changes:
 //
-//   - the layer comes from the low 7 bits of a 64-bit word and the signed
-//     value from its high 32 bits, so layer and value are independent
-//     (Doornik 2005 showed the correlation of the shared-bits version);
+//   - the layer comes from the low 7 bits of a 64-bit word, the sign from
+//     its top bit and the magnitude from the 31 bits below it, so layer and
+//     value are independent (Doornik 2005 showed the correlation of the
+//     shared-bits version);
+//   - the 25 bits left over dither the magnitude within its 2^-31 step
+//     (zigPoint), so the normals are resolved to float64 precision (2^-53
+//     relative) instead of 2^-31: rounded to the noise grid (sigma 2^-40) they
+//     reach every grid point of the body of the law, which the 32-bit
+//     ziggurat of math/rand/v2 does not (zigPoint says why that matters);
 //   - the two sources dprec draws bulk noise from (the ChaCha8 of
 //     Noise.FastSource and the PCG of StreamSource) are called directly,
 //     not through the rand.Source interface;
@@ -68,16 +74,40 @@ func zigTables() {
 	}
 }
 
+// Bits of one 64-bit word of a draw: the layer i (bits 0-6), a dither of
+// zigDitherBits bits (7-31), the magnitude a (31 bits, 32-62) and the
+// sign (bit 63), all independent.
+const (
+	zigDitherBits = 25
+	zigDither     = 1.0 / (1 << zigDitherBits)
+)
+
+// zigPoint returns layer i, the integer magnitude a and the signed point
+// x = +-(a + dither) w_i of word u: a uniform point of [0, x_i) in
+// magnitude, to float64 precision (56 random bits, 53 kept). The dither matters for privacy, not for the
+// distribution's shape: without it the normals are multiples of w_i =
+// x_i 2^-31, about 2^9 steps of the noise grid g = sigma 2^-40 apart, so
+// the snapped noise would reach only a sparse, input-independent subset
+// of the grid, and the set of reachable outputs would depend on the input
+// (the floating-point attack of Mironov 2012 in another form). With it,
+// neighbouring draws are at most 2^-52 |x| apart, far below g for |x| <
+// 2^12, and every grid point in the body of the law is reachable.
+func zigPoint(u uint64) (i uint64, a uint32, x float64) {
+	i = u & 127
+	d := int64(u>>7) & (1<<zigDitherBits - 1)
+	a = uint32(u>>32) & 0x7fffffff
+	x = (float64(int64(a)) + float64(d)*zigDither) * zigW[i]
+	// The sign bit of u becomes the sign bit of x (no branch: it is a coin).
+	x = math.Float64frombits(math.Float64bits(x) | u&(1<<63))
+	return i, a, x
+}
+
 // zigFast returns the normal of word u when it falls inside its layer's
-// rectangle (ok), else ok = false and the caller takes zigSlow.
+// inner rectangle (ok: a < k_i, so (a + dither) 2^-31 x_i < x_{i-1}),
+// else ok = false and the caller takes zigSlow.
 func zigFast(u uint64) (x float64, ok bool) {
-	i := u & 127
-	j := int32(u >> 32)
-	a := uint32(j)
-	if j < 0 {
-		a = uint32(-j) // |j| <= 2^31 fits
-	}
-	return float64(j) * zigW[i], a < zigK[i]
+	i, a, x := zigPoint(u)
+	return x, a < zigK[i]
 }
 
 // zigSlow finishes a draw whose word u missed its rectangle: the wedge test
@@ -86,9 +116,7 @@ func zigFast(u uint64) (x float64, ok bool) {
 // rejected.
 func zigSlow(u uint64, next func() uint64) float64 {
 	for {
-		i := u & 127
-		j := int32(u >> 32)
-		x := float64(j) * zigW[i]
+		i, _, x := zigPoint(u)
 		if i == 0 {
 			// Tail (Marsaglia 1964): x = -log(U1)/r, y = -log(U2), accept
 			// when 2y >= x^2; the normal is r + x with j's sign.
@@ -99,7 +127,7 @@ func zigSlow(u uint64, next func() uint64) float64 {
 					break
 				}
 			}
-			if j > 0 {
+			if u>>63 == 0 {
 				return zigR + x
 			}
 			return -zigR - x

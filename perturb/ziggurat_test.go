@@ -116,3 +116,26 @@ func BenchmarkGaussianAddToFast_27(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(x)), "ns/coordinate")
 }
+
+// TestZigguratDither: two words that differ only in the dither bits give
+// different normals less than one 2^-31 step w_i apart (without the dither
+// they would be equal: the snapped noise would then reach only a sparse
+// subset of the grid, zigPoint).
+func TestZigguratDither(t *testing.T) {
+	for _, i := range []uint64{0, 1, 5, 64, 127} {
+		for _, a := range []uint64{0, 12345, 1 << 30} {
+			for _, sign := range []uint64{0, 1} {
+				base := sign<<63 | a<<32 | i
+				_, _, x0 := zigPoint(base)
+				_, _, x1 := zigPoint(base | 1<<(7+zigDitherBits-1)) // half a step
+				_, _, x2 := zigPoint(base | (1<<zigDitherBits-1)<<7)
+				if !(x0 != x1 && x1 != x2) || math.Abs(x2-x0) > zigW[i]*(1+1e-6) {
+					t.Errorf("layer %d, magnitude %d, sign %d: %v, %v, %v (step %v)", i, a, sign, x0, x1, x2, zigW[i])
+				}
+				if (x0 < 0 || x2 < 0) != (sign == 1) && !(a == 0 && x0 == 0) {
+					t.Errorf("layer %d, magnitude %d: sign bit %d gave %v, %v", i, a, sign, x0, x2)
+				}
+			}
+		}
+	}
+}
