@@ -191,7 +191,10 @@ func trainCheckDelta(c *cli.Context, mode string, protect completion.Protect) er
 // trainCheckModeFlags refuses (usage) a privacy flag that the chosen mode
 // would ignore: a setting the user asked for must take effect or fail.
 func trainCheckModeFlags(c *cli.Context, mode string, o *completion.PrivateOptions) error {
-	gaussian := o.Mechanism == "gaussian" || o.Unit == completion.UnitUser && o.Mechanism == ""
+	// The user unit's Gaussian releases are calibrated by their noise
+	// multiplier (NewGaussianSigma, accounted by GDP/RDP), never by
+	// --calibration: it applies at entry level only.
+	entryGaussian := o.Unit == completion.UnitEntry && o.Mechanism == "gaussian"
 	perEntryGaussian := mode == "gradient" && o.Protect == completion.ProtectAll && o.DPSGD == completion.DPSGDPerEntry &&
 		(o.Accounting == perturb.Basic || o.Accounting == perturb.Advanced)
 	for _, r := range []struct {
@@ -204,8 +207,8 @@ func trainCheckModeFlags(c *cli.Context, mode string, o *completion.PrivateOptio
 		{"clip", mode == "gradient" || mode == "output", "--privacy gradient and output"},
 		{"output-lambda", mode == "output", "--privacy output"},
 		{"mechanism", mode == "input" || mode == "bias", "--privacy input and bias (als picks its own: Laplace biases at entry level, Gaussian at user level)"},
-		{"calibration", (mode == "input" || mode == "bias") && gaussian || mode == "als" && o.Unit == completion.UnitUser || perEntryGaussian,
-			"Gaussian noise calibrated to (epsilon, delta): --mechanism gaussian (input, bias), --privacy-unit user (bias, als), or gradient --dp-sgd per-entry with --accounting basic or advanced (the other Gaussian releases are calibrated by RDP)"},
+		{"calibration", (mode == "input" || mode == "bias") && entryGaussian || perEntryGaussian,
+			"Gaussian noise calibrated to one (epsilon, delta) at entry level: --mechanism gaussian (input, bias), or gradient --dp-sgd per-entry with --accounting basic or advanced (every other Gaussian release, the user unit's included, is calibrated by its noise multiplier and accounted by RDP or GDP)"},
 	} {
 		if c.IsSet(r.flag) && !r.applies {
 			return cli.Exit(fmt.Sprintf("--%s does not apply to --privacy %s here and would be ignored (it applies to %s)", r.flag, mode, r.where), exitUsage)
