@@ -27,9 +27,9 @@ func zigSample(n int, src rand.Source) []float64 {
 // three source kinds AddToFast distinguishes (the seeded PCG, the secure
 // ChaCha8, any other rand.Source): the Kolmogorov-Smirnov statistic of
 // 10^6 draws, the mass beyond the tail start r (drawn by the tail method
-// only), the mass in the wedge of the top layer (drawn by the wedge test
-// only, since zigK[1] = 0), and the first four moments, each at a
-// false-reject probability of about 1e-6 per check.
+// only), the mass below x_1 (where layer 1, drawn by the wedge test only
+// since zigK[1] = 0, puts its points), and the first four moments, each
+// at a false-reject probability of about 1e-6 per check.
 func TestZigguratNormal(t *testing.T) {
 	const n = 1_000_000
 	for _, tc := range []struct {
@@ -50,8 +50,8 @@ func TestZigguratNormal(t *testing.T) {
 			if math.Abs(x) > zigR {
 				tail++
 			}
-			if a := math.Abs(x); a < zigW[1]*zigM && a >= zigW[2]*zigM {
-				top++ // between x_2 and x_1: the top layers' region
+			if math.Abs(x) < zigW[1]*zigM {
+				top++ // below x_1, the narrowest layer's width: layer 1 (all wedge) and the inner parts of the others
 			}
 			x2 := x * x
 			m1 += x
@@ -80,8 +80,8 @@ func TestZigguratNormal(t *testing.T) {
 			}
 		}
 		check("beyond the tail start r", tail, math.Erfc(zigR/math.Sqrt2))
-		x1, x2 := zigW[1]*zigM, zigW[2]*zigM
-		check("between x_2 and x_1", top, math.Erfc(x2/math.Sqrt2)-math.Erfc(x1/math.Sqrt2))
+		x1 := zigW[1] * zigM
+		check("below x_1", top, math.Erf(x1/math.Sqrt2))
 		cdf := func(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
 		if d := stattest.KS(xs, cdf); d > stattest.KSCritical(n, 1e-6) {
 			t.Errorf("%s: KS statistic %.5f > critical %.5f", tc.name, d, stattest.KSCritical(n, 1e-6))
@@ -118,10 +118,30 @@ func BenchmarkGaussianAddToFast_27(b *testing.B) {
 }
 
 // TestZigguratDither: two words that differ only in the dither bits give
-// different normals less than one 2^-31 step w_i apart (without the dither
+// different normals at most one 2^-31 step w_i apart (without the dither
 // they would be equal: the snapped noise would then reach only a sparse
-// subset of the grid, zigPoint).
+// subset of the grid, zigPoint); and, for fixed layer and magnitude,
+// sweeping the dither reaches every point of the noise grid (sigma 1,
+// g = 2^-40) across the step, which without it would be one point.
 func TestZigguratDither(t *testing.T) {
+	g := Granularity(1)
+	for _, i := range []uint64{2, 64, 127} {
+		base := uint64(1<<30)<<32 | i
+		_, _, lo := zigPoint(base)
+		_, _, hi := zigPoint(base | (1<<zigDitherBits-1)<<7)
+		want := int(math.Round(hi/g) - math.Round(lo/g) + 1)
+		hit := map[float64]bool{}
+		const sweep = 1 << 14 // more dither values than grid points in a step (at most about 2^11)
+		for d := uint64(0); d < sweep; d++ {
+			_, _, x := zigPoint(base | (d*(1<<zigDitherBits)/sweep)<<7)
+			hit[Snap(x, g)] = true
+		}
+		_, _, x := zigPoint(base | (1<<zigDitherBits-1)<<7)
+		hit[Snap(x, g)] = true
+		if len(hit) != want || want < 2 {
+			t.Errorf("layer %d: the dither reaches %d grid points of the %d across one step", i, len(hit), want)
+		}
+	}
 	for _, i := range []uint64{0, 1, 5, 64, 127} {
 		for _, a := range []uint64{0, 12345, 1 << 30} {
 			for _, sign := range []uint64{0, 1} {
@@ -137,5 +157,32 @@ func TestZigguratDither(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestZigguratTail feeds the slow path words of the base layer whose
+// magnitude is beyond its rectangle (a >= k_0), the draws that take the
+// tail method, and checks the results against the law of |X| given |X| >
+// r (Kolmogorov-Smirnov on 10^6 draws) and their signs against the
+// sign bit.
+func TestZigguratTail(t *testing.T) {
+	rng := rand.NewPCG(21, 22)
+	const n = 1_000_000
+	xs := make([]float64, n)
+	k0 := uint64(zigK[0])
+	for i := range xs {
+		w := rng.Uint64()
+		a := k0 + w%(1<<31-k0)
+		u := w&(1<<63) | a<<32 | w&(0x1ffffff<<7) // layer 0, magnitude a, dither and sign from w
+		x := zigSlow(u, rng.Uint64)
+		if (x < 0) != (u>>63 == 1) || math.Abs(x) <= zigR {
+			t.Fatalf("word %x: %v (want beyond r = %v with the sign bit's sign)", u, x, zigR)
+		}
+		xs[i] = math.Abs(x)
+	}
+	tail := math.Erfc(zigR / math.Sqrt2)
+	cdf := func(x float64) float64 { return 1 - math.Erfc(x/math.Sqrt2)/tail }
+	if d := stattest.KS(xs, cdf); d > stattest.KSCritical(n, 1e-6) {
+		t.Errorf("tail: KS statistic %.5f > critical %.5f", d, stattest.KSCritical(n, 1e-6))
 	}
 }
