@@ -53,7 +53,9 @@ func foldUsers(p *Predictor, test, train *data.Store, pen decomposition.FoldPena
 			times = make([]int32, len(es))
 		}
 		for i, e := range es {
-			items[i], ratings[i] = imap[train.Idx[1][e]], train.Val[e]
+			// Clamped to the model's range (a private model's public
+			// scale), as training and predict's fold-in clamp.
+			items[i], ratings[i] = imap[train.Idx[1][e]], m.Clamp(train.Val[e])
 			if times != nil {
 				times[i] = p.trainBucket(train, e)
 			}

@@ -93,3 +93,40 @@ func TestTrainSupport(t *testing.T) {
 		t.Errorf("support %v, want %v", got, want)
 	}
 }
+
+// TestEvaluateFoldClamps: a training rating beyond the model's range is
+// clamped to it before the fold-in, as predict's fold-in and training do:
+// a 50 on a [0.5, 5] model scores as a 5.
+func TestEvaluateFoldClamps(t *testing.T) {
+	f := testFile(t, decomposition.CP, []int{3, 5, 4}, []int{2}, true, 5)
+	f.Model.Pairs = nil
+	f.Model.ClampLo, f.Model.ClampHi = 0.5, 5
+	p := NewPredictor(f)
+	day := time.Date(2020, 1, 1, 12, 0, 0, 0, time.UTC).Unix()
+	ud := mustInts(100)
+	id, _ := data.DictFromStrings("i", []string{"i1", "i3"})
+	test := &data.Store{Dims: []int{1, 1}, Idx: [][]int32{{0}, {0}}, Val: []float64{4}, Timestamps: []int64{day},
+		Dicts: []*data.Dict{ud, mustDict(t, "i0")}}
+	pen := decomposition.FoldPenalties{Row: 2, Bucket: 3}
+	rmse := func(v float64) float64 {
+		train := &data.Store{Dims: []int{1, 2}, Idx: [][]int32{{0, 0}, {0, 1}}, Val: []float64{v, 3},
+			Timestamps: []int64{day, day}, Dicts: []*data.Dict{ud, id}}
+		res, err := Evaluate(p, test, EvalOptions{Train: train, Fold: &pen})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.RMSE
+	}
+	if a, b := rmse(50), rmse(5); a != b {
+		t.Errorf("fold-in from a training 50: RMSE %v, from a 5: %v", a, b)
+	}
+}
+
+func mustDict(t *testing.T, s ...string) *data.Dict {
+	t.Helper()
+	d, err := data.DictFromStrings("i", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
