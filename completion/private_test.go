@@ -152,6 +152,11 @@ func TestParseProtectDefault(t *testing.T) {
 	if got, err := ParseProtect(""); got != ProtectAll || err != nil {
 		t.Errorf(`ParseProtect("") = %q, %v; want all`, got, err)
 	}
+	o := baseOpts()
+	p, err := NewGradientPerturbation(&o)
+	if err != nil || p.Protect() != ProtectAll || p.o.DPSGD != DPSGDMinibatch {
+		t.Errorf("zero options: %v, target %q, variant %v; want all, minibatch", err, p.Protect(), p.o.DPSGD)
+	}
 }
 
 // TestInputSensitivityEmpirical builds neighbouring logs (one rating
