@@ -154,8 +154,11 @@ func TestParseProtectDefault(t *testing.T) {
 	}
 	o := baseOpts()
 	p, err := NewGradientPerturbation(&o)
-	if err != nil || p.Protect() != ProtectAll || p.o.DPSGD != DPSGDMinibatch {
-		t.Errorf("zero options: %v, target %q, variant %v; want all, minibatch", err, p.Protect(), p.o.DPSGD)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Protect() != ProtectAll || p.o.DPSGD != DPSGDMinibatch {
+		t.Errorf("zero options: target %q, variant %v; want all, minibatch", p.Protect(), p.o.DPSGD)
 	}
 }
 
