@@ -359,7 +359,7 @@ func capStep(o *PrivateOptions, s *Settings, s2 float64) string {
 // fastNoiseNote is the report note of a mode whose Gaussian noise is
 // drawn in bulk by perturb.Gaussian.AddToFast.
 func fastNoiseNote(what string) string {
-	return what + " noise sampler: perturb.Gaussian.AddToFast (inputs snapped to the power-of-two grid, ziggurat normals dithered to float64 precision from perturb.Noise.FastSource, a ChaCha8 keyed from crypto/rand for secure noise, rounded to the grid so that every grid point of the body of the law is reachable, sigma corrected for the snapping): outputs are grid points, and the guarantee is that of the continuous Gaussian mechanism to the accuracy of the ziggurat sampler, not of the exact discrete Gaussian (perturb package doc, Floating point)"
+	return what + " noise sampler: perturb.Gaussian.AddToFast (inputs snapped to the power-of-two grid, ziggurat normals dithered to float64 precision from perturb.Noise.FastSource, a ChaCha8 keyed from crypto/rand for secure noise, rounded to the grid so that every grid point within 41 sigma of the input is reachable, the tail included, sigma corrected for the snapping): outputs are grid points, and the guarantee is that of the continuous Gaussian mechanism to the accuracy of the ziggurat sampler, not of the exact discrete Gaussian (perturb package doc, Floating point)"
 }
 
 // clampValue clamps v to [lo, hi].

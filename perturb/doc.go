@@ -134,8 +134,22 @@
 //     grid and the set of reachable outputs moves with the input. The
 //     ziggurat here dithers each draw within that step with 25 further
 //     random bits, so the normal is resolved to float64 precision and every
-//     grid point of the body of the law is reachable (TestZigguratDither);
-//     outputs are exact multiples of g. The noise law is the
+//     grid point of the body of the law is reachable (TestZigguratDither).
+//     The tail beyond r = 3.44 sigma (probability 5.8e-4) draws both of
+//     its uniforms with full relative precision (zigTail): with 53-bit
+//     fixed-point uniforms, as before, beyond about 6.4 sigma only part of
+//     the grid was reachable (13.5% of cells at 7 sigma) and nothing beyond
+//     12.09 sigma, so the reachable set moved with the input there too
+//     (TestZigguratTailGrid counts the cells from 6 to 20 sigma). What
+//     holds now: every grid point within 41 sigma of the snapped input is
+//     reachable (the acceptance uniform goes down to 2^-1022, so y <= 708),
+//     none beyond; two inputs whose snapped values differ by Delta have
+//     reachable sets that differ only beyond 41 sigma - Delta from one of
+//     them, a region of noise probability below exp(-(41 - Delta/sigma)^2/2)
+//     (10^-200 at Delta/sigma = 10, 10^-95 at 20; an analytic Gaussian at
+//     epsilon 100 and delta 1e-5 has Delta/sigma near 10), an additive
+//     delta far below any that is claimed. Outputs are exact multiples of g. The
+//     noise law is the
 //     floating-point normal rounded to the grid rather than the exact
 //     discrete Gaussian. This is a
 //     deliberate, stated deviation (Opacus and TF-Privacy draw the same

@@ -23,11 +23,16 @@ import (
 //     power-of-two grid g (as in AddTo) and gets a ziggurat normal
 //     (ziggurat.go, dithered to float64 precision) times the
 //     grid-corrected sigma, itself snapped to g. Outputs are multiples of
-//     g, and every grid point of the body of the noise law is reachable, so
-//     the set of reachable outputs does not move with x (the floating
-//     point attack of Mironov 2012 needs input-dependent sets of reachable
-//     outputs; a 32-bit ziggurat, whose normals are about 2^9 grid steps
-//     apart, would give it one). The noise distribution
+//     g, and every grid point within 41 sigma of the snapped input is
+//     reachable (the body by the dither, TestZigguratDither; the tail by
+//     full-precision uniforms, TestZigguratTailGrid), so the set of
+//     reachable outputs moves with x only beyond 41 sigma - Delta, where
+//     the noise has probability below exp(-(41 - Delta/sigma)^2/2),
+//     10^-200 at Delta = 10 sigma (the
+//     floating point attack of Mironov 2012 needs input-dependent sets of
+//     reachable outputs; a 32-bit ziggurat, whose normals are about 2^9
+//     grid steps apart, or a fixed-point tail uniform, which reached 13.5%
+//     of the cells at 7 sigma, would give it one). The noise distribution
 //     is the floating-point ziggurat normal rounded to the grid, not the
 //     exact discrete Gaussian of AddTo: the same compromise as Opacus and
 //     TF-Privacy; the threat model in the package doc says so.

@@ -48,10 +48,14 @@ func Snap(x, g float64) float64 {
 // r.Float64() has absolute resolution 2^-53, which makes -log(U) coarse in
 // the far tail (the gap Mironov's attack class exploits); this sampler does
 // not have that gap above 2^-1074.
-func uniformOpen(r *rand.Rand) float64 {
+func uniformOpen(r *rand.Rand) float64 { return uniformOpenWords(r.Uint64) }
+
+// uniformOpenWords is uniformOpen drawing its 64-bit words from next (the
+// bulk sampler's tail calls it with its source's word method directly).
+func uniformOpenWords(next func() uint64) float64 {
 	exp := -1
 	for {
-		w := r.Uint64()
+		w := next()
 		if w != 0 {
 			exp -= bits.LeadingZeros64(w)
 			break
@@ -61,10 +65,12 @@ func uniformOpen(r *rand.Rand) float64 {
 			return math.SmallestNonzeroFloat64
 		}
 	}
-	// U in [2^exp, 2^(exp+1)): mantissa uniform, offset by half a unit
-	// in the last place so that U is never exactly a binade boundary.
-	m := r.Uint64() >> 12
-	return math.Ldexp(1+(float64(m)+0.5)*0x1p-52, exp)
+	// U in [2^exp, 2^(exp+1)): the 52 mantissa bits uniform, so U is
+	// uniform on the 2^52 floats of its binade, each exactly representable
+	// (an earlier version added half a unit in the last place, which
+	// float64 rounds to even: it reached only the even mantissas).
+	m := next() >> 12
+	return math.Ldexp(1+float64(m)*0x1p-52, exp)
 }
 
 // maxGridSteps bounds |k| for grid samples: 2^62 keeps k*g exact and far

@@ -123,13 +123,7 @@ func zigSlow(u uint64, next func() uint64) float64 {
 			// Tail (Marsaglia 1964): x = -log(U1)/r, y = -log(U2), accept
 			// when 2y >= x^2; the normal is r + x with the sign of u's
 			// top bit.
-			for {
-				x = -math.Log(unitOpen(next())) / zigR
-				y := -math.Log(unitOpen(next()))
-				if y+y >= x*x {
-					break
-				}
-			}
+			x = zigTail(next)
 			if u>>63 == 0 {
 				return zigR + x
 			}
@@ -145,8 +139,42 @@ func zigSlow(u uint64, next func() uint64) float64 {
 	}
 }
 
+// zigTail returns the excess x = |X| - r of a normal beyond the tail
+// start r (Marsaglia 1964): x = -log(U1)/r, y = -log(U2), accepted when
+// 2y >= x^2. Both uniforms are drawn with full relative precision
+// (uniformOpenWords: 52 mantissa bits at every binary exponent), not as
+// 53-bit fixed-point numbers:
+//
+//   - with an absolute resolution of 2^-53, -log(U1) steps by 2^-53/U1,
+//     which beyond about 6.4 sigma is coarser than the noise grid (sigma
+//     2^-40): only part of the grid's cells could be reached (76% at 6.5
+//     sigma, 13.5% at 7, 0.4% at 8), and the set of reachable outputs
+//     moved with the input (Mironov 2012, in the tail). With 52 relative
+//     bits -log(U1) steps by at most about 2^-51 wherever U1 lies in the
+//     normal floats, so x steps by less than 2^-52, far below the grid;
+//   - a fixed-point U2 is at least 2^-54, so y <= 37.4 and no excess
+//     beyond sqrt(2 37.4) = 8.65 (12.09 sigma) could be accepted: the
+//     reachable window of the noise ended at 12.09 sigma, and the windows
+//     of two neighbouring inputs differed in their last Delta/sigma. With
+//     U2 down to 2^-1022, y reaches 708 and the window 41 sigma.
+//
+// TestZigguratTailGrid counts the reachable grid cells from 6 to 20 sigma
+// and fails on the fixed-point uniforms (its control counts them).
+func zigTail(next func() uint64) float64 {
+	for {
+		x := -math.Log(uniformOpenWords(next)) / zigR
+		y := -math.Log(uniformOpenWords(next))
+		if y+y >= x*x {
+			return x
+		}
+	}
+}
+
 // unitOpen maps a word to a uniform in (0, 1): the top 53 bits plus half a
-// step, never 0 or 1 (so its logarithm is finite).
+// step, never 0 or 1 (so its logarithm is finite). Its resolution is
+// absolute (2^-53): fine for the wedge test, which compares it with a
+// density between f(x_i) and f(x_(i-1)) > 0.3 f(r), not for the tail
+// (zigTail), where its logarithm sets a draw's value or its range.
 func unitOpen(u uint64) float64 {
 	return (float64(u>>11) + 0.5) * 0x1p-53
 }
