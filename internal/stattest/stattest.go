@@ -84,3 +84,31 @@ func Corr(x, y []float64) float64 {
 	c /= float64(len(x) - 1)
 	return c / math.Sqrt(vx*vy)
 }
+
+// KS2 returns the two-sample Kolmogorov-Smirnov statistic sup |F_a(x) -
+// F_b(x)| of samples a and b (both sorted in place).
+func KS2(a, b []float64) float64 {
+	sort.Float64s(a)
+	sort.Float64s(b)
+	na, nb := float64(len(a)), float64(len(b))
+	var d float64
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		x := min(a[i], b[j])
+		for i < len(a) && a[i] == x {
+			i++
+		}
+		for j < len(b) && b[j] == x {
+			j++
+		}
+		d = math.Max(d, math.Abs(float64(i)/na-float64(j)/nb))
+	}
+	return d
+}
+
+// KS2Critical returns the critical value of KS2 for samples of sizes n and
+// m at false-reject probability alpha, from the asymptotic Kolmogorov
+// distribution: P(sqrt(nm/(n+m)) D > t) ~ 2 exp(-2 t^2).
+func KS2Critical(n, m int, alpha float64) float64 {
+	return math.Sqrt(math.Log(2/alpha)/2) * math.Sqrt(float64(n+m)/float64(n*m))
+}
