@@ -33,8 +33,13 @@ func FoldIn(m *Model, items []int32, times []int32, ratings []float64, lambda fl
 // FoldPenalties are the ridge penalties of a fold-in.
 type FoldPenalties struct {
 	// Row penalises the user's factor row and bias (lambda |a|^2); it must
-	// be positive and finite.
+	// be non-negative and finite, and Row + PerRating positive.
 	Row float64
+	// PerRating adds a penalty per rating of the user: the row and bias
+	// are penalised by Row + PerRating n for a user with n ratings (the
+	// per-observation ridge lambda n_u of ALS and of private ALS's user
+	// solve).
+	PerRating float64
 	// Bucket penalises each of the user's time-bucket biases (lambda_t
 	// b_t^2); 0 fits none. Only order-3 models have buckets.
 	Bucket float64
@@ -85,7 +90,7 @@ func FoldInUser(m *Model, items []int32, times []int32, ratings []float64, p Fol
 	if err := checkFoldIn(m, items, times, ratings, p); err != nil {
 		return nil, err
 	}
-	lambda := p.Row
+	lambda := p.Row + p.PerRating*float64(len(ratings))
 	R := m.Ranks[0]
 	n := R
 	if m.HasBias {
@@ -156,8 +161,8 @@ func checkFoldIn(m *Model, items, times []int32, ratings []float64, p FoldPenalt
 	if m.Order() == 2 && times != nil {
 		return fmt.Errorf("decomposition: fold-in into an order-2 model takes no time buckets")
 	}
-	if !(p.Row > 0) || math.IsInf(p.Row, 0) {
-		return fmt.Errorf("decomposition: fold-in lambda %g must be positive and finite", p.Row)
+	if !(p.Row >= 0) || math.IsInf(p.Row, 0) || !(p.PerRating >= 0) || math.IsInf(p.PerRating, 0) || !(p.Row+p.PerRating > 0) {
+		return fmt.Errorf("decomposition: fold-in lambda %g (plus %g per rating) must be non-negative and finite, and positive in all", p.Row, p.PerRating)
 	}
 	if !(p.Bucket >= 0) || math.IsInf(p.Bucket, 0) {
 		return fmt.Errorf("decomposition: fold-in bucket penalty %g must be non-negative and finite", p.Bucket)

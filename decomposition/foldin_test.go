@@ -93,6 +93,28 @@ func TestFoldInUserBuckets(t *testing.T) {
 		if _, err := FoldInUser(m, []int32{0}, []int32{0}, []float64{1}, FoldPenalties{Row: 1, Bucket: bad}); err == nil {
 			t.Errorf("bucket penalty %g accepted", bad)
 		}
+		if _, err := FoldInUser(m, []int32{0}, []int32{0}, []float64{1}, FoldPenalties{Row: 1, PerRating: bad}); err == nil {
+			t.Errorf("per-rating penalty %g accepted", bad)
+		}
+	}
+	if _, err := FoldInUser(m, []int32{0}, []int32{0}, []float64{1}, FoldPenalties{}); err == nil {
+		t.Error("zero penalties accepted")
+	}
+	// PerRating p adds p n to the row penalty: a user with 4 ratings at
+	// Row 0.3, PerRating 0.2 folds in as at Row 1.1.
+	items, times, r := []int32{0, 1, 3, 1}, []int32{2, 2, 2, 2}, []float64{1, 5, 3, 4}
+	a, err := FoldInUser(m, items, times, r, FoldPenalties{Row: 0.3, PerRating: 0.2, Bucket: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := FoldInUser(m, items, times, r, FoldPenalties{Row: 1.1, Bucket: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range a.Row {
+		if math.Abs(a.Row[p]-b.Row[p]) > 1e-12 {
+			t.Errorf("per-rating penalty: row[%d] = %v, want %v", p, a.Row[p], b.Row[p])
+		}
 	}
 }
 
