@@ -279,13 +279,29 @@ func exportCore(w io.Writer, m *decomposition.Model) error {
 	return fw.Close()
 }
 
+// Export file names of the pair biases (ExportPairTable).
+const (
+	ExportUserTimeBias   = "user_time_bias.parquet"
+	ExportItemPeriodBias = "item_period_bias.parquet"
+)
+
 // ExportPairTable is the Parquet file name of pair bias i:
-// "user_time_bias.parquet" or "item_period_bias.parquet".
+// ExportUserTimeBias or ExportItemPeriodBias.
 func ExportPairTable(m *decomposition.Model, i int) string {
 	if m.Pairs[i].A == 0 {
-		return "user_time_bias.parquet"
+		return ExportUserTimeBias
 	}
-	return "item_period_bias.parquet"
+	return ExportItemPeriodBias
+}
+
+// ExportFileNames returns every file name Export may write into its
+// directory, whatever the model.
+func ExportFileNames() []string {
+	names := []string{ExportHeader, ExportCore, ExportUserTimeBias, ExportItemPeriodBias}
+	for mo := range modeNames {
+		names = append(names, ExportTable(mo))
+	}
+	return names
 }
 
 // exportPairs writes one pair bias: the mode-A index, the period and the

@@ -134,9 +134,6 @@ func trainRefitClamp(c *cli.Context, st *data.Store, res *completion.Result, rng
 func trainRun(c *cli.Context) error {
 	start := time.Now()
 	out := c.String("out")
-	if err := checkOutputs([]string{c.String("data")}, out); err != nil {
-		return err
-	}
 	if !c.Bool("force") {
 		// Fail before training rather than after.
 		if err := trainCheckOut(out); err != nil {
