@@ -108,8 +108,8 @@ type predictOptions struct {
 	Out        string // --out ("" or "-": the output stream)
 	Force      bool
 	Format     string // csv, json, jsonl or parquet (predictFormat)
-	// LogFlags says the loader's --columns or --format was given, which
-	// makes --input a rating log (predictIsLog).
+	// LogFlags says the loader's --columns, --format or --delimiter was
+	// given, which makes --input a rating log (predictIsLog).
 	LogFlags bool
 	Load     data.LoadOptions // the input flags, for rating logs
 }
@@ -128,7 +128,7 @@ func predictOptionsOf(c *cli.Context) (*predictOptions, error) {
 		Strict:        c.Bool("strict"),
 		Out:           c.String("out"),
 		Force:         c.Bool("force"),
-		LogFlags:      c.IsSet("columns") || c.IsSet("format"),
+		LogFlags:      c.IsSet("columns") || c.IsSet("format") || c.IsSet("delimiter"),
 	}
 	var err error
 	if o.Time, err = predictParseTime(c.String("time")); err != nil {
@@ -272,6 +272,11 @@ func predictMany(o *predictOptions, s *iostreams, p *models.Predictor, w io.Writ
 		}
 		if len(rec) < 2 || len(rec) > 3 {
 			return fmt.Errorf("%s:%d: want user,item[,time], got %d fields (a rating log is read with --columns)", path, line, len(rec))
+		}
+		for i, what := range []string{"user", "item"} {
+			if strings.TrimSpace(rec[i]) == "" {
+				return fmt.Errorf("%s:%d: empty %s id", path, line, what)
+			}
 		}
 		var t *int64
 		if len(rec) == 3 {
