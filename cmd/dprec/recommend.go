@@ -117,6 +117,9 @@ func recommendRun(o *recommendOptions, s *iostreams) error {
 	if err != nil {
 		return err
 	}
+	if err := checkModelTime(p, o.Model, o.Time); err != nil {
+		return err
+	}
 	p = p.WithShrinkage(o.Shrinkage)
 	n, t := o.Top, o.Time
 	excl, err := recommendExclusions(o, s, p)
