@@ -187,10 +187,24 @@ func TestExportCommand(t *testing.T) {
 	dir, model, _ := outputTestModel(t)
 	out := filepath.Join(dir, "exp")
 	// Flags after the positional arguments.
-	if _, errs, code := cliRun(t, "export", model, out, "-q"); code != exitOK {
+	_, errs, code := cliRun(t, "export", model, out)
+	if code != exitOK {
 		t.Fatalf("export: exit %d %s", code, errs)
 	}
-	for _, n := range []string{"header.json", "users.parquet", "items.parquet", "times.parquet", "core.parquet"} {
+	// Every file written is listed, the pair-bias tables too (issue 24
+	// item 16: 5 of 7 were).
+	ents, err := os.ReadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wrote []string
+	for _, e := range ents {
+		wrote = append(wrote, "wrote "+filepath.Join(out, e.Name()))
+	}
+	if got := strings.TrimSpace(errs); got != strings.Join(wrote, "\n") {
+		t.Errorf("export lists\n%s\nbut wrote\n%s", got, strings.Join(wrote, "\n"))
+	}
+	for _, n := range []string{"header.json", "users.parquet", "items.parquet", "times.parquet", "core.parquet", "user_time_bias.parquet", "item_period_bias.parquet"} {
 		if st, err := os.Stat(filepath.Join(out, n)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", n, err)
 		}
