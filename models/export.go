@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -54,12 +55,19 @@ type ExportedHeader struct {
 //	core.parquet: p, q[, t] int32 and value float64, one row per core entry
 //	    (row-major, last mode fastest); for CP the superdiagonal of ones
 //	    (p = q = t), so the same query serves both kinds
+//	user_time_bias.parquet, item_period_bias.parquet (models with
+//	    user x time-bucket and item x period biases, decomposition.PairBias):
+//	    user or item int64 (the mode's dense index), period int64 (time
+//	    bucket index / the divisor header.json gives) and bias float64,
+//	    one row per pair present, in key order; absent pairs are 0
 //	header.json: ExportedHeader (global mean, clamp range, time bucketing,
 //	    settings, privacy report, ...)
 //
 // A prediction is mean + user.bias + item.bias + time.bias + sum over core
-// rows of value * user.f{p} * item.f{q} * time.f{t}, clamped to
-// [clamp_lo, clamp_hi] when clamp_lo < clamp_hi.
+// rows of value * user.f{p} * item.f{q} * time.f{t}, plus the pair biases
+// present for (user, period) and (item, period), clamped to
+// [clamp_lo, clamp_hi] when clamp_lo < clamp_hi. ExportFiles lists the
+// files written for a model.
 //
 // If dir does not exist it is created by writing a temporary sibling
 // directory and renaming it, so a failed export leaves nothing behind. An
@@ -279,13 +287,43 @@ func exportCore(w io.Writer, m *decomposition.Model) error {
 	return fw.Close()
 }
 
+// Export file names of the pair biases (ExportPairTable).
+const (
+	ExportUserTimeBias   = "user_time_bias.parquet"
+	ExportItemPeriodBias = "item_period_bias.parquet"
+)
+
 // ExportPairTable is the Parquet file name of pair bias i:
-// "user_time_bias.parquet" or "item_period_bias.parquet".
+// ExportUserTimeBias or ExportItemPeriodBias.
 func ExportPairTable(m *decomposition.Model, i int) string {
 	if m.Pairs[i].A == 0 {
-		return "user_time_bias.parquet"
+		return ExportUserTimeBias
 	}
-	return "item_period_bias.parquet"
+	return ExportItemPeriodBias
+}
+
+// ExportFiles returns the names of the files Export writes for m, sorted:
+// the header, the core, one table per mode and one per pair bias.
+func ExportFiles(m *decomposition.Model) []string {
+	names := []string{ExportHeader, ExportCore}
+	for mo := 0; mo < m.Order(); mo++ {
+		names = append(names, ExportTable(mo))
+	}
+	for i := range m.Pairs {
+		names = append(names, ExportPairTable(m, i))
+	}
+	slices.Sort(names)
+	return names
+}
+
+// ExportFileNames returns every file name Export may write into its
+// directory, whatever the model.
+func ExportFileNames() []string {
+	names := []string{ExportHeader, ExportCore, ExportUserTimeBias, ExportItemPeriodBias}
+	for mo := range modeNames {
+		names = append(names, ExportTable(mo))
+	}
+	return names
 }
 
 // exportPairs writes one pair bias: the mode-A index, the period and the

@@ -229,9 +229,6 @@ func capeAggregateOptionsOf(c *cli.Context) (*capeAggregateOptions, error) {
 // capeAggregateRun serves the aggregator role until the run ends, then
 // prints the result on ios.Out (notes on ios.Err).
 func capeAggregateRun(o *capeAggregateOptions, ios *iostreams) error {
-	if err := checkOutputs([]string{o.Keys}, o.Out); err != nil {
-		return err
-	}
 	keys, err := capeLoadKeys(o.Keys, cape.RoleAggregator)
 	if err != nil {
 		return err

@@ -191,12 +191,8 @@ func datasplitOptionsOf(c *cli.Context) (*datasplitOptions, error) {
 	if (c.IsSet("train") || c.IsSet("test")) && (o.Method == "kfold" || !c.IsSet("train") || !c.IsSet("test")) {
 		return nil, cli.Exit("--train and --test go together, and not with --method kfold (use --out-dir)", exitUsage)
 	}
-	// Named outputs are checked before the input is read: neither may be
-	// the input, and they may not name one file (the test part would
-	// replace the train part).
-	if err := checkOutputs([]string{o.File}, o.Train, o.Test); err != nil {
-		return nil, err
-	}
+	// Named outputs may not name one file (the test part would replace
+	// the train part); checkIO has refused an output that is the input.
 	if err := datasplitDistinct([]string{o.Train, o.Test}); err != nil {
 		return nil, err
 	}
@@ -348,15 +344,12 @@ func datasplitDistinct(paths []string) error {
 }
 
 // datasplitWrite checks every output path before anything is written
-// (none may be the input or name the same file as another part), then
-// writes the parts.
+// (none may name the same file as another part; checkIO has refused a
+// part that is the input), then writes the parts.
 func datasplitWrite(o *datasplitOptions, f data.Format, parts []datasplitPart, stores []*data.Store) error {
 	force := o.Force
 	paths := make([]string, len(parts))
 	for i, p := range parts {
-		if err := checkOutputs([]string{o.File}, p.Path); err != nil {
-			return err
-		}
 		paths[i] = p.Path
 	}
 	if err := datasplitDistinct(paths); err != nil {
@@ -431,9 +424,6 @@ func dataconvertOptionsOf(c *cli.Context) (*dataconvertOptions, error) {
 // dataconvertRun reads o.In and writes it to o.Out.
 func dataconvertRun(o *dataconvertOptions, ios *iostreams) error {
 	in, out := o.In, o.Out
-	if err := checkOutputs([]string{in}, out); err != nil {
-		return err
-	}
 	if out != "-" && !o.Force {
 		if _, err := os.Lstat(out); err == nil {
 			return fmt.Errorf("%s: %w", out, data.ErrExists)

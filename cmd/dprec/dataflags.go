@@ -284,18 +284,3 @@ func dataArgs(c *cli.Context) ([]string, error) {
 	}
 	return pos, nil
 }
-
-// checkOutputs refuses every output path that resolves to one of the
-// command's input files (the same path after Abs and EvalSymlinks, or the
-// same file by os.SameFile), with or without --force: commands call it
-// before they read or write anything. The refusal is a usage error (exit
-// 2, as spectral's) and wraps data.ErrOutputIsInput. Empty and "-" paths
-// are ignored.
-func checkOutputs(inputs []string, outputs ...string) error {
-	for _, o := range outputs {
-		if err := data.CheckNotInput(o, inputs...); err != nil {
-			return cli.Exit(err, exitUsage)
-		}
-	}
-	return nil
-}

@@ -95,6 +95,9 @@ func evalRun(o *evalOptions, s *iostreams) error {
 	if err != nil {
 		return err
 	}
+	if err := checkModelTime(p, o.Model, o.Eval.Time); err != nil {
+		return err
+	}
 	p = p.WithShrinkage(o.Shrinkage)
 	opts := o.Load
 	opts.Builder.KeepTimestamps = true

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"path/filepath"
-	"sort"
 
 	"github.com/dprec/dprec/models"
 	"github.com/urfave/cli/v2"
@@ -18,11 +17,13 @@ func exportCmd() *cli.Command {
 		UsageText: "dprec export m.arrow m-export/\n   duckdb -c \"SELECT id, bias FROM 'm-export/items.parquet' ORDER BY bias DESC LIMIT 5\"",
 		Description: `Writes users.parquet, items.parquet, times.parquet (one row per index:
 index, id, [start,] [bias,] f0..f{R-1}), core.parquet (p, q[, t], value; for
-CP the superdiagonal of ones) and header.json (global mean, clamp range, time
-bucketing, settings, privacy report, and how the tables combine into a
-prediction), so DuckDB, pandas or Spark read the model without dprec. A new
-DIR is created whole or not at all; files in an existing DIR are replaced
-only with --force.`,
+CP the superdiagonal of ones), for a model with time biases
+user_time_bias.parquet and item_period_bias.parquet (user or item index,
+period, bias) and header.json (global mean, clamp range, time bucketing,
+settings, privacy report, and how the tables combine into a prediction), so
+DuckDB, pandas or Spark read the model without dprec; every file written is
+listed on stderr. A new DIR is created whole or not at all; files in an
+existing DIR are replaced only with --force.`,
 		Flags: []cli.Flag{
 			forceFlag("replace existing files in DIR", ""),
 		},
@@ -58,12 +59,7 @@ func exportRun(o *exportOptions, s *iostreams) error {
 		return err
 	}
 	if !o.Quiet {
-		names := []string{models.ExportHeader, models.ExportCore}
-		for mo := range f.Model.Dims {
-			names = append(names, models.ExportTable(mo))
-		}
-		sort.Strings(names)
-		for _, n := range names {
+		for _, n := range models.ExportFiles(f.Model) {
 			fmt.Fprintln(s.Err, "wrote", filepath.Join(dir, n))
 		}
 	}

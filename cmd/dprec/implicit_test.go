@@ -211,3 +211,53 @@ func TestImplicitClickLog(t *testing.T) {
 		t.Fatalf("recommend: %v %q", err, out)
 	}
 }
+
+// TestTimelessModelTime: a model without a time mode (the implicit
+// objective; a rating model trained with --time-unit none) refuses --time
+// in predict, recommend and eval instead of echoing a time it does not use,
+// and predict --input drops a pairs file's time column with one note
+// (issue 24 item 16); a model with a time mode still takes --time.
+func TestTimelessModelTime(t *testing.T) {
+	dir := t.TempDir()
+	train, _ := trainTestLog(t, dir)
+	imp, flat, timed := filepath.Join(dir, "imp.arrow"), filepath.Join(dir, "flat.arrow"), filepath.Join(dir, "timed.arrow")
+	for _, args := range [][]string{
+		{"train", "--objective", "implicit", "--data", train, "--rank", "2", "--iterations", "2", "--seed", "1", "--out", imp},
+		{"train", "--data", train, "--time-unit", "none", "--rank", "2", "--epochs", "2", "--seed", "1", "--out", flat},
+		{"train", "--data", train, "--rank", "2", "--epochs", "2", "--seed", "1", "--out", timed},
+	} {
+		if _, errs, code := cliRun(t, append(args, "-q")...); code != exitOK {
+			t.Fatalf("%v: %s", args, errs)
+		}
+	}
+	for _, m := range []string{imp, flat} {
+		for _, args := range [][]string{
+			{"predict", "-m", m, "--user", "1000", "--item", "500", "--time", "2020-09-14"},
+			{"recommend", "-m", m, "--user", "1000", "--time", "2020-09-14"},
+			{"eval", "-m", m, "--data", train, "--time", "2020-09-14"},
+		} {
+			out, errs, code := cliRun(t, append(args, "-q")...)
+			if code != exitUsage || !strings.Contains(errs, "has no time mode") || out != "" {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q; want %d, no time mode", args, code, out, errs, exitUsage)
+			}
+		}
+	}
+	pairs := filepath.Join(dir, "pairs.csv")
+	if err := os.WriteFile(pairs, []byte("user,item,time\n1000,500,2020-09-14\n1001,501,2020-09-15\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := cliRun(t, "predict", "-m", imp, "--input", pairs, "--json")
+	var preds []predictResult
+	if code != exitOK || json.Unmarshal([]byte(out), &preds) != nil || len(preds) != 2 || strings.Count(errs, "time column is ignored") != 1 {
+		t.Fatalf("pairs with times: exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, p := range preds {
+		if p.Time != nil {
+			t.Errorf("time %d echoed for a model without a time mode", *p.Time)
+		}
+	}
+	out, errs, code = cliRun(t, "predict", "-m", timed, "--user", "1000", "--item", "500", "--time", "2020-09-14", "--json", "-q")
+	if code != exitOK || !strings.Contains(out, `"time":1600041600`) {
+		t.Errorf("a model with a time mode: exit %d %s %s", code, out, errs)
+	}
+}

@@ -59,8 +59,9 @@ prints one JSON document, --jsonl one JSON object per line. Start with
 	return app
 }
 
-// installHooks gives every command the usage-error handler (no help dump)
-// and the flag checks of validate.go, run before the command's action.
+// installHooks gives every command the usage-error handler (no help dump),
+// the output-onto-input check of iocheck.go and the flag checks of
+// validate.go, run before the command's action.
 func installHooks(cmds []*cli.Command, parent string) {
 	for _, c := range cmds {
 		if c.Name == "help" {
@@ -71,6 +72,9 @@ func installHooks(cmds []*cli.Command, parent string) {
 		if c.Action != nil {
 			before := c.Before
 			c.Before = func(ctx *cli.Context) error {
+				if err := checkIO(ctx, path); err != nil {
+					return err
+				}
 				if err := checkFlags(ctx, path); err != nil {
 					return err
 				}

@@ -187,10 +187,24 @@ func TestExportCommand(t *testing.T) {
 	dir, model, _ := outputTestModel(t)
 	out := filepath.Join(dir, "exp")
 	// Flags after the positional arguments.
-	if _, errs, code := cliRun(t, "export", model, out, "-q"); code != exitOK {
+	_, errs, code := cliRun(t, "export", model, out)
+	if code != exitOK {
 		t.Fatalf("export: exit %d %s", code, errs)
 	}
-	for _, n := range []string{"header.json", "users.parquet", "items.parquet", "times.parquet", "core.parquet"} {
+	// Every file written is listed, the pair-bias tables too (issue 24
+	// item 16: 5 of 7 were).
+	ents, err := os.ReadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wrote []string
+	for _, e := range ents {
+		wrote = append(wrote, "wrote "+filepath.Join(out, e.Name()))
+	}
+	if got := strings.TrimSpace(errs); got != strings.Join(wrote, "\n") {
+		t.Errorf("export lists\n%s\nbut wrote\n%s", got, strings.Join(wrote, "\n"))
+	}
+	for _, n := range []string{"header.json", "users.parquet", "items.parquet", "times.parquet", "core.parquet", "user_time_bias.parquet", "item_period_bias.parquet"} {
 		if st, err := os.Stat(filepath.Join(out, n)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", n, err)
 		}
@@ -378,6 +392,14 @@ func TestPredictIsLog(t *testing.T) {
 		{"cols.csv", "1,2,4\n", []string{"--columns", "user,item,rating"}, true},
 		{"log.parquet", "", nil, true},
 		{"log.csv.gz", "", nil, true},
+		// Tab-separated logs (data split's TSV) by name, by content or by
+		// --delimiter (issue 24 item 13: read as comma pairs, refused).
+		{"log.tsv", "userId\tmovieId\trating\ttimestamp\n1\t2\t4\t1420000000\n", nil, true},
+		{"log.txt", "userId\tmovieId\trating\n1\t2\t4\n", nil, true},
+		{"semi.txt", "1;2;4\n", nil, true},
+		{"ml.txt", "1::2::4::1420000000\n", nil, true},
+		{"tab.txt", "1\t2\t4\n", []string{"--delimiter", "tab"}, true},
+		{"pairs.txt", "user,item\n1,2\n", nil, false},
 	} {
 		path := filepath.Join(dir, tc.name)
 		if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
@@ -401,6 +423,33 @@ func TestPredictIsLog(t *testing.T) {
 		}
 		if got != tc.want {
 			t.Errorf("%s: rating log %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestPredictTSVAndEmptyIDs: predict --input reads the tab-separated log
+// data split writes without --columns (every rating predicted, rating
+// beside prediction), and an empty user or item id in a pairs file is an
+// error naming the file and line, not an unknown id (issue 24 item 13).
+func TestPredictTSVAndEmptyIDs(t *testing.T) {
+	dir, model, train := outputTestModel(t)
+	tr, te := filepath.Join(dir, "tr.tsv"), filepath.Join(dir, "te.tsv")
+	if _, errs, code := cliRun(t, "data", "split", train, "--method", "random", "--fraction", "0.2", "--seed", "1", "--train", tr, "--test", te, "-q"); code != exitOK {
+		t.Fatalf("split: %s", errs)
+	}
+	out, errs, code := cliRun(t, "predict", "-m", model, "--input", te, "--json", "-q")
+	var preds []predictResult
+	if code != exitOK || json.Unmarshal([]byte(out), &preds) != nil || len(preds) == 0 || preds[0].Rating == nil {
+		t.Fatalf("predict --input %s: exit %d %s\n%.300s", te, code, errs, out)
+	}
+	for i, pairs := range []string{"user,item\n1,2\n,2\n", "user,item,time\n1,2,2015-01-01\n1, ,2015-01-01\n"} {
+		p := filepath.Join(dir, fmt.Sprintf("pairs%d.csv", i))
+		if err := os.WriteFile(p, []byte(pairs), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("pairs%d.csv:3: empty %s id", i, []string{"user", "item"}[i])
+		if _, errs, code := cliRun(t, "predict", "-m", model, "--input", p, "-q"); code != exitError || !strings.Contains(errs, want) {
+			t.Errorf("%q: exit %d, stderr %q; want %d and %q", pairs, code, errs, exitError, want)
 		}
 	}
 }

@@ -12,8 +12,11 @@ import (
 
 // TestOutputOntoInput: with --force, no command may write over one of its
 // own input files (issue 14 case 10: data convert and data split replaced
-// the input); the refusal is a usage error (exit 2; review 7 L3: train gave
-// 1) and the input stays byte for byte.
+// the input; issue 24 items 4 and 5: tune replaced its training log, predict
+// its pairs, --ratings or .csv-named model file, recommend its --items
+// list); the refusal is a usage error (exit 2; review 7 L3: train gave 1)
+// and the input stays byte for byte. TestEveryCommandRefusesOutputOntoInput
+// runs every command this way.
 func TestOutputOntoInput(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "x.csv")
@@ -33,6 +36,12 @@ func TestOutputOntoInput(t *testing.T) {
 		{"data", "split", in, "--method", "random", "--train", in, "--test", other, "--force"},
 		{"data", "split", in, "--method", "random", "--train", other, "--test", link, "--force"},
 		{"train", "--data", in, "--out", in, "--force", "--rank", "1", "--epochs", "1"},
+		{"tune", "--data", in, "--grid", "reg=0.1", "--out", in, "--force"},
+		{"tune", "--data", in, "--grid", "reg=0.1", "--out", link, "--force"},
+		{"predict", "-m", other, "--input", in, "--out", in, "--force"},
+		{"predict", "-m", other, "--ratings", in, "--item", "10", "--out", link, "--force"},
+		{"predict", "-m", in, "--user", "1", "--item", "10", "--out", in, "--force"},
+		{"recommend", "-m", other, "--all-users", "--items", in, "--out", in, "--force"},
 	}
 	for _, args := range cases {
 		_, err := dataTestRun(t, args...)

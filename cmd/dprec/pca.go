@@ -194,9 +194,6 @@ func pcaOptionsOf(c *cli.Context) (*pcaOptions, error) {
 func pcaRun(o *pcaOptions, s *iostreams) error {
 	start := time.Now()
 	cal := o.Calibration
-	if err := checkOutputs(o.Files, o.Out); err != nil {
-		return err
-	}
 	mats, err := pcaLoadSites(o)
 	if err != nil {
 		return err

@@ -84,6 +84,21 @@ func loadPredictor(s *iostreams, g globalOptions, path string) (*models.Predicto
 	return models.NewPredictor(f), nil
 }
 
+// checkModelTime refuses --time (t) for the model at path when it has no
+// time mode, which would ignore the time (the output used to echo it as if
+// it had been used).
+func checkModelTime(p *models.Predictor, path string, t *int64) error {
+	f := p.File()
+	if t == nil || f.Model.Order() >= 3 {
+		return nil
+	}
+	why := "trained with --time-unit none or on a log without times"
+	if f.Header.Objective == models.ObjectiveImplicit {
+		why = "an --objective implicit model"
+	}
+	return cli.Exit(fmt.Sprintf("--time: %s has no time mode (%s) and would ignore it; drop --time", path, why), exitUsage)
+}
+
 // predictResult is one prediction in the JSON output.
 type predictResult struct {
 	User       string   `json:"user"`
@@ -108,8 +123,8 @@ type predictOptions struct {
 	Out        string // --out ("" or "-": the output stream)
 	Force      bool
 	Format     string // csv, json, jsonl or parquet (predictFormat)
-	// LogFlags says the loader's --columns or --format was given, which
-	// makes --input a rating log (predictIsLog).
+	// LogFlags says the loader's --columns, --format or --delimiter was
+	// given, which makes --input a rating log (predictIsLog).
 	LogFlags bool
 	Load     data.LoadOptions // the input flags, for rating logs
 }
@@ -128,7 +143,7 @@ func predictOptionsOf(c *cli.Context) (*predictOptions, error) {
 		Strict:        c.Bool("strict"),
 		Out:           c.String("out"),
 		Force:         c.Bool("force"),
-		LogFlags:      c.IsSet("columns") || c.IsSet("format"),
+		LogFlags:      c.IsSet("columns") || c.IsSet("format") || c.IsSet("delimiter"),
 	}
 	var err error
 	if o.Time, err = predictParseTime(c.String("time")); err != nil {
@@ -147,6 +162,9 @@ func predictOptionsOf(c *cli.Context) (*predictOptions, error) {
 func predictRun(o *predictOptions, s *iostreams) error {
 	p, err := loadPredictor(s, o.globalOptions, o.Model)
 	if err != nil {
+		return err
+	}
+	if err := checkModelTime(p, o.Model, o.Time); err != nil {
 		return err
 	}
 	if o.Out == "" || o.Out == "-" {
@@ -259,6 +277,7 @@ func predictMany(o *predictOptions, s *iostreams, p *models.Predictor, w io.Writ
 	if err != nil {
 		return err
 	}
+	timeless, noted := p.File().Model.Order() < 3, false
 	for line := 1; ; line++ {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
@@ -273,10 +292,22 @@ func predictMany(o *predictOptions, s *iostreams, p *models.Predictor, w io.Writ
 		if len(rec) < 2 || len(rec) > 3 {
 			return fmt.Errorf("%s:%d: want user,item[,time], got %d fields (a rating log is read with --columns)", path, line, len(rec))
 		}
+		for i, what := range []string{"user", "item"} {
+			if strings.TrimSpace(rec[i]) == "" {
+				return fmt.Errorf("%s:%d: empty %s id", path, line, what)
+			}
+		}
 		var t *int64
 		if len(rec) == 3 {
 			if t, err = predictParseTime(rec[2]); err != nil {
 				return fmt.Errorf("%s:%d: %w", path, line, err)
+			}
+			if timeless && t != nil {
+				// Not echoed as if it had been used.
+				if !o.Quiet && !noted {
+					fmt.Fprintf(s.Err, "dprec: %s: the model has no time mode: its time column is ignored\n", path)
+				}
+				t, noted = nil, true
 			}
 		}
 		v, fb := p.Predict(rec[0], rec[1], t)

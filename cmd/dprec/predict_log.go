@@ -19,9 +19,12 @@ import (
 // algo.test: user, item, time, rating, prediction, fallback.
 
 // predictIsLog reports whether --input names a rating log rather than a
-// CSV of pairs: the loader's flags were given, the name says Arrow,
-// Parquet or gzip, or the text's header names a rating column, or its
-// first data row has four or more fields.
+// CSV of pairs: the loader's flags were given (--columns, --format,
+// --delimiter), the name says another format than CSV (TSV, dat, Arrow,
+// Parquet) or gzip, the first line is not comma-separated but has another
+// delimiter the loader detects (the tab of the TSV data split writes), or
+// the text's header names a rating column, or its first data row has four
+// or more fields.
 func predictIsLog(o *predictOptions, path string) bool {
 	if o.LogFlags {
 		return true
@@ -29,8 +32,7 @@ func predictIsLog(o *predictOptions, path string) bool {
 	if path == "-" {
 		return false
 	}
-	switch data.DetectFormat(path) {
-	case data.FormatArrow, data.FormatArrowStream, data.FormatParquet, data.FormatDat:
+	if f := data.DetectFormat(path); f != data.FormatAuto && f != data.FormatCSV {
 		return true
 	}
 	if strings.HasSuffix(strings.ToLower(path), ".gz") {
@@ -41,7 +43,13 @@ func predictIsLog(o *predictOptions, path string) bool {
 		return false // predictMany reports the error
 	}
 	defer fh.Close()
-	cr := csv.NewReader(bufio.NewReader(io.LimitReader(fh, 1<<16)))
+	br := bufio.NewReader(io.LimitReader(fh, 1<<16))
+	head, _ := br.Peek(4096) // fewer bytes at the end of the file
+	line, _, _ := strings.Cut(string(head), "\n")
+	if !strings.Contains(line, ",") && (strings.ContainsAny(line, "\t;|") || strings.Contains(line, "::")) {
+		return true
+	}
+	cr := csv.NewReader(br)
 	cr.FieldsPerRecord = -1
 	cr.TrimLeadingSpace = true
 	for line := 1; line <= 2; line++ {

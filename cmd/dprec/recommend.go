@@ -110,14 +110,14 @@ func recommendOptionsOf(c *cli.Context) (*recommendOptions, error) {
 
 // recommendRun writes the top-N lists o asks for on s.Out (or --out).
 func recommendRun(o *recommendOptions, s *iostreams) error {
-	if err := checkOutputs([]string{o.Model, o.ExcludeRated, o.Ratings}, o.Out); err != nil {
-		return err
-	}
 	if o.Top <= 0 {
 		return cli.Exit(fmt.Sprintf("--top %d: must be positive", o.Top), exitUsage)
 	}
 	p, err := loadPredictor(s, o.globalOptions, o.Model)
 	if err != nil {
+		return err
+	}
+	if err := checkModelTime(p, o.Model, o.Time); err != nil {
 		return err
 	}
 	p = p.WithShrinkage(o.Shrinkage)

@@ -409,9 +409,6 @@ iterations per document with the model's document-topic prior (see go doc otd.In
 			if err := spectralCheckTableOut(c.String("out"), c.Bool("force")); err != nil {
 				return err
 			}
-			if err := spectralNotInput(c.String("out"), c.String("model"), c.String("corpus"), c.String("vocab")); err != nil {
-				return err
-			}
 			m, err := spectralReadModel(c.String("model"))
 			if err != nil {
 				return err
@@ -434,26 +431,4 @@ iterations per document with the model's document-topic prior (see go doc otd.In
 			return nil
 		},
 	}
-}
-
-// spectralNotInput refuses an output path that names one of the input
-// files (same file, whatever the spelling), so that --force can never
-// overwrite an input.
-func spectralNotInput(out string, inputs ...string) error {
-	if out == "" || out == "-" {
-		return nil
-	}
-	so, err := os.Stat(out)
-	if err != nil {
-		return nil // does not exist yet
-	}
-	for _, in := range inputs {
-		if in == "" {
-			continue
-		}
-		if si, err := os.Stat(in); err == nil && os.SameFile(so, si) {
-			return cli.Exit(fmt.Sprintf("%s is an input of this command; refusing to overwrite it", out), exitUsage)
-		}
-	}
-	return nil
 }

@@ -134,9 +134,6 @@ func trainRefitClamp(c *cli.Context, st *data.Store, res *completion.Result, rng
 func trainRun(c *cli.Context) error {
 	start := time.Now()
 	out := c.String("out")
-	if err := checkOutputs([]string{c.String("data")}, out); err != nil {
-		return err
-	}
 	if !c.Bool("force") {
 		// Fail before training rather than after.
 		if err := trainCheckOut(out); err != nil {
@@ -301,9 +298,6 @@ func trainParseFlags(c *cli.Context) (trainFlags, error) {
 		return tf, cli.Exit("--time-biases: "+err.Error(), exitUsage)
 	}
 	tf.private = c.String("privacy") != "" && c.String("privacy") != "none"
-	if tf.private && tf.solver == completion.SolverALS {
-		return tf, cli.Exit("--solver als is for non-private training: each --privacy mode brings its own solver (private ALS is --privacy als; input, gradient and output train by SGD, bias from noisy sums)", exitUsage)
-	}
 	if c.Int("epochs") < 0 {
 		return tf, cli.Exit(fmt.Sprintf("--epochs %d: must be positive", c.Int("epochs")), exitUsage)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -133,6 +134,21 @@ func trainImplicitSettings(c *cli.Context) (int, *completion.ImplicitSettings, e
 	}
 	if s.Iterations <= 0 {
 		return 0, nil, cli.Exit(fmt.Sprintf("--iterations %d: must be positive", s.Iterations), exitUsage)
+	}
+	// Zero would silently mean completion's default: each must be positive.
+	for _, v := range []struct {
+		flag string
+		val  float64
+		what string
+	}{
+		{"alpha", s.Alpha, "the confidence scale"},
+		{"unobserved-weight", s.UnobservedWeight, "the weight of every unobserved cell"},
+		{"reg", s.Reg, "the ridge penalty keeps every row's normal equations positive definite"},
+		{"init-scale", s.InitScale, "the standard deviation of the initial factors"},
+	} {
+		if c.IsSet(v.flag) && !(v.val > 0 && !math.IsInf(v.val, 0)) {
+			return 0, nil, cli.Exit(fmt.Sprintf("--%s %g: must be positive and finite with --objective implicit (%s)", v.flag, v.val, v.what), exitUsage)
+		}
 	}
 	return rank, s, nil
 }

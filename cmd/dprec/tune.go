@@ -4,6 +4,7 @@ import (
 	crand "crypto/rand"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -52,12 +53,33 @@ never looks at a test set: split one off first with "dprec data split".`,
 }
 
 type tuneSummary struct {
-	Data   string                 `json:"data"`
-	Folds  int                    `json:"folds"`
-	Points []completion.TunePoint `json:"points"`
-	Best   *completion.TunePoint  `json:"best,omitempty"`
-	Out    string                 `json:"out,omitempty"`
-	Secs   float64                `json:"seconds"`
+	Data   string    `json:"data"`
+	Folds  int       `json:"folds"`
+	Points []tuneRow `json:"points"`
+	Best   *tuneRow  `json:"best,omitempty"`
+	Failed int       `json:"failed,omitempty"`
+	Out    string    `json:"out,omitempty"`
+	Secs   float64   `json:"seconds"`
+}
+
+// tuneRow is one grid point as printed. A point whose training failed
+// carries its error and no rmse, rmse_sd or epochs: a script that takes the
+// lowest RMSE must not pick a failure (a zero RMSE would be the lowest).
+type tuneRow struct {
+	Values map[string]string `json:"values"`
+	RMSE   *float64          `json:"rmse,omitempty"`
+	SD     *float64          `json:"rmse_sd,omitempty"`
+	Epochs *float64          `json:"epochs,omitempty"`
+	Err    string            `json:"error,omitempty"`
+}
+
+// tuneRowOf converts a scored point.
+func tuneRowOf(p completion.TunePoint) tuneRow {
+	r := tuneRow{Values: p.Values, Err: p.Err}
+	if p.Err == "" {
+		r.RMSE, r.SD, r.Epochs = &p.RMSE, &p.SD, &p.Epochs
+	}
+	return r
 }
 
 // tuneOptions are the flags of dprec tune.
@@ -149,15 +171,31 @@ func tuneRun(o *tuneOptions, s *iostreams) error {
 	if err != nil {
 		return err
 	}
-	sum := tuneSummary{Data: o.Data, Folds: max(1, cfg.Folds), Points: pts}
-	if len(pts) > 0 && pts[0].Err == "" {
-		sum.Best = &pts[0]
-	}
-	if out != "" {
-		if sum.Best == nil {
-			return fmt.Errorf("no grid point trained without error: nothing to save")
+	sum := tuneSummary{Data: o.Data, Folds: max(1, cfg.Folds)}
+	for _, p := range pts {
+		sum.Points = append(sum.Points, tuneRowOf(p))
+		if p.Err != "" {
+			sum.Failed++
 		}
-		if err := tuneSaveBest(st, &cfg, sum.Best, seed, out, o.Force, info); err != nil {
+	}
+	if len(pts) == 0 || pts[0].Err != "" {
+		// Every point failed (they sort last): print them, then fail.
+		sum.Secs = time.Since(start).Seconds()
+		if err := tunePrint(s.Out, o.JSON, &sum, cfg.Grid); err != nil {
+			return err
+		}
+		msg := "no grid point trained without error"
+		if len(pts) > 0 {
+			msg = fmt.Sprintf("all %d grid points failed (the first: %s)", len(pts), pts[0].Err)
+		}
+		if out != "" {
+			msg += "; nothing saved to " + out
+		}
+		return errors.New(msg)
+	}
+	sum.Best = &sum.Points[0]
+	if out != "" {
+		if err := tuneSaveBest(st, &cfg, &pts[0], seed, out, o.Force, info); err != nil {
 			return err
 		}
 		sum.Out = out
@@ -236,7 +274,7 @@ func tunePrint(w io.Writer, asJSON bool, s *tuneSummary, grid []completion.Param
 			fmt.Fprintf(w, "failed: %s\n", p.Err)
 			continue
 		}
-		fmt.Fprintf(w, "%-8.4f %-8.4f %.1f\n", p.RMSE, p.SD, p.Epochs)
+		fmt.Fprintf(w, "%-8.4f %-8.4f %.1f\n", *p.RMSE, *p.SD, *p.Epochs)
 	}
 	if s.Best != nil {
 		var b []string
@@ -244,7 +282,7 @@ func tunePrint(w io.Writer, asJSON bool, s *tuneSummary, grid []completion.Param
 			b = append(b, n+"="+s.Best.Values[n])
 		}
 		slices.Sort(b)
-		fmt.Fprintf(w, "best: %s (validation RMSE %.4f)\n", strings.Join(b, " "), s.Best.RMSE)
+		fmt.Fprintf(w, "best: %s (validation RMSE %.4f)\n", strings.Join(b, " "), *s.Best.RMSE)
 	}
 	if s.Out != "" {
 		fmt.Fprintf(w, "saved %s (best point retrained on the whole log)\n", s.Out)

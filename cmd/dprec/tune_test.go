@@ -3,12 +3,15 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"github.com/urfave/cli/v2"
+	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/dprec/dprec/models"
+	"github.com/urfave/cli/v2"
 )
 
 // TestTune: the table is sorted by validation RMSE, --json is one document
@@ -31,7 +34,7 @@ func TestTune(t *testing.T) {
 		t.Fatalf("%d points, best %v, folds %d", len(sum.Points), sum.Best, sum.Folds)
 	}
 	for i := 1; i < len(sum.Points); i++ {
-		if sum.Points[i].RMSE < sum.Points[i-1].RMSE {
+		if *sum.Points[i].RMSE < *sum.Points[i-1].RMSE {
 			t.Errorf("points not sorted: %v", sum.Points)
 		}
 	}
@@ -64,4 +67,57 @@ func tuneExitCode(err error) int {
 		return exitError
 	}
 	return exitOK
+}
+
+// TestTuneFailedPoints: a grid point whose training fails carries its
+// error and no rmse, rmse_sd or epochs in --json (it printed "rmse": 0, the
+// lowest of all), the best point is one that trained, and a grid whose
+// every point fails exits 1 after printing them, saving nothing (issue 24
+// item 12).
+func TestTuneFailedPoints(t *testing.T) {
+	dir := t.TempDir()
+	train, _ := trainTestLog(t, dir)
+	tune := []string{"tune", "--data", train, "--seed", "1", "--time-unit", "none", "--json"}
+	stdout, stderr, err := trainTestRun(t, append(tune, "--grid", "solver=sgd lr=0.01,1e6 epochs=3")...)
+	if err != nil {
+		t.Fatalf("one point trains: %v\n%s", err, stderr)
+	}
+	var sum struct {
+		Points []map[string]any `json:"points"`
+		Best   map[string]any   `json:"best"`
+		Failed int              `json:"failed"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	if len(sum.Points) != 2 || sum.Failed != 1 || sum.Best["error"] != nil || sum.Best["rmse"] == nil {
+		t.Fatalf("points %v, best %v, failed %d", sum.Points, sum.Best, sum.Failed)
+	}
+	for _, p := range sum.Points {
+		if _, failed := p["error"]; failed {
+			for _, k := range []string{"rmse", "rmse_sd", "epochs"} {
+				if v, ok := p[k]; ok {
+					t.Errorf("failed point %v has %s %v", p["values"], k, v)
+				}
+			}
+		}
+	}
+
+	out := filepath.Join(dir, "none.arrow")
+	for _, asJSON := range []bool{true, false} {
+		args := append(tune, "--grid", "solver=sgd lr=1e6,2e6 epochs=3", "--out", out)
+		if !asJSON {
+			args = slices.DeleteFunc(args, func(a string) bool { return a == "--json" })
+		}
+		stdout, _, err = trainTestRun(t, args...)
+		if code := tuneExitCode(err); code != exitError || !strings.Contains(fmt.Sprint(err), "all 2 grid points failed") {
+			t.Errorf("json %v: every point failed: exit %d (%v), want %d", asJSON, code, err, exitError)
+		}
+		if strings.Count(stdout, "LearningRate") != 2 {
+			t.Errorf("json %v: the failed points are not printed:\n%s", asJSON, stdout)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("json %v: a model was saved", asJSON)
+		}
+	}
 }

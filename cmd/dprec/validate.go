@@ -43,6 +43,8 @@ var flagChecks = map[string][]flagCheck{
 		oneOf("privacy-unit", "entry", "user"),
 		checkCalibration,
 		checkTrainPrivacy,
+		oneOf("objective", "rating", "implicit"),
+		checkTrainValues,
 	},
 	"dprec tune": {
 		oneOf("model", "cp", "tucker"), positiveInt("rank"), nonNegativeInt("folds"), nonNegativeInt("random"),
@@ -51,7 +53,7 @@ var flagChecks = map[string][]flagCheck{
 	},
 	"dprec predict":   {checkTime, checkJSONFlags, checkPredictShape, checkPredictOut},
 	"dprec recommend": {positiveInt("top"), checkTime, checkJSONFlags, checkRecommendShape},
-	"dprec eval":      {positiveInt("k")},
+	"dprec eval":      {positiveInt("k"), finiteFloat("threshold")},
 	"dprec spectral": {
 		oneOf("model", "stm", "lda", "mog"),
 		oneOf("method", spectralMethods...),
