@@ -17,31 +17,73 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
 	"github.com/dprec/dprec/perturb"
 )
 
-// Public settings of private ALS, fixed from the rating range only.
+// Public settings of private ALS. Each is a constant or a rule of what the
+// relation makes public (epsilon, delta, the rating range, the rank and,
+// under the entry unit, the user and item counts); none is read from the
+// ratings. They were chosen on the validation parts of a joke-shaped
+// synthetic log (5,000 users, 100 items, 202,500 ratings), of
+// ml-latest-small's training log (user x movie) and of a MovieLens-shaped
+// synthetic log, never on a test part (completion doc, "Private ALS:
+// public constants", gives the measurements).
 const (
 	// ALSPrivateSteps is the number of released item steps T.
-	ALSPrivateSteps = 3
-	// ALSPrivateBiasFraction is the share of epsilon given to the bias
-	// mode's releases (mean and item biases); the item steps get the rest.
-	// Chosen on the validation part of ml-latest-small's training log
-	// (0.8753 at epsilon 1 against 0.8823 with half the budget): on a log
-	// of that size the noisy factors add little, so the biases get most.
-	ALSPrivateBiasFraction = 0.8
+	ALSPrivateSteps = 5
 	// ALSPrivateUserClip is Gamma_u, the bound on the norm of a user's
 	// vector (row and bias together) in the item statistics.
 	ALSPrivateUserClip = 1.0
 	// ALSPrivateReg is lambda, the per-observation ridge penalty of the
-	// user solve during training (lambda n_u) and of the item solve
-	// (lambda n_i); it makes a user's vector lambda n_u-stable in each of
-	// their ratings, which bounds the sensitivity (package doc).
-	ALSPrivateReg = 1.0
+	// private user solve (lambda n_u). It makes a user's vector lambda
+	// n_u-stable in each of their ratings, which bounds the sensitivity
+	// (package doc), but it also shrinks the user vectors below Gamma_u
+	// and the item statistics towards zero whatever epsilon is: at 1 (the
+	// earlier value) the factors carried no signal even without noise.
+	// Fold-ins of the released model use the same per-rating penalty.
+	ALSPrivateReg = 0.05
+	// ALSPrivateItemReg is the per-observation ridge of the item solve
+	// (lambda_v n_i, plus 3 sigma sqrt(R) for the noise): post-processing
+	// of the released statistics.
+	ALSPrivateItemReg = 0.3
+	// ALSPrivateFoldRow is the fold-in's penalty on a user's row and bias
+	// beyond ALSPrivateReg per rating (decomposition.FoldPenalties.Row).
+	ALSPrivateFoldRow = 1.0
+	// ALSPrivateTermsQuantile: under the entry unit each user's vector
+	// enters the statistics of at most k of their items, k the
+	// ALSPrivateTermsQuantile quantile of the public user counts (at least
+	// ALSPrivateMinTerms); a user with more ratings contributes a public
+	// pseudo-random choice of k (alsTermsOf). Under the user unit k is the
+	// contribution bound --max-ratings-per-user.
+	ALSPrivateTermsQuantile = 0.9
+	ALSPrivateMinTerms      = 20
+	// ALSPrivateGateShare: an item's factor row is learnt only when its
+	// count n_i makes the expected Gram diagonal n_i Gamma_u^2 / R at
+	// least the noise sigma of its statistics; otherwise its row is zero
+	// (a rule on public counts and the planned sigma, or under the user
+	// unit the released noisy counts). Under the entry unit, when the
+	// items that pass carry less than ALSPrivateGateShare of the ratings,
+	// no item step is run and the whole budget goes to the biases.
+	ALSPrivateGateShare = 0.1
 )
+
+// ALSPrivateBiasFraction is the share of epsilon given to the bias mode's
+// releases (mean and item biases); the item steps get the rest: 0.8 up to
+// epsilon 1 (where the factors carry little), 0.3 from epsilon 10 (where
+// the factors carry most of what the biases do not), log-linear between.
+func ALSPrivateBiasFraction(epsilon float64) float64 {
+	switch {
+	case epsilon <= 1:
+		return 0.8
+	case epsilon >= 10:
+		return 0.3
+	}
+	return 0.8 - 0.5*math.Log10(epsilon)
+}
 
 const streamALSInit, streamALSSteps = 6, 7
 
@@ -49,12 +91,50 @@ const streamALSInit, streamALSSteps = 6, 7
 type alsPrivateParams struct {
 	c      float64 // residual clip (BiasResidualClip Delta_r)
 	gu, gv float64 // user and item row norm bounds
-	lambda float64
+	lambda float64 // per-observation ridge of the private user solve
+	// itemLambda is the per-observation ridge of the item solve (post-
+	// processing of the noisy statistics; no privacy role).
+	itemLambda float64
+	steps      int     // released item steps T
+	biasFrac   float64 // share of epsilon to the bias releases
+	// terms caps the items a user's vector is added to in each step's
+	// statistics (0: no cap): a user with n > terms ratings contributes
+	// the terms of a public pseudo-random choice of terms of their items
+	// (alsTermsOf); their vector is still solved from all n ratings.
+	terms int
+	// noiseRidge multiplies sigma sqrt(R), the ridge added to every noisy
+	// item system (post-processing).
+	noiseRidge float64
+	// gate is the factor of the learnability rule: item i gets a factor
+	// row only when n_i Gamma_u^2 / R >= gate sigma (0: every item).
+	gate float64
 }
 
 func newALSPrivateParams(o *PrivateOptions) alsPrivateParams {
 	c := BiasResidualClip * o.ratingRange()
-	return alsPrivateParams{c: c, gu: ALSPrivateUserClip, gv: c / ALSPrivateUserClip, lambda: ALSPrivateReg}
+	p := alsPrivateParams{c: c, gu: ALSPrivateUserClip, gv: c / ALSPrivateUserClip, lambda: ALSPrivateReg,
+		itemLambda: ALSPrivateItemReg, steps: ALSPrivateSteps, biasFrac: ALSPrivateBiasFraction(o.Epsilon), noiseRidge: 3, gate: 1}
+	if o.Unit == UnitUser {
+		p.terms = o.MaxRatingsPerUser
+	}
+	return p
+}
+
+// alsTermsRule returns k for the entry unit: the ALSPrivateTermsQuantile
+// quantile of the public user counts, at least ALSPrivateMinTerms.
+func alsTermsRule(by [][]int) int {
+	var ns []int
+	for _, es := range by {
+		if len(es) > 0 {
+			ns = append(ns, len(es))
+		}
+	}
+	if len(ns) == 0 {
+		return ALSPrivateMinTerms
+	}
+	slices.Sort(ns)
+	k := ns[min(len(ns)-1, int(ALSPrivateTermsQuantile*float64(len(ns))))]
+	return max(k, ALSPrivateMinTerms)
 }
 
 // ALSSensitivity returns the l2 sensitivity of one item step's statistics
@@ -72,11 +152,43 @@ func ALSSensitivity(o *PrivateOptions, n int) float64 {
 
 func (p alsPrivateParams) sensitivity(n int) float64 {
 	nf := float64(n)
+	tf := nf // the user's terms in the statistics
+	if p.terms > 0 && n > p.terms {
+		tf = float64(p.terms)
+	}
 	gz := math.Sqrt(p.gv*p.gv + 1)
 	du := math.Min(2*p.gu, 2*p.c*gz/(p.lambda*nf))
 	cp := p.c + p.gu
 	a := (2*p.c+du)*p.gu + cp*du
-	return math.Sqrt(a*a + (nf-1)*du*du*(p.gu+cp)*(p.gu+cp) + nf*(2*p.gu*du)*(2*p.gu*du))
+	stable := math.Sqrt(a*a + (tf-1)*du*du*(p.gu+cp)*(p.gu+cp) + tf*(2*p.gu*du)*(2*p.gu*du))
+	// Replacing the user's t terms outright: each term (x x^T, z x) has
+	// norm <= Gamma_u sqrt(Gamma_u^2 + c'^2), so an item's term moves by
+	// at most twice that.
+	replace := 2 * math.Sqrt(tf) * p.gu * math.Sqrt(p.gu*p.gu+cp*cp)
+	return math.Min(stable, replace)
+}
+
+// alsTermsOf returns, for each user, the entries whose terms enter the
+// item statistics: all of them, or with p.terms > 0 and more ratings than
+// that, p.terms of them chosen by a pseudo-random permutation seeded by
+// the user's index only (the choice depends on public positions, never on
+// values or on the noise).
+func alsTermsOf(by [][]int, p alsPrivateParams) [][]int {
+	if p.terms <= 0 {
+		return by
+	}
+	out := make([][]int, len(by))
+	for u, es := range by {
+		if len(es) <= p.terms {
+			out[u] = es
+			continue
+		}
+		r := rand.New(rand.NewPCG(uint64(u), 0x616c737465726d73))
+		sel := append([]int(nil), es...)
+		r.Shuffle(len(sel), func(i, j int) { sel[i], sel[j] = sel[j], sel[i] })
+		out[u] = sel[:p.terms]
+	}
+	return out
 }
 
 // alsUsers groups the training entries by user (positions: public).
@@ -97,7 +209,7 @@ func alsUsers(train *data.Store) [][]int {
 // lambda n_u, projected onto the ball of radius Gamma_u. Layout: item i
 // occupies stats[i*W : (i+1)*W], W = R(R+1)/2 + R.
 func alsItemStats(train *data.Store, by [][]int, mu float64, itemBias, V []float64, R int, p alsPrivateParams, o *PrivateOptions) []float64 {
-	return alsItemStatsY(train, by, alsResiduals(train, mu, itemBias, p, o), V, R, p)
+	return alsItemStatsY(train, by, alsTermsOf(by, p), alsResiduals(train, mu, itemBias, p, o), V, R, p)
 }
 
 // alsResiduals returns y_e = clip(clamp(r_e) - mu - beta_i, -c, c) for
@@ -113,7 +225,7 @@ func alsResiduals(train *data.Store, mu float64, itemBias []float64, p alsPrivat
 }
 
 // alsItemStatsY is alsItemStats with the residuals y_e given (alsResiduals).
-func alsItemStatsY(train *data.Store, by [][]int, ys, V []float64, R int, p alsPrivateParams) []float64 {
+func alsItemStatsY(train *data.Store, by, terms [][]int, ys, V []float64, R int, p alsPrivateParams) []float64 {
 	T := R * (R + 1) / 2
 	W := T + R
 	stats := make([]float64, train.Dims[1]*W)
@@ -122,7 +234,7 @@ func alsItemStatsY(train *data.Store, by [][]int, ys, V []float64, R int, p alsP
 	atb := make([]float64, n1)
 	x := make([]float64, n1)
 	uu := make([]float64, T)
-	for _, es := range by {
+	for user, es := range by {
 		if len(es) == 0 {
 			continue
 		}
@@ -167,7 +279,7 @@ func alsItemStatsY(train *data.Store, by [][]int, ys, V []float64, R int, p alsP
 				k++
 			}
 		}
-		for _, e := range es {
+		for _, e := range terms[user] {
 			i := int(train.Idx[1][e])
 			z := ys[e] - bu
 			s := stats[i*W : (i+1)*W]
@@ -221,15 +333,45 @@ func projectBall(x []float64, g float64) {
 // user's whole contribution (ALSUserSensitivity); the bias mode's scalars
 // follow PrivateOptions.Scalars as in TrainPrivateBias.
 func TrainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOptions) (*perturb.Report, error) {
+	return trainPrivateALS(train, m, opts, nil)
+}
+
+// trainPrivateALS is TrainPrivateALS with the public constants adjusted by
+// tweak (nil: the rules of newALSPrivateParams).
+func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOptions, tweak func(*alsPrivateParams)) (*perturb.Report, error) {
 	o, err := resolveALS(train, m, opts)
 	if err != nil {
 		return nil, err
 	}
 	R := m.Ranks[0]
-	p := newALSPrivateParams(&o)
 	by := alsUsers(train)
+	p := newALSPrivateParams(&o)
+	if o.Unit == UnitEntry {
+		p.terms = alsTermsRule(by)
+	}
+	if tweak != nil {
+		tweak(&p)
+	}
+	sens, deriv := alsStepSensitivity(&o, p, by)
+	// Under the entry unit the item counts are public: when, at the sigma
+	// the planned split gives, the items whose counts pass the
+	// learnability rule carry too few of the ratings, the item steps are
+	// skipped and the biases take the whole budget.
+	var gateNote string
+	if o.Unit == UnitEntry && p.gate > 0 && p.steps > 0 {
+		sigma0, err := alsPlannedSigma(&o, p, sens)
+		if err != nil {
+			return nil, err
+		}
+		share := alsGateShare(train, p, R, sigma0)
+		gateNote = fmt.Sprintf("learnability rule: at the planned item-step sigma %.4g, items with n_i Gamma_u^2 / R >= %g sigma carry %.1f%% of the ratings", sigma0, p.gate, 100*share)
+		if share < ALSPrivateGateShare {
+			gateNote += fmt.Sprintf(" (below %g%%): no item step is run, the item rows are zero and the biases take the whole budget", 100*ALSPrivateGateShare)
+			p.steps, p.biasFrac = 0, 1
+		}
+	}
 	bo := o
-	bo.Epsilon = ALSPrivateBiasFraction * o.Epsilon
+	bo.Epsilon = p.biasFrac * o.Epsilon
 	bo.MeanFraction = 0
 	if o.Unit == UnitEntry {
 		bo.Delta, bo.Mechanism = 0, perturb.MechLaplace
@@ -240,21 +382,27 @@ func TrainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 	if err != nil {
 		return nil, fmt.Errorf("completion: private ALS: %w", err)
 	}
-	sens, deriv := alsStepSensitivity(&o, p, by)
-	sigma, acc, err := planALSSteps(&o, bias.acc.Releases(), sens, deriv)
-	if err != nil {
-		return nil, err
+	var acc *perturb.Accountant
+	var sigma float64
+	if p.steps > 0 {
+		if sigma, acc, err = planALSSteps(&o, bias.acc.Releases(), sens, deriv, p.steps); err != nil {
+			return nil, err
+		}
+	} else {
+		acc = &bias.acc
 	}
 	eps, delta, used, err := admit(&o, acc)
 	if err != nil {
 		return nil, fmt.Errorf("completion: private ALS: %w", err)
 	}
-	g, err := perturb.NewGaussianSigma(sens, sigma)
-	if err != nil {
-		return nil, fmt.Errorf("completion: private ALS: %w", err)
+	clear(m.Factors[1])
+	if p.steps > 0 {
+		g, err := perturb.NewGaussianSigma(sens, sigma)
+		if err != nil {
+			return nil, fmt.Errorf("completion: private ALS: %w", err)
+		}
+		copy(m.Factors[1], alsPrivateSteps(train, by, m, bias.counts, g, p, &o))
 	}
-	V := alsPrivateSteps(train, by, m, bias.counts, g, p, &o)
-	copy(m.Factors[1], V)
 	clear(m.Factors[0])
 	if m.Order() == 3 {
 		for i := range m.Factors[2] {
@@ -263,21 +411,75 @@ func TrainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 	}
 	rep := baseReport(&o, "als", acc, eps, delta, used)
 	rep.Billboard = true
+	rep.FoldPerRating = p.lambda
 	publicClamp(&o, m, rep)
 	rep.Covered = []string{"global mean", "item biases", "B (item rows)", "C (time rows: constant ones, data-independent)"}
 	if o.Unit == UnitUser {
 		// The bias notes release the noisy numbers of users and ratings;
-		// the item ridge uses the noisy item counts.
-		rep.Covered = append(rep.Covered, "number of users", "number of ratings", "item counts (used by the bias estimate and the item ridge, not saved)")
+		// the item ridge and the learnability rule use the noisy item
+		// counts.
+		rep.Covered = append(rep.Covered, "number of users", "number of ratings", "item counts (used by the bias estimate, the item ridge and the learnability rule, not saved)")
 	}
 	rep.Notes = append(rep.Notes,
-		"not released: user rows and user biases (zero in the model); each user solves them, and their biases on the time buckets of their own ratings, at prediction time from the released item side and their own ratings (billboard model, joint DP)",
-		fmt.Sprintf("item steps: %d, each releasing every item's Gram matrix (upper triangle) and right-hand side with Gaussian noise sigma %.4g at l2 sensitivity %.4g (package doc, Sensitivities)", ALSPrivateSteps, sigma, sens),
-		fastNoiseNote("item-step"),
-		fmt.Sprintf("public constants: residual clip c = %g, user vector norm <= %g, item row norm <= %g, ridge %g per observation, rank %d", p.c, p.gu, p.gv, p.lambda, R),
-		fmt.Sprintf("epsilon: %g%% of it calibrates the bias releases (%s); the Gaussian steps take the rest under %s composition", 100*ALSPrivateBiasFraction, bo.Mechanism, used))
+		fmt.Sprintf("not released: user rows and user biases (zero in the model); each user solves them, and their biases on the time buckets of their own ratings, at prediction time from the released item side and their own ratings with the training's per-rating ridge %g plus %g (billboard model, joint DP)", p.lambda, ALSPrivateFoldRow))
+	if p.steps > 0 {
+		rep.Notes = append(rep.Notes,
+			fmt.Sprintf("item steps: %d, each releasing every item's Gram matrix (upper triangle) and right-hand side with Gaussian noise sigma %.4g at l2 sensitivity %.4g (package doc, Sensitivities)", p.steps, sigma, sens),
+			fastNoiseNote("item-step"))
+	}
+	if gateNote != "" {
+		rep.Notes = append(rep.Notes, gateNote)
+	}
+	rep.Notes = append(rep.Notes,
+		fmt.Sprintf("public constants and their rules: residual clip c = (r_max - r_min)/3 = %g; user vector norm <= Gamma_u = %g; item row norm <= Gamma_v = c/Gamma_u = %g; user-solve ridge %g per observation; item-solve ridge %g per observation plus %g sigma sqrt(R) (post-processing); at most k = %d terms a user (%s); %d item steps; items learnt when n_i Gamma_u^2 / R >= %g sigma, else zero rows; rank %d", p.c, p.gu, p.gv, p.lambda, p.itemLambda, p.noiseRidge, p.terms, alsTermsSource(&o), p.steps, p.gate, R),
+		fmt.Sprintf("epsilon: %g%% of it calibrates the bias releases (%s; rule: 80%% up to epsilon 1, 30%% from 10, log-linear between, all of it when no item step runs); the Gaussian steps take the rest under %s composition", 100*p.biasFrac, bo.Mechanism, used))
 	rep.Notes = append(rep.Notes, bias.notes...)
 	return rep, nil
+}
+
+// alsTermsSource says where k came from, for the report.
+func alsTermsSource(o *PrivateOptions) string {
+	if o.Unit == UnitUser {
+		return "the contribution bound"
+	}
+	return fmt.Sprintf("the %g quantile of the public user counts, at least %d", ALSPrivateTermsQuantile, ALSPrivateMinTerms)
+}
+
+// alsPlannedSigma is the item steps' sigma planned before the bias
+// releases run, with the bias releases stood in for by one Laplace release
+// of their total epsilon (entry unit: pure). It only feeds the
+// learnability rule; the released sigma is planned after the real bias
+// releases (planALSSteps).
+func alsPlannedSigma(o *PrivateOptions, p alsPrivateParams, sens float64) (float64, error) {
+	lap, err := perturb.NewLaplace(1, p.biasFrac*o.Epsilon)
+	if err != nil {
+		return 0, fmt.Errorf("completion: private ALS: %w", err)
+	}
+	r := lap.Release("bias releases (planning)")
+	r.Count = 1
+	sigma, _, err := planALSSteps(o, []perturb.Release{r}, sens, "planning", p.steps)
+	return sigma, err
+}
+
+// alsGateShare is the share of train's ratings on items whose public
+// counts pass the learnability rule at sigma.
+func alsGateShare(train *data.Store, p alsPrivateParams, R int, sigma float64) float64 {
+	counts := make([]float64, train.Dims[1])
+	for _, i := range train.Idx[1] {
+		counts[i]++
+	}
+	var pass float64
+	for _, n := range counts {
+		if alsLearnable(n, p, R, sigma) {
+			pass += n
+		}
+	}
+	return pass / float64(train.NNZ())
+}
+
+// alsLearnable is the learnability rule for an item with count n.
+func alsLearnable(n float64, p alsPrivateParams, R int, sigma float64) bool {
+	return p.gate <= 0 || n*p.gu*p.gu/float64(R) >= p.gate*sigma
 }
 
 // resolveALS validates the options and shapes of TrainPrivateALS.
@@ -341,14 +543,14 @@ func alsStepSensitivity(o *PrivateOptions, p alsPrivateParams, by [][]int) (floa
 // planALSSteps returns the smallest sigma for which the bias releases and
 // ALSPrivateSteps Gaussian steps of l2 sensitivity sens (derived by
 // deriv) compose within o's budget, and their accountant.
-func planALSSteps(o *PrivateOptions, biasRels []perturb.Release, sens float64, deriv string) (float64, *perturb.Accountant, error) {
+func planALSSteps(o *PrivateOptions, biasRels []perturb.Release, sens float64, deriv string, steps int) (float64, *perturb.Accountant, error) {
 	budget := perturb.Budget{Epsilon: o.Epsilon, Delta: o.Delta}
 	accWith := func(sigma float64) *perturb.Accountant {
 		var acc perturb.Accountant
 		for _, r := range biasRels {
 			_ = acc.Add(r, r.Count)
 		}
-		_ = acc.Add(perturb.Release{What: "item statistics", Mechanism: perturb.MechGaussian, SensitivityNorm: "l2", Sensitivity: sens, Derivation: deriv, Scale: sigma, Calibration: "sigma"}, ALSPrivateSteps)
+		_ = acc.Add(perturb.Release{What: "item statistics", Mechanism: perturb.MechGaussian, SensitivityNorm: "l2", Sensitivity: sens, Derivation: deriv, Scale: sigma, Calibration: "sigma"}, steps)
 		return &acc
 	}
 	hi := sens
@@ -392,12 +594,13 @@ func alsPrivateSteps(train *data.Store, by [][]int, m *decomposition.Model, coun
 	// The residuals use the released mean and item biases, fixed during
 	// the item steps: computed once.
 	ys := alsResiduals(train, m.Mean, m.Bias[1], p, o)
-	for step := 0; step < ALSPrivateSteps; step++ {
-		stats := alsItemStatsY(train, by, ys, V, R, p)
+	terms := alsTermsOf(by, p)
+	for step := 0; step < p.steps; step++ {
+		stats := alsItemStatsY(train, by, terms, ys, V, R, p)
 		g.AddToFast(stats, nr)
 		for i := 0; i < m.Dims[1]; i++ {
 			s := stats[i*W : (i+1)*W]
-			ridge := p.lambda*counts[i] + 3*sigma*math.Sqrt(float64(R))
+			ridge := p.itemLambda*counts[i] + p.noiseRidge*sigma*math.Sqrt(float64(R))
 			for {
 				k := 0
 				for x := 0; x < R; x++ {
@@ -414,9 +617,14 @@ func alsPrivateSteps(train *data.Store, by [][]int, m *decomposition.Model, coun
 				ridge *= 2 // post-processing of released values only
 			}
 			row := V[i*R : (i+1)*R]
+			if !alsLearnable(counts[i], p, R, sigma) {
+				clear(row)
+				continue
+			}
 			copy(row, bvec)
 			projectBall(row, p.gv)
 		}
 	}
 	return V
 }
+

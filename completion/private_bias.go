@@ -371,6 +371,18 @@ func BillboardFold() decomposition.FoldPenalties {
 	return decomposition.FoldPenalties{Row: BiasUserPenalty, Bucket: BiasBucketPenalty}
 }
 
+// BillboardFoldFor returns the fold-in penalties of a billboard model with
+// privacy report rep: BillboardFold for the bias mode and input's
+// fallback, and for private ALS (rep.FoldPerRating > 0) the training's
+// user solve, ALSPrivateFoldRow plus rep.FoldPerRating per rating, with
+// the bias mode's time-bucket penalty. Public constants only.
+func BillboardFoldFor(rep *perturb.Report) decomposition.FoldPenalties {
+	if rep != nil && rep.FoldPerRating > 0 {
+		return decomposition.FoldPenalties{Row: ALSPrivateFoldRow, PerRating: rep.FoldPerRating, Bucket: BiasBucketPenalty}
+	}
+	return BillboardFold()
+}
+
 // FoldInRMSE scores a released model under the billboard model: for every
 // user in test it solves that user's row, bias and (pen.Bucket > 0, order
 // 3) time-bucket biases from the user's own ratings in train against the

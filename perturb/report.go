@@ -35,6 +35,11 @@ type Report struct {
 	// billboard model of joint differential privacy). Readers of a model
 	// must fold users in instead of using its zero user terms.
 	Billboard bool `json:"billboard,omitempty"`
+	// FoldPerRating is the per-rating ridge a billboard model's users fold
+	// in with, beyond the mode's fixed penalty: the per-observation ridge
+	// of the training's private user solve (private ALS), so that users
+	// are solved at prediction time as the item rows expected. 0: none.
+	FoldPerRating float64 `json:"fold_per_rating,omitempty"`
 }
 
 // Release describes one application of a mechanism.

@@ -110,7 +110,7 @@ func evalRun(o *evalOptions, s *iostreams) error {
 		if o.Train == "" {
 			return cli.Exit(fmt.Sprintf("%s is a billboard model (privacy mode %s: no user rows are released): give the training log with --train so that each test user is folded in from their own ratings", o.Model, p.File().Privacy.Mode), exitUsage)
 		}
-		fold := completion.BillboardFold()
+		fold := completion.BillboardFoldFor(p.File().Privacy)
 		eo.Fold = &fold
 	}
 	if o.Train != "" {

@@ -446,10 +446,11 @@ func predictSolve(p *models.Predictor, path string, lambda float64, items, times
 	pen := decomposition.FoldPenalties{Row: lambda}
 	if f.Billboard() {
 		// The billboard modes fold in with their public penalties, with the
-		// user's own time-bucket biases (completion.BillboardFold).
-		pen = completion.BillboardFold()
+		// user's own time-bucket biases (completion.BillboardFoldFor:
+		// private ALS adds its training's per-rating ridge).
+		pen = completion.BillboardFoldFor(f.Privacy)
 		if lambda != 0 {
-			pen.Row = lambda
+			pen.Row, pen.PerRating = lambda, 0
 		}
 		if noTime > 0 {
 			// An undated rating has no day of its own: no bucket biases
@@ -464,7 +465,7 @@ func predictSolve(p *models.Predictor, path string, lambda float64, items, times
 		}
 		pen.Row = reg * float64(len(ratings))
 	}
-	lambda = pen.Row
+	lambda = pen.Row + pen.PerRating*float64(len(ratings))
 	fu, err := decomposition.FoldInUser(m, items, times, ratings, pen)
 	if err != nil {
 		return models.Row{}, "", fmt.Errorf("%s: fold-in: %w", path, err)
@@ -476,6 +477,9 @@ func predictSolve(p *models.Predictor, path string, lambda float64, items, times
 		row.Bias = x[R]
 	}
 	note := fmt.Sprintf("folded in %d ratings from %s (lambda %g)", len(ratings), path, lambda)
+	if pen.PerRating > 0 {
+		note = fmt.Sprintf("folded in %d ratings from %s (lambda %g = %g + %g per rating, the training's user solve)", len(ratings), path, lambda, pen.Row, pen.PerRating)
+	}
 	if len(fu.Buckets) > 0 {
 		note += fmt.Sprintf(", with the user's biases on %d time buckets (lambda_t %g)", len(fu.Buckets), pen.Bucket)
 	}

@@ -173,8 +173,9 @@ func trainPrivateStatsFile(t *testing.T, mode string) {
 	if err != nil || !strings.Contains(stdout, "folded-in") {
 		t.Fatalf("predict --ratings: %v\n%s%s", err, stdout, stderr)
 	}
-	if !strings.Contains(stderr, fmt.Sprintf("lambda %g", completion.BiasUserPenalty)) {
-		t.Errorf("fold-in did not use the bias mode's user penalty: %s", stderr)
+	pen := completion.BillboardFoldFor(f.Privacy)
+	if !strings.Contains(stderr, fmt.Sprintf("lambda %g", pen.Row+pen.PerRating)) || (mode == "als") != (pen.PerRating > 0) {
+		t.Errorf("fold-in did not use the mode's user penalty %+v: %s", pen, stderr)
 	}
 	// A rating beyond the public scale is clamped to it (and said), so it
 	// predicts as the top of the scale does.

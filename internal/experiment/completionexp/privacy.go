@@ -171,7 +171,7 @@ func privacyExpRun(ds PrivacyExpDataset, mode string, eps, delta, clip float64, 
 	if res.Privacy != nil && res.Privacy.Billboard {
 		// Input's bias-only fallback releases no user terms: its users are
 		// served by folding them in, as the bias mode's are.
-		if row.RMSE, err = completion.FoldInRMSE(m, ds.Train, ds.Test, completion.BillboardFold()); err != nil {
+		if row.RMSE, err = completion.FoldInRMSE(m, ds.Train, ds.Test, completion.BillboardFoldFor(res.Privacy)); err != nil {
 			return row, err
 		}
 	}
@@ -312,7 +312,7 @@ func statsExpRun(ds PrivacyExpDataset, row PrivacyExpRow, o *completion.PrivateO
 		row.RMSE, row.Err = math.NaN(), err.Error()
 		return row, nil
 	}
-	row.RMSE, err = completion.FoldInRMSE(m, ds.Train, ds.Test, completion.BillboardFold())
+	row.RMSE, err = completion.FoldInRMSE(m, ds.Train, ds.Test, completion.BillboardFoldFor(rep))
 	row.Seconds = time.Since(t0).Seconds()
 	if err != nil {
 		return row, err
