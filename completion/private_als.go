@@ -627,4 +627,3 @@ func alsPrivateSteps(train *data.Store, by [][]int, m *decomposition.Model, coun
 	}
 	return V
 }
-
