@@ -45,6 +45,9 @@ const (
 
 const streamALSInit, streamALSSteps = 6, 7
 
+// alsStatsWhat names the item steps' release in the report.
+const alsStatsWhat = "item statistics"
+
 // alsPrivateParams are the derived public constants of one run.
 type alsPrivateParams struct {
 	c      float64 // residual clip (BiasResidualClip Delta_r)
@@ -348,7 +351,7 @@ func planALSSteps(o *PrivateOptions, biasRels []perturb.Release, sens float64, d
 		for _, r := range biasRels {
 			_ = acc.Add(r, r.Count)
 		}
-		_ = acc.Add(perturb.Release{What: "item statistics", Mechanism: perturb.MechGaussian, SensitivityNorm: "l2", Sensitivity: sens, Derivation: deriv, Scale: sigma, Calibration: "sigma"}, ALSPrivateSteps)
+		_ = acc.Add(perturb.Release{What: alsStatsWhat, Mechanism: perturb.MechGaussian, SensitivityNorm: "l2", Sensitivity: sens, Derivation: deriv, Scale: sigma, Calibration: "sigma"}, ALSPrivateSteps)
 		return &acc
 	}
 	hi := sens
@@ -395,6 +398,7 @@ func alsPrivateSteps(train *data.Store, by [][]int, m *decomposition.Model, coun
 	for step := 0; step < ALSPrivateSteps; step++ {
 		stats := alsItemStatsY(train, by, ys, V, R, p)
 		g.AddToFast(stats, nr)
+		o.observe(alsStatsWhat, stats, V)
 		for i := 0; i < m.Dims[1]; i++ {
 			s := stats[i*W : (i+1)*W]
 			ridge := p.lambda*counts[i] + 3*sigma*math.Sqrt(float64(R))

@@ -203,6 +203,27 @@ type PrivateOptions struct {
 	// (perturb.SecureSource); perturb.SeededNoise(seed) gives reproducible
 	// streams (NOT private). Its provenance is what the report records.
 	Noise perturb.Noise
+	// probe, when set (tests only), sees the noisy releases of the bias
+	// and als modes (releaseProbe).
+	probe *releaseProbe
+}
+
+// releaseProbe lets a test see a vector the bias and als modes release,
+// right after its noise is added and before any post-processing, so that
+// it can measure the noise against the statistic it computes from the
+// data itself (TestReleasedNoiseVariance). what is the Release.What of the
+// release in the report; public is the released state the statistic was
+// computed from (the item rows of an ALS step; nil otherwise). It must
+// not keep or modify the slices.
+type releaseProbe struct {
+	seen func(what string, noisy, public []float64)
+}
+
+// observe passes a noisy release to the probe, if any.
+func (o *PrivateOptions) observe(what string, noisy, public []float64) {
+	if o.probe != nil {
+		o.probe.seen(what, noisy, public)
+	}
 }
 
 // resolvedOptions validates o and fills defaults.

@@ -12,7 +12,6 @@ import (
 
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
-	"github.com/dprec/dprec/internal/stattest"
 	"github.com/dprec/dprec/perturb"
 )
 
@@ -355,42 +354,6 @@ func TestUserLevelNeighbouringModels(t *testing.T) {
 				t.Errorf("%s: release %d's noise depends on the log: %+v vs %+v", mode, i, a, b)
 			}
 		}
-	}
-}
-
-// TestUserNoiseScale draws the released number of users many times and
-// checks its spread against the planned Gaussian sigma (4.41717 standard
-// errors of the variance: false reject about 1e-5).
-func TestUserNoiseScale(t *testing.T) {
-	t.Parallel()
-	o := userOpts(4)
-	st, err := BoundForUnit(userStore([]int{12, 10}, 80, 2), &o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rels := userBiasReleases(&o)
-	o.Mechanism = perturb.MechGaussian
-	if _, err := planUserReleases(&o, rels); err != nil {
-		t.Fatal(err)
-	}
-	sigma := rels[0].noise.g.Sigma()
-	truth := float64(usersWithRows(st.Idx[0], st.Dims[0]))
-	const n = 4000
-	var s2 float64
-	for i := 0; i < n; i++ {
-		oo := o
-		oo.Noise = perturb.SeededNoise(uint64(1000 + i))
-		m := privModel(t, decomposition.CP, []int{1, st.Dims[1]}, 1, true, 1, 1)
-		f, err := fitPrivateBias(st, m, &oo)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := f.noisyUsers - truth
-		s2 += d * d
-	}
-	v := s2 / n
-	if tol := stattest.Z5 * math.Sqrt(2.0/n) * sigma * sigma; math.Abs(v-sigma*sigma) > tol {
-		t.Errorf("noise variance %v, planned %v (tolerance %v)", v, sigma*sigma, tol)
 	}
 }
 
