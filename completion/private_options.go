@@ -327,6 +327,15 @@ func (o *PrivateOptions) relation(mode string) string {
 	return fmt.Sprintf("rating logs with the same observed positions differing in one rating value; ratings clamped to the public range [%g, %g]", o.RatingMin, o.RatingMax)
 }
 
+// relationKind returns the report's relation kind of a mode (minibatch
+// DP-SGD overrides it with zero-out).
+func (o *PrivateOptions) relationKind(mode string) string {
+	if o.Unit == UnitUser && billboardMode(mode) {
+		return perturb.RelationAddRemove
+	}
+	return perturb.RelationValueChange
+}
+
 // billboardMode reports whether mode releases only the item side (the
 // bias and als modes), which is what makes add/remove-user privacy
 // possible.
@@ -460,15 +469,16 @@ func admit(o *PrivateOptions, acc *perturb.Accountant) (eps, delta float64, meth
 // baseReport fills the fields every mode shares.
 func baseReport(o *PrivateOptions, mode string, acc *perturb.Accountant, eps, delta float64, method perturb.Composition) *perturb.Report {
 	return &perturb.Report{
-		Mode:        mode,
-		Relation:    o.relation(mode),
-		Unit:        string(o.Unit),
-		Epsilon:     eps,
-		Delta:       delta,
-		Composition: string(method),
-		Releases:    acc.Releases(),
-		Randomness:  o.Noise.Provenance().String(),
-		Notes:       []string{publicNote(o, mode)},
+		Mode:         mode,
+		Relation:     o.relation(mode),
+		RelationKind: o.relationKind(mode),
+		Unit:         string(o.Unit),
+		Epsilon:      eps,
+		Delta:        delta,
+		Composition:  string(method),
+		Releases:     acc.Releases(),
+		Randomness:   o.Noise.Provenance().String(),
+		Notes:        []string{publicNote(o, mode)},
 	}
 }
 

@@ -357,8 +357,10 @@ func TestUserLevelNeighbouringModels(t *testing.T) {
 	}
 }
 
-// TestReportsNamePublic: every private mode's report names, in exactly one
-// note, what its relation treats as public: the positions, counts,
+// TestReportsNamePublic: every private mode's report sets its relation
+// kind (value-change, zero-out for minibatch DP-SGD with its value-change
+// epsilon beside it, add-remove for the billboard modes' user unit) and
+// names, in exactly one note, what its relation treats as public: the positions, counts,
 // dictionaries and time range under the entry unit; the same, and that
 // presence is not protected, under the SGD modes' user unit; the item
 // catalogue (or a private selection) and the time range under the
@@ -404,22 +406,41 @@ func TestReportsNamePublic(t *testing.T) {
 	dom, _ = BoundForUnit(dom, &user)
 	selected := user
 	selected.SelectedItems = true
+	gradient := func(protect Protect, v DPSGDVariant) *perturb.Report {
+		o := baseOpts()
+		o.Protect, o.DPSGD = protect, v
+		p, err := NewGradientPerturbation(&o)
+		return sgd(p, err, st)
+	}
+	const vc, zo, ar = perturb.RelationValueChange, perturb.RelationZeroOut, perturb.RelationAddRemove
 	for _, tc := range []struct {
 		name string
 		rep  func() *perturb.Report
 		want string
+		kind string // Report.RelationKind
 	}{
-		{"input entry", func() *perturb.Report { o := baseOpts(); p, err := NewInputPerturbation(&o); return sgd(p, err, st) }, PublicEntry},
-		{"gradient entry", func() *perturb.Report { o := baseOpts(); p, err := NewGradientPerturbation(&o); return sgd(p, err, st) }, PublicEntry},
-		{"output entry", func() *perturb.Report { o := baseOpts(); p, err := NewOutputPerturbation(&o); return sgd(p, err, st) }, PublicEntry},
-		{"bias entry", func() *perturb.Report { return stats("bias", baseOpts(), st, dims[0]) }, PublicEntry},
-		{"als entry", func() *perturb.Report { return stats("als", baseOpts(), st, dims[0]) }, PublicEntry},
-		{"input user", func() *perturb.Report { o := user; p, err := NewInputPerturbation(&o); return sgd(p, err, bounded) }, PublicUserValues},
-		{"bias user", func() *perturb.Report { return stats("bias", user, dom, 1) }, PublicUserCatalogue},
-		{"als user", func() *perturb.Report { return stats("als", user, dom, 1) }, PublicUserCatalogue},
-		{"bias user selected", func() *perturb.Report { return stats("bias", selected, dom, 1) }, PublicUserSelected},
+		{"input entry", func() *perturb.Report { o := baseOpts(); p, err := NewInputPerturbation(&o); return sgd(p, err, st) }, PublicEntry, vc},
+		{"gradient entry", func() *perturb.Report { o := baseOpts(); p, err := NewGradientPerturbation(&o); return sgd(p, err, st) }, PublicEntry, zo},
+		{"gradient entry per-entry", func() *perturb.Report { return gradient(ProtectAll, DPSGDPerEntry) }, PublicEntry, vc},
+		{"gradient entry C", func() *perturb.Report { return gradient(ProtectC, DPSGDMinibatch) }, PublicEntry, vc},
+		{"output entry", func() *perturb.Report { o := baseOpts(); p, err := NewOutputPerturbation(&o); return sgd(p, err, st) }, PublicEntry, vc},
+		{"bias entry", func() *perturb.Report { return stats("bias", baseOpts(), st, dims[0]) }, PublicEntry, vc},
+		{"als entry", func() *perturb.Report { return stats("als", baseOpts(), st, dims[0]) }, PublicEntry, vc},
+		{"input user", func() *perturb.Report { o := user; p, err := NewInputPerturbation(&o); return sgd(p, err, bounded) }, PublicUserValues, vc},
+		{"bias user", func() *perturb.Report { return stats("bias", user, dom, 1) }, PublicUserCatalogue, ar},
+		{"als user", func() *perturb.Report { return stats("als", user, dom, 1) }, PublicUserCatalogue, ar},
+		{"bias user selected", func() *perturb.Report { return stats("bias", selected, dom, 1) }, PublicUserSelected, ar},
 	} {
 		rep := tc.rep()
+		// The relation in machine-readable form (issue 24): every mode
+		// sets it, and only the zero-out mode a value-change epsilon,
+		// above its headline.
+		if rep.RelationKind != tc.kind {
+			t.Errorf("%s: relation kind %q, want %q", tc.name, rep.RelationKind, tc.kind)
+		}
+		if (tc.kind == zo) != (rep.ValueChangeEpsilon > rep.Epsilon) || (tc.kind != zo && rep.ValueChangeEpsilon != 0) {
+			t.Errorf("%s: value-change epsilon %v with headline %v under %q", tc.name, rep.ValueChangeEpsilon, rep.Epsilon, rep.RelationKind)
+		}
 		var notes []string
 		for _, n := range rep.Notes {
 			if strings.HasPrefix(n, "public under the relation") {

@@ -191,17 +191,18 @@ func privateReport(opts *FitOptions, b PrivacyBudget, rels []perturb.Release, co
 		notes = append(notes, "noise drawn from a caller-supplied (seeded) source: reproducible, NOT private")
 	}
 	return &perturb.Report{
-		Mode:        string(opts.Method),
-		Relation:    relation,
-		Unit:        unit,
-		Epsilon:     eps,
-		Delta:       delta,
-		Composition: composition,
-		Releases:    rels,
-		Covered:     []string{"component vectors A", "weights", "eigenvalues"},
-		NotCovered:  notCoveredFor(opts),
-		Randomness:  perturb.RandomnessLabel(!secure),
-		Notes:       notes,
+		Mode:         string(opts.Method),
+		Relation:     relation,
+		RelationKind: perturb.RelationValueChange,
+		Unit:         unit,
+		Epsilon:      eps,
+		Delta:        delta,
+		Composition:  composition,
+		Releases:     rels,
+		Covered:      []string{"component vectors A", "weights", "eigenvalues"},
+		NotCovered:   notCoveredFor(opts),
+		Randomness:   perturb.RandomnessLabel(!secure),
+		Notes:        notes,
 	}
 }
 

@@ -124,7 +124,7 @@ func TestFitPrivateMethods(t *testing.T) {
 			t.Errorf("%s at epsilon 600: e_comp %.4f, non-private %.4f", m, e, base)
 		}
 		rp := res.Report
-		if rp == nil || rp.Mode != string(m) || rp.Unit != "document" || !strings.Contains(rp.Relation, "differing in one document") {
+		if rp == nil || rp.Mode != string(m) || rp.Unit != "document" || !strings.Contains(rp.Relation, "differing in one document") || rp.RelationKind != perturb.RelationValueChange {
 			t.Fatalf("%s: report %+v", m, rp)
 		}
 		if math.Abs(rp.Epsilon-600) > 1e-9 || math.Abs(rp.Delta-0.5) > 1e-12 {
@@ -227,8 +227,8 @@ func TestFitPrivateMOG(t *testing.T) {
 	if e := ECompRaw(A, est); e > 0.1 {
 		t.Errorf("mog AGN e_comp %.4f", e)
 	}
-	if res.Report.Unit != "record" {
-		t.Errorf("unit %q", res.Report.Unit)
+	if res.Report.Unit != "record" || res.Report.RelationKind != perturb.RelationValueChange {
+		t.Errorf("unit %q, relation kind %q", res.Report.Unit, res.Report.RelationKind)
 	}
 	X.Set(0, 0, 3)
 	if _, err := Fit(&Input{Rows: X}, FitOptions{Model: ModelMoG, K: 2, Sigma2: s2, Method: MethodAGN, Epsilon: 1, Delta: 0.1}, nil); err == nil {
