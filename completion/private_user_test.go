@@ -441,6 +441,13 @@ func TestReportsNamePublic(t *testing.T) {
 		if (tc.kind == zo) != (rep.ValueChangeEpsilon > rep.Epsilon) || (tc.kind != zo && rep.ValueChangeEpsilon != 0) {
 			t.Errorf("%s: value-change epsilon %v with headline %v under %q", tc.name, rep.ValueChangeEpsilon, rep.Epsilon, rep.RelationKind)
 		}
+		// A mode drawing l2-norm noise states what its sampler
+		// guarantees in floating point (issue 24).
+		for _, r := range rep.Releases {
+			if r.Mechanism == perturb.MechL2 && !slices.Contains(rep.Notes, perturb.L2NoiseNote) {
+				t.Errorf("%s: l2-norm release %q without perturb.L2NoiseNote", tc.name, r.What)
+			}
+		}
 		var notes []string
 		for _, n := range rep.Notes {
 			if strings.HasPrefix(n, "public under the relation") {

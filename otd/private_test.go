@@ -3,6 +3,7 @@ package otd
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -129,6 +130,9 @@ func TestFitPrivateMethods(t *testing.T) {
 		}
 		if math.Abs(rp.Epsilon-600) > 1e-9 || math.Abs(rp.Delta-0.5) > 1e-12 {
 			t.Errorf("%s: report totals (%v, %v), want (600, 0.5)", m, rp.Epsilon, rp.Delta)
+		}
+		if hasNote := slices.Contains(rp.Notes, perturb.L2NoiseNote); hasNote != (m == MethodAVN) {
+			t.Errorf("%s: floating-point note of the l2-norm sampler %v", m, hasNote)
 		}
 		if rp.Randomness != perturb.LabelSeeded || len(rp.Releases) != 2 {
 			t.Errorf("%s: randomness %q, %d releases", m, rp.Randomness, len(rp.Releases))
