@@ -36,7 +36,8 @@
 // improved for Patience epochs and the best epoch's parameters are
 // restored. A NaN or infinite loss or parameter ends training with
 // *ErrDiverged and the last finite parameters; a returned model is never
-// NaN. Inputs are validated: empty stores (ErrEmpty), shape mismatches and
+// NaN. A private run that diverges has spent its budget all the same
+// (ErrDiverged.Privacy, BudgetNote): a retry composes with it. Inputs are validated: empty stores (ErrEmpty), shape mismatches and
 // ranks above a mode's size (*ShapeError), bad settings (*SettingsError).
 //
 // # Parallel schedule (race-free stratified SGD, as in DSGD)

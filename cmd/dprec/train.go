@@ -378,6 +378,10 @@ func trainWithBar(c *cli.Context, train, valid *data.Store, m *decomposition.Mod
 	if err != nil {
 		var div *completion.ErrDiverged
 		if errors.As(err, &div) {
+			if div.Privacy.Private() {
+				// The error already says that the budget is spent.
+				return nil, fmt.Errorf("%w (no model saved; a retry with a smaller --lr or a larger --reg spends its own --epsilon and --delta on top of this run's)", err)
+			}
 			return nil, fmt.Errorf("%w (no model saved; try a smaller --lr or a larger --reg)", err)
 		}
 		return nil, err
