@@ -234,6 +234,15 @@ func TestFitPrivateMOG(t *testing.T) {
 	if res.Report.Unit != "record" || res.Report.RelationKind != perturb.RelationValueChange {
 		t.Errorf("unit %q, relation kind %q", res.Report.Unit, res.Report.RelationKind)
 	}
+	// The released weights are a distribution; the estimates stay in
+	// RawWeights (issue 15).
+	var ws float64
+	for _, w := range res.Weights {
+		ws += w
+	}
+	if math.Abs(ws-1) > 1e-12 || len(res.RawWeights) != len(res.Weights) {
+		t.Errorf("weights %v (sum %v), raw %v", res.Weights, ws, res.RawWeights)
+	}
 	X.Set(0, 0, 3)
 	if _, err := Fit(&Input{Rows: X}, FitOptions{Model: ModelMoG, K: 2, Sigma2: s2, Method: MethodAGN, Epsilon: 1, Delta: 0.1}, nil); err == nil {
 		t.Error("a row of norm > 1 must be refused")
