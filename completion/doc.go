@@ -36,7 +36,8 @@
 // improved for Patience epochs and the best epoch's parameters are
 // restored. A NaN or infinite loss or parameter ends training with
 // *ErrDiverged and the last finite parameters; a returned model is never
-// NaN. Inputs are validated: empty stores (ErrEmpty), shape mismatches and
+// NaN. A private run that diverges has spent its budget all the same
+// (ErrDiverged.Privacy, BudgetNote): a retry composes with it. Inputs are validated: empty stores (ErrEmpty), shape mismatches and
 // ranks above a mode's size (*ShapeError), bad settings (*SettingsError).
 //
 // # Parallel schedule (race-free stratified SGD, as in DSGD)
@@ -179,7 +180,12 @@
 // the noisy statistics (penalty lambda n_i + 3 sigma sqrt(R), doubled until
 // the system is positive definite) projected onto the Gamma_v ball: post-
 // processing. TestALSSensitivityNeighbours checks the bound on neighbouring
-// logs.
+// logs, TestALSSensitivityAdversarial pins it against its closed form and
+// attacks it with a worst-case neighbour (one user, alternating +-Gamma_v
+// rows, extreme ratings, one flipped), which reaches 0.6 of it at n = 400:
+// the ridge caps ||x_u|| at c/(2 sqrt(lambda)) = 2/3 < Gamma_u, so the first
+// term could use that cap instead of Gamma_u (a tighter bound, not adopted
+// here).
 //
 // User unit (add/remove one user; bias and als modes; private_user.go).
 // Neighbouring logs D, D' differ by one user u and ALL of u's ratings.

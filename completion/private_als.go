@@ -87,6 +87,9 @@ func ALSPrivateBiasFraction(epsilon float64) float64 {
 
 const streamALSInit, streamALSSteps = 6, 7
 
+// alsStatsWhat names the item steps' release in the report.
+const alsStatsWhat = "item statistics"
+
 // alsPrivateParams are the derived public constants of one run.
 type alsPrivateParams struct {
 	c      float64 // residual clip (BiasResidualClip Delta_r)
@@ -157,7 +160,11 @@ func (p alsPrivateParams) sensitivity(n int) float64 {
 		tf = float64(p.terms)
 	}
 	gz := math.Sqrt(p.gv*p.gv + 1)
-	du := math.Min(2*p.gu, 2*p.c*gz/(p.lambda*nf))
+	// The user's vector moves by at most 2 Gamma_u (both in the ball),
+	// by ||(Z^T Z + lambda n I)^-1|| ||Z^T dy|| <= 2 c Gamma_z/(lambda n),
+	// and by ||(Z^T Z + lambda n I)^-1 Z^T|| ||dy|| <= 2c max_s s/(s^2 +
+	// lambda n) = c/sqrt(lambda n) (s the singular values of Z).
+	du := min(2*p.gu, 2*p.c*gz/(p.lambda*nf), p.c/math.Sqrt(p.lambda*nf))
 	cp := p.c + p.gu
 	a := (2*p.c+du)*p.gu + cp*du
 	stable := math.Sqrt(a*a + (tf-1)*du*du*(p.gu+cp)*(p.gu+cp) + tf*(2*p.gu*du)*(2*p.gu*du))
@@ -550,7 +557,7 @@ func planALSSteps(o *PrivateOptions, biasRels []perturb.Release, sens float64, d
 		for _, r := range biasRels {
 			_ = acc.Add(r, r.Count)
 		}
-		_ = acc.Add(perturb.Release{What: "item statistics", Mechanism: perturb.MechGaussian, SensitivityNorm: "l2", Sensitivity: sens, Derivation: deriv, Scale: sigma, Calibration: "sigma"}, steps)
+		_ = acc.Add(perturb.Release{What: alsStatsWhat, Mechanism: perturb.MechGaussian, SensitivityNorm: "l2", Sensitivity: sens, Derivation: deriv, Scale: sigma, Calibration: "sigma"}, steps)
 		return &acc
 	}
 	hi := sens
@@ -598,6 +605,7 @@ func alsPrivateSteps(train *data.Store, by [][]int, m *decomposition.Model, coun
 	for step := 0; step < p.steps; step++ {
 		stats := alsItemStatsY(train, by, terms, ys, V, R, p)
 		g.AddToFast(stats, nr)
+		o.observe(alsStatsWhat, stats, V)
 		for i := 0; i < m.Dims[1]; i++ {
 			s := stats[i*W : (i+1)*W]
 			ridge := p.itemLambda*counts[i] + p.noiseRidge*sigma*math.Sqrt(float64(R))

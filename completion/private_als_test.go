@@ -198,3 +198,93 @@ func TestPrivateALSConverges(t *testing.T) {
 		t.Errorf("epsilon 1: private ALS %.4f more than 2%% above the bias model %.4f", als1, bias1)
 	}
 }
+
+// alsAdversary builds the worst neighbour found for one private-ALS item
+// step (issue 24): one user rating n items whose public rows are
+// alternately +Gamma_v e_1 and -Gamma_v e_1 (R = 2), with the extreme
+// ratings r_max on the + rows and r_min on the - rows, so that every
+// clipped residual y = +-c pushes the user's row the same way and its
+// norm is the largest the ridge allows; the neighbour flips the first
+// rating from r_max to r_min. It returns how far the released statistics
+// move and ALSSensitivity at n.
+func alsAdversary(t *testing.T, n int) (moved, bound float64) {
+	t.Helper()
+	o := baseOpts()
+	p := newALSPrivateParams(&o)
+	const R = 2
+	st := &data.Store{Dims: []int{1, n}, Idx: make([][]int32, 2)}
+	V := make([]float64, n*R)
+	for i := 0; i < n; i++ {
+		st.Idx[0] = append(st.Idx[0], 0)
+		st.Idx[1] = append(st.Idx[1], int32(i))
+		if i%2 == 0 {
+			V[i*R] = p.gv
+			st.Val = append(st.Val, o.RatingMax)
+		} else {
+			V[i*R] = -p.gv
+			st.Val = append(st.Val, o.RatingMin)
+		}
+	}
+	by := alsUsers(st)
+	mu := (o.RatingMin + o.RatingMax) / 2
+	ib := make([]float64, n)
+	a := alsItemStats(st, by, mu, ib, V, R, p, &o)
+	nb := *st
+	nb.Val = append([]float64(nil), st.Val...)
+	nb.Val[0] = o.RatingMin
+	b := alsItemStats(&nb, by, mu, ib, V, R, p, &o)
+	return l2dist(a, b), ALSSensitivity(&o, n)
+}
+
+// TestALSSensitivityAdversarial pins ALSSensitivity at n = 1, 10, 40 and
+// 400 against its closed form at the test options (c = 4/3, Gamma_u = 1,
+// Gamma_v = 4/3, lambda = ALSPrivateReg = 0.05, so Gamma_z = 5/3, c' = 7/3
+// and delta_u = min(2, 800/(9n), (4/3)/sqrt(n/20))), in both regimes of
+// the bound (replace at small n, stability at large n), and attacks it
+// with alsAdversary: the move never exceeds the bound and stays above
+// floors near what the attack reaches. A planted bug that halved the
+// stability bound's first term (2c to c) is caught by the pins at 40 and
+// 400 (under the earlier constants it let the attack reach 1.05 of the
+// halved bound and passed TestALSSensitivityNeighbours). The attack now
+// reaches only 0.11-0.32 of the bound: with the small ridge the user's
+// vector is projected onto the Gamma_u ball, and flipping one of n
+// ratings of a user whose rows are +-Gamma_v e_1 moves the projected
+// vector little, while the bound's 2 c Gamma_z/(lambda n) and
+// c/sqrt(lambda n) ignore Z^T Z; at n = 1 the statistics are even in the
+// flip (x and z both change sign), so nothing moves.
+func TestALSSensitivityAdversarial(t *testing.T) {
+	t.Parallel()
+	o := baseOpts()
+	for _, tc := range []struct {
+		n    int
+		want float64
+	}{
+		// n = 1: delta_u = 2; the stability bound sqrt(928)/3 = 10.15 is
+		// above the replace bound 2 sqrt(1) sqrt(1 + 49/9) = 2 sqrt(58)/3.
+		{1, 2 * math.Sqrt(58) / 3},
+		// n = 10: delta_u = min(2, 800/90) = 2; replace: 2 sqrt(10) sqrt(58)/3.
+		{10, 2 * math.Sqrt(580) / 3},
+		// n = 40: delta_u = min(2, 800/360, (4/3)/sqrt(2)) = 2 sqrt(2)/3, a
+		// = 8/3 + 20 sqrt(2)/9, Delta^2 = a^2 + 39 (8/9) (100/9) + 40 (32/9)
+		// (stability, 23.69; replace 32.11).
+		{40, math.Sqrt(math.Pow(8.0/3+20*math.Sqrt2/9, 2) + 39*8.0/9*100/9 + 40*32.0/9)},
+		// n = 400: delta_u = 2/9, a = 92/27, Delta^2 = a^2 + 399 (2/9)^2
+		// (10/3)^2 + 400 (4/9)^2 = 225664/729 (stability; replace 101.5).
+		{400, math.Sqrt(225664) / 27},
+	} {
+		if got := ALSSensitivity(&o, tc.n); math.Abs(got-tc.want) > 1e-12*tc.want {
+			t.Errorf("ALSSensitivity(n = %d) = %.15g, closed form %.15g", tc.n, got, tc.want)
+		}
+	}
+	floors := map[int]float64{2: 0.28, 4: 0.22, 400: 0.13, 1000: 0.2}
+	for _, n := range []int{1, 2, 3, 4, 10, 40, 100, 400, 1000} {
+		moved, bound := alsAdversary(t, n)
+		if moved > bound*(1+1e-9) {
+			t.Errorf("n = %d: the adversarial neighbour moves the statistics by %.6g > ALSSensitivity %.6g", n, moved, bound)
+		}
+		t.Logf("n = %d: moved %.4g of bound %.4g (%.3f)", n, moved, bound, moved/bound)
+		if f, ok := floors[n]; ok && moved < f*bound {
+			t.Errorf("n = %d: the adversarial neighbour moves the statistics by %.6g, below %g of the bound %.6g (the attack or the bound changed)", n, moved, f, bound)
+		}
+	}
+}

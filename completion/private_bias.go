@@ -253,9 +253,11 @@ func trainBiasEntry(train *data.Store, m *decomposition.Model, o *PrivateOptions
 	total, counts := biasTotal(train, o)
 	tot := []float64{total}
 	lapMu.AddTo(tot, rand.New(o.source(streamBiasMean)))
+	o.observe(relMu.What, tot, nil)
 	mu := clampValue(tot[0]/float64(train.NNZ()), o.RatingMin, o.RatingMax)
 	sums := biasResidualSums(train, o, mu)
 	items.addTo(sums, rand.New(o.source(streamBiasItems)))
+	o.observe(relI.What, sums, nil)
 	fit.counts = make([]float64, len(counts))
 	for i, n := range counts {
 		fit.counts[i] = float64(n)
@@ -585,6 +587,13 @@ func trainBiasUser(train *data.Store, m *decomposition.Model, o *PrivateOptions)
 	if err != nil {
 		return nil, err
 	}
+	return drawBiasUser(train, m, o, rels, acc)
+}
+
+// drawBiasUser draws the user-unit releases planned in rels and acc (a
+// function of the public options only) and fits m from them.
+func drawBiasUser(train *data.Store, m *decomposition.Model, o *PrivateOptions, rels []userRelease, acc *perturb.Accountant) (*biasFit, error) {
+	var err error
 	fit := &biasFit{o: *o, acc: *acc, itemsVar: rels[4].noise.variance()}
 	if fit.eps, fit.delta, fit.used, err = admit(o, &fit.acc); err != nil {
 		return nil, fmt.Errorf("completion: bias mode: %w", err)
@@ -612,15 +621,18 @@ func trainBiasUser(train *data.Store, m *decomposition.Model, o *PrivateOptions)
 	scal := []float64{float64(usersWithRows(sc.Idx[0], sc.Dims[0])), float64(sc.NNZ()), total}
 	for j := range scal {
 		rels[j].noise.addTo(scal[j:j+1], r)
+		o.observe(rels[j].what, scal[j:j+1], nil)
 	}
 	fit.noisyUsers, fit.noisyRatings = scal[0], scal[1]
 	mu := clampValue(mid+scal[2]/math.Max(scal[1], 1), o.RatingMin, o.RatingMax)
 	rels[3].noise.addTo(cnt, r)
+	o.observe(rels[3].what, cnt, nil)
 	for i := range cnt {
 		cnt[i] = math.Max(cnt[i], 0) // post-processing
 	}
 	sums := biasResidualSums(train, o, mu)
 	rels[4].noise.addTo(sums, r)
+	o.observe(rels[4].what, sums, nil)
 	fit.counts = cnt
 	fit.setItemBiases(m, mu, sums, rels[3].noise.variance())
 	fit.notes = append(fit.notes,

@@ -337,6 +337,7 @@ func (p *GradientPerturbation) planMinibatch(train *data.Store, s *Settings, has
 	p.mb = mb
 	p.steps = mb.steps
 	p.report = baseReport(&p.o, "gradient", &acc, eps, delta, used)
+	p.report.RelationKind, p.report.ValueChangeEpsilon = perturb.RelationZeroOut, mb.vcEps
 	p.report.Relation = fmt.Sprintf("zero-out neighbours at entry level: rating logs with the same observed positions where one rating of one log is replaced by a null that contributes no gradient to any step and counts as r_min in the warm start's sums (Kairouz et al. 2021); ratings clamped to the public range [%g, %g]. A change of one rating's value (the relation of the other entry-level modes) is two such steps: epsilon %.4g at delta %.3g for it (group size 2 by RDP, in the notes)", p.o.RatingMin, p.o.RatingMax, mb.vcEps, delta)
 	p.report.Notes = append(p.report.Notes,
 		fmt.Sprintf("minibatch DP-SGD: Poisson sampling rate q = %g, T = %d steps, clip C = %g, noise multiplier sigma = %.6g (noise sd %.6g per coordinate per step, dense on every trained coordinate), RDP of the sampled Gaussian (Mironov, Talwar and Zhang 2019) at orders 1.1-10.9 by 0.1, 12-63 and 80-65536 (exact to order 1024, the plain Gaussian bound above), composed with the warm start and converted by Canonne, Kamath and Steinke 2020", mb.q, mb.steps, mb.clip, s2, s2*mb.clip),

@@ -396,6 +396,7 @@ func (p *GradientPerturbation) PerturbOutput(m *decomposition.Model, train *data
 	p.report.NotCovered = all
 	p.report.Notes = append(p.report.Notes,
 		fmt.Sprintf("gradient perturbation --protect C (Wei et al. 2021 Algorithm 2): the gradient of mode-%d rows is clipped to m = %g and perturbed with l2-norm noise (epsilon' = %g per step, %d steps per %s)", p.pm+1, p.o.Clip, p.l2.Epsilon(), p.steps, p.o.Unit),
+		perturb.L2NoiseNote,
 		"the guarantee is per step and conditional on the other parameters, which are trained on the same ratings without noise and feed into the protected gradients: no released parameter has an end-to-end guarantee; use --protect all for one")
 	return nil
 }

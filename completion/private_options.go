@@ -203,6 +203,27 @@ type PrivateOptions struct {
 	// (perturb.SecureSource); perturb.SeededNoise(seed) gives reproducible
 	// streams (NOT private). Its provenance is what the report records.
 	Noise perturb.Noise
+	// probe, when set (tests only), sees the noisy releases of the bias
+	// and als modes (releaseProbe).
+	probe *releaseProbe
+}
+
+// releaseProbe lets a test see a vector the bias and als modes release,
+// right after its noise is added and before any post-processing, so that
+// it can measure the noise against the statistic it computes from the
+// data itself (TestReleasedNoiseVariance). what is the Release.What of the
+// release in the report; public is the released state the statistic was
+// computed from (the item rows of an ALS step; nil otherwise). It must
+// not keep or modify the slices.
+type releaseProbe struct {
+	seen func(what string, noisy, public []float64)
+}
+
+// observe passes a noisy release to the probe, if any.
+func (o *PrivateOptions) observe(what string, noisy, public []float64) {
+	if o.probe != nil {
+		o.probe.seen(what, noisy, public)
+	}
 }
 
 // resolvedOptions validates o and fills defaults.
@@ -304,6 +325,15 @@ func (o *PrivateOptions) relation(mode string) string {
 		return fmt.Sprintf("rating logs with the same observed positions differing in the values of one user's ratings (each user bounded to at most %d ratings before training); ratings clamped to the public range [%g, %g]", o.MaxRatingsPerUser, o.RatingMin, o.RatingMax)
 	}
 	return fmt.Sprintf("rating logs with the same observed positions differing in one rating value; ratings clamped to the public range [%g, %g]", o.RatingMin, o.RatingMax)
+}
+
+// relationKind returns the report's relation kind of a mode (minibatch
+// DP-SGD overrides it with zero-out).
+func (o *PrivateOptions) relationKind(mode string) string {
+	if o.Unit == UnitUser && billboardMode(mode) {
+		return perturb.RelationAddRemove
+	}
+	return perturb.RelationValueChange
 }
 
 // billboardMode reports whether mode releases only the item side (the
@@ -439,15 +469,16 @@ func admit(o *PrivateOptions, acc *perturb.Accountant) (eps, delta float64, meth
 // baseReport fills the fields every mode shares.
 func baseReport(o *PrivateOptions, mode string, acc *perturb.Accountant, eps, delta float64, method perturb.Composition) *perturb.Report {
 	return &perturb.Report{
-		Mode:        mode,
-		Relation:    o.relation(mode),
-		Unit:        string(o.Unit),
-		Epsilon:     eps,
-		Delta:       delta,
-		Composition: string(method),
-		Releases:    acc.Releases(),
-		Randomness:  o.Noise.Provenance().String(),
-		Notes:       []string{publicNote(o, mode)},
+		Mode:         mode,
+		Relation:     o.relation(mode),
+		RelationKind: o.relationKind(mode),
+		Unit:         string(o.Unit),
+		Epsilon:      eps,
+		Delta:        delta,
+		Composition:  string(method),
+		Releases:     acc.Releases(),
+		Randomness:   o.Noise.Provenance().String(),
+		Notes:        []string{publicNote(o, mode)},
 	}
 }
 

@@ -174,6 +174,7 @@ func (p *OutputPerturbation) PerturbOutput(m *decomposition.Model, train *data.S
 	p.report.NotCovered = paramNames(m.Order(), m.Kind == decomposition.Tucker, m.HasBias)
 	p.report.Notes = append(p.report.Notes,
 		fmt.Sprintf("output perturbation (Wei et al. 2021 Algorithm 3): mode-%d factor refitted by ridge (lambda = %g) and each row perturbed with l2-norm noise, Delta_O = %g", pm+1, p.o.Lambda, p.DeltaO),
+		perturb.L2NoiseNote,
 		"the guarantee of the refitted factor is conditional on the other parameters, which are trained on the same ratings without noise and released: no released parameter has an end-to-end guarantee")
 	return nil
 }

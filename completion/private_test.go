@@ -2,8 +2,10 @@ package completion
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/dprec/dprec/data"
@@ -713,5 +715,61 @@ func TestPrivateRefusesWarmStart(t *testing.T) {
 	m := privModel(t, decomposition.CP, dims, 2, true, 1, 0.1)
 	if _, err := Train(st, nil, m, &Settings{Epochs: 2, Threads: 1, WarmStart: true, Solver: SolverSGD}, rand.NewPCG(1, 1), nil); err != nil {
 		t.Errorf("non-private warm start: %v", err)
+	}
+}
+
+// blowUp is a private plug-in whose gradients are scaled far beyond any
+// finite step, so that its run diverges after drawing noise.
+type blowUp struct{ *GradientPerturbation }
+
+func (b blowUp) GradientTransform(w int) GradientTransform {
+	return blowUpT{b.GradientPerturbation.GradientTransform(w)}
+}
+
+type blowUpT struct{ GradientTransform }
+
+func (t blowUpT) Transform(g *EntryGrad) {
+	t.GradientTransform.Transform(g)
+	for _, f := range g.Factor {
+		for i := range f {
+			f[i] *= 1e300
+		}
+	}
+}
+
+// TestPrivateDivergenceSpendsBudget: a private run that diverges returns
+// ErrDiverged carrying its report, and the error says that the budget is
+// spent and that a retry composes with it (issue 24); a non-private
+// divergence says nothing of the kind.
+func TestPrivateDivergenceSpendsBudget(t *testing.T) {
+	t.Parallel()
+	st := privStore([]int{20, 15, 3}, 300, 4)
+	o := baseOpts()
+	o.Protect, o.DPSGD = ProtectAll, DPSGDPerEntry
+	gp, err := NewGradientPerturbation(&o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := privModel(t, decomposition.CP, st.Dims, 2, true, 1, 0.1)
+	_, err = Train(st, nil, m, &Settings{Epochs: 3, Threads: 1, Privacy: blowUp{gp}}, rand.NewPCG(1, 2), nil)
+	var div *ErrDiverged
+	if !errors.As(err, &div) {
+		t.Fatalf("error %v, want ErrDiverged", err)
+	}
+	if div.Privacy == nil || div.Privacy != gp.Report() {
+		t.Fatalf("ErrDiverged.Privacy = %v, want the run's report", div.Privacy)
+	}
+	for _, want := range []string{"budget", "is spent", "retry", "add to these", fmt.Sprintf("epsilon %g", gp.Report().Epsilon)} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("diverged private run: %q lacks %q", err, want)
+		}
+	}
+	plain := &ErrDiverged{Epoch: 1, Loss: math.Inf(1)}
+	if strings.Contains(plain.Error(), "privacy") || plain.BudgetNote() != "" {
+		t.Errorf("non-private divergence: %q", plain)
+	}
+	out := &ErrDiverged{Epoch: 1, Privacy: &perturb.Report{Mode: "output"}}
+	if !strings.Contains(out.Error(), "no guarantee covers") {
+		t.Errorf("output mode divergence: %q", out)
 	}
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
-	"github.com/dprec/dprec/internal/stattest"
 	"github.com/dprec/dprec/perturb"
 )
 
@@ -358,44 +357,10 @@ func TestUserLevelNeighbouringModels(t *testing.T) {
 	}
 }
 
-// TestUserNoiseScale draws the released number of users many times and
-// checks its spread against the planned Gaussian sigma (4.41717 standard
-// errors of the variance: false reject about 1e-5).
-func TestUserNoiseScale(t *testing.T) {
-	t.Parallel()
-	o := userOpts(4)
-	st, err := BoundForUnit(userStore([]int{12, 10}, 80, 2), &o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rels := userBiasReleases(&o)
-	o.Mechanism = perturb.MechGaussian
-	if _, err := planUserReleases(&o, rels); err != nil {
-		t.Fatal(err)
-	}
-	sigma := rels[0].noise.g.Sigma()
-	truth := float64(usersWithRows(st.Idx[0], st.Dims[0]))
-	const n = 4000
-	var s2 float64
-	for i := 0; i < n; i++ {
-		oo := o
-		oo.Noise = perturb.SeededNoise(uint64(1000 + i))
-		m := privModel(t, decomposition.CP, []int{1, st.Dims[1]}, 1, true, 1, 1)
-		f, err := fitPrivateBias(st, m, &oo)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := f.noisyUsers - truth
-		s2 += d * d
-	}
-	v := s2 / n
-	if tol := stattest.Z5 * math.Sqrt(2.0/n) * sigma * sigma; math.Abs(v-sigma*sigma) > tol {
-		t.Errorf("noise variance %v, planned %v (tolerance %v)", v, sigma*sigma, tol)
-	}
-}
-
-// TestReportsNamePublic: every private mode's report names, in exactly one
-// note, what its relation treats as public: the positions, counts,
+// TestReportsNamePublic: every private mode's report sets its relation
+// kind (value-change, zero-out for minibatch DP-SGD with its value-change
+// epsilon beside it, add-remove for the billboard modes' user unit) and
+// names, in exactly one note, what its relation treats as public: the positions, counts,
 // dictionaries and time range under the entry unit; the same, and that
 // presence is not protected, under the SGD modes' user unit; the item
 // catalogue (or a private selection) and the time range under the
@@ -441,22 +406,48 @@ func TestReportsNamePublic(t *testing.T) {
 	dom, _ = BoundForUnit(dom, &user)
 	selected := user
 	selected.SelectedItems = true
+	gradient := func(protect Protect, v DPSGDVariant) *perturb.Report {
+		o := baseOpts()
+		o.Protect, o.DPSGD = protect, v
+		p, err := NewGradientPerturbation(&o)
+		return sgd(p, err, st)
+	}
+	const vc, zo, ar = perturb.RelationValueChange, perturb.RelationZeroOut, perturb.RelationAddRemove
 	for _, tc := range []struct {
 		name string
 		rep  func() *perturb.Report
 		want string
+		kind string // Report.RelationKind
 	}{
-		{"input entry", func() *perturb.Report { o := baseOpts(); p, err := NewInputPerturbation(&o); return sgd(p, err, st) }, PublicEntry},
-		{"gradient entry", func() *perturb.Report { o := baseOpts(); p, err := NewGradientPerturbation(&o); return sgd(p, err, st) }, PublicEntry},
-		{"output entry", func() *perturb.Report { o := baseOpts(); p, err := NewOutputPerturbation(&o); return sgd(p, err, st) }, PublicEntry},
-		{"bias entry", func() *perturb.Report { return stats("bias", baseOpts(), st, dims[0]) }, PublicEntry},
-		{"als entry", func() *perturb.Report { return stats("als", baseOpts(), st, dims[0]) }, PublicEntry},
-		{"input user", func() *perturb.Report { o := user; p, err := NewInputPerturbation(&o); return sgd(p, err, bounded) }, PublicUserValues},
-		{"bias user", func() *perturb.Report { return stats("bias", user, dom, 1) }, PublicUserCatalogue},
-		{"als user", func() *perturb.Report { return stats("als", user, dom, 1) }, PublicUserCatalogue},
-		{"bias user selected", func() *perturb.Report { return stats("bias", selected, dom, 1) }, PublicUserSelected},
+		{"input entry", func() *perturb.Report { o := baseOpts(); p, err := NewInputPerturbation(&o); return sgd(p, err, st) }, PublicEntry, vc},
+		{"gradient entry", func() *perturb.Report { o := baseOpts(); p, err := NewGradientPerturbation(&o); return sgd(p, err, st) }, PublicEntry, zo},
+		{"gradient entry per-entry", func() *perturb.Report { return gradient(ProtectAll, DPSGDPerEntry) }, PublicEntry, vc},
+		{"gradient entry C", func() *perturb.Report { return gradient(ProtectC, DPSGDMinibatch) }, PublicEntry, vc},
+		{"output entry", func() *perturb.Report { o := baseOpts(); p, err := NewOutputPerturbation(&o); return sgd(p, err, st) }, PublicEntry, vc},
+		{"bias entry", func() *perturb.Report { return stats("bias", baseOpts(), st, dims[0]) }, PublicEntry, vc},
+		{"als entry", func() *perturb.Report { return stats("als", baseOpts(), st, dims[0]) }, PublicEntry, vc},
+		{"input user", func() *perturb.Report { o := user; p, err := NewInputPerturbation(&o); return sgd(p, err, bounded) }, PublicUserValues, vc},
+		{"bias user", func() *perturb.Report { return stats("bias", user, dom, 1) }, PublicUserCatalogue, ar},
+		{"als user", func() *perturb.Report { return stats("als", user, dom, 1) }, PublicUserCatalogue, ar},
+		{"bias user selected", func() *perturb.Report { return stats("bias", selected, dom, 1) }, PublicUserSelected, ar},
 	} {
 		rep := tc.rep()
+		// The relation in machine-readable form (issue 24): every mode
+		// sets it, and only the zero-out mode a value-change epsilon,
+		// above its headline.
+		if rep.RelationKind != tc.kind {
+			t.Errorf("%s: relation kind %q, want %q", tc.name, rep.RelationKind, tc.kind)
+		}
+		if (tc.kind == zo) != (rep.ValueChangeEpsilon > rep.Epsilon) || (tc.kind != zo && rep.ValueChangeEpsilon != 0) {
+			t.Errorf("%s: value-change epsilon %v with headline %v under %q", tc.name, rep.ValueChangeEpsilon, rep.Epsilon, rep.RelationKind)
+		}
+		// A mode drawing l2-norm noise states what its sampler
+		// guarantees in floating point (issue 24).
+		for _, r := range rep.Releases {
+			if r.Mechanism == perturb.MechL2 && !slices.Contains(rep.Notes, perturb.L2NoiseNote) {
+				t.Errorf("%s: l2-norm release %q without perturb.L2NoiseNote", tc.name, r.What)
+			}
+		}
 		var notes []string
 		for _, n := range rep.Notes {
 			if strings.HasPrefix(n, "public under the relation") {

@@ -105,7 +105,14 @@ func TrainContext(ctx context.Context, train, valid *data.Store, m *decompositio
 		}
 		return trainALS(ctx, train, valid, m, &cfg, vals, src, progress)
 	}
-	return trainSGD(ctx, train, valid, m, &cfg, vals, src, progress)
+	res, err := trainSGD(ctx, train, valid, m, &cfg, vals, src, progress)
+	var div *ErrDiverged
+	if errors.As(err, &div) && div.Privacy == nil {
+		if rep := cfg.Privacy.Report(); rep.Private() {
+			div.Privacy = rep // the budget is spent (ErrDiverged.BudgetNote)
+		}
+	}
+	return res, err
 }
 
 // trainSGD is Train for SolverSGD (called with validated, planned

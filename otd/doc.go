@@ -47,9 +47,12 @@
 // # Topics as distributions, refinement and per-document proportions
 //
 // Fit returns topic models' columns projected onto the probability
-// simplex and weights normalised to sum 1 (Result.RawWeights keeps the
-// estimates, Result.Zero flags non-positive ones; EffectiveTopics is
-// exp(entropy) of the weights). Refine runs batch variational EM for LDA
+// simplex and, for every model (mixtures included), weights normalised to
+// sum 1 (NormalizeWeights; Result.RawWeights keeps the estimates,
+// Result.Zero flags non-positive ones; EffectiveTopics is exp(entropy) of
+// the weights). WeightNoiseWarning tells when a private fit's estimated
+// weights are so far from a distribution that the noise is comparable to
+// the weights. Refine runs batch variational EM for LDA
 // from the spectral topics, with a background topic and rebirth of tiny
 // topics by spectral bisection; InferDocTopics gives documents' topic
 // proportions with the topics fixed. The updates are documented atop

@@ -126,17 +126,16 @@ type Result struct {
 	Model  Model  `json:"model"`
 	Method Method `json:"method"`
 	// Weights are the component probabilities w_k (topic proportions
-	// alpha_k/alpha0 for LDA), sorted decreasing. For the topic models
-	// they are normalised to sum 1 (negative estimates clipped to 0); for
-	// "mog" they are the raw estimates and need not sum to exactly 1
-	// (each is estimated separately from its eigenvalue).
+	// alpha_k/alpha0 for LDA), sorted decreasing, normalised to sum 1
+	// (NormalizeWeights: negative estimates clipped to 0; post-processing).
 	Weights []float64 `json:"weights"`
-	// RawWeights are the weights as estimated, before normalisation
-	// (topic models only).
+	// RawWeights are the weights as estimated, before normalisation: each
+	// is estimated separately (from its eigenvalue), so they need not sum
+	// to 1, and a private fit's can be far from it (WeightNoiseWarning).
 	RawWeights []float64 `json:"raw_weights,omitempty"`
-	// Zero flags topics whose estimated weight is not positive: they are
-	// not topics of the corpus and their columns carry no information
-	// (topic models only).
+	// Zero flags components whose estimated weight is not positive: they
+	// are not components (topics) of the data and their columns carry no
+	// information.
 	Zero []bool `json:"zero,omitempty"`
 	// A is D x K: column k is component k, in the order of Weights. For
 	// the topic models each column is a distribution (the raw estimate
@@ -205,6 +204,8 @@ func Fit(in *Input, opts FitOptions, src rand.Source) (*Result, error) {
 	}
 	if opts.Model != ModelMoG {
 		normalizeTopics(res)
+	} else {
+		normalizeResultWeights(res)
 	}
 	return res, nil
 }

@@ -172,3 +172,40 @@ func TestWhitenImplicitMatchesDense(t *testing.T) {
 		}
 	}
 }
+
+// TestNormalizeWeights: estimated weights become a distribution
+// (non-positive and non-finite ones 0 and flagged), and the warning fires
+// exactly when the estimates are outside (0, 1] or their sum is more than
+// 1/(2 sqrt(K)) from 1 (issue 15: the tour's private mixture printed
+// weights 0.06, 6.2 and 0.69 without one).
+func TestNormalizeWeights(t *testing.T) {
+	w, zero := NormalizeWeights([]float64{0.06, 6.2, 0.69})
+	if s := w[0] + w[1] + w[2]; math.Abs(s-1) > 1e-15 || math.Abs(w[1]-6.2/6.95) > 1e-15 || zero[0] || zero[1] || zero[2] {
+		t.Errorf("weights %v (sum %v), zero %v", w, s, zero)
+	}
+	w, zero = NormalizeWeights([]float64{0.5, -0.1, math.NaN(), math.Inf(1), 0.5})
+	if w[0] != 0.5 || w[4] != 0.5 || w[1] != 0 || w[2] != 0 || w[3] != 0 || zero[0] || !zero[1] || !zero[2] || !zero[3] {
+		t.Errorf("weights %v, zero %v", w, zero)
+	}
+	if w, zero := NormalizeWeights([]float64{-1, 0}); w[0] != 0 || w[1] != 0 || !zero[0] || !zero[1] {
+		t.Errorf("no positive weight: %v, %v", w, zero)
+	}
+	for _, tc := range []struct {
+		raw  []float64
+		warn bool
+	}{
+		{[]float64{0.06, 6.2, 0.69}, true},                     // the tour's
+		{[]float64{1.0 / 3, 1.0 / 3, 1.0 / 3}, false},          // exact
+		{[]float64{0.33, 0.331, 0.3312}, false},                // the non-private fit
+		{[]float64{0.2, 0.25, 0.3}, false},                     // sum 0.75: 0.25 < 1/(2 sqrt 3) = 0.289
+		{[]float64{0.1, 0.15, 0.45}, true},                     // sum 0.7
+		{[]float64{0.5, 0.6, -0.1}, true},                      // a negative weight
+		{[]float64{1.2, 0.1}, true},                            // a weight above 1
+		{[]float64{0.3, 0.3, 0.2, 0.2, 0.1, 0.1, 0.05}, true},  // sum 1.25, K = 7: 0.25 > 1/(2 sqrt 7) = 0.189
+		{[]float64{0.2, 0.2, 0.2, 0.2, 0.1, 0.1, 0.05}, false}, // sum 1.05
+	} {
+		if got := WeightNoiseWarning(tc.raw) != ""; got != tc.warn {
+			t.Errorf("%v: warning %v, want %v", tc.raw, got, tc.warn)
+		}
+	}
+}

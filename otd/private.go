@@ -190,18 +190,25 @@ func privateReport(opts *FitOptions, b PrivacyBudget, rels []perturb.Release, co
 	if !secure {
 		notes = append(notes, "noise drawn from a caller-supplied (seeded) source: reproducible, NOT private")
 	}
+	for _, r := range rels {
+		if r.Mechanism == perturb.MechL2 { // AVN's M3
+			notes = append(notes, perturb.L2NoiseNote)
+			break
+		}
+	}
 	return &perturb.Report{
-		Mode:        string(opts.Method),
-		Relation:    relation,
-		Unit:        unit,
-		Epsilon:     eps,
-		Delta:       delta,
-		Composition: composition,
-		Releases:    rels,
-		Covered:     []string{"component vectors A", "weights", "eigenvalues"},
-		NotCovered:  notCoveredFor(opts),
-		Randomness:  perturb.RandomnessLabel(!secure),
-		Notes:       notes,
+		Mode:         string(opts.Method),
+		Relation:     relation,
+		RelationKind: perturb.RelationValueChange,
+		Unit:         unit,
+		Epsilon:      eps,
+		Delta:        delta,
+		Composition:  composition,
+		Releases:     rels,
+		Covered:      []string{"component vectors A", "weights", "eigenvalues"},
+		NotCovered:   notCoveredFor(opts),
+		Randomness:   perturb.RandomnessLabel(!secure),
+		Notes:        notes,
 	}
 }
 

@@ -3,6 +3,7 @@ package otd
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -124,11 +125,14 @@ func TestFitPrivateMethods(t *testing.T) {
 			t.Errorf("%s at epsilon 600: e_comp %.4f, non-private %.4f", m, e, base)
 		}
 		rp := res.Report
-		if rp == nil || rp.Mode != string(m) || rp.Unit != "document" || !strings.Contains(rp.Relation, "differing in one document") {
+		if rp == nil || rp.Mode != string(m) || rp.Unit != "document" || !strings.Contains(rp.Relation, "differing in one document") || rp.RelationKind != perturb.RelationValueChange {
 			t.Fatalf("%s: report %+v", m, rp)
 		}
 		if math.Abs(rp.Epsilon-600) > 1e-9 || math.Abs(rp.Delta-0.5) > 1e-12 {
 			t.Errorf("%s: report totals (%v, %v), want (600, 0.5)", m, rp.Epsilon, rp.Delta)
+		}
+		if hasNote := slices.Contains(rp.Notes, perturb.L2NoiseNote); hasNote != (m == MethodAVN) {
+			t.Errorf("%s: floating-point note of the l2-norm sampler %v", m, hasNote)
 		}
 		if rp.Randomness != perturb.LabelSeeded || len(rp.Releases) != 2 {
 			t.Errorf("%s: randomness %q, %d releases", m, rp.Randomness, len(rp.Releases))
@@ -227,8 +231,17 @@ func TestFitPrivateMOG(t *testing.T) {
 	if e := ECompRaw(A, est); e > 0.1 {
 		t.Errorf("mog AGN e_comp %.4f", e)
 	}
-	if res.Report.Unit != "record" {
-		t.Errorf("unit %q", res.Report.Unit)
+	if res.Report.Unit != "record" || res.Report.RelationKind != perturb.RelationValueChange {
+		t.Errorf("unit %q, relation kind %q", res.Report.Unit, res.Report.RelationKind)
+	}
+	// The released weights are a distribution; the estimates stay in
+	// RawWeights (issue 15).
+	var ws float64
+	for _, w := range res.Weights {
+		ws += w
+	}
+	if math.Abs(ws-1) > 1e-12 || len(res.RawWeights) != len(res.Weights) {
+		t.Errorf("weights %v (sum %v), raw %v", res.Weights, ws, res.RawWeights)
 	}
 	X.Set(0, 0, 3)
 	if _, err := Fit(&Input{Rows: X}, FitOptions{Model: ModelMoG, K: 2, Sigma2: s2, Method: MethodAGN, Epsilon: 1, Delta: 0.1}, nil); err == nil {

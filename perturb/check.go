@@ -23,7 +23,12 @@ const checkTolerance = 1e-6
 //     method, Accountant.Total at the report's delta): a report claiming a
 //     smaller epsilon or delta than its releases compose to is flagged;
 //   - the randomness label, which must be exactly LabelSecure or
-//     LabelSeeded.
+//     LabelSeeded;
+//   - the relation kind, which must be empty (a report written before the
+//     field existed) or one of RelationValueChange, RelationZeroOut and
+//     RelationAddRemove, and a value-change epsilon, when given under
+//     another relation, at least the headline epsilon (a value change is
+//     two zero-out steps).
 //
 // A non-private report has nothing to check.
 func (r *Report) Check() []string {
@@ -34,6 +39,14 @@ func (r *Report) Check() []string {
 	bad := func(format string, a ...any) { out = append(out, fmt.Sprintf(format, a...)) }
 	if _, ok := r.Provenance(); !ok {
 		bad("randomness %q is neither %q nor %q", r.Randomness, LabelSecure, LabelSeeded)
+	}
+	switch r.RelationKind {
+	case "", RelationValueChange, RelationZeroOut, RelationAddRemove:
+	default:
+		bad("relation kind %q is none of %q, %q, %q", r.RelationKind, RelationValueChange, RelationZeroOut, RelationAddRemove)
+	}
+	if r.ValueChangeEpsilon != 0 && (r.RelationKind == RelationValueChange || r.ValueChangeEpsilon < r.Epsilon*(1-checkTolerance)) {
+		bad("value-change epsilon %.6g under relation kind %q with headline epsilon %.6g", r.ValueChangeEpsilon, r.RelationKind, r.Epsilon)
 	}
 	if len(r.Releases) == 0 {
 		bad("private report (mode %q) lists no release", r.Mode)

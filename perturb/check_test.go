@@ -1,6 +1,7 @@
 package perturb
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -43,6 +44,27 @@ func TestReportCheck(t *testing.T) {
 	if got := NonPrivate().Check(); got != nil {
 		t.Fatalf("non-private report flagged: %v", got)
 	}
+	for _, kind := range []string{"", RelationValueChange, RelationAddRemove} {
+		r := checkReport(t)
+		r.RelationKind = kind
+		if got := r.Check(); got != nil {
+			t.Fatalf("relation kind %q flagged: %v", kind, got)
+		}
+	}
+	zo := checkReport(t)
+	zo.RelationKind, zo.ValueChangeEpsilon = RelationZeroOut, 2*zo.Epsilon
+	if got := zo.Check(); got != nil {
+		t.Fatalf("zero-out report with its value-change epsilon flagged: %v", got)
+	}
+	// Machine-readable: the JSON names the kind and the value-change
+	// epsilon.
+	js, err := json.Marshal(zo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(js), `"relation_kind":"zero-out"`) || !strings.Contains(string(js), `"value_change_epsilon":`) {
+		t.Errorf("report JSON %s lacks relation_kind or value_change_epsilon", js)
+	}
 	for _, tc := range []struct {
 		name string
 		edit func(*Report)
@@ -56,6 +78,13 @@ func TestReportCheck(t *testing.T) {
 		{"randomness", func(r *Report) { r.Randomness = "secure-ish" }, "randomness"},
 		{"mechanism", func(r *Report) { r.Releases[0].Mechanism = "magic" }, "unknown mechanism"},
 		{"no releases", func(r *Report) { r.Releases = nil }, "no release"},
+		{"relation kind", func(r *Report) { r.RelationKind = "replace-ish" }, "relation kind"},
+		{"value-change epsilon below the headline", func(r *Report) {
+			r.RelationKind, r.ValueChangeEpsilon = RelationZeroOut, r.Epsilon/2
+		}, "value-change epsilon"},
+		{"value-change epsilon under value change", func(r *Report) {
+			r.RelationKind, r.ValueChangeEpsilon = RelationValueChange, 2*r.Epsilon
+		}, "value-change epsilon"},
 	} {
 		r := checkReport(t)
 		tc.edit(r)

@@ -162,15 +162,24 @@
 //   - L2Noise (and L2Packed) has no exact discrete sampler: AddTo snaps the
 //     input, draws the continuous noise (radius scale enlarged to (Delta +
 //     sqrt(d) g)/epsilon to cover the snapping) and snaps the noise to the
-//     grid, so outputs are grid points and the bit pattern of the sampler is
-//     erased. The discretised mechanism is epsilon-DP in exact arithmetic
-//     (the pointwise density ratio integrates over grid cells); the float
-//     computation of the noise before rounding is a heuristic mitigation
-//     (like Mironov's snapping, without his formal clamp), stated so here.
-//     In particular the direction uses math/rand/v2's NormFloat64, whose
-//     ziggurat draws 32 random bits per value; the continuous Gamma radius
-//     (53-bit) multiplies it, so outputs have no simple lattice structure,
-//     but no proof covers this sampler.
+//     grid, so outputs are grid points. What holds: the discretised
+//     mechanism (the continuous law of that scale rounded to the grid) is
+//     epsilon-DP in exact arithmetic (the pointwise density ratio
+//     integrates over grid cells); every random quantity of the draw is
+//     resolved to float64 precision, so the noise has no lattice and every
+//     grid point of the body of its law is reachable: the direction's
+//     normals and the normal of the Gamma radius's Marsaglia-Tsang
+//     proposal are the dithered ziggurat normals of AddToFast (l2Normal),
+//     and the radius of dimension 1 is -log U with U at full relative
+//     precision (TestL2NoiseReachesGrid sweeps one draw's low bits across
+//     consecutive grid points). Until this round the direction and the
+//     radius used math/rand/v2's NormFloat64 and ExpFloat64, 32 random
+//     bits each: in dimension 1 (direction +-1) the noise took values about
+//     2^7-2^10 grid steps apart within each ziggurat layer, the sparse,
+//     input-independent reachable set the attack needs. What does not hold: no proof covers the
+//     floating-point computation of the draw before rounding (Mironov's
+//     snapping with its formal clamp is not implemented); the reports of
+//     the modes that use it say so (L2NoiseNote).
 //   - Sample methods return noise only (on the grid); adding it to an
 //     unsnapped value forfeits the mitigation, so releases should use
 //     AddTo. SymmetricGaussianMatrix and GaussianPacked return grid noise;

@@ -16,9 +16,21 @@ const MaxDimension = 1 << 31
 // 2010). Adding it to a vector of l2 sensitivity Delta is pure epsilon-DP
 // (derivation in the package doc). It is sampled as a radius ~ Gamma(shape
 // d, scale Delta/epsilon) times a direction uniform on the unit sphere
-// (normalised standard Gaussians), then snapped to a power-of-two grid
-// (package doc, "Floating point": a heuristic mitigation for this
-// mechanism, unlike the exact discrete samplers of Laplace and Gaussian).
+// (normalised standard Gaussians), then snapped to a power-of-two grid.
+// Every random quantity is resolved to float64 precision: the direction's
+// normals and the normal inside the Gamma sampler are the dithered
+// ziggurat normals of the bulk Gaussian noise (l2Normal; ziggurat.go), and
+// the exponential of dimension 1 is -log U with U at full relative
+// precision, so no coarse lattice survives in the noise (math/rand/v2's
+// 32-bit normals and exponentials are hundreds of grid steps apart, and
+// the snapped noise would reach only a sparse, input-independent subset of
+// the grid: the floating-point attack of Mironov 2012;
+// TestL2NoiseReachesGrid). What holds (package doc, "Floating
+// point"): outputs are grid points; the discretised mechanism (continuous
+// noise of the enlarged scale, rounded to the grid) is epsilon-DP in exact
+// arithmetic; no proof covers the floating-point computation of the draw
+// before rounding, unlike the exact discrete samplers of Laplace and
+// Gaussian. L2NoiseNote says so in the reports of the modes that use it.
 //
 // Immutable and safe for concurrent use; the *rand.Rand arguments are not.
 type L2Noise struct {
@@ -84,7 +96,7 @@ func (m *L2Noise) sample(dst []float64, scale float64, r *rand.Rand) {
 	for {
 		var ss float64
 		for i := range dst {
-			z := r.NormFloat64()
+			z := l2Normal(r)
 			dst[i] = z
 			ss += z * z
 		}
@@ -105,22 +117,26 @@ func (m *L2Noise) sample(dst []float64, scale float64, r *rand.Rand) {
 //
 // The sampler is gonum's distuv.Gamma.Rand for shape >= 1 (Marsaglia and
 // Tsang 2000; shape 1: an exponential), written out so that it draws from
-// r directly: gonum wraps its source in a new rand.Rand and takes three
+// r directly (gonum wraps its source in a new rand.Rand and takes three
 // method values per call, which cost more than the sampling itself for
-// per-entry noise (--protect C). The draws, their order and the
-// arithmetic are gonum's, so the radii are bit for bit the same
-// (TestL2RadiusMatchesGonum).
+// per-entry noise, --protect C), with its random inputs resolved to
+// float64 precision: the normal of the Marsaglia-Tsang proposal is
+// l2Normal (gonum: NormFloat64, 32 random bits) and the exponential of
+// shape 1 is -log U with U at full relative precision (gonum:
+// ExpFloat64, 32 random bits), so the radius has no lattice of its own
+// (the uniform of the acceptance test only decides, it is not part of the
+// value). TestL2RadiusGammaLaw checks the law against gonum's Gamma CDF.
 func L2Radius(dim int, scale float64, r *rand.Rand) float64 {
 	b := 1 / scale
 	a := float64(dim)
 	if a == 1 {
-		return r.ExpFloat64() / b
+		return -math.Log(uniformOpen(r)) / b
 	}
 	d := a - 1.0/3
 	m := 1.0
 	c := 1 / (3 * math.Sqrt(d))
 	for {
-		x := r.NormFloat64()
+		x := l2Normal(r)
 		v := 1 + x*c
 		if v <= 0.0 {
 			continue
@@ -134,6 +150,18 @@ func L2Radius(dim int, scale float64, r *rand.Rand) float64 {
 			return m * d * v / b
 		}
 	}
+}
+
+// l2Normal draws a standard normal resolved to float64 precision: the
+// dithered ziggurat of the bulk Gaussian noise (ziggurat.go: zigFast, then
+// zigSlow), reading r's words. The one place L2Noise depends on the
+// ziggurat's internals.
+func l2Normal(r *rand.Rand) float64 {
+	u := r.Uint64()
+	if z, ok := zigFast(u); ok {
+		return z
+	}
+	return zigSlow(u, r.Uint64)
 }
 
 // AddTo adds one noise vector to x in place (len(x) must be Dim(), else it
@@ -159,6 +187,10 @@ func (m *L2Noise) AddTo(x []float64, r *rand.Rand) {
 		x[i] = Snap(x[i], m.g) + Snap(n[i], m.g)
 	}
 }
+
+// L2NoiseNote is the report note of a mode whose noise is drawn by
+// L2Noise (AddTo): what its floating-point implementation guarantees.
+const L2NoiseNote = "l2-norm noise sampler: perturb.L2Noise.AddTo (input snapped to the power-of-two grid g; radius Gamma(d, (Delta + sqrt(d) g)/epsilon) and uniform direction, every random draw resolved to float64 precision (dithered ziggurat normals, a full-precision exponential), so the noise has no lattice; noise snapped to the grid): outputs are grid points and the discretised mechanism is epsilon-DP in exact arithmetic, but no proof covers the floating-point computation of the draw before rounding, unlike the exact discrete Laplace and Gaussian samplers (perturb package doc, Floating point)"
 
 // Release returns the record of one release of this mechanism.
 func (m *L2Noise) Release(what string) Release {

@@ -336,24 +336,83 @@ func TestNeighbourRatio(t *testing.T) {
 	}
 }
 
-// TestL2RadiusMatchesGonum: L2Radius, gonum's Gamma sampler written out,
-// returns bit for bit what distuv.Gamma.Rand returns from the same stream
-// (and leaves the stream at the same place).
-func TestL2RadiusMatchesGonum(t *testing.T) {
+// TestL2RadiusGammaLaw: L2Radius (gonum's Gamma sampler written out, with
+// full-precision normal and exponential) follows Gamma(dim, scale):
+// Kolmogorov-Smirnov against gonum's CDF (false reject 1e-6 each).
+func TestL2RadiusGammaLaw(t *testing.T) {
 	t.Parallel()
-	for _, dim := range []int{1, 2, 3, 8, 10, 64, 1000} {
-		for _, scale := range []float64{0.01, 1, 7.5} {
-			r1, r2 := rand.New(SeededSource(uint64(dim))), rand.New(SeededSource(uint64(dim)))
-			for i := 0; i < 20000; i++ {
-				got := L2Radius(dim, scale, r1)
-				want := distuv.Gamma{Alpha: float64(dim), Beta: 1 / scale, Src: r2}.Rand()
-				if got != want {
-					t.Fatalf("dim %d scale %v draw %d: %v, gonum %v", dim, scale, i, got, want)
-				}
+	const n = 20000
+	for _, dim := range []int{1, 2, 3, 10, 64} {
+		for _, scale := range []float64{0.01, 7.5} {
+			r := rand.New(SeededSource(uint64(dim)))
+			xs := make([]float64, n)
+			for i := range xs {
+				xs[i] = L2Radius(dim, scale, r)
 			}
-			if r1.Uint64() != r2.Uint64() {
-				t.Fatalf("dim %d scale %v: streams diverged", dim, scale)
+			cdf := distuv.Gamma{Alpha: float64(dim), Beta: 1 / scale}.CDF
+			if d, crit := stattest.KS(xs, cdf), stattest.KSCritical(n, 1e-6); d > crit {
+				t.Errorf("dim %d scale %v: KS %v > %v", dim, scale, d, crit)
 			}
+		}
+	}
+}
+
+// scripted is a rand.Source returning its words in turn (the first again
+// after the last).
+type scripted struct {
+	w []uint64
+	i int
+}
+
+func (s *scripted) Uint64() uint64 {
+	v := s.w[s.i%len(s.w)]
+	s.i++
+	return v
+}
+
+// TestL2NoiseReachesGrid: sweeping the low bits of one random word of a
+// draw moves the snapped l2-norm noise across every grid point of the
+// range it spans, in dimension 1 (the word is the mantissa of the
+// exponential's uniform) and in dimension 3 (the dither of the first
+// direction normal): the noise has no lattice coarser than the grid.
+// With math/rand/v2's 32-bit NormFloat64 and ExpFloat64, which the
+// sampler used before, neighbouring draws were hundreds of grid steps
+// apart and this fails.
+func TestL2NoiseReachesGrid(t *testing.T) {
+	t.Parallel()
+	m1, _ := NewL2Noise(1, 1, 1)
+	m3, _ := NewL2Noise(1, 1, 3)
+	// A fast-path ziggurat word: layer 64, magnitude 2^29, dither d.
+	zig := func(d uint64) uint64 { return uint64(1<<29)<<32 | d<<7 | 64 }
+	for _, tc := range []struct {
+		name  string
+		m     *L2Noise
+		words func(j uint64) []uint64
+		coord int
+	}{
+		// Dimension 1: uniformOpen's exponent word (top bit set: U in
+		// [1/2, 1)), its mantissa word swept (16 mantissa steps a draw,
+		// about 2^8 draws a grid step), then the direction's normal.
+		{"dimension 1", m1, func(j uint64) []uint64 { return []uint64{1 << 63, (1<<40 + j*16) << 12, zig(0)} }, 0},
+		// Dimension 3: the radius proposal's normal and an accepting
+		// uniform (0), then three direction normals, the first with its
+		// dither swept over 2^14 of its 2^25 values.
+		{"dimension 3", m3, func(j uint64) []uint64 { return []uint64{zig(5), 0, zig(j << 11), zig(777), zig(12345)} }, 0},
+	} {
+		hit := map[float64]bool{}
+		lo, hi := math.Inf(1), math.Inf(-1)
+		v := make([]float64, tc.m.Dim())
+		const sweep = 1 << 14
+		for j := uint64(0); j < sweep; j++ {
+			tc.m.Sample(v, rand.New(&scripted{w: tc.words(j)}))
+			x := v[tc.coord]
+			hit[x] = true
+			lo, hi = math.Min(lo, x), math.Max(hi, x)
+		}
+		span := int(math.Round((hi-lo)/tc.m.Granularity())) + 1
+		t.Logf("%s: %d distinct values, %d grid points spanned", tc.name, len(hit), span)
+		if span < 8 || len(hit) != span {
+			t.Errorf("%s: the sweep reaches %d of the %d grid points between %v and %v", tc.name, len(hit), span, lo, hi)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package perturb
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -94,5 +95,56 @@ func TestSecureSource(t *testing.T) {
 	}
 	if RandomnessLabel(false) != "secure (crypto/rand)" || RandomnessLabel(true) != "seeded (reproducible, NOT private)" {
 		t.Error("randomness labels changed")
+	}
+}
+
+// TestSecureSourcesUnkeyed: a secure source must not only have the secure
+// type (ProvenanceOf reads the type) but draw from a fresh key: a source
+// that kept its type and used a fixed key (or a key derived from the
+// stream id) would be labelled secure and be reproducible. Two secure
+// sources made alike (SecureSource, SecureNoise().Source and
+// SecureNoise().FastSource for the same stream id, from two Noise values
+// as two runs would make them) give different words, and one secure Noise
+// gives different streams for different ids. Four 64-bit words of two
+// independent keys agree with probability 2^-256.
+func TestSecureSourcesUnkeyed(t *testing.T) {
+	t.Parallel()
+	words := func(src rand.Source) [4]uint64 {
+		var w [4]uint64
+		for i := range w {
+			w[i] = src.Uint64()
+		}
+		return w
+	}
+	for _, tc := range []struct {
+		name string
+		make func(stream uint64) rand.Source
+	}{
+		{"SecureSource", func(uint64) rand.Source { return SecureSource() }},
+		{"SecureNoise().Source", func(s uint64) rand.Source { return SecureNoise().Source(s) }},
+		{"SecureNoise().FastSource", func(s uint64) rand.Source { return SecureNoise().FastSource(s) }},
+	} {
+		seen := map[[4]uint64]string{}
+		for _, stream := range []uint64{1, 1, 2, 1 << 20} {
+			for run := 0; run < 2; run++ {
+				src := tc.make(stream)
+				if p := ProvenanceOf(src); p != ProvenanceSecure {
+					t.Fatalf("%s(%d): provenance %v", tc.name, stream, p)
+				}
+				w := words(src)
+				where := fmt.Sprintf("stream %d, run %d", stream, run)
+				if prev, ok := seen[w]; ok {
+					t.Errorf("%s: %s repeats the words of %s: a fixed or stream-derived key", tc.name, where, prev)
+				}
+				seen[w] = where
+			}
+		}
+	}
+	// One Noise value: its sources for different streams differ, and so
+	// do two sources of one stream (each keyed afresh).
+	n := SecureNoise()
+	a, b, c := words(n.FastSource(7)), words(n.FastSource(8)), words(n.FastSource(7))
+	if a == b || a == c {
+		t.Errorf("one secure Noise gave equal fast streams: %x, %x, %x", a, b, c)
 	}
 }

@@ -10,6 +10,16 @@ type Report struct {
 	// Relation states the neighbouring relation, e.g. "rating logs with the
 	// same observed positions differing in one rating value".
 	Relation string `json:"relation,omitempty"`
+	// RelationKind is the relation in machine-readable form, one of
+	// RelationValueChange, RelationZeroOut and RelationAddRemove (empty in
+	// a non-private report, and in reports written before the field
+	// existed). The same epsilon means different things under each: a
+	// value change is two zero-out steps.
+	RelationKind string `json:"relation_kind,omitempty"`
+	// ValueChangeEpsilon, when the relation is not value-change, is the
+	// epsilon at Delta for a change of one record's value (0: not
+	// computed); minibatch DP-SGD (zero-out) sets it.
+	ValueChangeEpsilon float64 `json:"value_change_epsilon,omitempty"`
 	// Unit is the privacy unit ("entry", "user", "document", "record").
 	Unit string `json:"unit,omitempty"`
 	// Epsilon and Delta are the total guarantee after composition.
@@ -41,6 +51,25 @@ type Report struct {
 	// are solved at prediction time as the item rows expected. 0: none.
 	FoldPerRating float64 `json:"fold_per_rating,omitempty"`
 }
+
+// Relation kinds (Report.RelationKind).
+const (
+	// RelationValueChange: neighbours hold the same records (positions,
+	// counts and their number are public) and differ in the value of one
+	// record (one rating's value, one document or row replaced by
+	// another; under the SGD modes' user unit, the values of one user's
+	// ratings). Also called replace-one or substitution.
+	RelationValueChange = "value-change"
+	// RelationZeroOut: neighbours hold the same records and one record of
+	// one of them is replaced by a null that contributes nothing
+	// (Kairouz et al. 2021); counts stay public. A value change is two
+	// zero-out steps.
+	RelationZeroOut = "zero-out"
+	// RelationAddRemove: neighbours differ by adding or removing one
+	// record (or one user with all of that user's records); counts are
+	// private.
+	RelationAddRemove = "add-remove"
+)
 
 // Release describes one application of a mechanism.
 type Release struct {

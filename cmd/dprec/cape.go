@@ -188,7 +188,12 @@ type capeAggResult struct {
 	Estimate    []float64          `json:"estimate,omitempty"`
 	Eigenvalues []float64          `json:"eigenvalues,omitempty"`
 	Weights     []float64          `json:"weights,omitempty"`
-	Privacy     *perturb.Report    `json:"privacy"`
+	// RawWeights are the AGN weights as estimated, before Weights were
+	// normalised to sum 1; Warnings say when they show the result is
+	// mostly noise (otd.WeightNoiseWarning).
+	RawWeights []float64       `json:"raw_weights,omitempty"`
+	Warnings   []string        `json:"warnings,omitempty"`
+	Privacy    *perturb.Report `json:"privacy"`
 	// Guarantees: per site, epsilon against the aggregator's joint view
 	// and against a coalition of the other sites (otd/cape doc.go).
 	Guarantees []cape.SiteGuarantee `json:"guarantees"`
@@ -351,7 +356,10 @@ func capeAggResults(job cape.Job, out *cape.Outcome, opts cape.RunOptions) (cape
 		if err != nil {
 			return res, nil, err
 		}
-		res.Weights, matrix = ar.Weights, ar.A
+		res.Weights, res.RawWeights, matrix = ar.Weights, ar.RawWeights, ar.A
+		if w := otd.WeightNoiseWarning(ar.RawWeights); w != "" && res.Privacy.Private() {
+			res.Warnings = append(res.Warnings, w)
+		}
 	}
 	return res, matrix, nil
 }
@@ -375,7 +383,10 @@ func capeAggPrint(w io.Writer, res capeAggResult, out *cape.Outcome) {
 		fmt.Fprintf(w, "eigenvalues: %v\n", res.Eigenvalues)
 	}
 	if res.Weights != nil {
-		fmt.Fprintf(w, "component weights: %v\n", res.Weights)
+		fmt.Fprintf(w, "component weights: %v (normalised; estimated %v)\n", res.Weights, res.RawWeights)
+	}
+	for _, x := range res.Warnings {
+		fmt.Fprintln(w, "WARNING:", x)
 	}
 	capePrintReport(w, res.Privacy)
 }

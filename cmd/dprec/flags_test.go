@@ -248,6 +248,28 @@ func TestHelpText(t *testing.T) {
 	walk(app.Commands, nil)
 }
 
+// TestHelpWarnsTuningOnPrivateLog: train --help and tune --help warn that
+// choosing a private run's flags by looking at the private log is a
+// release no report accounts for (issue 24), and train --help that a
+// diverged private run has spent its budget.
+func TestHelpWarnsTuningOnPrivateLog(t *testing.T) {
+	for cmd, wants := range map[string][]string{
+		"train": {"Choosing its flags", "no report accounts for", "diverges has spent its budget"},
+		"tune":  {"tune has no privacy mode", "no privacy report accounts for"},
+	} {
+		out, _, code := cliRun(t, cmd, "--help")
+		if code != exitOK {
+			t.Fatalf("%s --help: exit %d", cmd, code)
+		}
+		flat := strings.Join(strings.Fields(out), " ")
+		for _, w := range wants {
+			if !strings.Contains(flat, w) {
+				t.Errorf("dprec %s --help lacks %q", cmd, w)
+			}
+		}
+	}
+}
+
 // TestReadmeTourParses: every dprec command of the README's tour parses
 // (known commands and flags, values and required flags present), so the
 // README cannot drift from the CLI between CI runs of the tour itself.

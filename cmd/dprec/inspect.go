@@ -219,6 +219,13 @@ func inspectPrivacyText(w io.Writer, r *perturb.Report) {
 		} else {
 			fmt.Fprintf(w, "privacy     %s: (epsilon %s, delta %s), unit %s, %s composition\n", r.Mode, fmtFloat(r.Epsilon), fmtFloat(r.Delta), r.Unit, r.Composition)
 		}
+		if r.RelationKind != "" {
+			fmt.Fprintf(w, "  relation kind %s", r.RelationKind)
+			if r.ValueChangeEpsilon > 0 {
+				fmt.Fprintf(w, " (a change of one record's value: epsilon %s at the same delta)", fmtFloat(r.ValueChangeEpsilon))
+			}
+			fmt.Fprintln(w)
+		}
 		if r.Relation != "" {
 			fmt.Fprintf(w, "  relation  %s\n", r.Relation)
 		}

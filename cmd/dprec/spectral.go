@@ -46,8 +46,11 @@ counted (the moment estimators need three word positions); empty documents are s
 counted; a vocabulary smaller than K after pruning is an error. Non-UTF-8 text files, unknown
 word ids and malformed lines are errors naming the file and line.
 
-Topics are distributions (simplex-projected) and weights sum to 1; a topic with a
-non-positive estimated weight is flagged and shown without top words. --refine N runs N
+Topics are distributions (simplex-projected) and weights sum to 1 (mixture weights
+too, printed beside their estimates); a topic with a non-positive estimated weight is
+flagged and shown without top words. A private fit whose estimated weights are far from
+a distribution (one outside (0, 1], or a sum more than 1/(2 sqrt K) from 1) prints a
+WARNING: at that epsilon and N the noise is comparable to the weights. --refine N runs N
 variational EM sweeps from the spectral topics (go doc otd.Refine); --doc-topics writes the
 training documents' topic proportions. Subcommands: infer (proportions of new documents with
 a saved --out FILE.arrow), eval (NPMI, UMass, held-out likelihood, label NMI).
@@ -189,9 +192,12 @@ func spectralProgress(c *cli.Context) otd.ProgressFunc {
 
 // spectralTopic is one component in the output.
 type spectralTopic struct {
-	Index  int      `json:"index"`
-	Weight float64  `json:"weight"`
-	Alpha  *float64 `json:"alpha,omitempty"`
+	Index  int     `json:"index"`
+	Weight float64 `json:"weight"`
+	// RawWeight is a mixture component's weight as estimated, before the
+	// weights were normalised to sum 1 (mog only).
+	RawWeight *float64 `json:"raw_weight,omitempty"`
+	Alpha     *float64 `json:"alpha,omitempty"`
 	// Zero flags a topic whose estimated weight was not positive: not a
 	// topic of the corpus; no top words are shown for it.
 	Zero     bool              `json:"zero_weight,omitempty"`
@@ -235,6 +241,9 @@ type spectralOutput struct {
 	Topics   []spectralTopic `json:"topics"`
 	Vocab    []string        `json:"vocab,omitempty"`
 	Privacy  *perturb.Report `json:"privacy"`
+	// Warnings say when a private fit's result is mostly noise
+	// (otd.WeightNoiseWarning).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // spectralTopWords returns the n largest entries of a topic column after
@@ -511,11 +520,20 @@ func spectralBuildOutput(c *cli.Context, f *spectralFlags, opts *otd.FitOptions,
 		o.EffectiveTopics = otd.EffectiveTopics(res.Weights)
 		o.VocabSize = len(res.Vocab)
 	}
+	if res.Report.Private() && res.RawWeights != nil {
+		if w := otd.WeightNoiseWarning(res.RawWeights); w != "" {
+			o.Warnings = append(o.Warnings, w)
+		}
+	}
 	full = o
 	_, k := res.A.Dims()
 	for t := 0; t < k; t++ {
 		col := mat.Col(nil, t, res.A)
 		tp := spectralTopic{Index: t + 1, Weight: res.Weights[t], Zero: res.Zero != nil && res.Zero[t]}
+		if f.model == otd.ModelMoG && res.RawWeights != nil {
+			raw := res.RawWeights[t]
+			tp.RawWeight = &raw
+		}
 		if res.Alpha != nil {
 			a := res.Alpha[t]
 			tp.Alpha = &a
@@ -597,11 +615,17 @@ func spectralPrint(w io.Writer, o *spectralOutput) {
 		if t.Alpha != nil {
 			fmt.Fprintf(w, "topic %d  weight %.4f  alpha %.4f\n", t.Index, t.Weight, *t.Alpha)
 		} else if o.Model == otd.ModelMoG {
-			fmt.Fprintf(w, "component %d  weight %.4f\n", t.Index, t.Weight)
+			fmt.Fprintf(w, "component %d  weight %.4f", t.Index, t.Weight)
+			if t.RawWeight != nil {
+				fmt.Fprintf(w, "  (estimated %.4f)", *t.RawWeight)
+			}
+			fmt.Fprintln(w)
 		} else {
 			fmt.Fprintf(w, "topic %d  weight %.4f\n", t.Index, t.Weight)
 		}
-		if t.Zero {
+		if t.Zero && o.Model == otd.ModelMoG {
+			fmt.Fprintf(w, "  (non-positive estimated weight: not a component of this data)\n")
+		} else if t.Zero {
 			fmt.Fprintf(w, "  (zero estimated weight: not a topic of this corpus; no top words)\n")
 		}
 		if t.Mean != nil {
@@ -614,6 +638,9 @@ func spectralPrint(w io.Writer, o *spectralOutput) {
 		for _, wv := range t.TopWords {
 			fmt.Fprintf(w, "  %-20s %.4f\n", wv.Word, wv.Prob)
 		}
+	}
+	for _, x := range o.Warnings {
+		fmt.Fprintln(w, "WARNING:", x)
 	}
 	r := o.Privacy
 	if r == nil {

@@ -80,7 +80,7 @@ func spectralSites(c *cli.Context, in *otd.Input, opts otd.FitOptions, S int) (*
 	}
 	rep := run.Report()
 	rep.Notes = append(rep.Notes, fmt.Sprintf("input split into %d contiguous sites of about %d records each (simulated consortium; the roles ran in one process over the in-process transport)", S, parts[0].N()))
-	out := &otd.Result{Model: opts.Model, Method: "cape-agn", Weights: res.Weights, A: res.A, Vocab: vocab, Path: "distributed (K x K x K per site)", Report: rep}
+	out := &otd.Result{Model: opts.Model, Method: "cape-agn", Weights: res.Weights, RawWeights: res.RawWeights, Zero: res.Zero, A: res.A, Vocab: vocab, Path: "distributed (K x K x K per site)", Report: rep}
 	return out, nil
 }
 

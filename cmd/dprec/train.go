@@ -64,7 +64,15 @@ func trainCmd() *cli.Command {
 		Description: `Without --data, trains on the embedded synthetic rating log. A fraction
 (--validation) of the ratings is held out at random to report validation
 RMSE and stop early. --threads sets both parsing and training workers;
---threads N --seed S gives bit-identical models run to run.`,
+--threads N --seed S gives bit-identical models run to run.
+
+Private runs (--privacy): the report's epsilon and delta cover this run
+only. Choosing its flags (--epsilon split, --rank, --epochs, --lr, --reg,
+--clip, the mode...) by looking at the private log, at scores computed on
+it (dprec tune, a non-private run, a validation or test RMSE) or at an
+earlier private run's results is a release of that log that no report
+accounts for: choose them from public data or from another log. A run
+that diverges has spent its budget all the same; a retry adds its own.`,
 		Flags:  flags,
 		Action: trainRun,
 	}
@@ -372,6 +380,10 @@ func trainWithBar(c *cli.Context, train, valid *data.Store, m *decomposition.Mod
 	if err != nil {
 		var div *completion.ErrDiverged
 		if errors.As(err, &div) {
+			if div.Privacy.Private() {
+				// The error already says that the budget is spent.
+				return nil, fmt.Errorf("%w (no model saved; a retry with a smaller --lr or a larger --reg spends its own --epsilon and --delta on top of this run's)", err)
+			}
 			return nil, fmt.Errorf("%w (no model saved; try a smaller --lr or a larger --reg)", err)
 		}
 		return nil, err

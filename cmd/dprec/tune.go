@@ -46,7 +46,13 @@ func tuneCmd() *cli.Command {
 cut from --data and scored by validation RMSE; the table is sorted best first.
 With --out the best point is retrained on the whole log (for the mean number
 of epochs early stopping chose) and saved. Like Surprise's GridSearchCV, it
-never looks at a test set: split one off first with "dprec data split".`,
+never looks at a test set: split one off first with "dprec data split".
+
+tune has no privacy mode: its scores are computed from the log without
+noise. Choosing the flags of a private run (dprec train --privacy) from
+tune's table on the private log itself is a release of that log that no
+privacy report accounts for (the private run's epsilon and delta do not
+cover it): tune on public data or on another log.`,
 		Flags:  flags,
 		Action: runWithOptions(tuneOptionsOf, tuneRun),
 	}

@@ -16,8 +16,13 @@ import (
 type AGNResult struct {
 	// A is D x K: the recovered components a_k (columns).
 	A *mat.Dense
-	// Weights are the recovered w_k.
-	Weights []float64
+	// Weights are the recovered w_k normalised to sum 1
+	// (otd.NormalizeWeights: post-processing); RawWeights the estimates,
+	// each from its eigenvalue, which need not sum to 1
+	// (otd.WeightNoiseWarning); Zero flags non-positive estimates.
+	Weights    []float64
+	RawWeights []float64
+	Zero       []bool
 	// W is the D x K whitening matrix used.
 	W *mat.Dense
 }
@@ -55,8 +60,9 @@ func decompose(k int, W *mat.Dense, packedT []float64, tpm otd.TPMOptions, src r
 	if err != nil {
 		return nil, err
 	}
-	A, w := otd.Unwhiten(W, lambda, V)
-	return &AGNResult{A: A, Weights: w, W: W}, nil
+	A, raw := otd.Unwhiten(W, lambda, V)
+	w, zero := otd.NormalizeWeights(raw)
+	return &AGNResult{A: A, Weights: w, RawWeights: raw, Zero: zero, W: W}, nil
 }
 
 // weights returns N_s/N (or 1/S).

@@ -66,6 +66,9 @@ func TestCoalitionEpsilon(t *testing.T) {
 			if rep.Epsilon != worst {
 				t.Errorf("headline %v, want the weakest joint view %v", rep.Epsilon, worst)
 			}
+			if rep.RelationKind != perturb.RelationValueChange {
+				t.Errorf("relation kind %q, want %q", rep.RelationKind, perturb.RelationValueChange)
+			}
 			all := strings.Join(rep.Notes, "\n")
 			if !strings.Contains(all, fmt.Sprintf("(%.4g, 1e-05)-DP (doc.go, Threat model)", gs[0].CoalitionEpsilon)) {
 				t.Errorf("coalition epsilon %.4g not in the notes:\n%s", gs[0].CoalitionEpsilon, all)

@@ -14,11 +14,12 @@ func (r *Run) Report() *perturb.Report {
 	o := r.Outcome
 	job := o.Job
 	rep := &perturb.Report{
-		Mode:        "cape-" + string(job.Kind),
-		Relation:    "site data sets differing in one record (row or document) replaced by another valid record",
-		Unit:        "record",
-		Composition: "basic (per site; sites hold disjoint records: parallel composition across sites)",
-		Randomness:  r.Randomness,
+		Mode:         "cape-" + string(job.Kind),
+		Relation:     "site data sets differing in one record (row or document) replaced by another valid record",
+		RelationKind: perturb.RelationValueChange,
+		Unit:         "record",
+		Composition:  "basic (per site; sites hold disjoint records: parallel composition across sites)",
+		Randomness:   r.Randomness,
 	}
 	switch job.Kind {
 	case JobMean:
