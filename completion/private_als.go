@@ -69,6 +69,9 @@ const (
 	// items that pass carry less than ALSPrivateGateShare of the ratings,
 	// no item step is run and the whole budget goes to the biases.
 	ALSPrivateGateShare = 0.1
+	// ALSPrivateGramWeight sets w, the weight of the shared Gram matrix in
+	// each step's released vector (alsPrivateParams.gramWeight).
+	ALSPrivateGramWeight = 0.25
 )
 
 // ALSPrivateBiasFraction is the share of epsilon given to the bias mode's
@@ -105,7 +108,7 @@ type alsPrivateParams struct {
 	// the terms of a public pseudo-random choice of terms of their items
 	// (alsTermsOf); their vector is still solved from all n ratings.
 	terms int
-	// noiseRidge multiplies sigma sqrt(R), the ridge added to every noisy
+	// noiseRidge multiplies sigma, the ridge added to every noisy
 	// item system (post-processing).
 	noiseRidge float64
 	// gate is the factor of the learnability rule: item i gets a factor
@@ -116,7 +119,7 @@ type alsPrivateParams struct {
 func newALSPrivateParams(o *PrivateOptions) alsPrivateParams {
 	c := BiasResidualClip * o.ratingRange()
 	p := alsPrivateParams{c: c, gu: ALSPrivateUserClip, gv: c / ALSPrivateUserClip, lambda: ALSPrivateReg,
-		itemLambda: ALSPrivateItemReg, steps: ALSPrivateSteps, biasFrac: ALSPrivateBiasFraction(o.Epsilon), noiseRidge: 3, gate: 1}
+		itemLambda: ALSPrivateItemReg, steps: ALSPrivateSteps, biasFrac: ALSPrivateBiasFraction(o.Epsilon), noiseRidge: 1, gate: 1}
 	if o.Unit == UnitUser {
 		p.terms = o.MaxRatingsPerUser
 	}
@@ -154,6 +157,20 @@ func ALSSensitivity(o *PrivateOptions, n int) float64 {
 }
 
 func (p alsPrivateParams) sensitivity(n int) float64 {
+	h, g := p.entryParts(n)
+	w := p.gramWeight()
+	return math.Sqrt(h*h + w*w*g*g)
+}
+
+// entryParts returns the l2 sensitivities, when one rating of a user with
+// n ratings (t = min(n, terms) terms) changes, of the right-hand sides
+// (all items) and of the shared Gram matrix G (package doc):
+//
+//	delta_u = min(2 Gamma_u, 2 c Gamma_z/(lambda n), c/sqrt(lambda n))
+//	Delta_h = min(sqrt(a^2 + (t - 1) delta_u^2 (Gamma_u + c')^2), 2 sqrt(t) Gamma_u c'),
+//	          a = (2c + delta_u) Gamma_u + c' delta_u, c' = c + Gamma_u
+//	Delta_G = 2 t Gamma_u min(delta_u, Gamma_u).
+func (p alsPrivateParams) entryParts(n int) (dh, dg float64) {
 	nf := float64(n)
 	tf := nf // the user's terms in the statistics
 	if p.terms > 0 && n > p.terms {
@@ -167,12 +184,25 @@ func (p alsPrivateParams) sensitivity(n int) float64 {
 	du := min(2*p.gu, 2*p.c*gz/(p.lambda*nf), p.c/math.Sqrt(p.lambda*nf))
 	cp := p.c + p.gu
 	a := (2*p.c+du)*p.gu + cp*du
-	stable := math.Sqrt(a*a + (tf-1)*du*du*(p.gu+cp)*(p.gu+cp) + tf*(2*p.gu*du)*(2*p.gu*du))
-	// Replacing the user's t terms outright: each term (x x^T, z x) has
-	// norm <= Gamma_u sqrt(Gamma_u^2 + c'^2), so an item's term moves by
-	// at most twice that.
-	replace := 2 * math.Sqrt(tf) * p.gu * math.Sqrt(p.gu*p.gu+cp*cp)
-	return math.Min(stable, replace)
+	stable := math.Sqrt(a*a + (tf-1)*du*du*(p.gu+cp)*(p.gu+cp))
+	// Replacing the user's t right-hand side terms outright: each z x has
+	// norm <= Gamma_u c', so an item's term moves by at most twice that.
+	replace := 2 * math.Sqrt(tf) * p.gu * cp
+	return math.Min(stable, replace), 2 * tf * p.gu * math.Min(du, p.gu)
+}
+
+// gramWeight is w, the public factor the shared Gram matrix is released
+// at: ALSPrivateGramWeight c'/(2 Gamma_u sqrt(k)), k the terms bound (or
+// ALSPrivateMinTerms without one), about ALSPrivateGramWeight times the
+// ratio of the right-hand sides' sensitivity to G's, so that G adds about
+// ALSPrivateGramWeight^2 / 2 to the squared sensitivity while its noise,
+// sigma/w, stays far below its size (a sum over every term).
+func (p alsPrivateParams) gramWeight() float64 {
+	k := p.terms
+	if k <= 0 {
+		k = ALSPrivateMinTerms
+	}
+	return ALSPrivateGramWeight * (p.c + p.gu) / (2 * p.gu * math.Sqrt(float64(k)))
 }
 
 // alsTermsOf returns, for each user, the entries whose terms enter the
@@ -208,13 +238,17 @@ func alsUsers(train *data.Store) [][]int {
 }
 
 // alsItemStats runs the private user step against the public item rows V
-// (row-major Dims[1] x R) and returns every item's statistics: the upper
-// triangle (row-major, R(R+1)/2 entries) of sum_u x_u x_u^T over the
-// item's users and sum_u z_ui x_u, where x_u is the user's row (its bias
-// excluded) and z_ui = y_ui - b_u, y_ui = clip(clamp(r_ui) - mu - beta_i,
-// -c, c). The user vector (row, bias) is the ridge solution with penalty
-// lambda n_u, projected onto the ball of radius Gamma_u. Layout: item i
-// occupies stats[i*W : (i+1)*W], W = R(R+1)/2 + R.
+// (row-major Dims[1] x R) and returns one step's released vector: every
+// item's right-hand side h_i = sum_u z_ui x_u over the users whose terms
+// include item i (item i at [i*R, (i+1)*R)), then w times the upper
+// triangle (row-major, R(R+1)/2 entries) of the shared Gram matrix G =
+// sum_u t_u x_u x_u^T (t_u the user's number of terms, w =
+// p.gramWeight()). x_u is the user's row (its bias excluded) and z_ui =
+// y_ui - b_u, y_ui = clip(clamp(r_ui) - mu - beta_i, -c, c); the user
+// vector (row, bias) is the ridge solution with penalty lambda n_u,
+// projected onto the ball of radius Gamma_u. Item i's Gram matrix is then
+// estimated as (t_i / sum_j t_j) G (alsPrivateSteps), so no item's own
+// Gram matrix is released.
 func alsItemStats(train *data.Store, by [][]int, mu float64, itemBias, V []float64, R int, p alsPrivateParams, o *PrivateOptions) []float64 {
 	return alsItemStatsY(train, by, alsTermsOf(by, p), alsResiduals(train, mu, itemBias, p, o), V, R, p)
 }
@@ -234,8 +268,8 @@ func alsResiduals(train *data.Store, mu float64, itemBias []float64, p alsPrivat
 // alsItemStatsY is alsItemStats with the residuals y_e given (alsResiduals).
 func alsItemStatsY(train *data.Store, by, terms [][]int, ys, V []float64, R int, p alsPrivateParams) []float64 {
 	T := R * (R + 1) / 2
-	W := T + R
-	stats := make([]float64, train.Dims[1]*W)
+	stats := make([]float64, train.Dims[1]*R+T)
+	gram := stats[train.Dims[1]*R:]
 	n1 := R + 1
 	ata := make([]float64, n1*n1)
 	atb := make([]float64, n1)
@@ -286,19 +320,22 @@ func alsItemStatsY(train *data.Store, by, terms [][]int, ys, V []float64, R int,
 				k++
 			}
 		}
+		tu := float64(len(terms[user]))
+		for k, v := range uu {
+			gram[k] += tu * v
+		}
 		for _, e := range terms[user] {
 			i := int(train.Idx[1][e])
 			z := ys[e] - bu
-			s := stats[i*W : (i+1)*W]
-			g := s[:T]
-			for k, v := range uu {
-				g[k] += v
-			}
-			rhs := s[T:W]
+			rhs := stats[i*R : (i+1)*R]
 			for a, ua := range u {
 				rhs[a] += z * ua
 			}
 		}
+	}
+	w := p.gramWeight()
+	for k := range gram {
+		gram[k] *= w
 	}
 	return stats
 }
@@ -438,7 +475,7 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 		rep.Notes = append(rep.Notes, gateNote)
 	}
 	rep.Notes = append(rep.Notes,
-		fmt.Sprintf("public constants and their rules: residual clip c = (r_max - r_min)/3 = %g; user vector norm <= Gamma_u = %g; item row norm <= Gamma_v = c/Gamma_u = %g; user-solve ridge %g per observation; item-solve ridge %g per observation plus %g sigma sqrt(R) (post-processing); at most k = %d terms a user (%s); %d item steps; items learnt when n_i Gamma_u^2 / R >= %g sigma, else zero rows; rank %d", p.c, p.gu, p.gv, p.lambda, p.itemLambda, p.noiseRidge, p.terms, alsTermsSource(&o), p.steps, p.gate, R),
+		fmt.Sprintf("public constants and their rules: residual clip c = (r_max - r_min)/3 = %g; user vector norm <= Gamma_u = %g; item row norm <= Gamma_v = c/Gamma_u = %g; user-solve ridge %g per observation; item-solve ridge %g per term plus %g sigma (post-processing; each item's Gram matrix is its share t_i/sum t_j of the released shared one); at most k = %d terms a user (%s); %d item steps; items learnt when n_i Gamma_u^2 / R >= %g sigma, else zero rows; rank %d", p.c, p.gu, p.gv, p.lambda, p.itemLambda, p.noiseRidge, p.terms, alsTermsSource(&o), p.steps, p.gate, R),
 		fmt.Sprintf("epsilon: %g%% of it calibrates the bias releases (%s; rule: 80%% up to epsilon 1, 30%% from 10, log-linear between, all of it when no item step runs); the Gaussian steps take the rest under %s composition", 100*p.biasFrac, bo.Mechanism, used))
 	rep.Notes = append(rep.Notes, bias.notes...)
 	return rep, nil
@@ -511,20 +548,22 @@ func resolveALS(train *data.Store, m *decomposition.Model, opts *PrivateOptions)
 }
 
 // ALSUserSensitivity returns the l2 sensitivity of one item step's
-// statistics when one user with at most k ratings (one per item) is added
-// or removed (package doc, Sensitivities, "User unit"): the user's vector
-// has norm <= Gamma_u and |z| <= c + Gamma_u, so each of at most k items
-// gains a Gram term of Frobenius norm <= Gamma_u^2 and a right-hand side
-// term of norm <= (c + Gamma_u) Gamma_u:
+// released vector when one user with at most k ratings (one per item) is
+// added or removed (package doc, Sensitivities, "User unit"): the user's
+// vector has norm <= Gamma_u and |z| <= c' = c + Gamma_u, so each of at
+// most k right-hand sides gains a term of norm <= Gamma_u c' and the
+// shared Gram matrix gains k x x^T, of Frobenius norm <= k Gamma_u^2:
 //
-//	Delta_2 = sqrt(k) Gamma_u sqrt(Gamma_u^2 + (c + Gamma_u)^2).
+//	Delta_2 = sqrt(k Gamma_u^2 c'^2 + w^2 k^2 Gamma_u^4).
 func ALSUserSensitivity(o *PrivateOptions) float64 {
 	return newALSPrivateParams(o).userSensitivity(o.MaxRatingsPerUser)
 }
 
 func (p alsPrivateParams) userSensitivity(k int) float64 {
 	cp := p.c + p.gu
-	return math.Sqrt(float64(k)) * p.gu * math.Sqrt(p.gu*p.gu+cp*cp)
+	kf := float64(k)
+	w := p.gramWeight()
+	return math.Sqrt(kf*p.gu*p.gu*cp*cp + w*w*kf*kf*p.gu*p.gu*p.gu*p.gu)
 }
 
 // alsStepSensitivity is the l2 sensitivity of one item step (under the
@@ -534,7 +573,7 @@ func alsStepSensitivity(o *PrivateOptions, p alsPrivateParams, by [][]int) (floa
 	if o.Unit == UnitUser {
 		k := o.MaxRatingsPerUser
 		sens := p.userSensitivity(k)
-		return sens, fmt.Sprintf("adding or removing one user with at most k = %d ratings (one per item) adds or removes, for each of their items, a Gram term of Frobenius norm <= Gamma_u^2 and a right-hand side term of norm <= (c + Gamma_u) Gamma_u: Delta_2 = sqrt(k) Gamma_u sqrt(Gamma_u^2 + (c + Gamma_u)^2) = %g, c = %g, Gamma_u = %g (completion.ALSUserSensitivity; completion doc, Sensitivities, Private ALS, user unit)", k, sens, p.c, p.gu)
+		return sens, fmt.Sprintf("adding or removing one user with at most k = %d ratings (one per item) adds or removes, for each of their items, a right-hand side term of norm <= Gamma_u c' and, in the shared Gram matrix G = sum_u t_u x_u x_u^T released at weight w = %.4g, k x x^T of Frobenius norm <= k Gamma_u^2: Delta_2 = sqrt(k Gamma_u^2 c'^2 + w^2 k^2 Gamma_u^4) = %g, c' = c + Gamma_u, c = %g, Gamma_u = %g (completion.ALSUserSensitivity; completion doc, Sensitivities, Private ALS, user unit)", k, p.gramWeight(), sens, p.c, p.gu)
 	}
 	sens, arg := 0.0, 0
 	for _, es := range by {
@@ -544,7 +583,7 @@ func alsStepSensitivity(o *PrivateOptions, p alsPrivateParams, by [][]int) (floa
 			}
 		}
 	}
-	return sens, fmt.Sprintf("one changed rating of a user with n public ratings moves the user's vector by delta_u <= min(2 Gamma_u, 2 c Gamma_z/(lambda n)), Gamma_z = sqrt(Gamma_v^2 + 1), and only that user's terms: Delta_2^2 = ((2c + delta_u) Gamma_u + c' delta_u)^2 + (n - 1) delta_u^2 (Gamma_u + c')^2 + n (2 Gamma_u delta_u)^2, c' = c + Gamma_u, c = %g, Gamma_u = %g, Gamma_v = %g, lambda = %g; largest over the public user counts at n = %d: %g (completion.ALSSensitivity; completion doc, Sensitivities, Private ALS)", p.c, p.gu, p.gv, p.lambda, arg, sens)
+	return sens, fmt.Sprintf("one changed rating of a user with n public ratings (t = min(n, k) terms, k = %d) moves the user's vector by delta_u <= min(2 Gamma_u, 2 c Gamma_z/(lambda n), c/sqrt(lambda n)), Gamma_z = sqrt(Gamma_v^2 + 1), and only that user's terms: the right-hand sides by Delta_h = min(sqrt(a^2 + (t - 1) delta_u^2 (Gamma_u + c')^2), 2 sqrt(t) Gamma_u c'), a = (2c + delta_u) Gamma_u + c' delta_u, and the shared Gram matrix G = sum_u t_u x_u x_u^T, released at weight w = %.4g, by Delta_G = 2 t Gamma_u min(delta_u, Gamma_u): Delta_2 = sqrt(Delta_h^2 + w^2 Delta_G^2), c' = c + Gamma_u, c = %g, Gamma_u = %g, Gamma_v = %g, lambda = %g; largest over the public user counts at n = %d: %g (completion.ALSSensitivity; completion doc, Sensitivities, Private ALS)", p.terms, p.gramWeight(), p.c, p.gu, p.gv, p.lambda, arg, sens)
 }
 
 // planALSSteps returns the smallest sigma for which the bias releases and
@@ -589,7 +628,7 @@ func alsPrivateSteps(train *data.Store, by [][]int, m *decomposition.Model, coun
 		V[i] = 0.1 * ir.NormFloat64()
 	}
 	T := R * (R + 1) / 2
-	W := T + R
+	I := m.Dims[1]
 	// Bulk noise (every item's statistics, every step): grid-rounded
 	// ziggurat normals from a fast source (a ChaCha8 keyed from
 	// crypto/rand, or the seeded stream), perturb.Gaussian.AddToFast; the
@@ -602,32 +641,60 @@ func alsPrivateSteps(train *data.Store, by [][]int, m *decomposition.Model, coun
 	// the item steps: computed once.
 	ys := alsResiduals(train, m.Mean, m.Bias[1], p, o)
 	terms := alsTermsOf(by, p)
+	// t_i, the number of users whose terms include item i: public
+	// positions under the entry unit; under the user unit every kept
+	// rating is a term, so the bias mode's noisy item counts (negative
+	// ones taken as 0).
+	ti := make([]float64, I)
+	if o.Unit == UnitEntry {
+		for _, es := range terms {
+			for _, e := range es {
+				ti[train.Idx[1][e]]++
+			}
+		}
+	} else {
+		for i, n := range counts {
+			ti[i] = math.Max(n, 0)
+		}
+	}
+	var total float64
+	for _, t := range ti {
+		total += t
+	}
+	w := p.gramWeight()
+	gram := make([]float64, T)
 	for step := 0; step < p.steps; step++ {
 		stats := alsItemStatsY(train, by, terms, ys, V, R, p)
 		g.AddToFast(stats, nr)
 		o.observe(alsStatsWhat, stats, V)
-		for i := 0; i < m.Dims[1]; i++ {
-			s := stats[i*W : (i+1)*W]
-			ridge := p.itemLambda*counts[i] + p.noiseRidge*sigma*math.Sqrt(float64(R))
+		// Post-processing: the shared Gram matrix, unweighted, and each
+		// item's share of it, t_i / sum_j t_j.
+		for k, v := range stats[I*R:] {
+			gram[k] = v / w
+		}
+		for i := 0; i < I; i++ {
+			row := V[i*R : (i+1)*R]
+			if !alsLearnable(counts[i], p, R, sigma) || total == 0 {
+				clear(row)
+				continue
+			}
+			share := ti[i] / total
+			ridge := p.itemLambda*ti[i] + p.noiseRidge*sigma
 			for {
 				k := 0
 				for x := 0; x < R; x++ {
 					for y := x; y < R; y++ {
-						a[x*R+y], a[y*R+x] = s[k], s[k]
+						a[x*R+y] = share * gram[k]
+						a[y*R+x] = a[x*R+y]
 						k++
 					}
 					a[x*R+x] += ridge
 				}
-				copy(bvec, s[T:])
+				copy(bvec, stats[i*R:(i+1)*R])
 				if cholSolve(a, bvec, R) {
 					break
 				}
 				ridge *= 2 // post-processing of released values only
-			}
-			row := V[i*R : (i+1)*R]
-			if !alsLearnable(counts[i], p, R, sigma) {
-				clear(row)
-				continue
 			}
 			copy(row, bvec)
 			projectBall(row, p.gv)

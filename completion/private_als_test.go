@@ -240,13 +240,14 @@ func alsAdversary(t *testing.T, n int) (moved, bound float64) {
 // 400 against its closed form at the test options (c = 4/3, Gamma_u = 1,
 // Gamma_v = 4/3, lambda = ALSPrivateReg = 0.05, so Gamma_z = 5/3, c' = 7/3
 // and delta_u = min(2, 800/(9n), (4/3)/sqrt(n/20))), in both regimes of
-// the bound (replace at small n, stability at large n), and attacks it
+// the right-hand sides' bound (replace at small n, stability at large n)
+// with the shared Gram matrix's term at its weight w, and attacks it
 // with alsAdversary: the move never exceeds the bound and stays above
 // floors near what the attack reaches. A planted bug that halved the
 // stability bound's first term (2c to c) is caught by the pins at 40 and
 // 400 (under the earlier constants it let the attack reach 1.05 of the
 // halved bound and passed TestALSSensitivityNeighbours). The attack now
-// reaches only 0.11-0.32 of the bound: with the small ridge the user's
+// reaches only 0.12-0.28 of the bound: with the small ridge the user's
 // vector is projected onto the Gamma_u ball, and flipping one of n
 // ratings of a user whose rows are +-Gamma_v e_1 moves the projected
 // vector little, while the bound's 2 c Gamma_z/(lambda n) and
@@ -255,28 +256,33 @@ func alsAdversary(t *testing.T, n int) (moved, bound float64) {
 func TestALSSensitivityAdversarial(t *testing.T) {
 	t.Parallel()
 	o := baseOpts()
+	// The weight of the shared Gram matrix without a terms bound:
+	// ALSPrivateGramWeight c'/(2 Gamma_u sqrt(ALSPrivateMinTerms)).
+	w := 0.25 * (7.0 / 3) / (2 * math.Sqrt(20))
 	for _, tc := range []struct {
 		n    int
 		want float64
 	}{
-		// n = 1: delta_u = 2; the stability bound sqrt(928)/3 = 10.15 is
-		// above the replace bound 2 sqrt(1) sqrt(1 + 49/9) = 2 sqrt(58)/3.
-		{1, 2 * math.Sqrt(58) / 3},
-		// n = 10: delta_u = min(2, 800/90) = 2; replace: 2 sqrt(10) sqrt(58)/3.
-		{10, 2 * math.Sqrt(580) / 3},
-		// n = 40: delta_u = min(2, 800/360, (4/3)/sqrt(2)) = 2 sqrt(2)/3, a
-		// = 8/3 + 20 sqrt(2)/9, Delta^2 = a^2 + 39 (8/9) (100/9) + 40 (32/9)
-		// (stability, 23.69; replace 32.11).
-		{40, math.Sqrt(math.Pow(8.0/3+20*math.Sqrt2/9, 2) + 39*8.0/9*100/9 + 40*32.0/9)},
-		// n = 400: delta_u = 2/9, a = 92/27, Delta^2 = a^2 + 399 (2/9)^2
-		// (10/3)^2 + 400 (4/9)^2 = 225664/729 (stability; replace 101.5).
-		{400, math.Sqrt(225664) / 27},
+		// n = 1: delta_u = 2; Delta_h = min(28/3, replace 2 (7/3)) = 14/3,
+		// Delta_G = 2 min(2, 1) = 2.
+		{1, math.Hypot(14.0/3, w*2)},
+		// n = 10: delta_u = min(2, 80/9, (4/3) sqrt(2)) = 4 sqrt(2)/3; the
+		// stability bound 20.9 is above replace 2 sqrt(10) 7/3; Delta_G =
+		// 2 10 min(delta_u, 1) = 20.
+		{10, math.Hypot(14*math.Sqrt(10)/3, w*20)},
+		// n = 40: delta_u = (4/3)/sqrt(2) = 2 sqrt(2)/3, a = 8/3 + 20
+		// sqrt(2)/9, Delta_h^2 = a^2 + 39 (8/9) (100/9) (stability; replace
+		// 29.5), Delta_G = 80 delta_u.
+		{40, math.Hypot(math.Sqrt(math.Pow(8.0/3+20*math.Sqrt2/9, 2)+39*8.0/9*100/9), w*80*2*math.Sqrt2/3)},
+		// n = 400: delta_u = 2/9, a = 92/27, Delta_h^2 = a^2 + 399 (2/9)^2
+		// (10/3)^2 = 168064/729, Delta_G = 800 (2/9).
+		{400, math.Hypot(math.Sqrt(168064)/27, w*1600/9)},
 	} {
 		if got := ALSSensitivity(&o, tc.n); math.Abs(got-tc.want) > 1e-12*tc.want {
 			t.Errorf("ALSSensitivity(n = %d) = %.15g, closed form %.15g", tc.n, got, tc.want)
 		}
 	}
-	floors := map[int]float64{2: 0.28, 4: 0.22, 400: 0.13, 1000: 0.2}
+	floors := map[int]float64{2: 0.25, 4: 0.2, 400: 0.12, 1000: 0.15}
 	for _, n := range []int{1, 2, 3, 4, 10, 40, 100, 400, 1000} {
 		moved, bound := alsAdversary(t, n)
 		if moved > bound*(1+1e-9) {
