@@ -109,7 +109,9 @@ func (p Param) apply(v string, s *Settings, rank *int) error {
 // TuneConfig configures Tune.
 type TuneConfig struct {
 	// Kind, Rank and Bias shape the model (Rank is overridden by a "rank"
-	// grid parameter). ClampLo < ClampHi clamps predictions.
+	// grid parameter). [ClampLo, ClampHi] is the prediction range as
+	// decomposition.ClampRange stores it (a one-point range clamps to its
+	// value; the zero value does not clamp).
 	Kind             decomposition.Kind
 	Rank             int
 	Bias             bool

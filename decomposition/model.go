@@ -42,7 +42,9 @@ type Model struct {
 	// the offset when HasBias; empty for models without them.
 	Pairs []PairBias
 
-	// Clamp, when Lo < Hi, clamps predictions to [Lo, Hi].
+	// ClampLo and ClampHi are the prediction range (SetClamp, ClampActive):
+	// Lo < Hi clamps to [Lo, Hi], a one-point range to its value; the zero
+	// value [0, 0] does not clamp.
 	ClampLo, ClampHi float64
 }
 

@@ -59,7 +59,9 @@ type ExportedHeader struct {
 //
 // A prediction is mean + user.bias + item.bias + time.bias + sum over core
 // rows of value * user.f{p} * item.f{q} * time.f{t}, clamped to
-// [clamp_lo, clamp_hi] when clamp_lo < clamp_hi.
+// [clamp_lo, clamp_hi] when clamp_lo < clamp_hi, and set to clamp_lo when
+// clamp_lo == clamp_hi except for the zero value [0, 0] (no clamp; the
+// one-point range at 0 is written [-0, 0]).
 //
 // If dir does not exist it is created by writing a temporary sibling
 // directory and renaming it, so a failed export leaves nothing behind. An
@@ -117,7 +119,7 @@ func exportFiles(dir string, f *File, force bool) error {
 			return err
 		}
 	}
-	h.Prediction = "global_mean + user.bias + item.bias + time.bias + sum over core rows of value * user.f{p} * item.f{q} * time.f{t}, clamped to [clamp_lo, clamp_hi] when clamp_lo < clamp_hi (biases only when bias is true; no time terms for an order-2 model)"
+	h.Prediction = "global_mean + user.bias + item.bias + time.bias + sum over core rows of value * user.f{p} * item.f{q} * time.f{t}, clamped to [clamp_lo, clamp_hi] when clamp_lo < clamp_hi, or equal to clamp_lo when clamp_lo == clamp_hi other than [0, 0] (no clamp; one value 0 throughout is written [-0, 0]) (biases only when bias is true; no time terms for an order-2 model)"
 	if len(m.Pairs) > 0 {
 		h.Prediction += "; plus, for each pair table, the bias of the row (user or item index, time bucket index / period) when present"
 	}

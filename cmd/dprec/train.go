@@ -552,8 +552,10 @@ func trainClamp(c *cli.Context, m *decomposition.Model, info *models.DataInfo) e
 			m.ClampLo, m.ClampHi = lo, hi
 			return nil
 		}
-		if info.Min < info.Max {
-			m.ClampLo, m.ClampHi = info.Min, info.Max
+		if info.NNZ > 0 {
+			// One value throughout (a one-rating log) is a one-point
+			// range: every prediction is that value.
+			m.SetClamp(info.Min, info.Max)
 		}
 	default:
 		lo, hi, ok := strings.Cut(s, ",")
