@@ -144,10 +144,11 @@ func exportParquet(path string, force bool, write func(w io.Writer) error) error
 }
 
 // exportWriter writes records of schema sc as snappy Parquet on w.
-func exportWriter(w io.Writer, sc *arrow.Schema) (*pqarrow.FileWriter, error) {
+func exportWriter(w io.Writer, sc *arrow.Schema) (*data.ParquetWriter, error) {
 	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithMaxRowGroupLength(batchRows))
-	// A plain io.Writer (no Close method): the caller owns w.
-	return pqarrow.NewFileWriter(sc, struct{ io.Writer }{w}, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	// data.NewParquetWriter never closes w (the caller owns it) and
+	// returns w's error (a full disk) where pqarrow would panic.
+	return data.NewParquetWriter(sc, w, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 }
 
 func exportMode(w io.Writer, f *File, mo int) error {
