@@ -170,17 +170,19 @@ func EstimateTrain(w Workload) Estimate {
 	case r.Solver == SolverSGD && w.Mode == "gradient" && w.MinibatchDPSGD:
 		// Minibatch DP-SGD: a gradient buffer per worker (at most the
 		// model) and a Tucker work core each, the batch and the values.
-		e.add(8*p*(model+2*core), fmt.Sprintf("a gradient copy for each of %d threads", int(p)))
+		e.add(8*p*model, fmt.Sprintf("a gradient copy for each of %d threads", int(p)))
+		e.add(16*p*core, coreText(core, "2 per thread"))
 		e.add(16*n, "")
 		e.Flops = epochs * (n*sgdEntryFlops(w.Kind, order, rmax, core) + p*model)
 	case r.Solver == SolverSGD:
 		lb, blocks := layoutBytes(order, w.NNZ, int(p))
 		e.add(lb, fmt.Sprintf("the SGD stratification of %d threads (%d^%d = %.3g blocks)", int(p), int(p), order, blocks))
-		e.add(8*p*(2*core+4*rmax*float64(order)), "")
+		e.add(16*p*core, coreText(core, "2 per thread"))
+		e.add(32*p*rmax*float64(order), "")
 		e.add(8*model, "") // the best-epoch snapshot
 		e.Flops = epochs * (n*sgdEntryFlops(w.Kind, order, rmax, core) + 50*blocks)
 	default: // ALS and Gibbs
-		e.add(8*p*(2*(rmax+1)*(rmax+1)+20*(rmax+1)+2*core), fmt.Sprintf("the rank-%d normal equations of each of %d threads", int(rmax), int(p)))
+		e.add(8*p*(2*(rmax+1)*(rmax+1)+20*(rmax+1)), fmt.Sprintf("the rank-%d normal equations of each of %d threads", int(rmax), int(p)))
 		e.add(float64(order)*n*(4*float64(order)+8+8)+8*n, "")
 		e.add(8*model, "") // the best-sweep snapshot (ALS) or the averages (Gibbs)
 		sweep := 0.0
@@ -190,7 +192,7 @@ func EstimateTrain(w Workload) Estimate {
 		}
 		if core > 0 {
 			sweep += 2 * n * core
-			e.add(8*core*(5+p), "")
+			e.add(8*core*(5+3*p), coreText(core, "3 per thread and 5 for the core step"))
 		}
 		if r.Solver == SolverGibbs {
 			d := rmax + 1
@@ -205,6 +207,15 @@ func EstimateTrain(w Workload) Estimate {
 		e.Flops = epochs * sweep
 	}
 	return e
+}
+
+// coreText names the Tucker core's copies in an estimate ("" without a
+// core).
+func coreText(core float64, copies string) string {
+	if core == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the Tucker core of %.3g entries and its copies (%s)", core, copies)
 }
 
 // sgdEntryFlops is the work of one SGD or DP-SGD entry update.

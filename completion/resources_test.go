@@ -96,6 +96,7 @@ func TestNewModelTooLarge(t *testing.T) {
 		ranks []int
 	}{
 		{decomposition.Tucker, []int{100000, 100000, 100000}},
+		{decomposition.Tucker, []int{3000, 3000, 3000}},
 		{decomposition.Tucker, []int{3_000_000, 3_000_000, 3_000_000}},
 		{decomposition.CP, []int{1 << 40}},
 	} {

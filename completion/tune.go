@@ -173,6 +173,33 @@ func (c *TuneConfig) Points() float64 {
 // fold (one hold-out when Folds <= 1).
 func (c *TuneConfig) Runs() float64 { return c.Points() * float64(max(1, c.Folds)) }
 
+// EachPoint calls fn with the settings and rank of every combination of
+// the grid (Random is not applied), stopping at fn's first error; a grid
+// above MaxGridPoints combinations is refused first. It lets a caller
+// estimate the grid's cost before Tune (completion.EstimateTrain).
+func (c *TuneConfig) EachPoint(fn func(s Settings, rank int) error) error {
+	if n := c.GridPoints(); n > MaxGridPoints {
+		return &SettingsError{Field: "Grid", Value: n, Rule: fmt.Sprintf("has too many combinations: at most %d", MaxGridPoints)}
+	}
+	var walk func(i int, s Settings, rank int) error
+	walk = func(i int, s Settings, rank int) error {
+		if i == len(c.Grid) {
+			return fn(s, rank)
+		}
+		for _, v := range c.Grid[i].Values {
+			s2, r2 := s, rank
+			if err := c.Grid[i].apply(v, &s2, &r2); err != nil {
+				return err
+			}
+			if err := walk(i+1, s2, r2); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(0, c.Base, c.Rank)
+}
+
 // checkSize refuses, before any point is listed or trained, a grid of more
 // than MaxGridPoints combinations (Random draws from the listed
 // combinations) and more folds than st has ratings (every fold must

@@ -49,8 +49,9 @@ type Model struct {
 }
 
 // MaxParams is the most parameters (factor entries and core entries)
-// NewModel allocates: 2^36 float64s, 512 GiB.
-const MaxParams = 1 << 36
+// NewModel allocates: 2^33 float64s, 64 GiB, beyond any model this module
+// trains (training holds copies of it besides).
+const MaxParams = 1 << 33
 
 // Order returns the number of modes.
 func (m *Model) Order() int { return len(m.Dims) }

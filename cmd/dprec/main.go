@@ -60,7 +60,8 @@ prints one JSON document, --jsonl one JSON object per line. Start with
 }
 
 // installHooks gives every command the usage-error handler (no help dump)
-// and the flag checks of validate.go, run before the command's action.
+// and the flag checks of validate.go and sizeguard.go, run before the
+// command's action.
 func installHooks(cmds []*cli.Command, parent string) {
 	for _, c := range cmds {
 		if c.Name == "help" {
@@ -72,6 +73,9 @@ func installHooks(cmds []*cli.Command, parent string) {
 			before := c.Before
 			c.Before = func(ctx *cli.Context) error {
 				if err := checkFlags(ctx, path); err != nil {
+					return err
+				}
+				if err := checkSizes(ctx, path); err != nil {
 					return err
 				}
 				if before != nil {

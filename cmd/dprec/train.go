@@ -155,6 +155,9 @@ func trainRun(c *cli.Context) error {
 	if err := errors.Join(err, checkGibbsCore(tf, ranks)); err != nil {
 		return cli.Exit(err.Error(), exitUsage)
 	}
+	if err := guardTrainData(c, st, ranks); err != nil { // sizeguard.go
+		return err
+	}
 	seed, seeded, err := trainSeed(c)
 	if err != nil {
 		return err
