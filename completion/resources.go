@@ -173,7 +173,9 @@ func EstimateTrain(w Workload) Estimate {
 		e.add(8*p*model, fmt.Sprintf("a gradient copy for each of %d threads", int(p)))
 		e.add(16*p*core, coreText(core, "2 per thread"))
 		e.add(16*n, "")
-		e.Flops = epochs * (n*sgdEntryFlops(w.Kind, order, rmax, core) + p*model)
+		// Per step (1/q a epoch at the default rate): the batch's
+		// gradients, the noise and the workers' buffers added up.
+		e.Flops = epochs * (n*sgdEntryFlops(w.Kind, order, rmax, core) + (p+1)*model/DefaultDPSGDRate)
 	case r.Solver == SolverSGD:
 		lb, blocks := layoutBytes(order, w.NNZ, int(p))
 		e.add(lb, fmt.Sprintf("the SGD stratification of %d threads (%d^%d = %.3g blocks)", int(p), int(p), order, blocks))
