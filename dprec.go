@@ -119,8 +119,9 @@ func Fit(ctx context.Context, path string, opts *Options) (*Model, error) {
 		return nil, err
 	}
 	info := models.Fingerprint(st)
-	if info.Min < info.Max {
-		m.ClampLo, m.ClampHi = info.Min, info.Max
+	if info.NNZ > 0 {
+		// A one-point range (one value throughout) clamps to that value.
+		m.SetClamp(info.Min, info.Max)
 	}
 	s := o.Settings
 	res, err := completion.TrainContext(ctx, train, valid, m, &s, src, nil)

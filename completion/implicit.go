@@ -149,8 +149,12 @@ func (r *ImplicitSettings) validate() error {
 	switch {
 	case r.Iterations < 0:
 		return bad("Iterations", float64(r.Iterations), "must be positive")
+	case r.Iterations > MaxEpochs:
+		return bad("Iterations", float64(r.Iterations), fmt.Sprintf("must be at most %d (MaxEpochs)", MaxEpochs))
 	case r.Threads < 0:
 		return bad("Threads", float64(r.Threads), "must be positive")
+	case r.Threads > MaxThreads:
+		return bad("Threads", float64(r.Threads), fmt.Sprintf("must be at most %d (MaxThreads: every worker holds its own working space)", MaxThreads))
 	case !pos(r.Alpha):
 		return bad("Alpha", r.Alpha, "must be positive and finite")
 	case !pos(r.Reg):
@@ -264,6 +268,9 @@ func TrainImplicit(train *data.Store, m *decomposition.Model, s *ImplicitSetting
 	}
 	if train.NNZ() == 0 {
 		return nil, ErrEmpty
+	}
+	if err := checkEstimate(EstimateImplicit(m.Dims[0], m.Dims[1], train.NNZ(), m.Ranks[0], &cfg)); err != nil {
+		return nil, err
 	}
 	pr, err := newImplicitProblem(train, &cfg)
 	if err != nil {

@@ -62,6 +62,14 @@ func (s *StatisticsMode) Fit(train *data.Store, m *decomposition.Model, set *Set
 	if s.report != nil {
 		return nil, fmt.Errorf("completion: %s mode: %w: this mode already released once (make a new one)", s.mode, perturb.ErrBudget)
 	}
+	if train != nil && m != nil {
+		// The statistics modes use no workers: only the model's shape and
+		// the number of ratings count (private ALS's per-item Grams).
+		w := Workload{Kind: m.Kind, Dims: m.Dims, Ranks: m.Ranks, Bias: m.HasBias, NNZ: train.NNZ(), Mode: s.mode}
+		if err := checkEstimate(EstimateTrain(w)); err != nil {
+			return nil, err
+		}
+	}
 	var rep *perturb.Report
 	var err error
 	if s.mode == "als" {

@@ -333,7 +333,7 @@ func SelectItems(train *data.Store, k int, b perturb.Budget, noise perturb.Noise
 		}
 	}
 	if dict.Len() == 0 {
-		return nil, fmt.Errorf("%w: private item selection kept no item (threshold %.4g on weighted counts, noise sigma %.4g): give a public catalogue (--items) or a larger selection budget (--selection-epsilon, or a larger --epsilon)", ErrDomain, tau, sigma)
+		return nil, fmt.Errorf("%w: private item selection kept no item (threshold %.4g on weighted counts, noise sigma %.4g; the threshold grows with k = %d ratings per user): give a public catalogue (--items), a larger selection budget (--selection-epsilon, or a larger --epsilon) or a smaller --max-ratings-per-user", ErrDomain, tau, sigma, k)
 	}
 	rel := g.Release(fmt.Sprintf("item selection: weighted user counts (each user 1/sqrt(n_u) per rated item) above tau = %.4g", tau))
 	rel.Delta = b.Delta
@@ -360,16 +360,10 @@ func selectionCandidates(w []float64, src *data.Dict) []int32 {
 }
 
 // selectionThreshold returns the smallest tau (to 1e-9 relative) with
-// max_{m=1..k} 1 - Phi((tau - 1/sqrt(m))/sigma)^m <= delta.
+// max_{m=1..k} 1 - Phi((tau - 1/sqrt(m))/sigma)^m <= delta
+// (selectionLeak).
 func selectionThreshold(sigma float64, k int, delta float64) float64 {
-	leak := func(tau float64) float64 {
-		worst := 0.0
-		for m := 1; m <= k; m++ {
-			p := 0.5 * math.Erfc(-(tau-1/math.Sqrt(float64(m)))/sigma/math.Sqrt2)
-			worst = math.Max(worst, -math.Expm1(float64(m)*math.Log(p)))
-		}
-		return worst
-	}
+	leak := func(tau float64) float64 { return selectionLeak(tau, sigma, k) }
 	lo, hi := 1.0, 1+sigma
 	for leak(hi) > delta {
 		hi = 1 + 2*(hi-1)
@@ -383,6 +377,55 @@ func selectionThreshold(sigma float64, k int, delta float64) float64 {
 		}
 	}
 	return hi
+}
+
+// selectionLeakLeaf is the length of the ranges of m that selectionLeak
+// evaluates point by point.
+const selectionLeakLeaf = 64
+
+// selectionLeak returns max_{m=1..k} f(m), f(m) = 1 - Phi((tau -
+// 1/sqrt(m))/sigma)^m: the largest chance that one of the m items only the
+// added user rated is kept, over the number m <= k of such items.
+//
+// It is the maximum of the same function over the same m as a loop over
+// m = 1..k, found in time about logarithmic in k rather than linear: a
+// branch and bound over ranges of m, pruning a range [lo, hi] whose upper
+// bound 1 - Phi(z(lo))^hi, z(m) = (tau - 1/sqrt(m))/sigma, is at most the
+// best value found (z grows with m, so Phi(z(m))^m >= Phi(z(lo))^hi on the
+// range), and evaluating ranges of selectionLeakLeaf points one by one. A
+// pruned range cannot hold a larger f, so the threshold, and with it the
+// released distribution and its (epsilon, delta), are those of the loop
+// over every m; only the time differs (issue 24 item 8: --privacy-unit user
+// --max-ratings-per-user 1000000000000 without --items never finished).
+// k cannot be clamped to the log's number of items instead: the added
+// user's items need not be in the log, and the log's item count is
+// private.
+//
+// Phi(z)^m is computed as exp(m log1p(-Q(z))), Q = 1 - Phi from erfc, so
+// that a tail probability below the float64 spacing near 1 (1e-16) still
+// counts when m is large: log(Phi(z)) rounds such a Q to 0 and would
+// under-state the leak, and the threshold, for k above about delta 1e16.
+func selectionLeak(tau, sigma float64, k int) float64 {
+	q := func(m float64) float64 { return 0.5 * math.Erfc((tau-1/math.Sqrt(m))/sigma/math.Sqrt2) }
+	f := func(m float64) float64 { return -math.Expm1(m * math.Log1p(-q(m))) }
+	best := math.Max(f(1), f(float64(k)))
+	var search func(lo, hi int)
+	search = func(lo, hi int) {
+		if hi-lo < selectionLeakLeaf {
+			for m := lo; m <= hi; m++ {
+				best = math.Max(best, f(float64(m)))
+			}
+			return
+		}
+		if -math.Expm1(float64(hi)*math.Log1p(-q(float64(lo)))) <= best {
+			return
+		}
+		mid := lo + (hi-lo)/2
+		search(mid+1, hi) // f grows with m once m is large: the upper half first finds a high best sooner
+		search(lo, mid)
+	}
+	search(1, k)
+	return best
 }
 
 // Stream ids of the user-level releases.

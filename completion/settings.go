@@ -319,8 +319,12 @@ func (r *Settings) validate() error {
 	switch {
 	case r.Epochs < 0:
 		return bad("Epochs", float64(r.Epochs), "must be positive")
+	case r.Epochs > MaxEpochs:
+		return bad("Epochs", float64(r.Epochs), fmt.Sprintf("must be at most %d (MaxEpochs)", MaxEpochs))
 	case r.Threads < 0:
 		return bad("Threads", float64(r.Threads), "must be positive")
+	case r.Threads > MaxThreads:
+		return bad("Threads", float64(r.Threads), fmt.Sprintf("must be at most %d (MaxThreads: every worker holds its own working space)", MaxThreads))
 	case !finite(r.LearningRate) || r.LearningRate <= 0:
 		return bad("LearningRate", r.LearningRate, "must be positive and finite")
 	case r.LearningRate > 1:

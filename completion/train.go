@@ -81,6 +81,10 @@ func TrainContext(ctx context.Context, train, valid *data.Store, m *decompositio
 		// values): the model's current values may come from the data.
 		return nil, &SettingsError{Field: "WarmStart", Value: 1, Rule: "refused by the private modes: they start from a data-independent model (minibatch DP-SGD's frozen rows keep their public initial values), and a warm start keeps values that may come from the private data"}
 	}
+	// Refuse what cannot fit before anything is allocated (resources.go).
+	if err := checkEstimate(EstimateTrain(workloadOf(train, m, &cfg))); err != nil {
+		return nil, err
+	}
 	if err := cfg.Privacy.Plan(train, &cfg); err != nil {
 		return nil, err
 	}

@@ -109,7 +109,9 @@ func (p Param) apply(v string, s *Settings, rank *int) error {
 // TuneConfig configures Tune.
 type TuneConfig struct {
 	// Kind, Rank and Bias shape the model (Rank is overridden by a "rank"
-	// grid parameter). ClampLo < ClampHi clamps predictions.
+	// grid parameter). [ClampLo, ClampHi] is the prediction range as
+	// decomposition.ClampRange stores it (a one-point range clamps to its
+	// value; the zero value does not clamp).
 	Kind             decomposition.Kind
 	Rank             int
 	Bias             bool
@@ -143,7 +145,76 @@ type TunePoint struct {
 	Err string `json:"error,omitempty"`
 }
 
-// Points returns the grid's points (every combination, in order, or Random
+// MaxGridPoints is the most points Tune scores: a grid whose combinations
+// (or Random) exceed it is refused before its points are listed.
+const MaxGridPoints = 100_000
+
+// GridPoints returns the number of combinations of the grid (as a float64:
+// a product of value counts can exceed any int).
+func (c *TuneConfig) GridPoints() float64 {
+	n := 1.0
+	for _, p := range c.Grid {
+		n *= float64(len(p.Values))
+	}
+	return n
+}
+
+// Points returns the number of points Tune scores: every combination, or
+// Random of them when Random is below that.
+func (c *TuneConfig) Points() float64 {
+	n := c.GridPoints()
+	if c.Random > 0 && float64(c.Random) < n {
+		return float64(c.Random)
+	}
+	return n
+}
+
+// Runs returns the number of training runs of Tune: a run per point and
+// fold (one hold-out when Folds <= 1).
+func (c *TuneConfig) Runs() float64 { return c.Points() * float64(max(1, c.Folds)) }
+
+// EachPoint calls fn with the settings and rank of every combination of
+// the grid (Random is not applied), stopping at fn's first error; a grid
+// above MaxGridPoints combinations is refused first. It lets a caller
+// estimate the grid's cost before Tune (completion.EstimateTrain).
+func (c *TuneConfig) EachPoint(fn func(s Settings, rank int) error) error {
+	if n := c.GridPoints(); n > MaxGridPoints {
+		return &SettingsError{Field: "Grid", Value: n, Rule: fmt.Sprintf("has too many combinations: at most %d", MaxGridPoints)}
+	}
+	var walk func(i int, s Settings, rank int) error
+	walk = func(i int, s Settings, rank int) error {
+		if i == len(c.Grid) {
+			return fn(s, rank)
+		}
+		for _, v := range c.Grid[i].Values {
+			s2, r2 := s, rank
+			if err := c.Grid[i].apply(v, &s2, &r2); err != nil {
+				return err
+			}
+			if err := walk(i+1, s2, r2); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(0, c.Base, c.Rank)
+}
+
+// checkSize refuses, before any point is listed or trained, a grid of more
+// than MaxGridPoints combinations (Random draws from the listed
+// combinations) and more folds than st has ratings (every fold must
+// validate on at least one).
+func (c *TuneConfig) checkSize(st *data.Store) error {
+	if n := c.GridPoints(); n > MaxGridPoints {
+		return &SettingsError{Field: "Grid", Value: n, Rule: fmt.Sprintf("has too many combinations: at most %d", MaxGridPoints)}
+	}
+	if c.Folds > st.NNZ() {
+		return &SettingsError{Field: "Folds", Value: float64(c.Folds), Rule: fmt.Sprintf("must be at most the number of ratings, %d (every fold validates on at least one)", st.NNZ())}
+	}
+	return nil
+}
+
+// points returns the grid's points (every combination, in order, or Random
 // of them drawn by src).
 func (c *TuneConfig) points(src rand.Source) []map[string]string {
 	pts := []map[string]string{{}}
@@ -196,6 +267,9 @@ func Tune(st *data.Store, c *TuneConfig, src rand.Source, progress func(done, to
 	}
 	if st.NNZ() < 10 {
 		return nil, ErrEmpty
+	}
+	if err := c.checkSize(st); err != nil {
+		return nil, err
 	}
 	rng := rand.New(src)
 	pts := c.points(rng)

@@ -175,8 +175,9 @@ func writeParquet(w io.Writer, s *Store, opts *WriteOptions) error {
 		parquet.WithCompression(compress.Codecs.Snappy),
 		parquet.WithMaxRowGroupLength(parquetRowGroup),
 	)
-	// A plain io.Writer (no Close method): the caller owns w.
-	pw, err := pqarrow.NewFileWriter(sc, struct{ io.Writer }{w}, props,
+	// NewParquetWriter never closes w (the caller owns it) and returns its
+	// error rather than pqarrow's panic when it cannot be written.
+	pw, err := NewParquetWriter(sc, w, props,
 		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(arrowAlloc)))
 	if err != nil {
 		return err

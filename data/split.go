@@ -199,11 +199,16 @@ func CutoffSplit(s *Store, cutoff int64) (Split, error) {
 // KFold partitions the observations into k folds of sizes differing by at
 // most one (a shuffle driven by src, then consecutive blocks) and returns k
 // splits: split f tests on fold f and trains on the others. The test parts
-// are disjoint and together cover every observation.
+// are disjoint and together cover every observation. The splits hold k n
+// positions (8 bytes each): a k whose splits would exceed the physical
+// memory fails with ErrMemoryLimit before any is built.
 func KFold(s *Store, k int, src rand.Source) ([]Split, error) {
 	n := s.NNZ()
 	if k < 2 || k > n {
 		return nil, fmt.Errorf("%w: k-fold needs 2 <= k <= %d observations, got k = %d", ErrSplit, n, k)
+	}
+	if need, phys := 8*float64(k)*float64(n)+16*float64(n), float64(PhysicalMemory()); phys > 0 && need > phys {
+		return nil, fmt.Errorf("%w: k-fold with k = %d on %d observations holds %d training lists, about %s, more than the physical memory (%s): lower k", ErrMemoryLimit, k, n, k, FormatBytes(int64(need)), FormatBytes(int64(phys)))
 	}
 	perm := rand.New(src).Perm(n)
 	fold := make([]int, n)

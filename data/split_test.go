@@ -2,6 +2,7 @@ package data
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -193,5 +194,26 @@ func TestKFold(t *testing.T) {
 		if _, err := RandomSplit(s, f, rand.NewPCG(1, 1)); !errors.Is(err, ErrSplit) {
 			t.Errorf("fraction %v: %v", f, err)
 		}
+	}
+}
+
+// TestKFoldMemory: a k whose k training lists (k n positions) exceed the
+// physical memory is refused before any is built (issue 24, the size
+// guard: data split --k).
+func TestKFoldMemory(t *testing.T) {
+	phys := float64(PhysicalMemory())
+	if phys == 0 {
+		t.Skip("physical memory unknown")
+	}
+	n := int(math.Sqrt(phys/8)) + 2
+	s := &Store{Dims: []int{n, 1}, Idx: [][]int32{make([]int32, n), make([]int32, n)}, Val: make([]float64, n)}
+	for e := range n {
+		s.Idx[0][e] = int32(e)
+	}
+	if _, err := KFold(s, n, rand.NewPCG(1, 1)); !errors.Is(err, ErrMemoryLimit) {
+		t.Errorf("k = n = %d: got %v, want ErrMemoryLimit", n, err)
+	}
+	if sp, err := KFold(s, 3, rand.NewPCG(1, 1)); err != nil || len(sp) != 3 {
+		t.Errorf("k = 3: %d splits, %v", len(sp), err)
 	}
 }

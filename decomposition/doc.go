@@ -12,7 +12,7 @@
 // Tucker model with the superdiagonal identity core (eq. 3) and is stored
 // without a core; TestCPEqualsSuperdiagonalTucker checks the two agree.
 // Bias terms are optional (on for rating logs, off for the seed's synthetic
-// tensors); Predict clamps to [ClampLo, ClampHi] when ClampLo < ClampHi,
+// tensors); Predict clamps to [ClampLo, ClampHi] when ClampActive says so,
 // Raw does not (training uses the unclamped prediction).
 //
 // Per-entry loss and gradients. For an observed value x with residual

@@ -42,9 +42,16 @@ type Model struct {
 	// the offset when HasBias; empty for models without them.
 	Pairs []PairBias
 
-	// Clamp, when Lo < Hi, clamps predictions to [Lo, Hi].
+	// ClampLo and ClampHi are the prediction range (SetClamp, ClampActive):
+	// Lo < Hi clamps to [Lo, Hi], a one-point range to its value; the zero
+	// value [0, 0] does not clamp.
 	ClampLo, ClampHi float64
 }
+
+// MaxParams is the most parameters (factor entries and core entries)
+// NewModel allocates: 2^33 float64s, 64 GiB, beyond any model this module
+// trains (training holds copies of it besides).
+const MaxParams = 1 << 33
 
 // Order returns the number of modes.
 func (m *Model) Order() int { return len(m.Dims) }
@@ -84,6 +91,22 @@ func NewModel(kind Kind, dims, ranks []int, bias bool) (*Model, error) {
 		if kind == CP && r != ranks[0] {
 			return nil, fmt.Errorf("decomposition: CP needs equal ranks, got %v", ranks)
 		}
+	}
+	// Sizes are checked in floating point before anything is allocated: a
+	// product of ranks can overflow int and make a negative length.
+	params := 0.0
+	for mo, d := range dims {
+		params += float64(d) * float64(ranks[mo])
+	}
+	if kind == Tucker {
+		core := 1.0
+		for _, r := range ranks {
+			core *= float64(r)
+		}
+		params += core
+	}
+	if params > MaxParams {
+		return nil, fmt.Errorf("decomposition: a %s model with ranks %v on mode sizes %v has %.3g parameters, more than %d (%d GiB): lower the ranks", kind, ranks, dims, params, MaxParams, MaxParams>>27)
 	}
 	m := &Model{Kind: kind, Dims: append([]int(nil), dims...), Ranks: append([]int(nil), ranks...), HasBias: bias}
 	m.Factors = make([][]float64, n)

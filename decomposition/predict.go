@@ -1,5 +1,7 @@
 package decomposition
 
+import "math"
+
 // Work is scratch space for the per-entry functions (Partial, DataGrad,
 // Predict paths of Tucker models), so that the hot loops allocate nothing.
 // A Work belongs to one goroutine; make one per worker with NewWork.
@@ -51,17 +53,50 @@ func (m *Model) Offset(idx []int32) float64 {
 	return s
 }
 
-// Clamp clamps v to [ClampLo, ClampHi] when ClampLo < ClampHi.
+// Clamp clamps v to [ClampLo, ClampHi] when the model clamps (Clamps): a
+// one-point range returns its value for every v.
 func (m *Model) Clamp(v float64) float64 {
-	if m.ClampLo < m.ClampHi {
-		if v < m.ClampLo {
-			return m.ClampLo
-		}
-		if v > m.ClampHi {
-			return m.ClampHi
-		}
+	if !m.Clamps() {
+		return v
+	}
+	if v > m.ClampHi {
+		return m.ClampHi
+	}
+	if v < m.ClampLo {
+		return m.ClampLo + 0 // + 0: the one-point range at 0 is stored as [-0, 0] (ClampRange); predict +0
 	}
 	return v
+}
+
+// Clamps reports whether the model clamps its predictions
+// (ClampActive(ClampLo, ClampHi)).
+func (m *Model) Clamps() bool { return ClampActive(m.ClampLo, m.ClampHi) }
+
+// SetClamp sets the prediction range to [lo, hi], lo <= hi, as ClampRange
+// stores it; lo == hi (a log whose ratings all have one value) clamps
+// every prediction to that value.
+func (m *Model) SetClamp(lo, hi float64) { m.ClampLo, m.ClampHi = ClampRange(lo, hi) }
+
+// ClampRange returns the stored form of the prediction range [lo, hi]
+// (lo <= hi). The zero value [0, 0] of ClampLo and ClampHi means "no
+// clamp", so the one-point range at 0 is stored as [-0, 0], which
+// ClampActive tells apart by the sign bit of ClampLo (the JSON of a model
+// header keeps it: "-0").
+func ClampRange(lo, hi float64) (float64, float64) {
+	if lo == 0 && hi == 0 {
+		return math.Copysign(0, -1), 0
+	}
+	return lo, hi
+}
+
+// ClampActive reports whether the stored range [lo, hi] clamps: lo < hi,
+// or a one-point range lo == hi (every training rating had that value, so
+// every prediction is that value) other than the zero value [+0, 0],
+// which means no clamp. Before one-point ranges were stored (a log of one
+// rating, or of copies of one value, left its model unclamped and its
+// predictions wandered from run to run), lo == hi occurred only as [0, 0].
+func ClampActive(lo, hi float64) bool {
+	return lo < hi || lo == hi && (lo != 0 || math.Signbit(lo))
 }
 
 // Raw returns the unclamped prediction at idx (one index per mode):

@@ -271,6 +271,9 @@ func evalRank(p *Predictor, ranked []*evalUser, imap []int32, excl *Exclusions, 
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
+	// A worker beyond the number of users would only allocate its heap:
+	// each user's lists are the same whichever worker ranks them.
+	threads = min(threads, max(1, len(ranked)))
 	J := p.m.Dims[1]
 	out := make([]evalLists, len(ranked))
 	var wg sync.WaitGroup

@@ -66,8 +66,10 @@ type ExportedHeader struct {
 // A prediction is mean + user.bias + item.bias + time.bias + sum over core
 // rows of value * user.f{p} * item.f{q} * time.f{t}, plus the pair biases
 // present for (user, period) and (item, period), clamped to
-// [clamp_lo, clamp_hi] when clamp_lo < clamp_hi. ExportFiles lists the
-// files written for a model.
+// [clamp_lo, clamp_hi] when clamp_lo < clamp_hi, and set to clamp_lo when
+// clamp_lo == clamp_hi except for the zero value [0, 0] (no clamp; the
+// one-point range at 0 is written [-0, 0]). ExportFiles lists the files
+// written for a model.
 //
 // If dir does not exist it is created by writing a temporary sibling
 // directory and renaming it, so a failed export leaves nothing behind. An
@@ -125,7 +127,7 @@ func exportFiles(dir string, f *File, force bool) error {
 			return err
 		}
 	}
-	h.Prediction = "global_mean + user.bias + item.bias + time.bias + sum over core rows of value * user.f{p} * item.f{q} * time.f{t}, clamped to [clamp_lo, clamp_hi] when clamp_lo < clamp_hi (biases only when bias is true; no time terms for an order-2 model)"
+	h.Prediction = "global_mean + user.bias + item.bias + time.bias + sum over core rows of value * user.f{p} * item.f{q} * time.f{t}, clamped to [clamp_lo, clamp_hi] when clamp_lo < clamp_hi, or equal to clamp_lo when clamp_lo == clamp_hi other than [0, 0] (no clamp; one value 0 throughout is written [-0, 0]) (biases only when bias is true; no time terms for an order-2 model)"
 	if len(m.Pairs) > 0 {
 		h.Prediction += "; plus, for each pair table, the bias of the row (user or item index, time bucket index / period) when present"
 	}
@@ -150,10 +152,11 @@ func exportParquet(path string, force bool, write func(w io.Writer) error) error
 }
 
 // exportWriter writes records of schema sc as snappy Parquet on w.
-func exportWriter(w io.Writer, sc *arrow.Schema) (*pqarrow.FileWriter, error) {
+func exportWriter(w io.Writer, sc *arrow.Schema) (*data.ParquetWriter, error) {
 	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithMaxRowGroupLength(batchRows))
-	// A plain io.Writer (no Close method): the caller owns w.
-	return pqarrow.NewFileWriter(sc, struct{ io.Writer }{w}, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	// data.NewParquetWriter never closes w (the caller owns it) and
+	// returns w's error (a full disk) where pqarrow would panic.
+	return data.NewParquetWriter(sc, w, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 }
 
 func exportMode(w io.Writer, f *File, mo int) error {

@@ -54,7 +54,9 @@ type Header struct {
 	Bias    bool     `json:"bias"`
 	// Mean is the model's global mean mu (used when Bias is set).
 	Mean float64 `json:"global_mean"`
-	// ClampLo < ClampHi clamps predictions to [ClampLo, ClampHi].
+	// ClampLo < ClampHi clamps predictions to [ClampLo, ClampHi]; a
+	// one-point range ClampLo == ClampHi to that value, stored as
+	// decomposition.ClampRange does ([-0, 0] at 0; [0, 0] is no clamp).
 	ClampLo float64 `json:"clamp_lo"`
 	ClampHi float64 `json:"clamp_hi"`
 	// Pairs describe the sparse pair biases (user x time bucket, item x

@@ -143,7 +143,7 @@ func NewPredictor(f *File) *Predictor {
 		p.fallbackMean = m.Mean
 	case f.Header.Data.HasStats():
 		p.fallbackMean = f.Header.Data.Mean
-	case m.ClampLo < m.ClampHi:
+	case m.Clamps():
 		// Statistics withheld (private model): the middle of the scale.
 		p.fallbackMean = (m.ClampLo + m.ClampHi) / 2
 	}

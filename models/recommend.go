@@ -277,6 +277,10 @@ func (p *Predictor) RecommendAll(n int, t *int64, threads int, excl *Exclusions,
 		return qs
 	}
 	nb := (U + userBlock - 1) / userBlock
+	// A worker beyond the number of user blocks would only allocate its
+	// heaps (64 of up to n items): each block's lists are the same
+	// whichever worker computes them, and they are emitted in user order.
+	threads = min(threads, max(1, nb))
 	// Rounds of `threads * 4` blocks are computed in parallel, then emitted
 	// in order, so the memory held is bounded by the round.
 	round := threads * 4

@@ -27,7 +27,7 @@ func dataLoadFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "skip-invalid", Category: cat, Usage: "skip malformed rows (counted, first reasons shown) instead of failing"},
 		&cli.IntFlag{Name: "threads", Category: cat, Usage: "parsing threads", DefaultText: "number of CPUs"},
 		&cli.StringFlag{Name: "max-line", Category: cat, Value: "1MiB", Usage: "longest line of text input (longer lines are malformed rows): bytes, or with a unit (KiB, MiB, GiB)"},
-		&cli.StringFlag{Name: "max-memory", Category: cat, Usage: "refuse a load whose memory estimate exceeds this: bytes with a unit (e.g. 8GiB, 500MiB), or \"none\"", DefaultText: "half of the physical memory"},
+		&cli.StringFlag{Name: "max-memory", Category: cat, Usage: "refuse a load, or a train or tune run, whose memory estimate exceeds this: bytes with a unit (e.g. 8GiB, 500MiB), or \"none\"", DefaultText: "half of the physical memory"},
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dprec/dprec/completion"
+	"github.com/dprec/dprec/decomposition"
 	"github.com/dprec/dprec/models"
 	"github.com/dprec/dprec/perturb"
 	"github.com/urfave/cli/v2"
@@ -116,8 +117,8 @@ func inspectText(w io.Writer, h *models.Header) {
 		}
 		fmt.Fprintf(w, "pair bias   %s: %d pairs seen in training\n", what, p.Count)
 	}
-	if h.ClampLo < h.ClampHi {
-		fmt.Fprintf(w, "clamp       [%s, %s]\n", fmtFloat(h.ClampLo), fmtFloat(h.ClampHi))
+	if decomposition.ClampActive(h.ClampLo, h.ClampHi) {
+		fmt.Fprintf(w, "clamp       [%s, %s]\n", fmtFloat(h.ClampLo+0), fmtFloat(h.ClampHi)) // +0: [-0, 0] prints as [0, 0]
 	}
 	if d := h.Data; d.HasStats() {
 		fmt.Fprintf(w, "data        %d ratings, dims %v, mean %.4g, range [%s, %s], sha256 %s\n", d.NNZ, d.Dims, d.Mean, fmtFloat(d.Min), fmtFloat(d.Max), d.SHA256)

@@ -61,7 +61,7 @@ prints one JSON document, --jsonl one JSON object per line. Start with
 
 // installHooks gives every command the usage-error handler (no help dump),
 // the output-onto-input check of iocheck.go and the flag checks of
-// validate.go, run before the command's action.
+// validate.go and sizeguard.go, run before the command's action.
 func installHooks(cmds []*cli.Command, parent string) {
 	for _, c := range cmds {
 		if c.Name == "help" {
@@ -76,6 +76,9 @@ func installHooks(cmds []*cli.Command, parent string) {
 					return err
 				}
 				if err := checkFlags(ctx, path); err != nil {
+					return err
+				}
+				if err := checkSizes(ctx, path); err != nil {
 					return err
 				}
 				if before != nil {

@@ -435,7 +435,7 @@ func predictSolve(p *models.Predictor, path string, lambda float64, items, times
 	// public scale) are clamped to it, as training clamped its own, and
 	// counted in the note.
 	clamped := 0
-	if m.ClampLo < m.ClampHi {
+	if m.Clamps() {
 		for i, r := range ratings {
 			if c := m.Clamp(r); c != r {
 				ratings[i] = c
@@ -490,7 +490,7 @@ func predictSolve(p *models.Predictor, path string, lambda float64, items, times
 		note += fmt.Sprintf("; %d ratings without time placed in the last trained bucket", noTime)
 	}
 	if clamped > 0 {
-		note += fmt.Sprintf("; %d ratings outside the model's range [%g, %g] clamped to it", clamped, m.ClampLo, m.ClampHi)
+		note += fmt.Sprintf("; %d ratings outside the model's range [%g, %g] clamped to it", clamped, m.ClampLo+0, m.ClampHi) // +0: [-0, 0] prints as [0, 0]
 	}
 	return row, note, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow/go/v15/parquet"
 	"github.com/apache/arrow/go/v15/parquet/compress"
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
+	"github.com/dprec/dprec/data"
 	"github.com/urfave/cli/v2"
 )
 
@@ -121,7 +122,7 @@ func (s *csvSink) Close() error {
 // parquetSink writes user, item, time (nullable int64 Unix seconds),
 // [rating,] prediction, fallback in row groups of predictParquetBatch rows.
 type parquetSink struct {
-	fw         *pqarrow.FileWriter
+	fw         *data.ParquetWriter
 	b          *array.RecordBuilder
 	withRating bool
 	rows       int
@@ -143,7 +144,7 @@ func newParquetSink(w io.Writer, withRating bool) (*parquetSink, error) {
 		arrow.Field{Name: "fallback", Type: arrow.BinaryTypes.String})
 	sc := arrow.NewSchema(fields, nil)
 	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy))
-	fw, err := pqarrow.NewFileWriter(sc, struct{ io.Writer }{w}, props, pqarrow.DefaultWriterProps())
+	fw, err := data.NewParquetWriter(sc, w, props, pqarrow.DefaultWriterProps())
 	if err != nil {
 		return nil, err
 	}

@@ -409,7 +409,7 @@ func recommendParquet(w io.Writer, p *models.Predictor, n int, t *int64, threads
 		{Name: "score", Type: arrow.PrimitiveTypes.Float64},
 	}, nil)
 	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy))
-	fw, err := pqarrow.NewFileWriter(schema, w, props, pqarrow.DefaultWriterProps())
+	fw, err := data.NewParquetWriter(schema, w, props, pqarrow.DefaultWriterProps())
 	if err != nil {
 		return err
 	}

@@ -92,32 +92,7 @@ func spectralWriteDocTopics(path string, force bool, c *data.Corpus, theta *mat.
 	}
 	if strings.HasSuffix(strings.ToLower(path), ".parquet") {
 		return data.WriteFileAtomic(path, force, func(w io.Writer) error {
-			fields := []arrow.Field{{Name: "doc", Type: arrow.BinaryTypes.String}}
-			for _, nm := range names[1:] {
-				fields = append(fields, arrow.Field{Name: nm, Type: arrow.PrimitiveTypes.Float64})
-			}
-			sc := arrow.NewSchema(fields, nil)
-			mem := memory.NewGoAllocator()
-			b := array.NewRecordBuilder(mem, sc)
-			defer b.Release()
-			for d := 0; d < n; d++ {
-				b.Field(0).(*array.StringBuilder).Append(spectralDocName(c, d))
-				for t := 0; t < k; t++ {
-					b.Field(t + 1).(*array.Float64Builder).Append(theta.At(d, t))
-				}
-			}
-			rec := b.NewRecord()
-			defer rec.Release()
-			props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy))
-			pw, err := pqarrow.NewFileWriter(sc, struct{ io.Writer }{w}, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-			if err != nil {
-				return err
-			}
-			if err := pw.WriteBuffered(rec); err != nil {
-				pw.Close()
-				return err
-			}
-			return pw.Close()
+			return spectralDocTopicsParquet(w, c, theta, names)
 		})
 	}
 	return data.WriteFileAtomic(path, force, func(w io.Writer) error {
@@ -142,6 +117,38 @@ func spectralWriteDocTopics(path string, force bool, c *data.Corpus, theta *mat.
 		}
 		return bw.Flush()
 	})
+}
+
+// spectralDocTopicsParquet writes theta as Parquet on w (columns doc and
+// names[1:]).
+func spectralDocTopicsParquet(w io.Writer, c *data.Corpus, theta *mat.Dense, names []string) error {
+	n, k := theta.Dims()
+	fields := []arrow.Field{{Name: "doc", Type: arrow.BinaryTypes.String}}
+	for _, nm := range names[1:] {
+		fields = append(fields, arrow.Field{Name: nm, Type: arrow.PrimitiveTypes.Float64})
+	}
+	sc := arrow.NewSchema(fields, nil)
+	mem := memory.NewGoAllocator()
+	b := array.NewRecordBuilder(mem, sc)
+	defer b.Release()
+	for d := 0; d < n; d++ {
+		b.Field(0).(*array.StringBuilder).Append(spectralDocName(c, d))
+		for t := 0; t < k; t++ {
+			b.Field(t + 1).(*array.Float64Builder).Append(theta.At(d, t))
+		}
+	}
+	rec := b.NewRecord()
+	defer rec.Release()
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy))
+	pw, err := data.NewParquetWriter(sc, w, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		return err
+	}
+	if err := pw.WriteBuffered(rec); err != nil {
+		pw.Close()
+		return err
+	}
+	return pw.Close()
 }
 
 // spectralSelect keeps the documents whose line in FILE equals VALUE

@@ -160,6 +160,9 @@ func trainRun(c *cli.Context) error {
 	if err := errors.Join(err, checkGibbsCore(tf, ranks)); err != nil {
 		return cli.Exit(err.Error(), exitUsage)
 	}
+	if err := guardTrainData(c, st, ranks); err != nil { // sizeguard.go
+		return err
+	}
 	seed, seeded, err := trainSeed(c)
 	if err != nil {
 		return err
@@ -558,8 +561,10 @@ func trainClamp(c *cli.Context, m *decomposition.Model, info *models.DataInfo) e
 			m.ClampLo, m.ClampHi = lo, hi
 			return nil
 		}
-		if info.Min < info.Max {
-			m.ClampLo, m.ClampHi = info.Min, info.Max
+		if info.NNZ > 0 {
+			// One value throughout (a one-rating log) is a one-point
+			// range: every prediction is that value.
+			m.SetClamp(info.Min, info.Max)
 		}
 	default:
 		lo, hi, ok := strings.Cut(s, ",")

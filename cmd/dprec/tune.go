@@ -165,8 +165,16 @@ func tuneRun(o *tuneOptions, s *iostreams) error {
 	}
 	info := models.Fingerprint(st)
 	cfg := o.Config
-	if info.Min < info.Max {
-		cfg.ClampLo, cfg.ClampHi = info.Min, info.Max
+	if info.NNZ > 0 {
+		// A one-point range (one value throughout) clamps to that value.
+		cfg.ClampLo, cfg.ClampHi = decomposition.ClampRange(info.Min, info.Max)
+	}
+	note, err := guardTuneData(&cfg, st, o.Load.MaxMemory) // sizeguard.go
+	if err != nil {
+		return err
+	}
+	if note != "" && !o.Quiet {
+		fmt.Fprintln(s.Err, note)
 	}
 	bar := s.bar(o.globalOptions, 1, "tuning")
 	pts, err := completion.Tune(st, &cfg, rand.NewPCG(seed, 0x7475), func(done, total int) {
