@@ -46,9 +46,9 @@ const (
 	// earlier value) the factors carried no signal even without noise.
 	// Fold-ins of the released model use the same per-rating penalty.
 	ALSPrivateReg = 0.05
-	// ALSPrivateItemReg is the per-observation ridge of the item solve
-	// (lambda_v n_i, plus 3 sigma sqrt(R) for the noise): post-processing
-	// of the released statistics.
+	// ALSPrivateItemReg is the per-term ridge of the item solve
+	// (lambda_v t_i, plus sigma for the noise): post-processing of the
+	// released statistics.
 	ALSPrivateItemReg = 0.3
 	// ALSPrivateFoldRow is the fold-in's penalty on a user's row and bias
 	// beyond ALSPrivateReg per rating (decomposition.FoldPenalties.Row).
@@ -360,15 +360,16 @@ func projectBall(x []float64, g float64) {
 
 // TrainPrivateALS fits m (CP with biases, order 2 or 3, trained as the
 // user x item matrix) by private ALS and returns the privacy report. It
-// spends ALSPrivateBiasFraction of epsilon on the bias mode
+// spends ALSPrivateBiasFraction(epsilon) of epsilon on the bias mode
 // (TrainPrivateBias) and the rest on ALSPrivateSteps item steps, each
-// releasing every item's statistics with Gaussian noise of the same sigma
-// (the smallest for which all releases compose within (epsilon, delta) by
-// the tightest accounting); delta must be > 0. After each step item i's
-// row is the ridge solution of its noisy statistics with penalty lambda
-// n_i + 3 sigma sqrt(R) (the second term keeps the noisy Gram matrix
-// positive definite), projected onto the ball of radius Gamma_v. User rows
-// and biases are zero in m (not released).
+// releasing every item's right-hand side and one shared Gram matrix with
+// Gaussian noise of the same sigma (the smallest for which all releases
+// compose within (epsilon, delta) by the tightest accounting); delta must
+// be > 0. After each step item i's row is the ridge solution of its share
+// of the noisy Gram matrix and its noisy right-hand side (penalty
+// ALSPrivateItemReg t_i + sigma), projected onto the ball of radius
+// Gamma_v, or zero when its count fails the learnability rule (package
+// doc, "Private ALS"). User rows and biases are zero in m (not released).
 //
 // Under the entry unit n_i and the user counts are public. Under the user
 // unit (add or remove one user; train re-indexed onto a public domain and
