@@ -67,7 +67,9 @@ const (
 	// (a rule on public counts and the planned sigma, or under the user
 	// unit the released noisy counts). Under the entry unit, when the
 	// items that pass carry less than ALSPrivateGateShare of the ratings,
-	// no item step is run and the whole budget goes to the biases.
+	// no item step is run and the whole budget goes to the biases; under
+	// the user unit the rule can only be read after the bias releases (on
+	// their noisy counts), so the steps' share is then left unspent.
 	ALSPrivateGateShare = 0.1
 	// ALSPrivateGramWeight sets w, the weight of the shared Gram matrix in
 	// each step's released vector (alsPrivateParams.gramWeight).
@@ -433,7 +435,31 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 		if sigma, acc, err = planALSSteps(&o, bias.acc.Releases(), sens, deriv, p.steps); err != nil {
 			return nil, err
 		}
-	} else {
+	}
+	if o.Unit == UnitUser && p.gate > 0 && p.steps > 0 {
+		// Under the user unit the counts are private, but the bias mode
+		// has just released noisy ones: the same rule on them, after the
+		// fact. When it fails, the steps' share of the budget is left
+		// unspent (the report's epsilon says so).
+		var pass, all float64
+		for _, n := range bias.counts {
+			n = math.Max(n, 0)
+			all += n
+			if alsLearnable(n, p, R, sigma) {
+				pass += n
+			}
+		}
+		share := 0.0
+		if all > 0 {
+			share = pass / all
+		}
+		gateNote = fmt.Sprintf("learnability rule: at the item-step sigma %.4g, items whose released noisy counts pass n_i Gamma_u^2 / R >= %g sigma carry %.1f%% of the noisy count total", sigma, p.gate, 100*share)
+		if share < ALSPrivateGateShare {
+			gateNote += fmt.Sprintf(" (below %g%%): no item step is run, the item rows are zero, and the %g%% of epsilon planned for the steps is not spent", 100*ALSPrivateGateShare, 100*(1-p.biasFrac))
+			p.steps = 0
+		}
+	}
+	if p.steps == 0 {
 		acc = &bias.acc
 	}
 	eps, delta, used, err := admit(&o, acc)
@@ -456,7 +482,11 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 	}
 	rep := baseReport(&o, "als", acc, eps, delta, used)
 	rep.Billboard = true
-	rep.FoldPerRating = p.lambda
+	if p.steps > 0 {
+		// Users fold in with the training's user solve; without item
+		// steps the model is the bias mode's and folds in as it does.
+		rep.FoldPerRating = p.lambda
+	}
 	publicClamp(&o, m, rep)
 	rep.Covered = []string{"global mean", "item biases", "B (item rows)", "C (time rows: constant ones, data-independent)"}
 	if o.Unit == UnitUser {
@@ -465,8 +495,12 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 		// counts.
 		rep.Covered = append(rep.Covered, "number of users", "number of ratings", "item counts (used by the bias estimate, the item ridge and the learnability rule, not saved)")
 	}
+	fold := fmt.Sprintf("with the training's per-rating ridge %g plus %g", p.lambda, ALSPrivateFoldRow)
+	if p.steps == 0 {
+		fold = "with the bias mode's penalties (no item step ran)"
+	}
 	rep.Notes = append(rep.Notes,
-		fmt.Sprintf("not released: user rows and user biases (zero in the model); each user solves them, and their biases on the time buckets of their own ratings, at prediction time from the released item side and their own ratings with the training's per-rating ridge %g plus %g (billboard model, joint DP)", p.lambda, ALSPrivateFoldRow))
+		fmt.Sprintf("not released: user rows and user biases (zero in the model); each user solves them, and their biases on the time buckets of their own ratings, at prediction time from the released item side and their own ratings %s (billboard model, joint DP)", fold))
 	if p.steps > 0 {
 		rep.Notes = append(rep.Notes,
 			fmt.Sprintf("item steps: %d, each releasing every item's Gram matrix (upper triangle) and right-hand side with Gaussian noise sigma %.4g at l2 sensitivity %.4g (package doc, Sensitivities)", p.steps, sigma, sens),

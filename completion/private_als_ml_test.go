@@ -45,10 +45,11 @@ func fitScoreALS(t *testing.T, train, test *data.Store, o *PrivateOptions) float
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := TrainPrivateALS(train, m, o); err != nil {
+	rep, err := TrainPrivateALS(train, m, o)
+	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := FoldInRMSE(m, train, test, BillboardFold())
+	got, err := FoldInRMSE(m, train, test, BillboardFoldFor(rep))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,10 +98,11 @@ func TestMovieLensPrivateModes(t *testing.T) {
 			var got float64
 			var lastReport *perturb.Report
 			if sm, ok := p.(*StatisticsMode); ok {
-				if _, err := sm.Fit(all, m, s); err != nil {
+				rep, err := sm.Fit(all, m, s)
+				if err != nil {
 					t.Fatal(err)
 				}
-				got, _ = FoldInRMSE(m, all, test, BillboardFold())
+				got, _ = FoldInRMSE(m, all, test, BillboardFoldFor(rep.Privacy))
 			} else {
 				res, err := Train(all, nil, m, s, rand.NewPCG(1, 1), nil)
 				if err == nil {

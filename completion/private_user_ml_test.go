@@ -69,15 +69,16 @@ func userLevelFitScore(t testing.TB, mode string, fit, score *data.Store, dom Us
 	if err != nil {
 		t.Fatal(err)
 	}
+	var rep *perturb.Report
 	if mode == "als" {
-		_, err = TrainPrivateALS(b, m, o)
+		rep, err = TrainPrivateALS(b, m, o)
 	} else {
-		_, err = TrainPrivateBias(b, m, o)
+		rep, err = TrainPrivateBias(b, m, o)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := FoldInRMSE(m, fr, sr, BillboardFold())
+	got, err := FoldInRMSE(m, fr, sr, BillboardFoldFor(rep))
 	if err != nil {
 		t.Fatal(err)
 	}
