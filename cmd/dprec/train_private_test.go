@@ -174,7 +174,7 @@ func trainPrivateStatsFile(t *testing.T, mode string) {
 		t.Fatalf("predict --ratings: %v\n%s%s", err, stdout, stderr)
 	}
 	pen := completion.BillboardFoldFor(f.Privacy)
-	if !strings.Contains(stderr, fmt.Sprintf("lambda %g", pen.Row+pen.PerRating)) || (mode == "als") != (pen.PerRating > 0) {
+	if !strings.Contains(stderr, fmt.Sprintf("lambda %g", pen.Row+pen.PerRating)) || (mode != "als" && pen.PerRating > 0) {
 		t.Errorf("fold-in did not use the mode's user penalty %+v: %s", pen, stderr)
 	}
 	// A rating beyond the public scale is clamped to it (and said), so it
