@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -53,6 +54,11 @@ func TestSpectralRefinesByDefault(t *testing.T) {
 	out, _, err := trainTestRun(t, "-q", "spectral", "--corpus", corpus, "--topics", "2", "--seed", "1")
 	if first, _, _ := strings.Cut(out, "\n"); err != nil || !strings.Contains(first, "refined by 20 variational EM sweeps") {
 		t.Errorf("text output: %v\n%s", err, out)
+	}
+	// The help states the default.
+	if out, _, err := trainTestRun(t, "spectral", "--help"); err != nil || !strings.Contains(out, fmt.Sprintf("by %d sweeps", spectralDefaultRefine)) ||
+		!strings.Contains(out, fmt.Sprintf("default: %d for non-private", spectralDefaultRefine)) {
+		t.Errorf("help does not state the default refinement: %v\n%s", err, out)
 	}
 	out, errOut, err := trainTestRun(t, "spectral", "--corpus", spectralFix+"rows.csv", "--model", "mog", "--topics", "1", "--sigma2", "0.01", "--seed", "1")
 	if err != nil || strings.Contains(out, "refined") || strings.Contains(errOut, "refined") {
