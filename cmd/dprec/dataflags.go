@@ -23,7 +23,7 @@ func dataLoadFlags() []cli.Flag {
 		&cli.StringFlag{Name: "delimiter", Category: cat, Usage: `field delimiter for text input: ",", "\t" (or "tab"), "::", ";", "|" or " " (default: detected)`},
 		&cli.StringFlag{Name: "header", Category: cat, Value: "auto", Usage: "whether text input has a header row: auto, yes or no"},
 		&cli.StringFlag{Name: "time-unit", Category: cat, Value: "day", Usage: "time bucket of the time mode: hour, day, week, month or none (2-way user x item store)"},
-		&cli.StringFlag{Name: "duplicates", Category: cat, Value: "last", Usage: "repeated (user, item, time bucket) cells: last, mean, sum or error (train --objective implicit: sum unless given)"},
+		&cli.StringFlag{Name: "duplicates", Category: cat, Value: "last", Usage: "repeated (user, item, time bucket) cells: last, mean, sum or error (train's implicit objective: sum unless given)"},
 		&cli.BoolFlag{Name: "skip-invalid", Category: cat, Usage: "skip malformed rows (counted, first reasons shown) instead of failing"},
 		&cli.IntFlag{Name: "threads", Category: cat, Usage: "parsing threads", DefaultText: "number of CPUs"},
 		&cli.StringFlag{Name: "max-line", Category: cat, Value: "1MiB", Usage: "longest line of text input (longer lines are malformed rows): bytes, or with a unit (KiB, MiB, GiB)"},

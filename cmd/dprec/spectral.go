@@ -50,8 +50,11 @@ Topics are distributions (simplex-projected) and weights sum to 1 (mixture weigh
 too, printed beside their estimates); a topic with a non-positive estimated weight is
 flagged and shown without top words. A private fit whose estimated weights are far from
 a distribution (one outside (0, 1], or a sum more than 1/(2 sqrt K) from 1) prints a
-WARNING: at that epsilon and N the noise is comparable to the weights. --refine N runs N
-variational EM sweeps from the spectral topics (go doc otd.Refine); --doc-topics writes the
+WARNING: at that epsilon and N the noise is comparable to the weights. Non-private,
+centralised lda and stm runs then refine the topics by 20 sweeps of variational EM (go doc
+otd.Refine) and say so on stderr; --refine N runs N sweeps instead and --refine 0 keeps the
+spectral topics alone (private runs are never refined: the sweeps would read the documents
+again without noise, outside the privacy report). --doc-topics writes the
 training documents' topic proportions. Subcommands: infer (proportions of new documents with
 a saved --out FILE.arrow), eval (NPMI, UMass, held-out likelihood, label NMI).
 
@@ -75,7 +78,7 @@ whose noise swamps the K-th eigenvalue of M2 warns with the N it would need.`,
 			&cli.BoolFlag{Name: "rescale", Category: in, Usage: "mog: divide rows by the largest row norm when it exceeds 1 (sigma2 is divided by its square)"},
 			&cli.StringFlag{Name: "model", Value: "lda", Category: mo, Usage: "stm (single topic), lda or mog (mixture of spherical Gaussians)"},
 			&cli.IntFlag{Name: "topics", Aliases: []string{"k"}, Category: mo, Usage: "number of topics / components K (required)"},
-			&cli.IntFlag{Name: "refine", Category: mo, Usage: "lda, stm: N sweeps of variational EM for LDA started from the spectral topics (non-private runs only)"},
+			&cli.IntFlag{Name: "refine", Category: mo, Usage: "lda, stm: N sweeps of variational EM for LDA started from the spectral topics (non-private, centralised runs only; 0: the spectral topics alone)", DefaultText: fmt.Sprintf("%d for non-private, centralised lda and stm runs, else 0", spectralDefaultRefine)},
 			&cli.Float64Flag{Name: "eta", Category: mo, Usage: "--refine: topic-word Dirichlet prior (default 1/K)"},
 			&cli.IntFlag{Name: "threads", Value: 1, Category: mo, Usage: "--refine and --doc-topics: documents processed by this many goroutines (CPU time is unchanged; results are deterministic per thread count)"},
 			&cli.BoolFlag{Name: "background", Value: true, Category: mo, Usage: "--refine: a background topic fixed at the corpus word frequencies absorbs generic words (dropped from the output; --background=false: plain LDA)"},
@@ -274,16 +277,27 @@ func spectralTopWords(col []float64, vocab []string, n int) []spectralWordVal {
 	return out
 }
 
+// spectralDefaultRefine is the number of variational EM sweeps a
+// non-private, centralised lda or stm run refines its spectral topics by
+// when --refine is not given (issue 23). A fixed small number: on 20news
+// (K 10, training split) NPMI 0.187 -> 0.208 and effective topics 7.4 ->
+// 9.4, on Cora 0.104 -> 0.112 and 8.0 -> 9.4; on the Associated Press
+// corpus 0.152 -> 0.198 and 3.6 -> 9.6 (scikit-learn 0.153, 9.5).
+const spectralDefaultRefine = 20
+
 // spectralFlags holds the validated settings of one spectral run.
 type spectralFlags struct {
-	model     otd.Model
-	method    otd.Method
-	est       otd.Estimator
-	refine    int
-	docTopics string
-	outPath   string
-	memLimit  int64
-	split     []float64
+	model  otd.Model
+	method otd.Method
+	est    otd.Estimator
+	refine int
+	// refineDefault: refine holds spectralDefaultRefine because --refine
+	// was not given.
+	refineDefault bool
+	docTopics     string
+	outPath       string
+	memLimit      int64
+	split         []float64
 }
 
 func spectralRun(c *cli.Context) error {
@@ -346,10 +360,19 @@ func spectralParseFlags(c *cli.Context) (spectralFlags, error) {
 	if f.split, err = spectralBudgetSplit(c.String("budget-split")); err != nil {
 		return f, err
 	}
-	if f.refine = c.Int("refine"); f.refine < 0 {
+	refinable := f.model != otd.ModelMoG && !f.method.Private() && c.Int("sites") <= 1
+	if !c.IsSet("refine") {
+		// Issue 23: topics at their best by default. Unset --refine means
+		// the default sweeps where refinement applies, none elsewhere
+		// (private runs: the sweeps would read the documents again without
+		// noise, outside the privacy report).
+		if refinable {
+			f.refine, f.refineDefault = spectralDefaultRefine, true
+		}
+	} else if f.refine = c.Int("refine"); f.refine < 0 {
 		return f, cli.Exit("--refine must be non-negative", exitUsage)
 	}
-	if f.refine > 0 && (f.model == otd.ModelMoG || f.method.Private() || c.Int("sites") > 1) {
+	if f.refine > 0 && !refinable {
 		return f, cli.Exit("--refine applies to non-private, centralised lda and stm runs only (the sweeps read the documents again and add no noise)", exitUsage)
 	}
 	if c.IsSet("eta") && !(c.Float64("eta") > 0) {
@@ -572,6 +595,9 @@ func spectralWriteResults(c *cli.Context, f *spectralFlags, o, full *spectralOut
 			return err
 		}
 	}
+	if note := spectralRefineNote(c, f, o.Corpus != nil); note != "" && !quiet(c) {
+		fmt.Fprintln(streamsOf(c).Err, note)
+	}
 	if c.Bool("json") {
 		enc := json.NewEncoder(streamsOf(c).Out)
 		enc.SetIndent("", "  ")
@@ -589,6 +615,21 @@ func spectralWriteResults(c *cli.Context, f *spectralFlags, o, full *spectralOut
 		}
 	}
 	return nil
+}
+
+// spectralRefineNote says what the default refinement did (or, for a
+// private lda or stm run on a corpus, why it did not run); "" when
+// --refine was given or no refinement applies.
+func spectralRefineNote(c *cli.Context, f *spectralFlags, corpus bool) string {
+	switch {
+	case !corpus || c.IsSet("refine"):
+		return ""
+	case f.refineDefault:
+		return fmt.Sprintf("refined with %d sweeps of variational EM (the default of non-private lda and stm runs); --refine 0 for the spectral topics alone", f.refine)
+	case f.method.Private() && f.model != otd.ModelMoG:
+		return "not refined: a private run keeps its spectral topics (refinement would read the documents again without noise, which the privacy report does not cover)"
+	}
+	return ""
 }
 
 // spectralJSONSafe replaces non-finite numbers (which encoding/json

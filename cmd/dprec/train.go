@@ -66,6 +66,13 @@ func trainCmd() *cli.Command {
 RMSE and stop early. --threads sets both parsing and training workers;
 --threads N --seed S gives bit-identical models run to run.
 
+A log with no rating column (--columns without rating) or whose ratings all
+have one value has no rating to fit: without --objective, train fits the
+implicit objective to it (repeated events add up) and says so on stderr;
+--objective rating fits the ratings (a one-value log then predicts that
+value), and so does a run given a flag of the rating objective only
+(--privacy, --solver, --epochs, ...).
+
 Private runs (--privacy): the report's epsilon and delta cover this run
 only. Choosing its flags (--epsilon split, --rank, --epochs, --lr, --reg,
 --clip, the mode...) by looking at the private log, at scores computed on
@@ -152,9 +159,21 @@ func trainRun(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	st, src, err := trainLoad(c)
+	st, src, merged, err := trainLoad(c)
 	if err != nil {
 		return err
+	}
+	obj, objNote := trainAutoImplicit(c, st, src)
+	if obj == models.ObjectiveImplicit && !c.IsSet("objective") && !c.IsSet("duplicates") && merged > 0 {
+		// As --objective implicit: repeated events add up as confidence.
+		_ = c.Set("duplicates", string(data.DupSum))
+		st = nil
+		if st, src, _, err = trainLoad(c); err != nil {
+			return err
+		}
+	}
+	if objNote != "" && !quiet(c) {
+		fmt.Fprintln(streamsOf(c).Err, objNote)
 	}
 	ranks, err := trainRanks(c, tf.kind, st.Order())
 	if err := errors.Join(err, checkGibbsCore(tf, ranks)); err != nil {
@@ -168,9 +187,9 @@ func trainRun(c *cli.Context) error {
 		return err
 	}
 	rng := rand.NewPCG(seed, 0x9e3779b97f4a7c15) // second PCG word: any fixed constant
-	switch obj := c.String("objective"); obj {
+	switch obj {
 	case models.ObjectiveImplicit:
-		return trainImplicitRun(c, st, src, rng, start)
+		return trainImplicitRun(c, st, src, rng, start, objNote)
 	case models.ObjectiveRating, "":
 	default:
 		return cli.Exit(fmt.Sprintf("--objective %q: want rating or implicit", obj), exitUsage)
@@ -298,8 +317,11 @@ func trainParseFlags(c *cli.Context) (trainFlags, error) {
 	if tf.kind != decomposition.CP && tf.kind != decomposition.Tucker {
 		return tf, cli.Exit(fmt.Sprintf("--model %q: want cp or tucker", c.String("model")), exitUsage)
 	}
-	if c.String("objective") == models.ObjectiveImplicit && !c.IsSet("duplicates") {
-		_ = c.Set("duplicates", string(data.DupSum)) // repeated events add up as confidence
+	if !c.IsSet("duplicates") && (c.String("objective") == models.ObjectiveImplicit ||
+		!c.IsSet("objective") && trainNoRatingColumn(c) && trainRatingOnlyFlag(c) == "") {
+		// Repeated events add up as confidence (a log without a rating
+		// column trains the implicit objective: trainAutoImplicit).
+		_ = c.Set("duplicates", string(data.DupSum))
 	}
 	var err error
 	if tf.solver, err = completion.ParseSolver(strings.ToLower(c.String("solver"))); err != nil {
@@ -316,20 +338,21 @@ func trainParseFlags(c *cli.Context) (trainFlags, error) {
 }
 
 // trainLoad loads --data, or the embedded synthetic log without it, and
-// returns the store and a name for it.
-func trainLoad(c *cli.Context) (*data.Store, string, error) {
+// returns the store, a name for it and the number of rows merged into
+// repeated cells.
+func trainLoad(c *cli.Context) (*data.Store, string, int, error) {
 	if path := c.String("data"); path != "" {
-		s, _, err := dataLoad(c, path)
+		s, rep, err := dataLoad(c, path)
 		if err != nil {
-			return nil, "", err
+			return nil, "", 0, err
 		}
-		return s, path, nil
+		return s, path, rep.Duplicates.Dropped, nil
 	}
 	s, _, err := data.DefaultSynth()
 	if err != nil {
-		return nil, "", fmt.Errorf("embedded synthetic log: %w", err)
+		return nil, "", 0, fmt.Errorf("embedded synthetic log: %w", err)
 	}
-	return s, "embedded synthetic log", nil
+	return s, "embedded synthetic log", 0, nil
 }
 
 // trainSeed returns --seed, or a seed from crypto/rand without it.

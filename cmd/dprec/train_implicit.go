@@ -22,7 +22,7 @@ const trainImplicitCategory = "Implicit objective (--objective implicit)"
 func trainObjectiveFlags() []cli.Flag {
 	cat := trainImplicitCategory
 	return []cli.Flag{
-		&cli.StringFlag{Name: "objective", Category: "Model", Value: models.ObjectiveRating, Usage: "rating (squared error on the ratings; --solver picks the optimiser) or implicit (weighted ALS on implicit feedback: every event a positive with confidence 1 + alpha f(value), every other cell a zero; recommended for top-N lists)"},
+		&cli.StringFlag{Name: "objective", Category: "Model", Value: models.ObjectiveRating, Usage: "rating (squared error on the ratings; --solver picks the optimiser) or implicit (weighted ALS on implicit feedback: every event a positive with confidence 1 + alpha f(value), every other cell a zero; recommended for top-N lists)", DefaultText: "rating, or implicit (with a note on stderr) for a log without a rating column or whose ratings all have one value"},
 		&cli.IntFlag{Name: "iterations", Category: cat, Value: completion.DefaultImplicitIterations, Usage: "ALS sweeps"},
 		&cli.Float64Flag{Name: "alpha", Category: cat, Value: completion.DefaultImplicitAlpha, Usage: "confidence scale alpha"},
 		&cli.StringFlag{Name: "confidence", Category: cat, Value: string(completion.DefaultImplicitConfidence), Usage: "f of the confidence: log (log(1+v)), linear (v) or binary (1); v is the sum of a (user, item) cell's values"},
@@ -33,7 +33,7 @@ func trainObjectiveFlags() []cli.Flag {
 // trainImplicitRun trains and saves an implicit-feedback model (the
 // --objective implicit branch of train). The time mode of an order-3 log is
 // collapsed: the model is users x items.
-func trainImplicitRun(c *cli.Context, st *data.Store, srcName string, rng rand.Source, start time.Time) error {
+func trainImplicitRun(c *cli.Context, st *data.Store, srcName string, rng rand.Source, start time.Time, note string) error {
 	rank, s, err := trainImplicitSettings(c)
 	if err != nil {
 		return err
@@ -87,7 +87,7 @@ func trainImplicitRun(c *cli.Context, st *data.Store, srcName string, rng rand.S
 	}
 	sum := trainImplicitSummary{Out: out, Data: srcName, Objective: models.ObjectiveImplicit, Dims: m.Dims, Rank: rank,
 		Events: res.Events, Cells: res.Cells, TimeCollapsed: st.Order() == 3, Settings: res.Settings,
-		History: res.History, Seconds: time.Since(start).Seconds()}
+		History: res.History, Seconds: time.Since(start).Seconds(), ObjectiveNote: note}
 	if n := len(res.History); n > 0 {
 		sum.Loss = res.History[n-1].Loss
 	}
@@ -103,7 +103,7 @@ func trainImplicitSettings(c *cli.Context) (int, *completion.ImplicitSettings, e
 	if p := c.String("privacy"); p != "" && p != "none" {
 		return 0, nil, cli.Exit("--objective implicit has no private mode: drop --privacy", exitUsage)
 	}
-	for _, f := range []string{"ranks", "solver", "lr", "decay", "reg-core", "reg-bias", "reg-time", "time-biases", "item-periods", "reg-pair", "refit", "patience", "epochs", "validation", "clamp"} {
+	for _, f := range trainRatingOnlyFlags {
 		if c.IsSet(f) {
 			return 0, nil, cli.Exit(fmt.Sprintf("--%s is not used by --objective implicit", f), exitUsage)
 		}
@@ -176,9 +176,12 @@ func trainImplicitPrint(c *cli.Context, sum *trainImplicitSummary, seen int) err
 
 // trainImplicitSummary is what train --objective implicit prints.
 type trainImplicitSummary struct {
-	Out           string                      `json:"out"`
-	Data          string                      `json:"data"`
-	Objective     string                      `json:"objective"`
+	Out       string `json:"out"`
+	Data      string `json:"data"`
+	Objective string `json:"objective"`
+	// ObjectiveNote says why a run without --objective trained the
+	// implicit objective (trainAutoImplicit).
+	ObjectiveNote string                      `json:"objective_note,omitempty"`
 	Dims          []int                       `json:"dims"`
 	Rank          int                         `json:"rank"`
 	Events        int                         `json:"events"`

@@ -29,7 +29,10 @@ func checkTrainValues(c *cli.Context) error {
 			return err
 		}
 	}
-	if strings.ToLower(c.String("objective")) == models.ObjectiveImplicit {
+	// A log without a rating column trains the implicit objective unless
+	// --objective says otherwise (trainAutoImplicit).
+	autoImplicit := !c.IsSet("objective") && trainNoRatingColumn(c) && trainRatingOnlyFlag(c) == ""
+	if strings.ToLower(c.String("objective")) == models.ObjectiveImplicit || autoImplicit {
 		_, _, err := trainImplicitSettings(c)
 		return err
 	}
