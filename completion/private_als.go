@@ -482,6 +482,7 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 	}
 	rep := baseReport(&o, "als", acc, eps, delta, used)
 	rep.Billboard = true
+	rep.ItemCounts = bias.releasedCounts()
 	if p.steps > 0 {
 		// Users fold in with the training's user solve; without item
 		// steps the model is the bias mode's and folds in as it does.
@@ -493,7 +494,7 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 		// The bias notes release the noisy numbers of users and ratings;
 		// the item ridge and the learnability rule use the noisy item
 		// counts.
-		rep.Covered = append(rep.Covered, "number of users", "number of ratings", "item counts (used by the bias estimate, the item ridge and the learnability rule, not saved)")
+		rep.Covered = append(rep.Covered, "number of users", "number of ratings", "item counts (noisy; used by the bias estimate, the item solve and the learnability rule, and saved as the report's item_counts for rankings)")
 	}
 	fold := fmt.Sprintf("with the training's per-rating ridge %g plus %g", p.lambda, ALSPrivateFoldRow)
 	if p.steps == 0 {

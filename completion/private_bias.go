@@ -355,13 +355,25 @@ func (f *biasFit) report(m *decomposition.Model) *perturb.Report {
 	publicClamp(&f.o, m, rep)
 	rep.Covered = []string{"global mean", "item biases"}
 	if f.o.Unit == UnitUser {
-		rep.Covered = append(rep.Covered, "number of users", "number of ratings", "item counts (used by the estimate, not saved)")
+		rep.Covered = append(rep.Covered, "number of users", "number of ratings", "item counts (noisy; used by the estimate and saved as the report's item_counts for rankings)")
 	}
+	rep.ItemCounts = f.releasedCounts()
 	rep.Notes = append(rep.Notes,
 		"not released: user biases and user factor rows (zero in the model); each user's bias and the user's biases on the time buckets of their own ratings are solved at prediction time from the released item biases and that user's own ratings (billboard model; `dprec predict --ratings`)",
 		"factors, core and time biases are zero (bias-only model)")
 	rep.Notes = append(rep.Notes, f.notes...)
 	return rep
+}
+
+// releasedCounts returns the item counts the estimate used, for the
+// report: public under the entry unit, the released noisy counts (negative
+// ones set to 0) under the user unit.
+func (f *biasFit) releasedCounts() []float64 {
+	out := make([]float64, len(f.counts))
+	for i, n := range f.counts {
+		out[i] = math.Max(n, 0)
+	}
+	return out
 }
 
 // BillboardFold returns the fold-in penalties of the billboard modes (bias

@@ -102,7 +102,8 @@ const DefaultShrinkage = 500
 // j's number of distinct training users (from the model's seen items) and
 // base(u) = mu + b_u (+ b_t). This is Buhlmann credibility: the item's
 // estimated departure from the user's baseline is trusted in proportion to
-// its support, so an item rated 5 by its only 5 raters (b_j fitted to a
+// its support (for a private model without seen items, the item counts
+// its privacy report carries), so an item rated 5 by its only 5 raters (b_j fitted to a
 // handful of ratings, and <w_u, b_j> likewise) no longer outranks items
 // with thousands of ratings; with kappa = 0, or for a model without seen
 // items or with the implicit objective, rankings use the plain prediction.
@@ -112,13 +113,26 @@ const DefaultShrinkage = 500
 func (p *Predictor) WithShrinkage(kappa float64) *Predictor {
 	q := *p
 	q.rankWeight, q.shrinkage = nil, 0
-	if !(kappa > 0) || math.IsInf(kappa, 0) || p.f.Seen == nil || p.f.Header.Objective == ObjectiveImplicit {
+	if !(kappa > 0) || math.IsInf(kappa, 0) || p.f.Header.Objective == ObjectiveImplicit {
 		return &q
 	}
-	sup := p.f.Seen.Support(p.m.Dims[1])
+	var sup []float64
+	switch {
+	case p.f.Seen != nil:
+		for _, n := range p.f.Seen.Support(p.m.Dims[1]) {
+			sup = append(sup, float64(n))
+		}
+	case p.f.Privacy != nil && len(p.f.Privacy.ItemCounts) == p.m.Dims[1]:
+		// A private model keeps no seen items; its report carries the
+		// item counts it may use (public, or released with noise).
+		sup = p.f.Privacy.ItemCounts
+	default:
+		return &q
+	}
 	q.rankWeight = make([]float64, len(sup))
 	for j, n := range sup {
-		q.rankWeight[j] = float64(n) / (float64(n) + kappa)
+		n = math.Max(n, 0)
+		q.rankWeight[j] = n / (n + kappa)
 	}
 	q.shrinkage = kappa
 	return &q

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/perturb"
 )
 
 func TestSimilarMatchesBruteForce(t *testing.T) {
@@ -131,5 +132,29 @@ func TestImplicitUnknownUserPopularity(t *testing.T) {
 	recs, fb := p.Recommend("unknown", nil, 5, nil)
 	if fb&UnknownUser == 0 || !slices.Equal(items(recs), []int32{0, 1, 3, 4, 2}) {
 		t.Fatalf("unknown user: %v %v", items(recs), fb)
+	}
+}
+
+// TestShrinkagePrivateCounts: a private model keeps no seen items; its
+// report's item counts (public or released) weight its rankings instead,
+// and a report without them (or of the wrong length) leaves rankings on
+// the plain prediction.
+func TestShrinkagePrivateCounts(t *testing.T) {
+	f := testFile(t, decomposition.CP, []int{4, 5}, []int{2}, true, 8)
+	f.Model.ClampLo, f.Model.ClampHi = 0, 0
+	f.Seen = nil
+	f.Privacy = &perturb.Report{Mode: "bias", Billboard: true, ItemCounts: []float64{2, 0, 7, 1, 30}}
+	p := NewPredictor(f).WithShrinkage(3)
+	if p.Shrinkage() != 3 || len(p.rankWeight) != 5 {
+		t.Fatalf("shrinkage %v, weights %v", p.Shrinkage(), p.rankWeight)
+	}
+	for j, n := range f.Privacy.ItemCounts {
+		if w := n / (n + 3); math.Abs(p.rankWeight[j]-w) > 1e-15 {
+			t.Errorf("item %d: weight %v, want %v", j, p.rankWeight[j], w)
+		}
+	}
+	f.Privacy.ItemCounts = f.Privacy.ItemCounts[:4]
+	if q := NewPredictor(f).WithShrinkage(3); q.rankWeight != nil || q.Shrinkage() != 0 {
+		t.Error("item counts of the wrong length used")
 	}
 }

@@ -50,6 +50,12 @@ type Report struct {
 	// of the training's private user solve (private ALS), so that users
 	// are solved at prediction time as the item rows expected. 0: none.
 	FoldPerRating float64 `json:"fold_per_rating,omitempty"`
+	// ItemCounts are per-item rating counts a billboard model carries as
+	// popularity evidence for its rankings (models.Predictor.WithShrinkage):
+	// public under a value-change relation (entry level: positions are
+	// public), the released noisy counts under add-remove (user level,
+	// negative values set to 0). Empty: none.
+	ItemCounts []float64 `json:"item_counts,omitempty"`
 }
 
 // Relation kinds (Report.RelationKind).

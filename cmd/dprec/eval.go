@@ -18,7 +18,7 @@ func evalCmd() *cli.Command {
 		&cli.StringFlag{Name: "model", Aliases: []string{"m"}, Required: true, Usage: "model file"},
 		&cli.StringFlag{Name: "data", Required: true, Usage: "test rating log (read with the input flags)"},
 		&cli.StringFlag{Name: "train", Usage: "training rating log: items a user rated there are also left out of that user's ranking (the model's own stored training items are left out already)"},
-		&cli.Float64Flag{Name: "shrinkage", Value: models.DefaultShrinkage, Usage: "rating models: rank by the credibility-weighted score base + n/(n+K) (prediction - base), n the item's training users (0: rank by the prediction; needs the model's stored training items)"},
+		&cli.Float64Flag{Name: "shrinkage", Value: models.DefaultShrinkage, Usage: "rating models: rank by the credibility-weighted score base + n/(n+K) (prediction - base), n the item's training users (0: rank by the prediction; needs the model's stored training items, or for a private bias or als model the item counts its report carries: public at entry level, released with noise at user level)"},
 		&cli.BoolFlag{Name: "include-seen", Usage: "keep the model's stored training items in the rankings (recommend --include-seen)"},
 		&cli.StringFlag{Name: "time", Usage: "rank at this time (as recommend --time); default: averaged over the trained period, as recommend does"},
 		&cli.IntFlag{Name: "k", Value: 10, Usage: "cut-off of precision@k, recall@k, NDCG@k and MAP@k"},

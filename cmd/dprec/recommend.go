@@ -30,7 +30,7 @@ func recommendCmd() *cli.Command {
 		&cli.StringFlag{Name: "time", Usage: "time of the recommendation (Unix seconds, RFC 3339 or YYYY-MM-DD); default: averaged over the trained period"},
 		&cli.IntFlag{Name: "top", Aliases: []string{"n"}, Value: 10, Usage: "number of items per user"},
 		&cli.StringFlag{Name: "exclude-rated", Usage: "rating log whose (user, item) pairs are also left out of the lists (read with the input flags; the model's own training items are left out already)"},
-		&cli.Float64Flag{Name: "shrinkage", Value: models.DefaultShrinkage, Usage: "rating models: rank by the credibility-weighted score base + n/(n+K) (prediction - base), n the item's training users (0: rank by the prediction; needs the model's stored training items)"},
+		&cli.Float64Flag{Name: "shrinkage", Value: models.DefaultShrinkage, Usage: "rating models: rank by the credibility-weighted score base + n/(n+K) (prediction - base), n the item's training users (0: rank by the prediction; needs the model's stored training items, or for a private bias or als model the item counts its report carries: public at entry level, released with noise at user level)"},
 		&cli.BoolFlag{Name: "include-seen", Usage: "do not leave out the items each user has in the model's training log"},
 		&cli.StringFlag{Name: "items", Usage: "candidate filter: a file of item ids, one per line (optional header line); only these items are recommended"},
 		&cli.StringFlag{Name: "ratings", Usage: "a new user's own ratings (CSV item,rating[,time]) to fold in; those items are excluded"},
