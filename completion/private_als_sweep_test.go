@@ -1,0 +1,149 @@
+package completion
+
+import (
+	"math"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/perturb"
+)
+
+// TestPrivateALSSweep prints the validation figures behind private ALS's
+// public constants (completion doc, "Private ALS: public constants"; the
+// README's private-ALS table): for each log, non-private ALS of the same
+// rank (its own user rows), the bias mode and private ALS (both scored by
+// fold-in, BillboardFoldFor) at each epsilon, entry level and, with
+// DPREC_ALS_USERK=k, user level with k ratings a user, with wall times
+// measured in the same run. Every score is on a validation part: a random
+// tenth of the training part (90% of the log, seed 42), never a test
+// part. It takes about a minute, so it runs only with DPREC_ALS_SWEEP=1:
+//
+//	DPREC_ALS_SWEEP=1 go test -run TestPrivateALSSweep -v ./completion/
+//	DPREC_ALS_SWEEP=1 DPREC_ALS_USERK=100 DPREC_ALS_SETS=joke go test -run TestPrivateALSSweep -v ./completion/
+//
+// The logs: "joke", a joke-shaped data.Synth log (5,000 users, 100 items,
+// 250,000 ratings, rank 5, noise 1.5, continuous values clamped to the
+// public range [0.1, 6.9]); "ml", ml-latest-small as user x movie (skipped
+// without the file); "synth", a MovieLens-shaped data.Synth log (1,000
+// users, 1,700 items, 100,000 half-star ratings). DPREC_ALS_EPS sets the
+// epsilons (default 1,3,10,30,100).
+func TestPrivateALSSweep(t *testing.T) {
+	if os.Getenv("DPREC_ALS_SWEEP") == "" {
+		t.Skip("set DPREC_ALS_SWEEP=1 to run (about a minute)")
+	}
+	sets := strings.Split(envOr("DPREC_ALS_SETS", "joke,ml,synth"), ",")
+	var eps []float64
+	for _, f := range strings.Split(envOr("DPREC_ALS_EPS", "1,3,10,30,100"), ",") {
+		x, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eps = append(eps, x)
+	}
+	userK, _ := strconv.Atoi(os.Getenv("DPREC_ALS_USERK"))
+	const R = 10
+	for _, name := range sets {
+		tr, va, lo, hi := sweepData(t, name)
+		if tr == nil {
+			continue
+		}
+		np, err := decomposition.NewModel(decomposition.CP, tr.Dims, []int{R}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		np.ClampLo, np.ClampHi = lo, hi
+		start := time.Now()
+		if _, err := Train(tr, nil, np, &Settings{Threads: 2, Solver: SolverALS}, rand.NewPCG(1, 1), nil); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d training ratings, %v; non-private ALS rank %d: %.4f (%.2f s)", name, tr.NNZ(), tr.Dims, R, RMSE(np, va, 2), time.Since(start).Seconds())
+		for _, e := range eps {
+			for _, mode := range []string{"bias", "als"} {
+				o := &PrivateOptions{Epsilon: e, Delta: 1e-5, RatingMin: lo, RatingMax: hi, Noise: perturb.SeededNoise(1)}
+				fit, dims := tr, tr.Dims
+				if userK > 0 {
+					o.Unit, o.MaxRatingsPerUser = UnitUser, userK
+					if fit, _, err = BoundUserContributions(tr, userK, rand.NewPCG(1, 77)); err != nil {
+						t.Fatal(err)
+					}
+					dims = append([]int{1}, tr.Dims[1:]...)
+				}
+				rank := 1
+				if mode == "als" {
+					rank = R
+				}
+				m, err := decomposition.NewModel(decomposition.CP, dims, []int{rank}, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				var rep *perturb.Report
+				if mode == "als" {
+					rep, err = TrainPrivateALS(fit, m, o)
+				} else {
+					rep, err = TrainPrivateBias(fit, m, o)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				secs := time.Since(start).Seconds()
+				got, err := FoldInRMSE(m, tr, va, BillboardFoldFor(rep))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%s %s epsilon %g (unit %s): %.4f (%.2f s)", name, mode, e, o.Unit, got, secs)
+			}
+		}
+	}
+}
+
+func envOr(k, d string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return d
+}
+
+// sweepData returns the training and validation parts of one of
+// TestPrivateALSSweep's logs and its public rating range (nil without the
+// file).
+func sweepData(t *testing.T, name string) (tr, va *data.Store, lo, hi float64) {
+	t.Helper()
+	var st *data.Store
+	var err error
+	switch name {
+	case "ml":
+		if _, err := os.Stat(mlPath); err != nil {
+			t.Logf("ml: skipped (no %s)", mlPath)
+			return nil, nil, 0, 0
+		}
+		st, _, err = data.Load(mlPath, data.LoadOptions{Builder: data.BuilderOptions{TimeUnit: data.TimeNone}})
+		lo, hi = 0.5, 5
+	case "joke":
+		st, _, err = data.Synth(data.SynthOptions{Users: 5000, Items: 100, Ratings: 250000, Rank: 5, Bias: true, Mean: 3.5, Noise: 1.5, Skew: 0.3}, rand.NewPCG(7, 7))
+		lo, hi = 0.1, 6.9
+		if err == nil {
+			for i, v := range st.Val {
+				st.Val[i] = math.Max(lo, math.Min(hi, v))
+			}
+		}
+	case "synth":
+		st, _, err = data.Synth(data.SynthOptions{Users: 1000, Items: 1700, Ratings: 100000, Rank: 5, Bias: true, Noise: 0.5, Scale: "0.5-5", Skew: 0.5}, rand.NewPCG(8, 8))
+		lo, hi = 0.5, 5
+	default:
+		t.Fatalf("unknown log %q (joke, ml, synth)", name)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	perm := rand.New(rand.NewPCG(42, 0)).Perm(st.NNZ())
+	rest := perm[st.NNZ()/10:]
+	nVa := len(rest) / 10
+	return st.Subset(rest[nVa:]), st.Subset(rest[:nVa]), lo, hi
+}
