@@ -205,11 +205,12 @@
 // never a test part):
 // a joke-shaped synthetic log (5,000 users, 100 items, 202,500 training
 // ratings, continuous values in [0.1, 6.9]): non-private ALS rank 10
-// 1.5304, the bias model 1.6009, private ALS 1.6041 / 1.6041 / 1.5428 /
+// 1.5304, the bias model 1.6009, private ALS 1.6009 / 1.6009 / 1.5428 /
 // 1.5304 / 1.5282 at epsilon 1 / 3 / 10 / 30 / 100 (the first two are the
-// learnability rule's fallback); ml-latest-small (user x movie): non-private
-// ALS 0.8462, bias 0.8606, private ALS at the bias model's level at every
-// epsilon up to 100 (0.8748 / 0.8647 / 0.8611 / 0.8606 / 0.8615): its
+// learnability rule's fallback to the bias model); ml-latest-small (user x
+// movie): non-private ALS 0.8462, bias 0.8606 at epsilon 100, private ALS
+// at the bias model's level at every epsilon up to 100 (0.8750 / 0.8649 /
+// 0.8613 / 0.8607 / 0.8615; TestPrivateALSSweep reproduces these): its
 // items have 8 ratings on average and its heavy users make the
 // sensitivity large, so no item's statistics rise above the noise; a
 // MovieLens-shaped synthetic log behaves alike (0.8113 at epsilon 100

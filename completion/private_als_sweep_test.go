@@ -1,6 +1,7 @@
 package completion
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -97,7 +98,11 @@ func TestPrivateALSSweep(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				t.Logf("%s %s epsilon %g (unit %s): %.4f (%.2f s)", name, mode, e, o.Unit, got, secs)
+				unit := "entry"
+				if userK > 0 {
+					unit = fmt.Sprintf("user, k = %d", userK)
+				}
+				t.Logf("%s %s epsilon %g (%s level): %.4f (%.2f s)", name, mode, e, unit, got, secs)
 			}
 		}
 	}
