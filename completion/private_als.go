@@ -145,14 +145,18 @@ func alsTermsRule(by [][]int) int {
 	return max(k, ALSPrivateMinTerms)
 }
 
-// ALSSensitivity returns the l2 sensitivity of one item step's statistics
-// (every item's Gram matrix upper triangle and right-hand side,
-// concatenated) when one rating of a user with n ratings changes, for the
-// public constants of o (derivation in the package doc):
+// ALSSensitivity returns the l2 sensitivity of one item step's released
+// vector (every item's right-hand side, then the shared Gram matrix's
+// upper triangle at weight w) when one rating of a user with n ratings
+// changes, for the public constants of o without a terms bound (t = n;
+// TrainPrivateALS bounds t by the entry rule's k) (derivation in the
+// package doc):
 //
-//	delta_u  = min(2 Gamma_u, 2 c Gamma_z / (lambda n)),  Gamma_z = sqrt(Gamma_v^2 + 1)
-//	Delta^2 = ((2c + delta_u) Gamma_u + c' delta_u)^2
-//	        + (n - 1) delta_u^2 (Gamma_u + c')^2 + n (2 Gamma_u delta_u)^2,  c' = c + Gamma_u.
+//	delta_u = min(2 Gamma_u, 2 c Gamma_z/(lambda n), c/sqrt(lambda n)),  Gamma_z = sqrt(Gamma_v^2 + 1)
+//	Delta_h = min(sqrt(((2c + delta_u) Gamma_u + c' delta_u)^2 + (t - 1) delta_u^2 (Gamma_u + c')^2),
+//	              2 sqrt(t) Gamma_u c'),  c' = c + Gamma_u
+//	Delta_G = 2 t Gamma_u min(delta_u, Gamma_u)
+//	Delta   = sqrt(Delta_h^2 + w^2 Delta_G^2).
 func ALSSensitivity(o *PrivateOptions, n int) float64 {
 	p := newALSPrivateParams(o)
 	return p.sensitivity(n)
