@@ -1,6 +1,8 @@
 package completion
 
 import (
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -29,54 +31,103 @@ func envFloats(k string, def float64) []float64 {
 	return out
 }
 
-// TestMovieLensDPSGDSweep is the sweep behind the defaults table of
+// TestMovieLensDPSGDSweep is the sweep behind the rules table of
 // private_dpsgd.go: minibatch DP-SGD (CP rank 10 with biases, week
 // buckets) fitted on the 85.5% part of ml-latest-small's seed-42 training
-// log and scored on its 4.5% validation part (never the test part). Each
-// setting takes a comma list (0 = the default rule): EPS, Q (sampling
-// rate), CLIP, WF (warm-start share), EPOCHS, SEEDS (noise seeds), REGB,
-// REGO; DAY=1 uses day buckets instead of weeks. For example
+// log and scored on its 4.5% validation part (never the test part); with
+// SYNTH=1 on a planted low-rank log instead (2,000 users, 200 items,
+// 60,000 ratings, rank 3 plus biases, noise 0.5, clamped to [0.5, 5],
+// rank-3 model, 10% held out). Each setting takes a comma list (0 = the
+// rule): EPS, Q (sampling rate), CLIP, CLIPNOISE (DPSGDClipNoise), KF (a
+// constant kappa factor instead of DPSGDKappaFactor), BP (bias prior;
+// negative: none), WF (warm-start share), EPOCHS (default 30), SEEDS
+// (noise seeds, averaged), REGB, REGO; DAY=1 uses day buckets instead of
+// weeks. For example
 //
-//	DPREC_ML_DPSGD_SWEEP=1 EPS=0.1,1,10 WF=0.02,0.1,0.25,0.5,0.75 go test -run TestMovieLensDPSGDSweep -v ./completion/
+//	DPREC_ML_DPSGD_SWEEP=1 EPS=1,10,100 CLIPNOISE=15,30,60 SEEDS=1,2 go test -run TestMovieLensDPSGDSweep -v ./completion/
 func TestMovieLensDPSGDSweep(t *testing.T) {
 	if os.Getenv("DPREC_ML_DPSGD_SWEEP") == "" {
 		t.Skip("set DPREC_ML_DPSGD_SWEEP=1 to run (seconds per setting)")
 	}
-	unit := data.TimeWeek
-	if os.Getenv("DAY") != "" { // day buckets, the CLI default
-		unit = data.TimeDay
+	var train, valid *data.Store
+	rank := 10
+	if os.Getenv("SYNTH") != "" {
+		train, valid = plantedSweepLog(t)
+		rank = 3
+	} else {
+		unit := data.TimeWeek
+		if os.Getenv("DAY") != "" { // day buckets, the CLI default
+			unit = data.TimeDay
+		}
+		train, valid, _ = movieLensSplit(t, unit)
 	}
-	train, valid, _ := movieLensSplit(t, unit)
-	for _, e := range envFloats("EPS", 1) {
-		for _, q := range envFloats("Q", 0) {
-			for _, c := range envFloats("CLIP", 0) {
-				for _, wf := range envFloats("WF", 0) {
-					for _, ep := range envFloats("EPOCHS", 60) {
-						for _, sd := range envFloats("SEEDS", 1) {
-							for _, rb := range envFloats("REGB", 0) {
-								for _, ro := range envFloats("REGO", 0) {
-									o := &PrivateOptions{Epsilon: e, Delta: 1e-5, RatingMin: 0.5, RatingMax: 5, Noise: perturb.SeededNoise(uint64(sd)), Protect: ProtectAll, SampleRate: q, Clip: c, WarmFraction: wf}
-									p, err := NewGradientPerturbation(o)
-									if err != nil {
-										t.Fatal(err)
-									}
-									m, err := decomposition.NewModel(decomposition.CP, train.Dims, []int{10}, true)
-									if err != nil {
-										t.Fatal(err)
-									}
-									m.ClampLo, m.ClampHi = 0.5, 5
-									s := &Settings{Threads: 1, Privacy: p, Epochs: int(ep), RegBias: rb, Reg: ro}
-									if _, err := Train(train, nil, m, s, rand.NewPCG(1, 1), nil); err != nil {
-										t.Fatal(err)
-									}
-									t.Logf("eps %g q %g clip %.4g warm %g epochs %g seed %g regb %g rego %g: valid RMSE %.4f (noise multiplier %.4g, kappa %.4g)",
-										e, p.mb.q, p.mb.clip, wf, ep, sd, rb, ro, RMSE(m, valid, 2), p.mb.noiseMult, p.mb.kappa)
-								}
-							}
-						}
-					}
-				}
+	seeds := envFloats("SEEDS", 1)
+	type knob struct {
+		name string
+		vals []float64
+	}
+	knobs := []knob{{"eps", envFloats("EPS", 1)}, {"q", envFloats("Q", 0)}, {"clip", envFloats("CLIP", 0)}, {"clipnoise", envFloats("CLIPNOISE", 0)},
+		{"kf", envFloats("KF", 0)}, {"bp", envFloats("BP", 0)}, {"warm", envFloats("WF", 0)}, {"epochs", envFloats("EPOCHS", 30)},
+		{"regb", envFloats("REGB", 0)}, {"rego", envFloats("REGO", 0)}}
+	settings := [][]float64{nil}
+	for _, k := range knobs {
+		var next [][]float64
+		for _, s := range settings {
+			for _, v := range k.vals {
+				next = append(next, append(append([]float64(nil), s...), v))
 			}
 		}
+		settings = next
 	}
+	for _, v := range settings {
+		sum := 0.0
+		var each []string
+		var last *GradientPerturbation
+		for _, sd := range seeds {
+			o := &PrivateOptions{Epsilon: v[0], Delta: 1e-5, RatingMin: 0.5, RatingMax: 5, Noise: perturb.SeededNoise(uint64(sd)), Protect: ProtectAll,
+				SampleRate: v[1], Clip: v[2], WarmFraction: v[6], dpsgdRules: &dpsgdRules{clipNoise: v[3], kappaFactor: v[4], biasPrior: v[5]}}
+			p, err := NewGradientPerturbation(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := decomposition.NewModel(decomposition.CP, train.Dims, []int{rank}, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.ClampLo, m.ClampHi = 0.5, 5
+			s := &Settings{Threads: 2, Privacy: p, Epochs: int(v[7]), RegBias: v[8], Reg: v[9]}
+			if _, err := Train(train, nil, m, s, rand.NewPCG(1, 1), nil); err != nil {
+				t.Fatal(err)
+			}
+			got := RMSE(m, valid, 2)
+			sum += got
+			each = append(each, strconv.FormatFloat(got, 'f', 4, 64))
+			last = p
+		}
+		var desc []string
+		for i, k := range knobs {
+			desc = append(desc, fmt.Sprintf("%s %g", k.name, v[i]))
+		}
+		mb := last.mb
+		t.Logf("%s: valid RMSE %.4f (seeds %s; q %g, T %d, clip %.4g, noise multiplier %.4g, kappa %.4g)",
+			strings.Join(desc, " "), sum/float64(len(seeds)), strings.Join(each, " "), mb.q, mb.steps, mb.clip, mb.noiseMult, mb.kappa)
+	}
+}
+
+// plantedSweepLog is the planted low-rank log of the DP-SGD sweep and of
+// the rules' synthetic check (private_dpsgd.go): 2,000 users, 200 items,
+// 60,000 ratings, rank 3 with biases, noise 0.5, values clamped to [0.5,
+// 5], a random 10% held out.
+func plantedSweepLog(t *testing.T) (train, valid *data.Store) {
+	t.Helper()
+	st, _, err := data.Synth(data.SynthOptions{Users: 2000, Items: 200, Ratings: 60000, Rank: 3, Bias: true, Mean: 3.5, Noise: 0.5, Skew: 0.3}, rand.NewPCG(3, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range st.Val {
+		st.Val[i] = math.Max(0.5, math.Min(5, v))
+	}
+	perm := rand.New(rand.NewPCG(5, 6)).Perm(st.NNZ())
+	n := st.NNZ() / 10
+	return st.Subset(perm[n:]), st.Subset(perm[:n])
 }

@@ -32,6 +32,11 @@ func planDPSGD(t *testing.T, st *data.Store, o PrivateOptions, epochs int) *Grad
 	return p
 }
 
+// isDPSGDStep reports whether r is the release of minibatch DP-SGD's steps.
+func isDPSGDStep(r perturb.Release) bool {
+	return strings.HasPrefix(r.What, "sum of the clipped per-rating gradients")
+}
+
 // summedClipped returns the sum of the clipped per-rating gradients of
 // every rating of st except skip (-1: none), at the model's parameters.
 func summedClipped(d *dpsgdState, st *data.Store, skip int) []float64 {
@@ -65,7 +70,7 @@ func TestDPSGDSensitivityNeighbours(t *testing.T) {
 		st := privStore(dims, 300, 31)
 		o := baseOpts()
 		o.Epsilon = 50 // little noise, so almost every row is trained
-		p := planDPSGD(t, st, o, 2)
+		p := planDPSGD(t, st, o, 4)
 		m := privModel(t, kind, dims, 3, true, 4, 1.5)
 		d := newDPSGDState(m, p.mb, &Settings{})
 		C := p.mb.clip
@@ -169,16 +174,24 @@ func TestDPSGDPlan(t *testing.T) {
 	}
 	var step *perturb.Release
 	for i := range rep.Releases {
-		if rep.Releases[i].SampleRate > 0 {
+		if isDPSGDStep(rep.Releases[i]) {
 			step = &rep.Releases[i]
 		}
 	}
-	if step == nil || step.SampleRate != DefaultDPSGDRate || step.Count != p.mb.steps || p.mb.steps != 10 || step.Sensitivity != p.mb.clip {
-		t.Fatalf("step release %+v (steps %d)", step, p.mb.steps)
+	if step == nil || p.mb.q != DefaultDPSGDRate || step.SampleRate != 0 || step.Count != p.mb.steps || p.mb.steps != 5 || step.Sensitivity != p.mb.clip {
+		t.Fatalf("step release %+v (q %v, steps %d)", step, p.mb.q, p.mb.steps)
+	}
+	o2 := o
+	o2.SampleRate = 0.25
+	pq := planDPSGD(t, st, o2, 5)
+	for _, r := range pq.Report().Releases {
+		if isDPSGDStep(r) && (r.SampleRate != 0.25 || r.Count != 20) {
+			t.Errorf("q = 0.25: step release %+v", r)
+		}
 	}
 	var acc perturb.Accountant
 	for _, r := range rep.Releases {
-		if r.SampleRate > 0 {
+		if isDPSGDStep(r) {
 			r.Scale *= 1 - 1e-3
 		}
 		if err := acc.Add(r, r.Count); err != nil {
@@ -341,9 +354,12 @@ func TestDPSGDFastPathMatchesGeneric(t *testing.T) {
 	st := privStore(dims, 300, 36)
 	o := baseOpts()
 	o.Epsilon = 3
-	p := planDPSGD(t, st, o, 2)
+	p := planDPSGD(t, st, o, 4)
 	m := privModel(t, decomposition.CP, dims, 3, true, 4, 1.2)
 	d := newDPSGDState(m, p.mb, &Settings{})
+	if d.trained() == 0 {
+		t.Fatal("no coordinate trained: the test has no power")
+	}
 	fast := summedClipped(d, st, -1)
 	clear(d.buf)
 	for e := range st.Val {
@@ -408,7 +424,7 @@ func TestDPSGDValueChangeReported(t *testing.T) {
 		var single, direct perturb.Accountant
 		for _, r := range rep.Releases {
 			a := &direct
-			if r.SampleRate > 0 {
+			if isDPSGDStep(r) {
 				a = &single
 			}
 			if err := a.Add(r, r.Count); err != nil {
@@ -462,6 +478,17 @@ func TestDPSGDThreads(t *testing.T) {
 			return m
 		}
 		one := run(1)
+		moved := 0
+		for _, mo := range []int{0, 2} { // the warm start sets the item biases
+			for _, v := range one.Bias[mo] {
+				if v != 0 {
+					moved++
+				}
+			}
+		}
+		if moved == 0 {
+			t.Fatalf("%s: no bias trained: the test has no power", kind)
+		}
 		for _, p := range []int{2, 3} {
 			a, b := run(p), run(p)
 			if !modelsIdentical(a, b) {
@@ -547,9 +574,9 @@ func TestPoissonBatch(t *testing.T) {
 
 // TestDPSGDClipBoost: the default clip is DPSGDClipFactor sigma_r
 // sqrt(order) while the noise multiplier is at least DPSGDClipNoise, grows
-// as DPSGDClipNoise/sigma below that, up to DPSGDClipMaxBoost times, and
-// is what the step release's sensitivity records; a clip the caller sets
-// is kept.
+// as sqrt(DPSGDClipNoise/sigma) below that, without bound (beyond the old
+// cap of 3 at epsilon 200), and is what the step release's sensitivity
+// records; a clip the caller sets is kept.
 func TestDPSGDClipBoost(t *testing.T) {
 	t.Parallel()
 	st := privStore([]int{30, 25, 4}, 900, 33)
@@ -558,13 +585,13 @@ func TestDPSGDClipBoost(t *testing.T) {
 		o := baseOpts()
 		o.Epsilon, o.RatingMin, o.RatingMax = eps, 0.5, 5
 		p := planDPSGD(t, st, o, 20)
-		boost := math.Max(1, math.Min(DPSGDClipMaxBoost, DPSGDClipNoise/p.mb.noiseMult))
+		boost := math.Max(1, math.Sqrt(DPSGDClipNoise/p.mb.noiseMult))
 		if want := base * boost; math.Abs(p.mb.clip-want) > 1e-12*want {
 			t.Errorf("epsilon %v (sigma %v): clip %v, want %v", eps, p.mb.noiseMult, p.mb.clip, want)
 		}
 		var step *perturb.Release
 		for i, r := range p.Report().Releases {
-			if r.SampleRate > 0 {
+			if isDPSGDStep(r) {
 				step = &p.Report().Releases[i]
 			}
 		}
@@ -572,12 +599,74 @@ func TestDPSGDClipBoost(t *testing.T) {
 			t.Errorf("epsilon %v: step release %+v, clip %v", eps, step, p.mb.clip)
 		}
 		switch {
-		case eps == 0.5 && boost != 1, eps == 200 && boost != DPSGDClipMaxBoost:
+		case eps == 0.5 && boost != 1, eps == 200 && boost <= 3:
 			t.Errorf("epsilon %v: boost %v (sigma %v)", eps, boost, p.mb.noiseMult)
 		}
 		o.Clip = 0.7
 		if c := planDPSGD(t, st, o, 20).mb.clip; c != 0.7 {
 			t.Errorf("epsilon %v: a set clip became %v", eps, c)
+		}
+	}
+}
+
+// TestDPSGDCurvature: the diagonal Gauss-Newton curvature the steps divide
+// by is, for every trained factor (and Tucker core) coordinate, the sum
+// over every rating of its row of the squared derivative of the
+// prediction, computed from the public positions and the released state;
+// at q = 1 the gradient pass accumulates it (fused) and it must equal the
+// separate pass, for order-3 CP (fast path), order-2 CP and Tucker
+// (generic paths), with one and two workers.
+func TestDPSGDCurvature(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		kind decomposition.Kind
+		dims []int
+	}{{decomposition.CP, []int{20, 15, 3}}, {decomposition.CP, []int{40, 30}}, {decomposition.Tucker, []int{20, 15, 3}}} {
+		st := privStore(tc.dims, 400, 38)
+		o := baseOpts()
+		o.Epsilon = 50
+		p := planDPSGD(t, st, o, 6)
+		if p.mb.q != 1 {
+			t.Fatalf("default q %v, the test assumes 1", p.mb.q)
+		}
+		for _, threads := range []int{1, 2} {
+			m := privModel(t, tc.kind, tc.dims, 3, true, 4, 0.7)
+			d := newDPSGDState(m, p.mb, &Settings{Threads: threads})
+			if !d.fuse || d.trained() == 0 {
+				t.Fatalf("%s %v: fused %v, %d trained coordinates", tc.kind, tc.dims, d.fuse, d.trained())
+			}
+			d.batch = poissonBatch(st.NNZ(), 1, nil, d.batch[:0])
+			d.sumClipped(st, st.Val)
+			fused := append([]float64(nil), d.curv...)
+			d.sumCurvature(st)
+			// Direct: every rating, every trained row, from Partial.
+			want := make([]float64, len(d.curv))
+			w := m.NewWork()
+			idx := make([]int32, st.Order())
+			for e := range st.Val {
+				for mo := range idx {
+					idx[mo] = st.Idx[mo][e]
+				}
+				m.Partial(idx, w)
+				for mo, i := range idx {
+					if off := d.off[mo][i]; off >= 0 {
+						for r, v := range w.Factor[mo] {
+							want[int(off)+r] += v * v
+						}
+					}
+				}
+				if d.coreOff >= 0 {
+					for r, v := range w.Core {
+						want[d.coreOff+r] += v * v
+					}
+				}
+			}
+			if dist := l2dist(fused, d.curv); dist > 1e-9*(1+l2dist(want, make([]float64, len(want)))) {
+				t.Errorf("%s %v, %d workers: fused and separate curvature differ by %v", tc.kind, tc.dims, threads, dist)
+			}
+			if dist := l2dist(want, d.curv); dist > 1e-9*(1+l2dist(want, make([]float64, len(want)))) {
+				t.Errorf("%s %v, %d workers: curvature differs from the direct sum by %v", tc.kind, tc.dims, threads, dist)
+			}
 		}
 	}
 }

@@ -495,7 +495,7 @@ func TestReleasedNoiseVariance(t *testing.T) {
 		st := privStore(dims, 2000, 32)
 		o := baseOpts()
 		o.Noise = perturb.SeededNoise(6)
-		p := planDPSGD(t, st, o, 3)
+		p := planDPSGD(t, st, o, 6)
 		m := privModel(t, decomposition.CP, dims, 2, true, 4, 0.5)
 		m.Mean = p.mb.warm.Mean
 		vals := make([]float64, len(st.Val))
@@ -516,7 +516,7 @@ func TestReleasedNoiseVariance(t *testing.T) {
 		// The warm start is the bias mode's release (scratchBiasRelease).
 		got, bgot := map[string][][]float64{}, map[string][][]float64{}
 		o.probe = probeInto(got)
-		pp := planDPSGD(t, st, o, 3)
+		pp := planDPSGD(t, st, o, 6)
 		wo := o
 		wo.Epsilon, wo.Mechanism, wo.MeanFraction, wo.Accounting = pp.mb.warmEps, "", 0, perturb.Basic
 		wo.probe = probeInto(bgot)

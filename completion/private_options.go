@@ -206,6 +206,16 @@ type PrivateOptions struct {
 	// probe, when set (tests only), sees the noisy releases of the bias
 	// and als modes (releaseProbe).
 	probe *releaseProbe
+	// dpsgdRules, when set (sweeps only: TestMovieLensDPSGDSweep), replaces
+	// rules of minibatch DP-SGD; its zero fields keep the rule.
+	dpsgdRules *dpsgdRules
+}
+
+// dpsgdRules overrides rules of minibatch DP-SGD in the sweeps that chose
+// them: DPSGDClipNoise, DPSGDKappaFactor (a constant) and DPSGDBiasPrior
+// (negative: zero).
+type dpsgdRules struct {
+	clipNoise, kappaFactor, biasPrior float64
 }
 
 // releaseProbe lets a test see a vector the bias and als modes release,

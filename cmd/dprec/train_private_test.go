@@ -312,8 +312,10 @@ func TestTrainPrivateRMSELabel(t *testing.T) {
 			t.Errorf("%s: train RMSE line %q, want %q", tc.name, line, tc.want)
 		}
 		// The DP-SGD steps have no per-release epsilon: the summary gives
-		// their noise multiplier and sample rate, not "(0, 0)".
-		if tc.name == "gradient" && (strings.Contains(stdout, "(0, 0)") || !strings.Contains(stdout, "noise multiplier z = ") || !strings.Contains(stdout, "Poisson sample rate q = ")) {
+		// their noise multiplier, not "(0, 0)", and the notes their
+		// sampling rate (q = 1 by default since issue 25: every rating in
+		// every step, so the release carries no Poisson rate).
+		if tc.name == "gradient" && (strings.Contains(stdout, "(0, 0)") || !strings.Contains(stdout, "noise multiplier z = ") || !strings.Contains(stdout, "Poisson sampling rate q = 1 (DefaultDPSGDRate)")) {
 			t.Errorf("gradient: release lines\n%s", stdout)
 		}
 	}

@@ -1,0 +1,102 @@
+package completion
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/perturb"
+)
+
+// TestDPSGDConverges is the convergence check of issue 25 for minibatch
+// DP-SGD: on a planted low-rank log (1,500 users, 150 items, 45,000
+// ratings, rank 3 plus biases, noise 0.5, values clamped to the public
+// range [0.5, 5]), DP-SGD at epsilon 100 (zero-out, delta 1e-5, the
+// default rules, 30 epochs) scores within 2% of the better of two
+// non-private models of the same rank trained with the same settings on a
+// held-out part: SGD (which after 30 epochs of its default step is still
+// near the bias-only level here) and ALS (converged); and it closes at
+// least half the gap between the bias-only model and that reference (the
+// factors learn). Before issue 25 DP-SGD scored at SGD's level (0.78 against
+// ALS's 0.59).
+func TestDPSGDConverges(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short mode")
+	}
+	st, _, err := data.Synth(data.SynthOptions{Users: 1500, Items: 150, Ratings: 45000, Rank: 3, Bias: true, Mean: 3.5, Noise: 0.5, Skew: 0.3}, rand.NewPCG(3, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const lo, hi = 0.5, 5.0
+	for i, v := range st.Val {
+		st.Val[i] = math.Max(lo, math.Min(hi, v))
+	}
+	perm := rand.New(rand.NewPCG(5, 6)).Perm(st.NNZ())
+	test, train := st.Subset(perm[:4500]), st.Subset(perm[4500:])
+	const R, epochs = 3, 30
+	fit := func(p Privacy, solver Solver) float64 {
+		m, err := decomposition.NewModel(decomposition.CP, train.Dims, []int{R}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.ClampLo, m.ClampHi = lo, hi
+		s := &Settings{Threads: 2, Solver: solver, Epochs: epochs, Patience: -1, Privacy: p}
+		if _, err := Train(train, nil, m, s, rand.NewPCG(1, 1), nil); err != nil {
+			t.Fatal(err)
+		}
+		return RMSE(m, test, 2)
+	}
+	sgd, als := fit(nil, SolverSGD), fit(nil, SolverALS)
+	ref := math.Min(sgd, als)
+	p, err := NewGradientPerturbation(&PrivateOptions{Epsilon: 100, Delta: 1e-5, RatingMin: lo, RatingMax: hi, Noise: perturb.SeededNoise(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fit(p, SolverSGD)
+	bias := biasOnlyRMSE(train, test, lo, hi)
+	t.Logf("non-private SGD %.4f, ALS %.4f; DP-SGD at epsilon 100 %.4f; bias-only %.4f", sgd, als, got, bias)
+	if got > 1.02*ref {
+		t.Errorf("epsilon 100: DP-SGD %.4f, more than 2%% above the better non-private model of the same rank, %.4f", got, ref)
+	}
+	if got > bias-0.5*(bias-ref) {
+		t.Errorf("epsilon 100: DP-SGD %.4f closes less than half the gap between the bias-only model %.4f and the non-private model %.4f", got, bias, ref)
+	}
+}
+
+// biasOnlyRMSE fits mu + b_u + b_i (ridge 5 pseudo-observations, 20
+// alternating exact updates) on train and scores test, clamped to [lo, hi].
+func biasOnlyRMSE(train, test *data.Store, lo, hi float64) float64 {
+	const reg = 5
+	mu := 0.0
+	for _, v := range train.Val {
+		mu += v
+	}
+	mu /= float64(train.NNZ())
+	b := [2][]float64{make([]float64, train.Dims[0]), make([]float64, train.Dims[1])}
+	var n [2][]float64
+	for mo := range n {
+		n[mo] = make([]float64, train.Dims[mo])
+		for _, i := range train.Idx[mo] {
+			n[mo][i]++
+		}
+	}
+	for range 20 {
+		for mo := range b {
+			s := make([]float64, len(b[mo]))
+			for e, v := range train.Val {
+				s[train.Idx[mo][e]] += v - mu - b[1-mo][train.Idx[1-mo][e]]
+			}
+			for i := range s {
+				b[mo][i] = s[i] / (n[mo][i] + reg)
+			}
+		}
+	}
+	sse := 0.0
+	for e, v := range test.Val {
+		p := math.Max(lo, math.Min(hi, mu+b[0][test.Idx[0][e]]+b[1][test.Idx[1][e]]))
+		sse += (v - p) * (v - p)
+	}
+	return math.Sqrt(sse / float64(test.NNZ()))
+}
