@@ -294,11 +294,12 @@
 // Minibatch DP-SGD (gradient --protect all, the default target and variant;
 // private_dpsgd.go). Zero-out relation (one rating replaced by a null that
 // contributes no gradient; positions and counts stay public): each step
-// releases the sum over a Poisson batch (rate q) of per-rating gradients
-// clipped jointly to l2 norm C, plus N(0, sigma^2 C^2) on every trained
-// coordinate. Neighbouring batch sums differ by one clipped vector, norm
-// <= C, so each step is the sampled Gaussian mechanism of Mironov, Talwar
-// and Zhang (2019) with noise multiplier sigma (perturb.SampledGaussianRDP);
+// releases the sum over a Poisson batch (rate q; q = 1, every rating, by
+// default) of per-rating gradients clipped jointly to l2 norm C, plus
+// N(0, sigma^2 C^2) on every trained coordinate. Neighbouring batch sums
+// differ by one clipped vector, norm <= C, so each step is the sampled
+// Gaussian mechanism of Mironov, Talwar and Zhang (2019) with noise
+// multiplier sigma (perturb.SampledGaussianRDP; the Gaussian at q = 1);
 // T steps and the bias warm start compose in RDP. The headline (epsilon,
 // delta) is for zero-out. A change of one rating's value (the relation of
 // every other entry-level mode) is two zero-out steps, D ~ D0 ~ D' with D0
@@ -317,7 +318,7 @@
 // converted like the headline (perturb.GroupTwoEpsilon; TestGroupTwoEpsilon
 // checks it against a numerical integration of the value-change
 // divergence). The report gives the result in its Relation and notes:
-// at the default plan (q = 0.5, T = 120, delta 1e-5) zero-out epsilon 1
+// at the default plan (q = 1, T = 60, delta 1e-5) zero-out epsilon 1
 // is value-change epsilon 2.05. TestDPSGDSensitivityNeighbours checks C
 // (zero-out) and 2C (value change) on neighbouring logs.
 //
