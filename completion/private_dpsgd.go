@@ -963,19 +963,9 @@ func (d *dpsgdState) addClippedCP3(i, j, k int32, x float64) float64 {
 		xh += a * B[r] * C[r]
 	}
 	if d.fuse {
-		sq := func(o int32, u, v []float64) {
-			if o < 0 {
-				return
-			}
-			h := d.curv[o : int(o)+R]
-			for r := range h {
-				p := u[r] * v[r]
-				h[r] += p * p
-			}
-		}
-		sq(oa, B, C)
-		sq(ob, A, C)
-		sq(oc, A, B)
+		d.addCurvRow(oa, B, C)
+		d.addCurvRow(ob, A, C)
+		d.addCurvRow(oc, A, B)
 	}
 	e := x - xh
 	g := -2 * e
@@ -1143,6 +1133,21 @@ func (d *dpsgdState) sumCurvature(train *data.Store) {
 	})
 }
 
+// addCurvRow adds (u_r v_r)^2, the squared derivative of a CP order-3
+// prediction with respect to coordinate r of the row at offset o (the
+// product of the other two rows), to curv; o < 0 (a frozen row) adds
+// nothing.
+func (d *dpsgdState) addCurvRow(o int32, u, v []float64) {
+	if o < 0 {
+		return
+	}
+	h := d.curv[o : int(o)+len(u)]
+	for r := range h {
+		x := u[r] * v[r]
+		h[r] += x * x
+	}
+}
+
 // addCurvature adds the squared prediction derivatives of ratings lo..hi-1
 // to curv.
 func (d *dpsgdState) addCurvature(train *data.Store, lo, hi int) {
@@ -1169,19 +1174,9 @@ func (d *dpsgdState) addCurvature(train *data.Store, lo, hi int) {
 				}
 				continue
 			}
-			add := func(o int32, u, v []float64) {
-				if o < 0 {
-					return
-				}
-				h := d.curv[o : int(o)+R]
-				for r := range h {
-					x := u[r] * v[r]
-					h[r] += x * x
-				}
-			}
-			add(oa, B, C)
-			add(ob, A, C)
-			add(oc, A, B)
+			d.addCurvRow(oa, B, C)
+			d.addCurvRow(ob, A, C)
+			d.addCurvRow(oc, A, B)
 		}
 		return
 	}
