@@ -4,26 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"os"
 	"syscall"
 	"testing"
+
+	"github.com/dprec/dprec/internal/faultio"
 )
-
-// fullDisk accepts room bytes, then fails every write as a full disk does.
-type fullDisk struct {
-	room int
-	n    int
-}
-
-func (d *fullDisk) Write(p []byte) (int, error) {
-	if d.n+len(p) <= d.room {
-		d.n += len(p)
-		return len(p), nil
-	}
-	k := d.room - d.n
-	d.n = d.room
-	return k, &os.PathError{Op: "write", Path: "/full/.out.tmp-1", Err: syscall.ENOSPC}
-}
 
 // TestParquetWriterFullDisk: writing a store as Parquet to a destination
 // that fills up anywhere in the file (at the opening magic number, in a
@@ -49,7 +34,7 @@ func TestParquetWriterFullDisk(t *testing.T) {
 						t.Errorf("format %s, disk full after %d of %d bytes: panic %v", f, room, size, r)
 					}
 				}()
-				return Write(&fullDisk{room: room}, s, WriteOptions{Format: f})
+				return Write(&faultio.FullDisk{Room: room, Path: "/full/.out.tmp-1"}, s, WriteOptions{Format: f})
 			}()
 			if !errors.Is(err, syscall.ENOSPC) {
 				t.Errorf("format %s, disk full after %d of %d bytes: got %v, want no space left on device", f, room, size, err)

@@ -4,25 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"os"
 	"syscall"
 	"testing"
 
 	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/internal/faultio"
 )
-
-// exportFullDisk accepts room bytes, then fails as a full disk does.
-type exportFullDisk struct{ room, n int }
-
-func (d *exportFullDisk) Write(p []byte) (int, error) {
-	if d.n+len(p) <= d.room {
-		d.n += len(p)
-		return len(p), nil
-	}
-	k := d.room - d.n
-	d.n = d.room
-	return k, &os.PathError{Op: "write", Path: "/full/.users.parquet.tmp-1", Err: syscall.ENOSPC}
-}
 
 // TestExportFullDisk: every Parquet table of export (factor rows, core,
 // pair biases) returns "no space left on device" wherever the disk fills
@@ -48,7 +35,7 @@ func TestExportFullDisk(t *testing.T) {
 						t.Errorf("%s, full after %d of %d bytes: panic %v", name, room, size, r)
 					}
 				}()
-				return write(&exportFullDisk{room: room})
+				return write(&faultio.FullDisk{Room: room, Path: "/full/.users.parquet.tmp-1"})
 			}()
 			if !errors.Is(err, syscall.ENOSPC) {
 				t.Errorf("%s, full after %d of %d bytes: got %v, want no space left on device", name, room, size, err)

@@ -4,27 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"os"
 	"syscall"
 	"testing"
 
 	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/internal/faultio"
 	"github.com/dprec/dprec/models"
 	"gonum.org/v1/gonum/mat"
 )
-
-// cmdFullDisk accepts room bytes, then fails as a full disk does.
-type cmdFullDisk struct{ room, n int }
-
-func (d *cmdFullDisk) Write(p []byte) (int, error) {
-	if d.n+len(p) <= d.room {
-		d.n += len(p)
-		return len(p), nil
-	}
-	k := d.room - d.n
-	d.n = d.room
-	return k, &os.PathError{Op: "write", Path: "/full/.out.parquet.tmp-1", Err: syscall.ENOSPC}
-}
 
 // TestParquetOutputsFullDisk: the Parquet outputs of recommend
 // --all-users --out, predict --out and spectral --doc-topics return "no
@@ -72,7 +59,7 @@ func TestParquetOutputsFullDisk(t *testing.T) {
 						t.Errorf("%s, full after %d of %d bytes: panic %v", name, room, size, r)
 					}
 				}()
-				return write(&cmdFullDisk{room: room})
+				return write(&faultio.FullDisk{Room: room, Path: "/full/.out.parquet.tmp-1"})
 			}()
 			if !errors.Is(err, syscall.ENOSPC) {
 				t.Errorf("%s, full after %d of %d bytes: got %v, want no space left on device", name, room, size, err)
