@@ -17,44 +17,11 @@
 package dprec
 
 import (
-	"context"
-	crand "crypto/rand"
-	"encoding/binary"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"math"
-	"math/rand/v2"
-	"slices"
 	"time"
 
-	"github.com/dprec/dprec/completion"
-	"github.com/dprec/dprec/data"
-	"github.com/dprec/dprec/decomposition"
 	"github.com/dprec/dprec/models"
 )
-
-// Options configure Fit. The zero value (or nil) means the defaults of
-// "dprec train".
-type Options struct {
-	// Kind is the model family; "" means CP.
-	Kind decomposition.Kind
-	// Rank is the rank in every mode; 0 means 10.
-	Rank int
-	// TimeUnit buckets the time column; "" means day (data.TimeNone gives
-	// a user x item model).
-	TimeUnit data.TimeUnit
-	// Validation is the fraction held out for early stopping before the
-	// refit on every rating; 0 means 0.1, negative means none.
-	Validation float64
-	// Seed seeds the split and training; 0 draws a random seed.
-	Seed uint64
-	// Settings are the training settings (zero value: the defaults;
-	// Settings.Privacy must be nil: Fit trains non-private models only).
-	Settings completion.Settings
-	// Load configures reading the file (zero value: auto-detection).
-	Load data.LoadOptions
-}
 
 // Model is a trained or loaded rating model, queried by external IDs.
 // It is safe for concurrent use once returned.
@@ -65,115 +32,6 @@ type Model struct {
 
 // File returns the underlying model file (header, model, dictionaries).
 func (m *Model) File() *models.File { return m.f }
-
-// Fit loads the rating log at path and trains a model on it. ctx cancels
-// training at the next epoch boundary.
-func Fit(ctx context.Context, path string, opts *Options) (*Model, error) {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
-	if _, none := o.Settings.Privacy.(completion.NoPrivacy); o.Settings.Privacy != nil && !none {
-		return nil, errors.New("dprec: Fit trains non-private models; use package completion with a privacy plug-in")
-	}
-	if o.Kind == "" {
-		o.Kind = decomposition.CP
-	}
-	if o.Rank == 0 {
-		o.Rank = 10
-	}
-	if o.Rank < 0 {
-		return nil, fmt.Errorf("dprec: rank %d must be positive", o.Rank)
-	}
-	switch {
-	case o.Validation == 0:
-		o.Validation = 0.1
-	case o.Validation < 0:
-		o.Validation = 0
-	case o.Validation >= 1 || math.IsNaN(o.Validation):
-		return nil, fmt.Errorf("dprec: validation fraction %g must be below 1", o.Validation)
-	}
-	if o.TimeUnit != "" {
-		o.Load.Builder.TimeUnit = o.TimeUnit
-	}
-	seed := o.Seed
-	if seed == 0 {
-		var b [8]byte
-		if _, err := crand.Read(b[:]); err != nil {
-			return nil, err
-		}
-		seed = binary.LittleEndian.Uint64(b[:])
-	}
-	st, _, err := data.Load(path, o.Load)
-	if err != nil {
-		return nil, err
-	}
-	ranks := make([]int, st.Order())
-	for i := range ranks {
-		ranks[i] = o.Rank
-	}
-	src := rand.NewPCG(seed, 0x64707265)
-	train, valid := split(st, o.Validation, src)
-	m, err := decomposition.NewModel(o.Kind, st.Dims, ranks, true)
-	if err != nil {
-		return nil, err
-	}
-	info := models.Fingerprint(st)
-	if info.NNZ > 0 {
-		// A one-point range (one value throughout) clamps to that value.
-		m.SetClamp(info.Min, info.Max)
-	}
-	s := o.Settings
-	res, err := completion.TrainContext(ctx, train, valid, m, &s, src, nil)
-	if err != nil {
-		return nil, err
-	}
-	if valid != nil {
-		// Refit on every rating for the number of epochs early stopping chose.
-		s2 := res.Settings
-		s2.Epochs, s2.Patience = res.BestEpoch, -1
-		m2, err := decomposition.NewModel(o.Kind, st.Dims, ranks, true)
-		if err != nil {
-			return nil, err
-		}
-		m2.ClampLo, m2.ClampHi = m.ClampLo, m.ClampHi
-		if res, err = completion.TrainContext(ctx, st, nil, m2, &s2, src, nil); err != nil {
-			return nil, err
-		}
-		m = m2
-	}
-	settings, err := json.Marshal(map[string]any{"solver": res.Settings.Solver.String(), "epochs": res.Settings.Epochs})
-	if err != nil {
-		return nil, err
-	}
-	seen, err := models.SeenFromStore(st, st.Dims[0], st.Dims[1])
-	if err != nil {
-		return nil, err
-	}
-	dicts := append([]*data.Dict(nil), st.Dicts...)
-	for len(dicts) < m.Order() {
-		dicts = append(dicts, nil)
-	}
-	f := &models.File{
-		Header: models.Header{Settings: settings, Data: info, Created: time.Now().UTC().Truncate(time.Second), Software: "dprec library"},
-		Model:  m, Dicts: dicts[:m.Order()], Time: st.Time, Privacy: res.Privacy, Seen: seen,
-	}
-	return &Model{f: f, p: models.NewPredictor(f)}, nil
-}
-
-// split holds out a random fraction of the ratings (none when frac is 0).
-func split(st *data.Store, frac float64, src rand.Source) (train, valid *data.Store) {
-	n := st.NNZ()
-	nv := int(math.Round(frac * float64(n)))
-	if nv == 0 || nv >= n {
-		return st, nil
-	}
-	perm := rand.New(src).Perm(n)
-	v, t := slices.Clone(perm[:nv]), slices.Clone(perm[nv:])
-	slices.Sort(v)
-	slices.Sort(t)
-	return st.Subset(t), st.Subset(v)
-}
 
 // Load reads and verifies a model file written by Save or "dprec train".
 func Load(path string) (*Model, error) {

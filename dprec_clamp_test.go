@@ -21,7 +21,7 @@ func TestFitOneValue(t *testing.T) {
 		if err := os.WriteFile(path, []byte("userId,movieId,rating\n"+body), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		m, err := dprec.Fit(context.Background(), path, &dprec.Options{Rank: 2, Seed: 5, TimeUnit: data.TimeNone})
+		m, err := dprec.Fit(context.Background(), path, &dprec.Options{Objective: dprec.ObjectiveRating, Rank: 2, Seed: 5, TimeUnit: data.TimeNone})
 		if err != nil {
 			t.Fatal(err)
 		}

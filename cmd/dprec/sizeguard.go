@@ -372,22 +372,48 @@ func (j sizeJob) rankText() string {
 	return fmt.Sprintf("%s %d", j.rankFlag, j.rank())
 }
 
-// trainJob describes the run of dprec train from its flags, on a store of
-// the given dims and nnz (nil dims: the smallest log the flags allow).
-func trainJob(c *cli.Context, dims []int, nnz int, ranks []int) sizeJob {
-	kind := decomposition.Kind(strings.ToLower(c.String("model")))
+// trainJobFlags are the flags the size guard of train reads.
+type trainJobFlags struct {
+	Kind            decomposition.Kind
+	RanksText       string // --ranks as given
+	Rank            int
+	Solver          completion.Solver
+	Mode            string // --privacy
+	Bias            bool
+	Minibatch       bool // --privacy gradient's minibatch DP-SGD
+	Threads, Epochs int
+	Implicit        bool // --objective implicit
+	RankSet         bool
+	Iterations      int
+}
+
+// trainJobFlagsOf reads the flags the size guard of train needs.
+func trainJobFlagsOf(c *cli.Context) trainJobFlags {
+	solver, _ := completion.ParseSolver(strings.ToLower(c.String("solver")))
+	mode := strings.ToLower(c.String("privacy"))
+	return trainJobFlags{Kind: decomposition.Kind(strings.ToLower(c.String("model"))), RanksText: c.String("ranks"),
+		Rank: c.Int("rank"), Solver: solver, Mode: mode, Bias: c.Bool("bias") && !c.Bool("no-bias"),
+		Minibatch: mode == "gradient" && !strings.EqualFold(c.String("protect"), "c") && strings.ToLower(c.String("dp-sgd")) != "per-entry",
+		Threads:   c.Int("threads"), Epochs: c.Int("epochs"), Implicit: c.String("objective") == "implicit",
+		RankSet: c.IsSet("rank"), Iterations: c.Int("iterations")}
+}
+
+// trainJob is the workload of a train run with flags f on a log of the
+// given mode sizes and ratings (dims nil: the smallest log the flags
+// allow, before any data is read).
+func trainJob(f trainJobFlags, dims []int, nnz int, ranks []int) sizeJob {
 	rankFlag := "--rank"
-	if c.String("ranks") != "" {
+	if f.RanksText != "" {
 		rankFlag = "--ranks"
 	}
 	if ranks == nil {
 		if rankFlag == "--ranks" {
-			for _, p := range strings.Split(c.String("ranks"), ",") {
+			for _, p := range strings.Split(f.RanksText, ",") {
 				v, _ := strconv.Atoi(strings.TrimSpace(p)) // checked by checkRanks
 				ranks = append(ranks, max(1, v))
 			}
 		} else {
-			ranks = []int{max(1, c.Int("rank")), max(1, c.Int("rank"))}
+			ranks = []int{max(1, f.Rank), max(1, f.Rank)}
 		}
 	}
 	before := dims == nil
@@ -401,20 +427,21 @@ func trainJob(c *cli.Context, dims []int, nnz int, ranks []int) sizeJob {
 		ranks = append(ranks, ranks[0])
 	}
 	ranks = ranks[:len(dims)]
-	solver, _ := completion.ParseSolver(strings.ToLower(c.String("solver")))
-	mode := strings.ToLower(c.String("privacy"))
 	j := sizeJob{before: before, rankFlag: rankFlag,
-		w: completion.Workload{Kind: kind, Dims: dims, Ranks: ranks, Bias: c.Bool("bias") && !c.Bool("no-bias"), NNZ: nnz, Mode: mode,
-			MinibatchDPSGD: mode == "gradient" && !strings.EqualFold(c.String("protect"), "c") && strings.ToLower(c.String("dp-sgd")) != "per-entry",
-			Settings:       completion.Settings{Solver: solver, Threads: c.Int("threads"), Epochs: c.Int("epochs")}}}
+		w: completion.Workload{Kind: f.Kind, Dims: dims, Ranks: ranks, Bias: f.Bias, NNZ: nnz, Mode: f.Mode,
+			MinibatchDPSGD: f.Minibatch,
+			Settings:       completion.Settings{Solver: f.Solver, Threads: f.Threads, Epochs: f.Epochs}}}
 	j.what = fmt.Sprintf("%s, %s, %s %d", j.rankText(), j.solverText(), j.epochFlag(), j.epochs())
-	if c.String("objective") == "implicit" {
+	if f.Implicit {
 		r := completion.DefaultImplicitRank
-		if c.IsSet("rank") {
-			r = max(1, c.Int("rank"))
+		if f.RankSet {
+			r = max(1, f.Rank)
+		}
+		if !before {
+			r = ranks[0] // resolved by the library
 		}
 		j.w.Kind, j.w.Dims, j.w.Ranks, j.w.Bias = decomposition.CP, dims[:2], []int{r, r}, false
-		j.implicit = &completion.ImplicitSettings{Iterations: c.Int("iterations"), Threads: c.Int("threads")}
+		j.implicit = &completion.ImplicitSettings{Iterations: f.Iterations, Threads: f.Threads}
 		j.what = fmt.Sprintf("--rank %d, implicit ALS, --iterations %d", r, j.epochs())
 	}
 	return j
@@ -443,22 +470,8 @@ func (j sizeJob) solverText() string {
 // guardTrainFlags checks train's workload for the smallest log its flags
 // allow.
 func guardTrainFlags(c *cli.Context, limit float64) error {
-	_, err := trainJob(c, nil, 0, nil).check(limit)
+	_, err := trainJob(trainJobFlagsOf(c), nil, 0, nil).check(limit)
 	return err
-}
-
-// guardTrainData checks train's workload on the loaded log st with the
-// resolved ranks before training (a usage error, exit 2) and prints the
-// time estimate of a long run on stderr unless --quiet.
-func guardTrainData(c *cli.Context, st *data.Store, ranks []int) error {
-	note, err := trainJob(c, st.Dims, st.NNZ(), ranks).check(sizeMemLimit(c))
-	if err != nil {
-		return cli.Exit(err.Error(), exitUsage)
-	}
-	if note != "" && !quiet(c) {
-		fmt.Fprintln(streamsOf(c).Err, note)
-	}
-	return nil
 }
 
 // guardTuneFlags checks tune's grid before any data is read: at most

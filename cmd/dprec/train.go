@@ -1,25 +1,25 @@
 package main
 
 import (
-	crand "crypto/rand"
-	"encoding/binary"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
-	"math/rand/v2"
 	"os"
 	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/dprec/dprec"
 	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
 	"github.com/dprec/dprec/models"
 	"github.com/dprec/dprec/perturb"
+	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 )
 
@@ -81,7 +81,7 @@ earlier private run's results is a release of that log that no report
 accounts for: choose them from public data or from another log. A run
 that diverges has spent its budget all the same; a retry adds its own.`,
 		Flags:  flags,
-		Action: trainRun,
+		Action: runWithOptions(trainOptionsOf, trainRun),
 	}
 }
 
@@ -113,267 +113,144 @@ type trainSummary struct {
 	TrainRatingsNote string `json:"train_ratings_note,omitempty"`
 }
 
-// trainFingerprintSeen hashes the data fingerprint of train and, when
-// withSeen, gathers the seen items of st (every rating, validation part
-// included) for m's modes at the same time: two serial passes over the
-// store, on two cores.
-func trainFingerprintSeen(st, train *data.Store, m *decomposition.Model, withSeen bool) (*models.DataInfo, *models.Exclusions, error) {
-	var seen *models.Exclusions
-	var seenErr error
-	seenDone := make(chan struct{})
-	go func() {
-		defer close(seenDone)
-		if withSeen {
-			seen, seenErr = models.SeenFromStore(st, m.Dims[0], m.Dims[1])
-		}
-	}()
-	info := models.Fingerprint(train)
-	<-seenDone
-	return info, seen, seenErr
+// trainOptions are the flags of "dprec train", parsed once: the run
+// function sees only these.
+type trainOptions struct {
+	Data   string // --data ("": the embedded synthetic log)
+	Out    string // --out
+	Force  bool   // --force
+	JSON   bool   // --json
+	Global globalOptions
+	// Fit is the library call's options (load, objective, model, privacy).
+	Fit dprec.Options
+	// Job is the size guard's view of the flags, MaxMemory its limit.
+	Job       trainJobFlags
+	MaxMemory float64
+	// Notes are said on stderr before loading (unless --quiet).
+	Notes []string
 }
 
-// trainRefitClamp refits the model on every rating of st for the epochs
-// early stopping chose (res) and clamps it with the new fingerprint.
-func trainRefitClamp(c *cli.Context, st *data.Store, res *completion.Result, rng rand.Source) (*decomposition.Model, *models.DataInfo, error) {
-	m, err := trainRefit(st, res, rng)
-	if err != nil {
-		return nil, nil, fmt.Errorf("refit on all ratings: %w", err)
+// trainOptionsOf parses and checks train's flags (usage errors exit 2).
+func trainOptionsOf(c *cli.Context) (*trainOptions, error) {
+	o := &trainOptions{Data: c.String("data"), Out: c.String("out"), Force: c.Bool("force"), JSON: c.Bool("json"),
+		Global: globalOptionsOf(c), Job: trainJobFlagsOf(c), MaxMemory: sizeMemLimit(c)}
+	f := &o.Fit
+	f.Kind = decomposition.Kind(strings.ToLower(c.String("model")))
+	if f.Kind != decomposition.CP && f.Kind != decomposition.Tucker {
+		return nil, cli.Exit(fmt.Sprintf("--model %q: want cp or tucker", c.String("model")), exitUsage)
 	}
-	info := models.Fingerprint(st)
-	if err := trainClamp(c, m, info); err != nil {
-		return nil, nil, err
-	}
-	return m, info, nil
-}
-
-func trainRun(c *cli.Context) error {
-	start := time.Now()
-	out := c.String("out")
-	if !c.Bool("force") {
-		// Fail before training rather than after.
-		if err := trainCheckOut(out); err != nil {
-			return err
+	if c.IsSet("objective") {
+		switch obj := dprec.Objective(strings.ToLower(c.String("objective"))); obj {
+		case dprec.ObjectiveRating, dprec.ObjectiveImplicit:
+			f.Objective = obj
+		default:
+			return nil, cli.Exit(fmt.Sprintf("--objective %q: want rating or implicit", c.String("objective")), exitUsage)
 		}
 	}
-	tf, err := trainParseFlags(c)
-	if err != nil {
-		return err
-	}
-	st, src, merged, err := trainLoad(c)
-	if err != nil {
-		return err
-	}
-	obj, objNote := trainAutoImplicit(c, st, src)
-	if obj == models.ObjectiveImplicit && !c.IsSet("objective") && !c.IsSet("duplicates") && merged > 0 {
-		// As --objective implicit: repeated events add up as confidence.
-		_ = c.Set("duplicates", string(data.DupSum))
-		st = nil
-		if st, src, _, err = trainLoad(c); err != nil {
-			return err
-		}
-	}
-	if objNote != "" && !quiet(c) {
-		fmt.Fprintln(streamsOf(c).Err, objNote)
-	}
-	ranks, err := trainRanks(c, tf.kind, st.Order())
-	if err := errors.Join(err, checkGibbsCore(tf, ranks)); err != nil {
-		return cli.Exit(err.Error(), exitUsage)
-	}
-	if err := guardTrainData(c, st, ranks); err != nil { // sizeguard.go
-		return err
-	}
-	seed, seeded, err := trainSeed(c)
-	if err != nil {
-		return err
-	}
-	rng := rand.NewPCG(seed, 0x9e3779b97f4a7c15) // second PCG word: any fixed constant
-	switch obj {
-	case models.ObjectiveImplicit:
-		return trainImplicitRun(c, st, src, rng, start, objNote)
-	case models.ObjectiveRating, "":
-	default:
-		return cli.Exit(fmt.Sprintf("--objective %q: want rating or implicit", obj), exitUsage)
-	}
-	train, valid, err := trainHoldOut(c, st, rng)
-	if err != nil {
-		return err
-	}
-	// Privacy, model, settings.
-	ul, priv, err := trainPrivacyPlan(c, train)
-	if err != nil {
-		return err
-	}
-	dims := train.Dims
-	if ul != nil {
-		train, dims = ul.store, ul.dims()
-	}
-	bias := c.Bool("bias") && !c.Bool("no-bias")
-	m, err := decomposition.NewModel(tf.kind, dims, ranks, bias)
-	if err != nil {
-		return err
-	}
-	info, seen, err := trainFingerprintSeen(st, train, m, ul == nil && !tf.private)
-	if err != nil {
-		return err
-	}
-	if err := trainClamp(c, m, info); err != nil {
-		return err
-	}
-	s := trainSettings(c, tf, priv)
-	var warnings []string
-	if w := timeBucketWarning(train); w != "" {
-		warnings = append(warnings, w)
-	}
-	res, err := trainWithBar(c, train, valid, m, s, rng)
-	if err != nil {
-		return err
-	}
-	refitted := valid != nil && c.Bool("refit") && !tf.private && res.BestEpoch > 0
-	final := train
-	if refitted {
-		// Early stopping chose the number of epochs on the held-out part;
-		// the final model is trained on every rating for that many.
-		if m, info, err = trainRefitClamp(c, st, res, rng); err != nil {
-			return err
-		}
-		final = st
-	}
-	if err := trainSave(c, out, final, m, res, info, ul, seen); err != nil {
-		return err
-	}
-	sum := trainSummarize(out, src, tf.kind, m, train, valid, res, time.Since(start), refitted)
-	if ul != nil {
-		sum.TrainRatingsNote = trainUserCountNote
-	}
-	sum.Warnings = append(warnings, sum.Warnings...)
-	if prov, _ := res.Privacy.Provenance(); seeded && res.Privacy.Private() && prov != perturb.ProvenanceSeeded {
-		sum.Warnings = append(sum.Warnings, "--seed was given: the run is reproducible and NOT private")
-	}
-	if w := trainDeltaWarning(res.Privacy, train.NNZ()); w != "" {
-		sum.Warnings = append(sum.Warnings, w)
-	}
-	return trainPrint(c, &sum)
-}
-
-// trainDeltaWarning warns when an entry-level guarantee's delta is not
-// below 1/n for n training ratings: (epsilon, delta)-DP then allows a
-// mechanism that publishes a random rating in the clear, so delta should be
-// well below 1/n (the advice of Google's DP library and of Dwork and Roth).
-// At user level the number of users is not public and nothing is said.
-func trainDeltaWarning(r *perturb.Report, n int) string {
-	if r == nil || !r.Private() || r.Unit != "entry" || r.Delta == 0 || n == 0 || r.Delta < 1/float64(n) {
-		return ""
-	}
-	return fmt.Sprintf("delta %g is not below 1/n = %.3g (n = %d training ratings): a guarantee this weak allows publishing a rating in the clear with that probability; use a delta well below 1/n (e.g. 1e-6)", r.Delta, 1/float64(n), n)
-}
-
-// trainSummary builds what train prints from the result.
-func trainSummarize(out, src string, kind decomposition.Kind, m *decomposition.Model, train, valid *data.Store, res *completion.Result, took time.Duration, refitted bool) trainSummary {
-	sum := trainSummary{Out: out, Data: src, Kind: kind, Dims: m.Dims, Ranks: m.Ranks,
-		TrainRatings: train.NNZ(), Epochs: len(res.History), BestEpoch: res.BestEpoch,
-		EarlyStopped: res.EarlyStopped, Seconds: took.Seconds(), History: res.History,
-		Privacy: res.Privacy, Warnings: inspectPrivacyWarnings(res.Privacy),
-		Solver: res.Settings.Solver.String(), Refit: refitted}
-	if valid != nil {
-		sum.ValidRatings = valid.NNZ()
-	}
-	if n := len(res.History); n > 0 && res.BestEpoch > 0 {
-		best := res.History[res.BestEpoch-1]
-		sum.TrainRMSE = best.TrainRMSE
-		if valid != nil {
-			v := best.ValidRMSE
-			sum.ValidRMSE = &v
-		}
-	}
-	return sum
-}
-
-// trainHoldOut splits --validation of the ratings off at random.
-func trainHoldOut(c *cli.Context, st *data.Store, rng rand.Source) (train, valid *data.Store, err error) {
-	frac, err := trainValidationFraction(c)
-	if err != nil {
-		return nil, nil, err
-	}
-	if !(frac >= 0 && frac < 1) {
-		return nil, nil, cli.Exit(fmt.Sprintf("--validation %g: want a fraction in [0, 1)", frac), exitUsage)
-	}
-	train, valid = trainSplit(st, frac, rng)
-	return train, valid, nil
-}
-
-// trainFlags are train's parsed enum flags.
-type trainFlags struct {
-	kind       decomposition.Kind
-	solver     completion.Solver
-	timeBiases completion.Toggle
-	private    bool // a --privacy mode other than none
-}
-
-// trainParseFlags parses and checks the flags train can check before
-// reading any data (usage errors exit 2).
-func trainParseFlags(c *cli.Context) (trainFlags, error) {
-	var tf trainFlags
-	tf.kind = decomposition.Kind(strings.ToLower(c.String("model")))
-	if tf.kind != decomposition.CP && tf.kind != decomposition.Tucker {
-		return tf, cli.Exit(fmt.Sprintf("--model %q: want cp or tucker", c.String("model")), exitUsage)
-	}
-	if !c.IsSet("duplicates") && (c.String("objective") == models.ObjectiveImplicit ||
-		!c.IsSet("objective") && trainNoRatingColumn(c) && trainRatingOnlyFlag(c) == "") {
-		// Repeated events add up as confidence (a log without a rating
-		// column trains the implicit objective: trainAutoImplicit).
-		_ = c.Set("duplicates", string(data.DupSum))
-	}
+	f.RatingOnly = trainRatingOnlyFlag(c)
 	var err error
-	if tf.solver, err = completion.ParseSolver(strings.ToLower(c.String("solver"))); err != nil {
-		return tf, cli.Exit("--solver: "+err.Error(), exitUsage)
+	if f.Load, err = dataLoadOptions(c); err != nil {
+		return nil, err
 	}
-	if err := tf.timeBiases.UnmarshalText([]byte(strings.ToLower(c.String("time-biases")))); err != nil {
-		return tf, cli.Exit("--time-biases: "+err.Error(), exitUsage)
+	if !c.IsSet("duplicates") {
+		// The library chooses: repeated events add up for the implicit
+		// objective, the last one counts for the rating objective.
+		f.Load.Builder.Duplicates = ""
 	}
-	tf.private = c.String("privacy") != "" && c.String("privacy") != "none"
-	if c.Int("epochs") < 0 {
-		return tf, cli.Exit(fmt.Sprintf("--epochs %d: must be positive", c.Int("epochs")), exitUsage)
+	if c.IsSet("rank") {
+		if f.Rank = c.Int("rank"); f.Rank <= 0 {
+			return nil, cli.Exit(fmt.Sprintf("--rank %d: must be positive", f.Rank), exitUsage)
+		}
 	}
-	return tf, nil
+	if s := c.String("ranks"); s != "" {
+		if f.Kind == decomposition.CP {
+			return nil, cli.Exit("--ranks is for Tucker models; CP takes --rank", exitUsage)
+		}
+		for _, p := range strings.Split(s, ",") {
+			v, err := strconv.Atoi(strings.TrimSpace(p))
+			if err != nil || v <= 0 {
+				return nil, cli.Exit(fmt.Sprintf("--ranks %q: %q is not a positive integer", s, p), exitUsage)
+			}
+			f.Ranks = append(f.Ranks, v)
+		}
+	}
+	f.NoBias = !c.Bool("bias") || c.Bool("no-bias")
+	f.NoRefit = !c.Bool("refit")
+	if f.Clamp, err = trainClampOf(c.String("clamp")); err != nil {
+		return nil, err
+	}
+	f.Seed, f.Seeded = seedOf(c)
+	if f.Settings, err = trainSettingsOf(c); err != nil {
+		return nil, err
+	}
+	if f.Kind == decomposition.Tucker && f.Settings.Solver == completion.SolverGibbs {
+		// The core size needs the log's order when --rank is given; the
+		// library refuses it then, and this names the flags.
+		size, order := 1, len(f.Ranks)
+		ranks := f.Ranks
+		if order == 0 {
+			ranks = []int{max(1, c.Int("rank")), max(1, c.Int("rank"))}
+			if c.String("time-unit") != "none" {
+				ranks = append(ranks, ranks[0])
+			}
+		}
+		for _, r := range ranks {
+			size *= r
+		}
+		if size > completion.MaxGibbsCore {
+			return nil, cli.Exit(fmt.Sprintf("--solver gibbs draws a Tucker core of at most %d entries, and ranks %v make %d: lower --rank or --ranks, or use --solver als",
+				completion.MaxGibbsCore, ranks, size), exitUsage)
+		}
+	}
+	if f.Privacy, o.Notes, err = trainPrivacyOf(c); err != nil {
+		return nil, err
+	}
+	if f.Privacy != nil {
+		if f.Clamp == (dprec.Clamp{}) && !(f.Privacy.RatingMin < f.Privacy.RatingMax) {
+			return nil, cli.Exit(`a private model needs a public rating scale: give --clamp lo,hi or --clamp none`, exitUsage)
+		}
+		if c.IsSet("validation") && c.Float64("validation") != 0 {
+			return nil, cli.Exit(fmt.Sprintf("--privacy %s needs --validation 0 (the default with --privacy): held-out ratings would steer early stopping and be reported in the model file without noise", f.Privacy.Mode), exitUsage)
+		}
+		if !c.IsSet("validation") {
+			o.Notes = append(o.Notes, fmt.Sprintf("note: --privacy %s implies --validation 0 (no held-out ratings: their error would be released without noise)", f.Privacy.Mode))
+		}
+	} else {
+		v := c.Float64("validation")
+		if !(v >= 0 && v < 1) {
+			return nil, cli.Exit(fmt.Sprintf("--validation %g: want a fraction in [0, 1)", v), exitUsage)
+		}
+		if f.Validation = v; v == 0 {
+			f.Validation = -1 // none (the library's zero is its default)
+		}
+	}
+	if f.Objective == dprec.ObjectiveImplicit || f.Objective == dprec.ObjectiveAuto && (c.IsSet("iterations") || trainNoRatingColumn(c) && f.RatingOnly == "") {
+		if f.Implicit, err = trainImplicitSettings(c, f.Objective == dprec.ObjectiveImplicit); err != nil {
+			return nil, err
+		}
+	} else if f.Implicit, err = trainImplicitSettings(c, false); err != nil {
+		return nil, err
+	}
+	return o, nil
 }
 
-// trainLoad loads --data, or the embedded synthetic log without it, and
-// returns the store, a name for it and the number of rows merged into
-// repeated cells.
-func trainLoad(c *cli.Context) (*data.Store, string, int, error) {
-	if path := c.String("data"); path != "" {
-		s, rep, err := dataLoad(c, path)
-		if err != nil {
-			return nil, "", 0, err
-		}
-		return s, path, rep.Duplicates.Dropped, nil
-	}
-	s, _, err := data.DefaultSynth()
+// trainSettingsOf reads the rating objective's settings.
+func trainSettingsOf(c *cli.Context) (completion.Settings, error) {
+	solver, err := completion.ParseSolver(strings.ToLower(c.String("solver")))
 	if err != nil {
-		return nil, "", 0, fmt.Errorf("embedded synthetic log: %w", err)
+		return completion.Settings{}, cli.Exit("--solver: "+err.Error(), exitUsage)
 	}
-	return s, "embedded synthetic log", 0, nil
-}
-
-// trainSeed returns --seed, or a seed from crypto/rand without it.
-func trainSeed(c *cli.Context) (seed uint64, seeded bool, err error) {
-	seed, seeded = seedOf(c)
-	if !seeded {
-		var b [8]byte
-		if _, err := crand.Read(b[:]); err != nil {
-			return 0, false, err
-		}
-		seed = binary.LittleEndian.Uint64(b[:])
+	var tb completion.Toggle
+	if err := tb.UnmarshalText([]byte(strings.ToLower(c.String("time-biases")))); err != nil {
+		return completion.Settings{}, cli.Exit("--time-biases: "+err.Error(), exitUsage)
 	}
-	return seed, seeded, nil
-}
-
-// trainSettings builds the completion settings from the flags.
-func trainSettings(c *cli.Context, tf trainFlags, priv completion.Privacy) *completion.Settings {
-	return &completion.Settings{
-		Solver:       tf.solver,
+	if c.Int("epochs") < 0 {
+		return completion.Settings{}, cli.Exit(fmt.Sprintf("--epochs %d: must be positive", c.Int("epochs")), exitUsage)
+	}
+	return completion.Settings{
+		Solver:       solver,
 		RegTime:      c.Float64("reg-time"),
-		TimeBiases:   tf.timeBiases,
+		TimeBiases:   tb,
 		ItemPeriods:  c.Int("item-periods"),
 		RegPair:      c.Float64("reg-pair"),
 		BurnIn:       c.Int("burn-in"),
@@ -386,93 +263,163 @@ func trainSettings(c *cli.Context, tf trainFlags, priv completion.Privacy) *comp
 		RegBias:      c.Float64("reg-bias"),
 		InitScale:    c.Float64("init-scale"),
 		Patience:     c.Int("patience"),
-		Privacy:      priv,
-	}
+	}, nil
 }
 
-// trainWithBar trains with a progress bar showing each epoch's loss and
-// RMSE.
-func trainWithBar(c *cli.Context, train, valid *data.Store, m *decomposition.Model, s *completion.Settings, rng rand.Source) (*completion.Result, error) {
-	bar := newBar(c, int64(s.Resolved().Epochs), "training")
-	res, err := trainFit(train, valid, m, s, rng, func(r completion.EpochRecord) {
-		desc := fmt.Sprintf("epoch %d loss %.5g train RMSE %.4f", r.Epoch, r.TrainLoss, r.TrainRMSE)
-		if valid != nil {
-			desc += fmt.Sprintf(" valid RMSE %.4f", r.ValidRMSE)
-		}
-		bar.Describe(desc)
-		bar.Add(1)
-	})
-	bar.Finish()
-	if err != nil {
-		var div *completion.ErrDiverged
-		if errors.As(err, &div) {
-			if div.Privacy.Private() {
-				// The error already says that the budget is spent.
-				return nil, fmt.Errorf("%w (no model saved; a retry with a smaller --lr or a larger --reg spends its own --epsilon and --delta on top of this run's)", err)
-			}
-			return nil, fmt.Errorf("%w (no model saved; try a smaller --lr or a larger --reg)", err)
-		}
-		return nil, err
+// trainClampOf parses --clamp: "data" (or empty), "none" or "lo,hi".
+func trainClampOf(s string) (dprec.Clamp, error) {
+	switch s = strings.TrimSpace(s); s {
+	case "", "data":
+		return dprec.Clamp{}, nil
+	case "none":
+		return dprec.Clamp{None: true}, nil
 	}
-	return res, nil
+	lo, hi, ok := strings.Cut(s, ",")
+	a, err1 := strconv.ParseFloat(strings.TrimSpace(lo), 64)
+	b, err2 := strconv.ParseFloat(strings.TrimSpace(hi), 64)
+	if !ok || err1 != nil || err2 != nil || !(a < b) || math.IsInf(a, 0) || math.IsInf(b, 0) {
+		return dprec.Clamp{}, cli.Exit(fmt.Sprintf(`--clamp %q: want "lo,hi" with lo < hi, "data" or "none"`, s), exitUsage)
+	}
+	return dprec.Clamp{Lo: a, Hi: b}, nil
 }
 
-// trainSave saves the model trained on final (the training part, or every
-// rating after a refit) to out, with its settings, released history, data
-// fingerprint and, for a non-private model, seen (the seen items of every
-// rating).
-func trainSave(c *cli.Context, out string, final *data.Store, m *decomposition.Model, res *completion.Result, info *models.DataInfo, ul *userLevel, seen *models.Exclusions) error {
-	settingsJSON, err := trainSettingsJSON(res.Settings)
-	if res.Privacy != nil && res.Privacy.Billboard {
-		// The billboard modes (bias, als, input's bias-only fallback)
-		// train no SGD or ALS loop with these settings: their constants are
-		// public and named in the report's notes, so only the thread count
-		// is kept (the SGD fields would read as if they had been used).
-		settingsJSON, err = json.Marshal(struct{ Threads int }{res.Settings.Threads})
-	}
-	if err != nil {
-		return err
-	}
-	hist, err := json.Marshal(trainReleasedHistory(res.History, res.Privacy))
-	if err != nil {
-		return err
-	}
-	dicts := final.Dicts
-	if len(dicts) < m.Order() {
-		dicts = append(append([]*data.Dict(nil), dicts...), make([]*data.Dict, m.Order()-len(dicts))...)
-	}
-	if ul != nil {
-		if dicts, info, err = ul.release(dicts, m, res.Privacy); err != nil {
+// trainRun trains with the library's one entry (dprec.Fit, or dprec.Train
+// on the embedded synthetic log), saves the model and prints the summary.
+func trainRun(o *trainOptions, s *iostreams) error {
+	start := time.Now()
+	if !o.Force {
+		// Fail before training rather than after.
+		if err := trainCheckOut(o.Out); err != nil {
 			return err
 		}
-		seen = nil
-	} else if res.Privacy != nil && res.Privacy.Private() {
-		// The hash and statistics are functions of the private ratings.
-		info = info.Public()
-		seen = nil
-	} else if seen == nil {
-		return errors.New("internal error: a non-private model without its seen items")
 	}
-	f := &models.File{
-		Header: models.Header{
-			Settings: settingsJSON,
-			History:  hist,
-			Data:     info,
-			Created:  time.Now().UTC().Truncate(time.Second),
-			Software: trainVersion(),
+	say := func(msg string) {
+		if !o.Global.Quiet {
+			fmt.Fprintln(s.Err, msg)
+		}
+	}
+	for _, n := range o.Notes {
+		say(n)
+	}
+	f := o.Fit
+	f.Software = trainVersion()
+	f.Check = func(p dprec.Plan) error {
+		jf := o.Job
+		jf.Implicit = p.Objective == dprec.ObjectiveImplicit
+		note, err := trainJob(jf, p.Dims, p.NNZ, p.Ranks).check(o.MaxMemory)
+		if err != nil {
+			return cli.Exit(err.Error(), exitUsage)
+		}
+		if note != "" {
+			say(note)
+		}
+		return nil
+	}
+	validating := f.Validation >= 0 && f.Privacy == nil
+	var bar *progressbar.ProgressBar
+	f.Events = dprec.Events{
+		Loaded: func(rep *data.LoadReport) {
+			if !o.Global.Quiet {
+				dataPrintReport(s.Err, rep)
+			}
 		},
-		Model:   m,
-		Dicts:   dicts[:m.Order()],
-		Time:    final.Time,
-		Privacy: res.Privacy,
-		Seen:    seen, // every rated item, validation part included (non-private only)
+		Note:  say,
+		Start: func(n int, what string) { bar = s.bar(o.Global, int64(n), what) },
+		Epoch: func(r completion.EpochRecord) {
+			desc := fmt.Sprintf("epoch %d loss %.5g train RMSE %.4f", r.Epoch, r.TrainLoss, r.TrainRMSE)
+			if validating {
+				desc += fmt.Sprintf(" valid RMSE %.4f", r.ValidRMSE)
+			}
+			bar.Describe(desc)
+			bar.Add(1)
+		},
+		Sweep: func(r completion.ImplicitRecord) {
+			bar.Describe(fmt.Sprintf("sweep %d loss %.6g", r.Iteration, r.Loss))
+			bar.Add(1)
+		},
+		Done: func() { bar.Finish() },
 	}
-	return models.Save(out, f, c.Bool("force"))
+	var res *dprec.Result
+	var err error
+	src := o.Data
+	if src != "" {
+		loadBar := s.bar(o.Global, -1, "loading "+src)
+		f.Load.Progress = func(done, total int64) {
+			if total > 0 && loadBar.GetMax64() != total {
+				loadBar.ChangeMax64(total)
+			}
+			_ = loadBar.Set64(done)
+		}
+		loaded := f.Events.Loaded
+		f.Events.Loaded = func(rep *data.LoadReport) { _ = loadBar.Finish(); loaded(rep) }
+		res, err = dprec.Fit(context.Background(), src, &f)
+		_ = loadBar.Finish()
+	} else {
+		src = "embedded synthetic log"
+		st, _, lerr := data.DefaultSynth()
+		if lerr != nil {
+			return fmt.Errorf("embedded synthetic log: %w", lerr)
+		}
+		res, err = dprec.Train(context.Background(), st, src, &f)
+	}
+	if err != nil {
+		return trainError(err)
+	}
+	if err := models.Save(o.Out, res.File(), o.Force); err != nil {
+		return err
+	}
+	if res.Objective == dprec.ObjectiveImplicit {
+		return trainImplicitPrint(s.Out, o.JSON, trainImplicitSummarize(o.Out, src, res, time.Since(start)))
+	}
+	sum := trainSummarize(o.Out, src, res, time.Since(start))
+	if res.UserLevel {
+		sum.TrainRatingsNote = trainUserCountNote
+	}
+	if prov, _ := sum.Privacy.Provenance(); res.Seeded && sum.Privacy.Private() && prov != perturb.ProvenanceSeeded {
+		sum.Warnings = append(sum.Warnings, "--seed was given: the run is reproducible and NOT private")
+	}
+	return trainPrint(s.Out, o.JSON, &sum)
 }
 
-func trainPrint(c *cli.Context, s *trainSummary) error {
-	w := streamsOf(c).Out
-	if c.Bool("json") {
+// trainError turns a library error into the command's: invalid options
+// are usage errors; a diverged run says what to try.
+func trainError(err error) error {
+	var oe *dprec.OptionError
+	if errors.As(err, &oe) {
+		return cli.Exit(err.Error(), exitUsage)
+	}
+	var div *completion.ErrDiverged
+	if errors.As(err, &div) {
+		if div.Privacy.Private() {
+			// The error already says that the budget is spent.
+			return fmt.Errorf("%w (no model saved; a retry with a smaller --lr or a larger --reg spends its own --epsilon and --delta on top of this run's)", err)
+		}
+		return fmt.Errorf("%w (no model saved; try a smaller --lr or a larger --reg)", err)
+	}
+	return err
+}
+
+// trainSummarize builds what train prints from the library's result.
+func trainSummarize(out, src string, res *dprec.Result, took time.Duration) trainSummary {
+	r, m := res.Rating, res.File().Model
+	sum := trainSummary{Out: out, Data: src, Kind: m.Kind, Dims: m.Dims, Ranks: m.Ranks,
+		TrainRatings: res.TrainRatings, ValidRatings: res.ValidRatings, Epochs: len(r.History), BestEpoch: r.BestEpoch,
+		EarlyStopped: r.EarlyStopped, Seconds: took.Seconds(), History: r.History,
+		Privacy: r.Privacy, Warnings: append(inspectPrivacyWarnings(r.Privacy), res.Warnings...),
+		Solver: r.Settings.Solver.String(), Refit: res.Refit}
+	if n := len(r.History); n > 0 && r.BestEpoch > 0 {
+		best := r.History[r.BestEpoch-1]
+		sum.TrainRMSE = best.TrainRMSE
+		if res.ValidRatings > 0 {
+			v := best.ValidRMSE
+			sum.ValidRMSE = &v
+		}
+	}
+	return sum
+}
+
+func trainPrint(w io.Writer, asJSON bool, s *trainSummary) error {
+	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(s)
@@ -520,118 +467,6 @@ func trainCheckOut(out string) error {
 	return nil
 }
 
-// trainRanks resolves --rank / --ranks for a model of the given order.
-func trainRanks(c *cli.Context, kind decomposition.Kind, order int) ([]int, error) {
-	if s := c.String("ranks"); s != "" {
-		if kind == decomposition.CP {
-			return nil, errors.New("--ranks is for Tucker models; CP takes --rank")
-		}
-		parts := strings.Split(s, ",")
-		if len(parts) != order {
-			return nil, fmt.Errorf("--ranks %q: want %d ranks for an order-%d log", s, order, order)
-		}
-		out := make([]int, order)
-		for i, p := range parts {
-			v, err := strconv.Atoi(strings.TrimSpace(p))
-			if err != nil || v <= 0 {
-				return nil, fmt.Errorf("--ranks %q: %q is not a positive integer", s, p)
-			}
-			out[i] = v
-		}
-		return out, nil
-	}
-	r := c.Int("rank")
-	if r <= 0 {
-		return nil, fmt.Errorf("--rank %d: must be positive", r)
-	}
-	out := make([]int, order)
-	for i := range out {
-		out[i] = r
-	}
-	return out, nil
-}
-
-// checkGibbsCore refuses --solver gibbs for a Tucker core above
-// completion.MaxGibbsCore entries (the sampler draws the core jointly; the
-// default solver takes ALS for such a core).
-func checkGibbsCore(tf trainFlags, ranks []int) error {
-	if tf.solver != completion.SolverGibbs || tf.kind != decomposition.Tucker {
-		return nil
-	}
-	size := 1
-	for _, r := range ranks {
-		size *= r
-	}
-	if size > completion.MaxGibbsCore {
-		return fmt.Errorf("--solver gibbs draws a Tucker core of at most %d entries, and ranks %v make %d: lower --rank or --ranks, or use --solver als",
-			completion.MaxGibbsCore, ranks, size)
-	}
-	return nil
-}
-
-// trainClamp sets the model's prediction range from --clamp.
-func trainClamp(c *cli.Context, m *decomposition.Model, info *models.DataInfo) error {
-	switch s := strings.TrimSpace(c.String("clamp")); s {
-	case "none":
-	case "", "data":
-		if c.String("privacy") != "none" && c.String("privacy") != "" {
-			// The data's range is not private: use the declared public
-			// rating scale of the privacy flags.
-			lo, hi := c.Float64("rating-min"), c.Float64("rating-max")
-			if !(lo < hi) {
-				return cli.Exit(`a private model needs a public rating scale: give --clamp lo,hi or --clamp none`, exitUsage)
-			}
-			m.ClampLo, m.ClampHi = lo, hi
-			return nil
-		}
-		if info.NNZ > 0 {
-			// One value throughout (a one-rating log) is a one-point
-			// range: every prediction is that value.
-			m.SetClamp(info.Min, info.Max)
-		}
-	default:
-		lo, hi, ok := strings.Cut(s, ",")
-		a, err1 := strconv.ParseFloat(strings.TrimSpace(lo), 64)
-		b, err2 := strconv.ParseFloat(strings.TrimSpace(hi), 64)
-		if !ok || err1 != nil || err2 != nil || !(a < b) || math.IsInf(a, 0) || math.IsInf(b, 0) {
-			return cli.Exit(fmt.Sprintf(`--clamp %q: want "lo,hi" with lo < hi, "data" or "none"`, s), exitUsage)
-		}
-		m.ClampLo, m.ClampHi = a, b
-	}
-	return nil
-}
-
-// trainSplit holds out a random fraction of the ratings for validation.
-// Both parts keep the full dictionaries and dimensions.
-func trainSplit(st *data.Store, frac float64, src rand.Source) (train, valid *data.Store) {
-	n := st.NNZ()
-	nv := int(math.Round(frac * float64(n)))
-	if frac <= 0 || nv == 0 || nv >= n {
-		return st, nil
-	}
-	perm := rand.New(src).Perm(n)
-	v, t := perm[:nv], perm[nv:]
-	slices.Sort(v)
-	slices.Sort(t)
-	return st.Subset(t), st.Subset(v)
-}
-
-// trainSettingsJSON encodes the resolved settings for the model header,
-// without the privacy plug-in (described by the privacy report instead).
-func trainSettingsJSON(s completion.Settings) ([]byte, error) {
-	s.Privacy = nil
-	b, err := json.Marshal(s)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	delete(m, "Privacy")
-	return json.Marshal(m)
-}
-
 // trainVersion is the program version recorded in model files.
 func trainVersion() string {
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
@@ -639,10 +474,6 @@ func trainVersion() string {
 	}
 	return "dprec (devel)"
 }
-
-// trainUserCountNote labels the exact number of training ratings of a
-// user-level run, printed to the operator like the drop counts.
-const trainUserCountNote = "exact count after the per-user bound, for you only: not released, the model file holds no count"
 
 // trainRMSELabel says, for a private run, what the printed train RMSE is
 // measured against: the noisy values (input mode: post-processing, and far
@@ -656,76 +487,4 @@ func trainRMSELabel(r *perturb.Report) string {
 		return " (against the noisy values trained on, noise included)"
 	}
 	return " (raw ratings: for you only, not in the model file)"
-}
-
-// trainReleasedHistory returns the training history as it may be written
-// into the model file. Losses and RMSEs are functions of the training
-// ratings: for a private model they are released only when computed from
-// already-perturbed values (input perturbation, where they are
-// post-processing); for the other private modes only the epoch numbers
-// and step sizes are kept. Wall times are dropped from every private
-// model: an epoch's time depends on the private data (batch sizes, which
-// rows a batch touches, the values), a timing channel no report covers.
-// The full history is still printed to the data owner running the
-// command.
-func trainReleasedHistory(h []completion.EpochRecord, r *perturb.Report) []completion.EpochRecord {
-	if r == nil || !r.Private() {
-		return h
-	}
-	out := make([]completion.EpochRecord, len(h))
-	for i, e := range h {
-		if r.Mode == "input" {
-			out[i] = e
-			out[i].Seconds = 0
-			continue
-		}
-		out[i] = completion.EpochRecord{Epoch: e.Epoch, LearningRate: e.LearningRate}
-	}
-	return out
-}
-
-// trainRefit trains a fresh model like res.Model on every rating of all for
-// res.BestEpoch epochs, with the settings res used.
-func trainRefit(all *data.Store, res *completion.Result, src rand.Source) (*decomposition.Model, error) {
-	old := res.Model
-	m, err := decomposition.NewModel(old.Kind, all.Dims, old.Ranks, old.HasBias)
-	if err != nil {
-		return nil, err
-	}
-	s := res.Settings
-	s.Epochs, s.Patience = res.BestEpoch, -1
-	if _, err := completion.Train(all, nil, m, &s, src, nil); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
-// timeBucketWarning warns when most used time buckets of an order-3 store
-// hold fewer than two ratings (the median over non-empty buckets): the time
-// rows and user x time biases then have almost nothing to learn from. Empty
-// buckets cost nothing and are only counted.
-func timeBucketWarning(st *data.Store) string {
-	if st.Order() != 3 || st.Time == nil {
-		return ""
-	}
-	counts := make([]int, st.Dims[2])
-	for _, k := range st.Idx[2] {
-		counts[k]++
-	}
-	var used []int
-	for _, n := range counts {
-		if n > 0 {
-			used = append(used, n)
-		}
-	}
-	if len(used) == 0 {
-		return ""
-	}
-	slices.Sort(used)
-	med := used[len(used)/2]
-	if med >= 2 {
-		return ""
-	}
-	return fmt.Sprintf("--time-unit %s: the median non-empty time bucket holds %d rating (%d buckets used of %d, largest %d): a coarser --time-unit or --time-unit none may fit better",
-		st.Time.Unit, med, len(used), len(counts), used[len(used)-1])
 }

@@ -3,12 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
-	"math/rand/v2"
 	"time"
 
+	"github.com/dprec/dprec"
 	"github.com/dprec/dprec/completion"
-	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
 	"github.com/dprec/dprec/models"
 	"github.com/urfave/cli/v2"
@@ -30,96 +30,30 @@ func trainObjectiveFlags() []cli.Flag {
 	}
 }
 
-// trainImplicitRun trains and saves an implicit-feedback model (the
-// --objective implicit branch of train). The time mode of an order-3 log is
-// collapsed: the model is users x items.
-func trainImplicitRun(c *cli.Context, st *data.Store, srcName string, rng rand.Source, start time.Time, note string) error {
-	rank, s, err := trainImplicitSettings(c)
-	if err != nil {
-		return err
-	}
-	if len(st.Dicts) < 2 || st.Dicts[0] == nil || st.Dicts[1] == nil {
-		return fmt.Errorf("%s: the log has no user and item dictionaries", srcName)
-	}
-	dims := st.Dims[:2]
-	m, err := decomposition.NewModel(decomposition.CP, dims, []int{rank}, false)
-	if err != nil {
-		return err
-	}
-	bar := newBar(c, int64(s.Iterations), "training (implicit ALS)")
-	res, err := completion.TrainImplicit(st, m, s, rng, func(r completion.ImplicitRecord) {
-		bar.Describe(fmt.Sprintf("sweep %d loss %.6g", r.Iteration, r.Loss))
-		bar.Add(1)
-	})
-	bar.Finish()
-	if err != nil {
-		return err
-	}
-	seen, err := models.SeenFromStore(st, dims[0], dims[1])
-	if err != nil {
-		return err
-	}
-	settings, err := json.Marshal(res.Settings)
-	if err != nil {
-		return err
-	}
-	hist, err := json.Marshal(res.History)
-	if err != nil {
-		return err
-	}
-	info := models.Fingerprint(st)
-	f := &models.File{
-		Header: models.Header{
-			Objective: models.ObjectiveImplicit,
-			Settings:  settings,
-			History:   hist,
-			Data:      info,
-			Created:   time.Now().UTC().Truncate(time.Second),
-			Software:  trainVersion(),
-		},
-		Model: m,
-		Dicts: st.Dicts[:2],
-		Seen:  seen,
-	}
-	out := c.String("out")
-	if err := models.Save(out, f, c.Bool("force")); err != nil {
-		return err
-	}
-	sum := trainImplicitSummary{Out: out, Data: srcName, Objective: models.ObjectiveImplicit, Dims: m.Dims, Rank: rank,
-		Events: res.Events, Cells: res.Cells, TimeCollapsed: st.Order() == 3, Settings: res.Settings,
-		History: res.History, Seconds: time.Since(start).Seconds(), ObjectiveNote: note}
-	if n := len(res.History); n > 0 {
-		sum.Loss = res.History[n-1].Loss
-	}
-	return trainImplicitPrint(c, &sum, seen.Pairs())
-}
-
-// trainImplicitSettings checks the flags of --objective implicit and
-// returns the rank and the settings.
-func trainImplicitSettings(c *cli.Context) (int, *completion.ImplicitSettings, error) {
-	if c.String("model") != string(decomposition.CP) {
-		return 0, nil, cli.Exit("--objective implicit trains a CP (matrix factorisation) model: drop --model tucker", exitUsage)
-	}
-	if p := c.String("privacy"); p != "" && p != "none" {
-		return 0, nil, cli.Exit("--objective implicit has no private mode: drop --privacy", exitUsage)
-	}
-	for _, f := range trainRatingOnlyFlags {
-		if c.IsSet(f) {
-			return 0, nil, cli.Exit(fmt.Sprintf("--%s is not used by --objective implicit", f), exitUsage)
+// trainImplicitSettings reads the settings of the implicit objective;
+// strict (a run that will train it) also refuses the flags it does not use.
+func trainImplicitSettings(c *cli.Context, strict bool) (completion.ImplicitSettings, error) {
+	if strict {
+		if c.String("model") != string(decomposition.CP) {
+			return completion.ImplicitSettings{}, cli.Exit("--objective implicit trains a CP (matrix factorisation) model: drop --model tucker", exitUsage)
+		}
+		if p := c.String("privacy"); p != "" && p != "none" {
+			return completion.ImplicitSettings{}, cli.Exit("--objective implicit has no private mode: drop --privacy", exitUsage)
+		}
+		for _, f := range trainRatingOnlyFlags {
+			if c.IsSet(f) {
+				return completion.ImplicitSettings{}, cli.Exit(fmt.Sprintf("--%s is not used by --objective implicit", f), exitUsage)
+			}
 		}
 	}
-	rank := completion.DefaultImplicitRank
-	if c.IsSet("rank") {
-		rank = c.Int("rank")
-	}
-	if rank <= 0 {
-		return 0, nil, cli.Exit(fmt.Sprintf("--rank %d: must be positive", rank), exitUsage)
+	if c.IsSet("rank") && c.Int("rank") <= 0 {
+		return completion.ImplicitSettings{}, cli.Exit(fmt.Sprintf("--rank %d: must be positive", c.Int("rank")), exitUsage)
 	}
 	conf, err := completion.ParseConfidenceFunc(c.String("confidence"))
 	if err != nil {
-		return 0, nil, cli.Exit(err.Error(), exitUsage)
+		return completion.ImplicitSettings{}, cli.Exit(err.Error(), exitUsage)
 	}
-	s := &completion.ImplicitSettings{
+	s := completion.ImplicitSettings{
 		Iterations:       c.Int("iterations"),
 		Alpha:            c.Float64("alpha"),
 		Confidence:       conf,
@@ -133,7 +67,7 @@ func trainImplicitSettings(c *cli.Context) (int, *completion.ImplicitSettings, e
 		s.InitScale = c.Float64("init-scale")
 	}
 	if s.Iterations <= 0 {
-		return 0, nil, cli.Exit(fmt.Sprintf("--iterations %d: must be positive", s.Iterations), exitUsage)
+		return completion.ImplicitSettings{}, cli.Exit(fmt.Sprintf("--iterations %d: must be positive", s.Iterations), exitUsage)
 	}
 	// Zero would silently mean completion's default: each must be positive.
 	for _, v := range []struct {
@@ -147,17 +81,29 @@ func trainImplicitSettings(c *cli.Context) (int, *completion.ImplicitSettings, e
 		{"init-scale", s.InitScale, "the standard deviation of the initial factors"},
 	} {
 		if c.IsSet(v.flag) && !(v.val > 0 && !math.IsInf(v.val, 0)) {
-			return 0, nil, cli.Exit(fmt.Sprintf("--%s %g: must be positive and finite with --objective implicit (%s)", v.flag, v.val, v.what), exitUsage)
+			return completion.ImplicitSettings{}, cli.Exit(fmt.Sprintf("--%s %g: must be positive and finite with --objective implicit (%s)", v.flag, v.val, v.what), exitUsage)
 		}
 	}
-	return rank, s, nil
+	return s, nil
 }
 
-// trainImplicitPrint prints the summary (seen is the number of stored
-// seen pairs).
-func trainImplicitPrint(c *cli.Context, sum *trainImplicitSummary, seen int) error {
-	w := streamsOf(c).Out
-	if c.Bool("json") {
+// trainImplicitSummarize builds what train prints for the implicit
+// objective from the library's result.
+func trainImplicitSummarize(out, src string, res *dprec.Result, took time.Duration) *trainImplicitSummary {
+	r, m := res.Implicit, res.File().Model
+	sum := &trainImplicitSummary{Out: out, Data: src, Objective: models.ObjectiveImplicit, Dims: m.Dims, Rank: m.Ranks[0],
+		Events: r.Events, Cells: r.Cells, TimeCollapsed: res.TimeCollapsed, Settings: r.Settings,
+		History: r.History, Seconds: took.Seconds(), ObjectiveNote: res.ObjectiveNote, seen: res.File().Seen.Pairs()}
+	if n := len(r.History); n > 0 {
+		sum.Loss = r.History[n-1].Loss
+	}
+	return sum
+}
+
+// trainImplicitPrint prints the summary.
+func trainImplicitPrint(w io.Writer, asJSON bool, sum *trainImplicitSummary) error {
+	seen := sum.seen
+	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(sum)
@@ -191,6 +137,7 @@ type trainImplicitSummary struct {
 	Seconds       float64                     `json:"seconds"`
 	Settings      completion.ImplicitSettings `json:"settings"`
 	History       []completion.ImplicitRecord `json:"history"`
+	seen          int                         // stored seen pairs
 }
 
 // implicitFoldIn solves a new user's row of an implicit model from their

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dprec/dprec"
 	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/models"
 	"github.com/dprec/dprec/perturb"
@@ -271,7 +272,7 @@ func TestTrainReleasedHistory(t *testing.T) {
 		{"gradient", &perturb.Report{Mode: "gradient"}, completion.EpochRecord{Epoch: 1, LearningRate: 0.01}},
 		{"output", &perturb.Report{Mode: "output"}, completion.EpochRecord{Epoch: 1, LearningRate: 0.01}},
 	} {
-		got := trainReleasedHistory(h, tc.r)
+		got := dprec.ReleasedHistory(h, tc.r)
 		if len(got) != 1 || got[0] != tc.want {
 			t.Errorf("%s: released %+v, want %+v", tc.name, got, tc.want)
 		}

@@ -2,11 +2,9 @@ package main
 
 import (
 	"fmt"
-	"math/rand/v2"
 
+	"github.com/dprec/dprec"
 	"github.com/dprec/dprec/completion"
-	"github.com/dprec/dprec/data"
-	"github.com/dprec/dprec/decomposition"
 	"github.com/dprec/dprec/perturb"
 	"github.com/urfave/cli/v2"
 )
@@ -42,62 +40,51 @@ func trainPrivacyFlags() []cli.Flag {
 		&cli.StringFlag{Name: "items", Category: cat, Usage: "--privacy-unit user: public item catalogue (CSV, item id in the first column, optional header): the model's items are exactly these; ratings of unlisted items are dropped. Without it the items are selected privately (--selection-epsilon)"},
 		&cli.StringFlag{Name: "time-from", Category: cat, Usage: "--privacy-unit user with a time mode: start of the public time range (Unix seconds, RFC 3339 or YYYY-MM-DD); ratings outside are dropped"},
 		&cli.StringFlag{Name: "time-to", Category: cat, Usage: "--privacy-unit user with a time mode: end of the public time range (inclusive)"},
-		&cli.Float64Flag{Name: "selection-epsilon", Category: cat, Usage: fmt.Sprintf("--privacy-unit user without --items: epsilon of the private item selection, taken from --epsilon (default %g of it; half of --delta goes with it)", trainSelectionShare)},
+		&cli.Float64Flag{Name: "selection-epsilon", Category: cat, Usage: fmt.Sprintf("--privacy-unit user without --items: epsilon of the private item selection, taken from --epsilon (default %g of it; half of --delta goes with it)", dprec.DefaultSelectionShare)},
 		&cli.Float64Flag{Name: "output-lambda", Category: cat, Usage: fmt.Sprintf("output mode: ridge penalty of the refit (default %g); Delta_O = (r_max - r_min) max|z| / lambda", completion.DefaultOutputLambda)},
 	}
 }
 
-// trainSelectionShare is the default share of --epsilon spent on the
-// private item selection of a user-level run without --items (half of
-// --delta goes with it): the selection only needs the popular items, the
-// statistics need the rest.
-const trainSelectionShare = 0.1
-
-// trainPrivacy builds the privacy plug-in of a `dprec train` run from the
-// flags (train is the training part; the entry unit needs nothing from it
-// before training).
-func trainPrivacy(c *cli.Context, train *data.Store) (completion.Privacy, error) {
-	o, err := trainPrivateOptions(c)
-	if o == nil || err != nil {
-		return completion.NoPrivacy{}, err
+// trainPrivacyOf reads the privacy flags (nil: --privacy none) and the
+// notes to say before the run.
+func trainPrivacyOf(c *cli.Context) (*dprec.Privacy, []string, error) {
+	mode, err := dprec.ParsePrivacyMode(c.String("privacy"))
+	if err != nil {
+		return nil, nil, cli.Exit("--privacy: "+err.Error(), exitUsage)
 	}
-	return trainPrivacyMode(c.String("privacy"), o)
-}
-
-// trainPrivateOptions reads the privacy flags (nil options: --privacy none).
-func trainPrivateOptions(c *cli.Context) (*completion.PrivateOptions, error) {
-	mode := c.String("privacy")
-	if mode == "none" || mode == "" {
+	if mode == "" {
 		for _, f := range trainUserFlags {
 			if c.IsSet(f) {
-				return nil, fmt.Errorf("--%s needs --privacy bias, als, input, gradient or output", f)
+				return nil, nil, fmt.Errorf("--%s needs --privacy bias, als, input, gradient or output", f)
 			}
 		}
-		return nil, nil
+		return nil, nil, nil
 	}
 	if !c.IsSet("epsilon") {
-		return nil, fmt.Errorf("--privacy %s needs --epsilon (the total budget)", mode)
+		return nil, nil, fmt.Errorf("--privacy %s needs --epsilon (the total budget)", mode)
 	}
 	if err := (perturb.Budget{Epsilon: c.Float64("epsilon"), Delta: c.Float64("delta")}).Validate(); err != nil {
-		return nil, cli.Exit("--epsilon/--delta: "+err.Error(), exitUsage)
+		return nil, nil, cli.Exit("--epsilon/--delta: "+err.Error(), exitUsage)
 	}
 	cal, err := perturb.ParseCalibration(c.String("calibration"))
 	if err != nil {
-		return nil, fmt.Errorf("--calibration: %w", err)
+		return nil, nil, fmt.Errorf("--calibration: %w", err)
 	}
 	unit, err := completion.ParseUnit(c.String("privacy-unit"))
 	if err != nil {
-		return nil, cli.Exit("--privacy-unit: "+err.Error(), exitUsage)
+		return nil, nil, cli.Exit("--privacy-unit: "+err.Error(), exitUsage)
 	}
 	protect, err := completion.ParseProtect(c.String("protect"))
 	if err != nil {
-		return nil, cli.Exit("--protect: "+err.Error(), exitUsage)
+		return nil, nil, cli.Exit("--protect: "+err.Error(), exitUsage)
 	}
 	variant, err := completion.ParseDPSGDVariant(c.String("dp-sgd"))
 	if err != nil {
-		return nil, fmt.Errorf("--dp-sgd: %w", err)
+		return nil, nil, fmt.Errorf("--dp-sgd: %w", err)
 	}
-	o := &completion.PrivateOptions{
+	p := &dprec.Privacy{Mode: mode}
+	o := &p.PrivateOptions
+	*o = completion.PrivateOptions{
 		Epsilon:           c.Float64("epsilon"),
 		Delta:             c.Float64("delta"),
 		RatingMin:         c.Float64("rating-min"),
@@ -112,28 +99,50 @@ func trainPrivateOptions(c *cli.Context) (*completion.PrivateOptions, error) {
 		Lambda:            c.Float64("output-lambda"),
 		DPSGD:             variant,
 	}
-	if seed, ok := seedOf(c); ok {
-		o.Noise = perturb.SeededNoise(seed)
-		if !quiet(c) {
-			fmt.Fprintln(streamsOf(c).Err, "warning: --seed makes the privacy noise reproducible: the model is NOT private (never release it)")
-		}
+	var notes []string
+	if _, ok := seedOf(c); ok {
+		// The library seeds the noise from the run's seed.
+		notes = append(notes, "warning: --seed makes the privacy noise reproducible: the model is NOT private (never release it)")
 	}
-	if !c.IsSet("rating-min") && !c.IsSet("rating-max") && !quiet(c) {
-		fmt.Fprintf(streamsOf(c).Err, "note: ratings clamped to the documented default public scale [%g, %g]; set --rating-min/--rating-max for another scale\n", o.RatingMin, o.RatingMax)
+	if !c.IsSet("rating-min") && !c.IsSet("rating-max") {
+		notes = append(notes, fmt.Sprintf("note: ratings clamped to the documented default public scale [%g, %g]; set --rating-min/--rating-max for another scale", o.RatingMin, o.RatingMax))
 	}
 	if err := trainCheckUnit(c, o); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := trainCheckDelta(c, mode, protect); err != nil {
-		return nil, err
+	if err := trainCheckDelta(c, string(mode), protect); err != nil {
+		return nil, nil, err
 	}
-	if err := trainCheckModeFlags(c, mode, o); err != nil {
-		return nil, err
+	if err := trainCheckModeFlags(c, string(mode), o); err != nil {
+		return nil, nil, err
 	}
-	if o.Unit == completion.UnitUser && !c.IsSet("mechanism") {
-		o.Mechanism = "" // the user unit's default: gaussian (l2 sensitivities sqrt(k) times smaller than l1)
+	if o.Unit == completion.UnitUser {
+		if !c.IsSet("mechanism") {
+			o.Mechanism = "" // the user unit's default: gaussian (l2 sensitivities sqrt(k) times smaller than l1)
+		}
+		p.ItemsFile = c.String("items")
+		p.SelectionEpsilon = c.Float64("selection-epsilon")
+		if c.IsSet("selection-epsilon") && !(p.SelectionEpsilon > 0 && p.SelectionEpsilon < o.Epsilon) {
+			return nil, nil, cli.Exit(fmt.Sprintf("--selection-epsilon %g: must be in (0, --epsilon %g)", p.SelectionEpsilon, o.Epsilon), exitUsage)
+		}
+		if p.ItemsFile == "" && !(o.Delta > 0) {
+			return nil, nil, cli.Exit("--privacy-unit user without --items selects the items privately and needs --delta > 0", exitUsage)
+		}
+		for _, t := range []struct {
+			flag string
+			to   **int64
+		}{{"time-from", &p.TimeFrom}, {"time-to", &p.TimeTo}} {
+			if !c.IsSet(t.flag) {
+				continue
+			}
+			v, err := predictParseTime(c.String(t.flag))
+			if err != nil || v == nil {
+				return nil, nil, cli.Exit(fmt.Sprintf("--%s: %v", t.flag, err), exitUsage)
+			}
+			*t.to = v
+		}
 	}
-	return o, nil
+	return p, notes, nil
 }
 
 // trainUserFlags are the privacy flags that need --privacy.
@@ -215,59 +224,4 @@ func trainCheckModeFlags(c *cli.Context, mode string, o *completion.PrivateOptio
 		}
 	}
 	return nil
-}
-
-// trainPrivacyMode builds the plug-in of mode from the options.
-func trainPrivacyMode(mode string, o *completion.PrivateOptions) (completion.Privacy, error) {
-	var p completion.Privacy
-	var err error
-	switch mode {
-	case "bias":
-		p, err = completion.NewBiasMode(o)
-	case "als":
-		p, err = completion.NewALSMode(o)
-	case "input":
-		p, err = completion.NewInputPerturbation(o)
-	case "gradient":
-		p, err = completion.NewGradientPerturbation(o)
-	case "output":
-		p, err = completion.NewOutputPerturbation(o)
-	default:
-		return nil, fmt.Errorf("--privacy %q: want none, bias, als, input, gradient or output", mode)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-// trainValidationFraction returns the held-out fraction of a `dprec train`
-// run. A private run holds nothing out: held-out ratings would steer early
-// stopping and be reported in the model file without noise. Without an
-// explicit --validation it therefore implies 0 (said once on stderr);
-// an explicit --validation > 0 with --privacy is refused.
-func trainValidationFraction(c *cli.Context) (float64, error) {
-	mode := c.String("privacy")
-	if mode == "" || mode == "none" {
-		return c.Float64("validation"), nil
-	}
-	if c.IsSet("validation") {
-		if v := c.Float64("validation"); v != 0 {
-			return 0, cli.Exit(fmt.Sprintf("--privacy %s needs --validation 0 (the default with --privacy): held-out ratings would steer early stopping and be reported in the model file without noise", mode), exitUsage)
-		}
-		return 0, nil
-	}
-	if !quiet(c) {
-		fmt.Fprintf(streamsOf(c).Err, "note: --privacy %s implies --validation 0 (no held-out ratings: their error would be released without noise)\n", mode)
-	}
-	return 0, nil
-}
-
-// trainFit trains m: by the mode's own fit for --privacy bias and als,
-// otherwise by completion.Train.
-func trainFit(train, valid *data.Store, m *decomposition.Model, s *completion.Settings, src rand.Source, progress func(completion.EpochRecord)) (*completion.Result, error) {
-	if b, ok := s.Privacy.(*completion.StatisticsMode); ok {
-		return b.Fit(train, m, s)
-	}
-	return completion.Train(train, valid, m, s, src, progress)
 }

@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dprec/dprec"
 	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/data"
-	"github.com/dprec/dprec/perturb"
 	"github.com/urfave/cli/v2"
 )
 
@@ -37,7 +37,15 @@ func trainPrivacyParse(t *testing.T, st *data.Store, args ...string) (completion
 	flags := append(trainPrivacyFlags(),
 		&cli.Float64Flag{Name: "validation"}, &cli.Uint64Flag{Name: "seed"}, &cli.BoolFlag{Name: "quiet"})
 	app := &cli.App{Name: "t", Flags: flags, Action: func(c *cli.Context) error {
-		p, perr = trainPrivacy(c, st)
+		var dp *dprec.Privacy
+		dp, _, perr = trainPrivacyOf(c)
+		switch {
+		case perr != nil:
+		case dp == nil:
+			p = completion.NoPrivacy{}
+		default:
+			p, perr = dp.Plugin()
+		}
 		return nil
 	}}
 	if err := app.Run(append([]string{"t", "--quiet"}, args...)); err != nil {
@@ -129,18 +137,11 @@ func TestTrainPrivacyFlags(t *testing.T) {
 // run keeps its fraction.
 func TestTrainPrivacyValidation(t *testing.T) {
 	run := func(args ...string) (float64, error) {
-		var frac float64
-		var ferr error
-		flags := append(trainPrivacyFlags(),
-			&cli.Float64Flag{Name: "validation", Value: 0.1}, &cli.BoolFlag{Name: "quiet"})
-		app := &cli.App{Name: "t", Flags: flags, Action: func(c *cli.Context) error {
-			frac, ferr = trainValidationFraction(c)
-			return nil
-		}}
-		if err := app.Run(append([]string{"t", "--quiet"}, args...)); err != nil {
-			t.Fatalf("%v: %v", args, err)
+		o, err := trainOptionsParse(t, args...)
+		if err != nil {
+			return 0, err
 		}
-		return frac, ferr
+		return o.Fit.Validation, nil
 	}
 	for _, tc := range []struct {
 		args    []string
@@ -160,25 +161,20 @@ func TestTrainPrivacyValidation(t *testing.T) {
 	}
 }
 
-// TestTrainDeltaWarning: an entry-level delta not below 1/n is warned
-// about; a small one, a pure run, a user-level run and a non-private one
-// are not.
-func TestTrainDeltaWarning(t *testing.T) {
-	for _, tc := range []struct {
-		r    *perturb.Report
-		n    int
-		warn bool
-	}{
-		{&perturb.Report{Mode: "als", Unit: "entry", Delta: 0.5}, 100, true},
-		{&perturb.Report{Mode: "als", Unit: "entry", Delta: 0.01}, 100, true},
-		{&perturb.Report{Mode: "als", Unit: "entry", Delta: 0.009}, 100, false},
-		{&perturb.Report{Mode: "bias", Unit: "entry"}, 100, false},
-		{&perturb.Report{Mode: "bias", Unit: "user", Delta: 0.5}, 100, false},
-		{&perturb.Report{Mode: "none"}, 100, false},
-		{nil, 100, false},
-	} {
-		if got := trainDeltaWarning(tc.r, tc.n) != ""; got != tc.warn {
-			t.Errorf("%+v, n %d: warned %v, want %v", tc.r, tc.n, got, tc.warn)
-		}
+// trainOptionsParse parses args with train's flags into its options (the
+// run function's input), without running it.
+func trainOptionsParse(t *testing.T, args ...string) (*trainOptions, error) {
+	t.Helper()
+	var o *trainOptions
+	var perr error
+	cmd := trainCmd()
+	flags := append(cmd.Flags, &cli.BoolFlag{Name: "quiet"}, &cli.BoolFlag{Name: "progress"})
+	app := &cli.App{Name: "t", Flags: flags, Action: func(c *cli.Context) error {
+		o, perr = trainOptionsOf(c)
+		return nil
+	}}
+	if err := app.Run(append([]string{"t"}, args...)); err != nil {
+		t.Fatalf("%v: %v", args, err)
 	}
+	return o, perr
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dprec/dprec"
 	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
@@ -239,7 +240,7 @@ func tuneSaveBest(st *data.Store, cfg *completion.TuneConfig, best *completion.T
 	if err != nil {
 		return err
 	}
-	settingsJSON, err := trainSettingsJSON(res.Settings)
+	settingsJSON, err := dprec.SettingsJSON(res.Settings)
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ func checkTrainValues(c *cli.Context) error {
 	// --objective says otherwise (trainAutoImplicit).
 	autoImplicit := !c.IsSet("objective") && trainNoRatingColumn(c) && trainRatingOnlyFlag(c) == ""
 	if strings.ToLower(c.String("objective")) == models.ObjectiveImplicit || autoImplicit {
-		_, _, err := trainImplicitSettings(c)
+		_, err := trainImplicitSettings(c, true)
 		return err
 	}
 	for _, f := range trainImplicitFlags {
