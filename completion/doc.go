@@ -338,7 +338,7 @@
 // group of entries' factor rows ahead so their cache misses overlap; see BenchmarkEpochML100kShaped and
 // BenchmarkEpoch10M and the completion-speed experiment (dprec experiment
 // completion-speed), compared with SPLATT's SGD epoch in
-// the README.
+// docs/performance.md.
 //
 // # Accuracy (defaults)
 //

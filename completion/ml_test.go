@@ -68,7 +68,7 @@ func TestMovieLensTarget(t *testing.T) {
 	}
 }
 
-// TestMovieLensTable prints the README's RMSE table (CP and Tucker, ranks
+// TestMovieLensTable prints the RMSE table of docs/models.md (CP and Tucker, ranks
 // 5/10/20). It takes minutes, so it runs only with DPREC_ML_TABLE=1:
 //
 //	DPREC_ML_TABLE=1 go test -run TestMovieLensTable -v ./completion/
@@ -124,8 +124,8 @@ func TestMovieLensTable(t *testing.T) {
 	}
 }
 
-// TestMovieLensSolverTable prints the README's solver x model x time-unit
-// table: each setting trained with the defaults on the 85.5% training part,
+// TestMovieLensSolverTable prints the solver x model x time-unit table of
+// docs/models.md: each setting trained with the defaults on the 85.5% training part,
 // early stopping on the 4.5% validation part, then refit on both (as
 // "dprec train" does) and scored once on the 10% test part. It also runs
 // the per-user time split (each user's latest 10% held out). Minutes (the

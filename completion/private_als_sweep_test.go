@@ -17,7 +17,7 @@ import (
 
 // TestPrivateALSSweep prints the validation figures behind private ALS's
 // public constants (completion doc, "Private ALS: public constants"; the
-// README's private-ALS table): for each log, non-private ALS of the same
+// private-ALS table of docs/privacy.md): for each log, non-private ALS of the same
 // rank (its own user rows), the bias mode and private ALS (both scored by
 // fold-in, BillboardFoldFor) at each epsilon, entry level and, with
 // DPREC_ALS_USERK=k, user level with k ratings a user, with wall times

@@ -144,7 +144,7 @@ func TestMovieLensPrivateModes(t *testing.T) {
 }
 
 // logPrivateTable logs the measured test RMSE as a markdown table (mode x
-// epsilon), the form the README and closing notes quote.
+// epsilon), the form docs/privacy.md and closing notes quote.
 func logPrivateTable(t *testing.T, modes []string, eps []float64, table map[string]map[float64]float64) {
 	head := "| mode | relation of eps |"
 	sep := "|---|---|"

@@ -462,7 +462,7 @@ func TestReportsNamePublic(t *testing.T) {
 }
 
 // checkDerivations fails the test for every release of rep without a
-// derivation of its sensitivity (the README promises each sensitivity
+// derivation of its sensitivity (docs/privacy.md promises each sensitivity
 // with its derivation; review 7 L2: private ALS's item statistics had
 // none).
 func checkDerivations(t *testing.T, name string, rep *perturb.Report) {

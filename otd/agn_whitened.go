@@ -35,7 +35,7 @@ const (
 // selection, M2, whitened tensor). The whitening carries the largest
 // share because its noise, not the tensor's, limits accuracy: at the
 // default clipping the tensor's noise is about two orders of magnitude
-// below its eigenvalues at N = 10^6 on 20news (README, private topics).
+// below its eigenvalues at N = 10^6 on 20news (docs/spectral.md, private topics).
 var defaultAGNWhitenedSplit = [3]float64{0.1, 0.6, 0.3}
 
 // PrivateOptions tunes agn-whitened ((S10), (S11)). Zero values are the

@@ -7,7 +7,7 @@ import (
 )
 
 // benchLDA generates an LDA corpus (Dirichlet(0.1) topics; 0.1 is an
-// arbitrary sparse prior, documented in the README) and times Fit on it,
+// arbitrary sparse prior, documented in docs/spectral.md) and times Fit on it,
 // reporting e_comp. Corpus generation is excluded from the timing.
 func benchLDA(b *testing.B, d, k, n, l int) { benchLDAMethod(b, d, k, n, l, MethodNonPrivate) }
 

@@ -19,8 +19,8 @@
 //     (AllTriples) every ordered pair / triple of distinct word positions is
 //     used through the unbiased count formulas of DeCarolis et al. 2020 eq. 6-11;
 //     FirstThree uses three positions per document (Imtiaz and Sarwate 2018a's estimator).
-//     AllTriples recovers topics better (see the package tests and the
-//     README for measured e_comp).
+//     AllTriples recovers topics better (see the package tests and
+//     docs/spectral.md for measured e_comp).
 //   - LDA (DeCarolis et al. 2020 Lemma 25): M1, M2 = E[x1 x2] - a0/(a0+1) M1 M1,
 //     M3 = E[x1 x2 x3] - a0/(a0+2) sym3(E[x1 x2] M1) +
 //     2 a0^2/((a0+1)(a0+2)) M1^(x)3, with products of moments estimated by

@@ -147,7 +147,7 @@ func TestDPTPMErrors(t *testing.T) {
 }
 
 // TestSeed003ClosedFormOvershoot pins the figures stated in the docs and
-// the README: Wang and Anandkumar 2016's per-query epsilon eps/sqrt(q(4+ln(2/delta)))
+// docs/spectral.md: Wang and Anandkumar 2016's per-query epsilon eps/sqrt(q(4+ln(2/delta)))
 // composed over q = 550 queries by the advanced composition theorem (slack
 // delta/2) exceeds eps by these factors, while AdvancedCompositionSplit
 // stays within the budget.

@@ -32,7 +32,7 @@ func TestEComp(t *testing.T) {
 
 // AllTriples must recover single-topic models better than FirstThree
 // (measured over 3 seeds at D=10, K=5, N=10,000 documents of 20 words;
-// typical e_comp 0.005 vs 0.04, see the README).
+// typical e_comp 0.005 vs 0.04, see docs/spectral.md).
 func TestAllTriplesBeatsFirstThree(t *testing.T) {
 	t.Parallel()
 	var sumAll, sumFirst float64

@@ -41,7 +41,7 @@ import (
 // the corpus's tokens assigned to each topic, sum_d (gamma_dk - alpha_k) / T.
 //
 // Three departures from plain batch VEM, each measured on 20 Newsgroups
-// (README): (1) a background topic (RefineOptions.NoBackground disables
+// (docs/spectral.md): (1) a background topic (RefineOptions.NoBackground disables
 // it); (2) rebirth of topics whose token share falls below
 // RefineOptions.MinShare by a spectral bisection of the largest topic
 // (rebirthTopics), in every sweep but the last two; (3) partial E-steps:

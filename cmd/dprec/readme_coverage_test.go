@@ -11,8 +11,9 @@ import (
 	"github.com/dprec/dprec/models"
 )
 
-// TestREADMECoverageTable checks the README's table of private modes
-// against the privacy reports themselves: for every row it trains the mode
+// TestREADMECoverageTable checks the table of private modes in
+// docs/privacy.md (moved there from the README, issue 21) against the
+// privacy reports themselves: for every row it trains the mode
 // named in the row's first cell on a small log and compares the "covers"
 // cell with the report's Covered and NotCovered lists ("everything" when
 // every released parameter is covered, "**nothing**" when none is,
@@ -20,7 +21,7 @@ import (
 // first ";"). Every privacy mode of --privacy has a row. An audit found the
 // table claiming coverage the reports denied; this keeps the two in step.
 func TestREADMECoverageTable(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "privacy.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +29,7 @@ func TestREADMECoverageTable(t *testing.T) {
 	text := string(raw)
 	at := strings.Index(text, header)
 	if at < 0 {
-		t.Fatalf("README has no coverage table (header %q)", header)
+		t.Fatalf("docs/privacy.md has no coverage table (header %q)", header)
 	}
 	var rows [][]string
 	for _, line := range strings.Split(text[at:], "\n")[2:] {
@@ -66,11 +67,11 @@ func TestREADMECoverageTable(t *testing.T) {
 		switch {
 		case rep.FullyCovered() && len(rep.Covered) > 0 && !isBillboard(rep.Covered):
 			if !strings.HasPrefix(cell, "everything") {
-				t.Errorf("%s: the report covers every parameter %q; the README says %q", m[1], rep.Covered, cell)
+				t.Errorf("%s: the report covers every parameter %q; docs/privacy.md says %q", m[1], rep.Covered, cell)
 			}
 		case len(rep.Covered) == 0:
 			if !strings.HasPrefix(cell, "**nothing**") {
-				t.Errorf("%s: the report covers nothing (not covered: %q); the README says %q", m[1], rep.NotCovered, cell)
+				t.Errorf("%s: the report covers nothing (not covered: %q); docs/privacy.md says %q", m[1], rep.NotCovered, cell)
 			}
 		default:
 			var want []string
@@ -82,19 +83,19 @@ func TestREADMECoverageTable(t *testing.T) {
 				got[k] = strings.TrimSpace(regexp.MustCompile(`\s*\([^)]*\)`).ReplaceAllString(got[k], ""))
 			}
 			if !slices.Equal(got, want) {
-				t.Errorf("%s: the report covers %q (README names %q); the README says %q", m[1], rep.Covered, want, got)
+				t.Errorf("%s: the report covers %q (the table names %q); docs/privacy.md says %q", m[1], rep.Covered, want, got)
 			}
 		}
 	}
 	for _, mode := range []string{"bias", "als", "input", "gradient", "output"} {
 		if !slices.Contains(modes, mode) {
-			t.Errorf("--privacy %s has no row in the README's coverage table", mode)
+			t.Errorf("--privacy %s has no row in the coverage table of docs/privacy.md", mode)
 		}
 	}
 }
 
 // isBillboard reports whether a coverage list is a billboard model's (no
-// user rows released: the README lists what is covered instead of
+// user rows released: the table lists what is covered instead of
 // "everything").
 func isBillboard(covered []string) bool {
 	for _, c := range covered {
@@ -105,7 +106,7 @@ func isBillboard(covered []string) bool {
 	return true
 }
 
-// readmeParamName is the README's name of a parameter in a report's
+// readmeParamName is the coverage table's name of a parameter in a report's
 // coverage list: the words in brackets before any colon ("B (item rows)"
 // is "item rows", "C (time rows: constant ones, data-independent)" is
 // "time rows"), else the name itself.
