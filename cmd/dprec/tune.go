@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	crand "crypto/rand"
 	"encoding/binary"
 	"encoding/json"
@@ -210,7 +211,7 @@ func tuneRun(o *tuneOptions, s *iostreams) error {
 	}
 	sum.Best = &sum.Points[0]
 	if out != "" {
-		if err := tuneSaveBest(st, &cfg, &pts[0], seed, out, o.Force, info); err != nil {
+		if err := tuneSaveBest(st, o.Data, &cfg, &pts[0], seed, out, o.Force); err != nil {
 			return err
 		}
 		sum.Out = out
@@ -220,44 +221,22 @@ func tuneRun(o *tuneOptions, s *iostreams) error {
 }
 
 // tuneSaveBest trains the best point on the whole log for its mean best
-// epoch count and saves the model.
-func tuneSaveBest(st *data.Store, cfg *completion.TuneConfig, best *completion.TunePoint, seed uint64, out string, force bool, info *models.DataInfo) error {
+// epoch count through the library's one entry (dprec.Train: the same
+// clamp range, seen items and header as "dprec train") and saves it.
+func tuneSaveBest(st *data.Store, name string, cfg *completion.TuneConfig, best *completion.TunePoint, seed uint64, out string, force bool) error {
 	s, rank, err := cfg.Settings(best.Values)
 	if err != nil {
 		return err
 	}
 	s.Epochs, s.Patience = max(1, int(math.Round(best.Epochs))), -1
-	ranks := make([]int, st.Order())
-	for i := range ranks {
-		ranks[i] = rank
-	}
-	m, err := decomposition.NewModel(cfg.Kind, st.Dims, ranks, cfg.Bias)
+	res, err := dprec.Train(context.Background(), st, name, &dprec.Options{
+		Objective: dprec.ObjectiveRating, Kind: cfg.Kind, Rank: rank, NoBias: !cfg.Bias,
+		Validation: -1, Seed: seed, Seeded: true, Settings: s, Software: trainVersion(),
+	})
 	if err != nil {
-		return err
+		return trainError(err)
 	}
-	m.ClampLo, m.ClampHi = cfg.ClampLo, cfg.ClampHi
-	res, err := completion.Train(st, nil, m, &s, rand.NewPCG(seed, 0x6265), nil)
-	if err != nil {
-		return err
-	}
-	settingsJSON, err := dprec.SettingsJSON(res.Settings)
-	if err != nil {
-		return err
-	}
-	hist, err := json.Marshal(res.History)
-	if err != nil {
-		return err
-	}
-	dicts := append([]*data.Dict(nil), st.Dicts...)
-	for len(dicts) < m.Order() {
-		dicts = append(dicts, nil)
-	}
-	f := &models.File{
-		Header: models.Header{Settings: settingsJSON, History: hist, Data: info,
-			Created: time.Now().UTC().Truncate(time.Second), Software: trainVersion()},
-		Model: m, Dicts: dicts[:m.Order()], Time: st.Time, Privacy: res.Privacy,
-	}
-	return models.Save(out, f, force)
+	return models.Save(out, res.File(), force)
 }
 
 // tunePrint writes the table (or with asJSON the summary) on w.
