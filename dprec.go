@@ -1,19 +1,39 @@
-// Package dprec is the one-call library entry point to dprec's rating
-// models: Fit a rating log (any format package data reads), then Predict,
-// Recommend and Save by external IDs, or Load a saved model file.
+// Package dprec is the one training entry of dprec's rating models, used
+// by "dprec train", "dprec tune", the examples and the Beam pipelines
+// alike: Fit a rating log (any format package data reads) or Train a
+// loaded one, then Predict, Recommend and Save by external IDs, or Load a
+// saved model file.
 //
-//	m, err := dprec.Fit(ctx, "ratings.csv", nil) // defaults: CP rank 10, day buckets, Gibbs
-//	r, _ := m.Predict("1", "31", time.Time{})   // zero time: averaged over time
-//	recs, _ := m.Recommend("1", 10)             // the user's training items left out
-//	err = m.Save("model.arrow", false)
+//	res, err := dprec.Fit(ctx, "ratings.csv", nil) // defaults: CP rank 10, day buckets, Gibbs
+//	r, _ := res.Predict("1", "31", time.Time{})   // zero time: averaged over time
+//	recs, _, _ := res.Recommend("1", 10)          // the user's training items left out
+//	err = res.Save("model.arrow", false)
 //
-// Fit does what "dprec train" does: it holds out a validation part for
-// early stopping, retrains on every rating for the chosen number of
-// epochs, and records the time bucketing, dictionaries and each user's
-// training items in the model so later predictions use the same buckets
-// and recommendations skip seen items. The packages below it (data,
-// completion, models, decomposition, perturb, otd) give full control,
-// including the private training modes, which Fit does not offer.
+// Fit makes every decision "dprec train" makes, in one place:
+//   - the objective: the ratings, or implicit feedback (weighted ALS) for a
+//     log with no rating column or one value throughout, unless an option
+//     of the rating objective only is set (Objective, RatingOnly);
+//   - the hold-out: a validation part (Validation, 0.1 by default) steers
+//     early stopping, then the model is retrained on every rating for the
+//     chosen number of epochs (NoRefit keeps the first model); a private
+//     run holds nothing out, as the held-out error would be released
+//     without noise;
+//   - the clamp range: the training ratings' range, or for a private run
+//     the declared public scale (Privacy.RatingMin, RatingMax);
+//   - the privacy plan (Privacy): the mode (bias, als, input, gradient,
+//     output) and unit; at user level the public domain (an item catalogue
+//     or a private item selection paid from the budget, a public time
+//     range) and the per-user contribution bound come before training;
+//   - the model file: dictionaries, time bucketing, each user's seen items
+//     (non-private models only), the released training history and the
+//     privacy report. At user level the file holds no user dictionary,
+//     user rows or exact counts.
+//
+// Result records what was chosen (objective and why, seed, refit, counts,
+// warnings). Randomness comes from one PCG source seeded by Options.Seed,
+// or from crypto/rand; a seeded private run draws seeded noise and its
+// report says it is NOT private. The packages below (data, completion,
+// models, decomposition, perturb, otd) give full control of each step.
 package dprec
 
 import (
