@@ -26,9 +26,12 @@ import (
 func tuneCmd() *cli.Command {
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "data", Usage: "training rating log (required); tuning never reads a test file", Required: true},
-		&cli.StringFlag{Name: "grid", Usage: `parameters and values, e.g. "rank=10,30 reg=0.1,0.15 solver=als,gibbs" (names: rank, solver, epochs, lr, decay, reg, reg-bias, reg-core, reg-time, reg-pair, item-periods, burn-in, time-biases)`, Required: true},
+		&cli.StringFlag{Name: "grid", Usage: `parameters and values, e.g. "rank=10,30 reg=0.1,0.15 solver=als,gibbs" (names: rank, solver, epochs, lr, decay, reg, reg-bias, reg-core, reg-time, reg-pair, item-periods, burn-in, time-biases; --objective implicit: rank, reg, alpha, unobserved-weight, confidence, iterations)`, Required: true},
+		&cli.StringFlag{Name: "metric", Value: "rmse", Usage: "score to choose by: rmse (held-out ratings) or a ranking metric of the top-k lists, ndcg@k, recall@k, map@k or precision@k (per-user hold-out: a fraction --validation of each user's events, at least one, users with one event stay in training; the user's training items are left out of their list)"},
+		&cli.StringFlag{Name: "objective", Value: "rating", Usage: "objective of every point: rating or implicit (implicit needs a ranking --metric)"},
+		&cli.Float64Flag{Name: "threshold", Usage: "ranking metrics: a held-out event is relevant when its value is >= threshold (default: 4 on a log with a rating column whose values reach 4 with more than one value, as dprec eval; otherwise every held-out event)"},
 		&cli.IntFlag{Name: "random", Usage: "score this many points drawn at random from the grid instead of all of them (0: all)"},
-		&cli.IntFlag{Name: "folds", Usage: "k-fold cross-validation over the training log (0 or 1: one random hold-out of --validation)"},
+		&cli.IntFlag{Name: "folds", Usage: "k-fold cross-validation over the training log (0 or 1: one random hold-out of --validation); ranking metrics: k independent per-user hold-outs"},
 		&cli.Float64Flag{Name: "validation", Value: 0.1, Usage: "hold-out fraction when --folds is 0 or 1"},
 		&cli.StringFlag{Name: "model", Value: "cp", Usage: "model kind: cp or tucker"},
 		&cli.IntFlag{Name: "rank", Value: 10, Usage: "rank when the grid has no rank"},
@@ -61,13 +64,16 @@ cover it): tune on public data or on another log.`,
 }
 
 type tuneSummary struct {
-	Data   string    `json:"data"`
-	Folds  int       `json:"folds"`
-	Points []tuneRow `json:"points"`
-	Best   *tuneRow  `json:"best,omitempty"`
-	Failed int       `json:"failed,omitempty"`
-	Out    string    `json:"out,omitempty"`
-	Secs   float64   `json:"seconds"`
+	Data   string `json:"data"`
+	Metric string `json:"metric"`
+	Folds  int    `json:"folds"`
+	// Threshold is a ranking tune's relevance threshold.
+	Threshold *float64  `json:"threshold,omitempty"`
+	Points    []tuneRow `json:"points"`
+	Best      *tuneRow  `json:"best,omitempty"`
+	Failed    int       `json:"failed,omitempty"`
+	Out       string    `json:"out,omitempty"`
+	Secs      float64   `json:"seconds"`
 }
 
 // tuneRow is one grid point as printed. A point whose training failed
@@ -75,10 +81,15 @@ type tuneSummary struct {
 // lowest RMSE must not pick a failure (a zero RMSE would be the lowest).
 type tuneRow struct {
 	Values map[string]string `json:"values"`
-	RMSE   *float64          `json:"rmse,omitempty"`
-	SD     *float64          `json:"rmse_sd,omitempty"`
-	Epochs *float64          `json:"epochs,omitempty"`
-	Err    string            `json:"error,omitempty"`
+	// Score, ScoreSD and Popularity are a ranking metric's mean, its
+	// standard deviation over the hold-outs and most-popular's score.
+	Score      *float64 `json:"score,omitempty"`
+	ScoreSD    *float64 `json:"score_sd,omitempty"`
+	Popularity *float64 `json:"popularity,omitempty"`
+	RMSE       *float64 `json:"rmse,omitempty"`
+	SD         *float64 `json:"rmse_sd,omitempty"`
+	Epochs     *float64 `json:"epochs,omitempty"`
+	Err        string   `json:"error,omitempty"`
 }
 
 // tuneRowOf converts a scored point.
@@ -104,6 +115,13 @@ type tuneOptions struct {
 	Force  bool             // --force
 	JSON   bool             // --json
 	Load   data.LoadOptions // the input flags
+	// Metric is --metric; a ranking metric tunes through dprec.TuneRanking
+	// with Objective (--objective) and Threshold (--threshold, when
+	// ThresholdSet).
+	Metric       dprec.Metric
+	Objective    dprec.Objective
+	Threshold    float64
+	ThresholdSet bool
 }
 
 // tuneOptionsOf reads tune's flags; bad values are usage errors.
@@ -116,7 +134,22 @@ func tuneOptionsOf(c *cli.Context) (*tuneOptions, error) {
 	if err != nil {
 		return nil, cli.Exit("--solver: "+err.Error(), exitUsage)
 	}
-	grid, err := completion.ParseGrid(c.String("grid"))
+	metric, err := dprec.ParseMetric(c.String("metric"))
+	if err != nil {
+		return nil, cli.Exit("--metric: "+err.Error(), exitUsage)
+	}
+	obj := dprec.Objective(strings.ToLower(c.String("objective")))
+	switch {
+	case obj != dprec.ObjectiveRating && obj != dprec.ObjectiveImplicit:
+		return nil, cli.Exit(fmt.Sprintf("--objective %q: want rating or implicit", c.String("objective")), exitUsage)
+	case obj == dprec.ObjectiveImplicit && !metric.Ranking():
+		return nil, cli.Exit("--objective implicit fits no ratings: choose by a ranking --metric (ndcg@10, recall@20, map@10...)", exitUsage)
+	case obj == dprec.ObjectiveImplicit && kind != decomposition.CP:
+		return nil, cli.Exit("--objective implicit trains a CP model: drop --model tucker", exitUsage)
+	case c.IsSet("threshold") && !metric.Ranking():
+		return nil, cli.Exit("--threshold is for ranking metrics (--metric ndcg@10 ...)", exitUsage)
+	}
+	grid, err := dprec.ParseGrid(c.String("grid"), obj)
 	if err != nil {
 		return nil, cli.Exit("--grid: "+err.Error(), exitUsage)
 	}
@@ -140,6 +173,11 @@ func tuneOptionsOf(c *cli.Context) (*tuneOptions, error) {
 	if o.Load, err = dataLoadOptions(c); err != nil {
 		return nil, err
 	}
+	if obj == dprec.ObjectiveImplicit && !c.IsSet("duplicates") {
+		o.Load.Builder.Duplicates = data.DupSum // repeated events add up, as in train
+	}
+	o.Metric, o.Objective = metric, obj
+	o.Threshold, o.ThresholdSet = c.Float64("threshold"), c.IsSet("threshold")
 	return o, nil
 }
 
@@ -165,6 +203,9 @@ func tuneRun(o *tuneOptions, s *iostreams) error {
 		}
 		seed = binary.LittleEndian.Uint64(b[:])
 	}
+	if o.Metric.Ranking() {
+		return tuneRankingRun(o, s, st, seed, start)
+	}
 	info := models.Fingerprint(st)
 	cfg := o.Config
 	if info.NNZ > 0 {
@@ -187,7 +228,7 @@ func tuneRun(o *tuneOptions, s *iostreams) error {
 	if err != nil {
 		return err
 	}
-	sum := tuneSummary{Data: o.Data, Folds: max(1, cfg.Folds)}
+	sum := tuneSummary{Data: o.Data, Metric: "rmse", Folds: max(1, cfg.Folds)}
 	for _, p := range pts {
 		sum.Points = append(sum.Points, tuneRowOf(p))
 		if p.Err != "" {
@@ -251,6 +292,9 @@ func tunePrint(w io.Writer, asJSON bool, s *tuneSummary, grid []completion.Param
 		names[i] = p.Name
 	}
 	fmt.Fprintf(w, "%d points on %s, ", len(s.Points), s.Data)
+	if s.Metric != "rmse" {
+		return tunePrintRanking(w, s, names)
+	}
 	if s.Folds > 1 {
 		fmt.Fprintf(w, "%d-fold cross-validation\n", s.Folds)
 	} else {
@@ -280,6 +324,124 @@ func tunePrint(w io.Writer, asJSON bool, s *tuneSummary, grid []completion.Param
 	}
 	if s.Out != "" {
 		fmt.Fprintf(w, "saved %s (best point retrained on the whole log)\n", s.Out)
+	}
+	return nil
+}
+
+// tuneRankingRun scores the grid by a ranking metric on per-user
+// hold-outs of st (dprec.TuneRanking), prints the table and with o.Out
+// saves the best point trained on the whole log (dprec.Train).
+func tuneRankingRun(o *tuneOptions, s *iostreams, st *data.Store, seed uint64, start time.Time) error {
+	thr := o.Threshold
+	if !o.ThresholdSet {
+		thr = 0
+		if !o.Load.Columns.NoRating() {
+			thr = tuneDefaultThreshold(st)
+		}
+	}
+	base := dprec.Options{Objective: o.Objective, Kind: o.Config.Kind, Rank: o.Config.Rank, NoBias: !o.Config.Bias,
+		Settings: o.Config.Base, Seed: seed, Seeded: true, Software: trainVersion()}
+	base.Implicit.Threads = o.Config.Base.Threads
+	topt := &dprec.TuneOptions{Base: base, Grid: o.Config.Grid, Metric: o.Metric, Fraction: o.Config.Fraction,
+		Repeats: max(1, o.Config.Folds), Threshold: thr, Random: o.Config.Random}
+	bar := s.bar(o.globalOptions, 1, "tuning")
+	topt.Progress = func(done, total int) {
+		bar.ChangeMax(total)
+		bar.Set(done)
+	}
+	pts, err := dprec.TuneRanking(context.Background(), st, topt)
+	bar.Finish()
+	if err != nil {
+		return trainError(err)
+	}
+	sum := tuneSummary{Data: o.Data, Metric: o.Metric.String(), Folds: topt.Repeats, Threshold: &thr}
+	for _, p := range pts {
+		r := tuneRow{Values: p.Values, Err: p.Err}
+		if p.Err == "" {
+			r.Score, r.ScoreSD, r.Popularity = &p.Score, &p.SD, &p.Popularity
+		} else {
+			sum.Failed++
+		}
+		sum.Points = append(sum.Points, r)
+	}
+	if len(pts) == 0 || pts[0].Err != "" {
+		sum.Secs = time.Since(start).Seconds()
+		if err := tunePrint(s.Out, o.JSON, &sum, o.Config.Grid); err != nil {
+			return err
+		}
+		msg := "no grid point trained without error"
+		if len(pts) > 0 {
+			msg = fmt.Sprintf("all %d grid points failed (the first: %s)", len(pts), pts[0].Err)
+		}
+		return errors.New(msg)
+	}
+	sum.Best = &sum.Points[0]
+	if o.Out != "" {
+		opts, err := topt.Options(pts[0].Values)
+		if err != nil {
+			return err
+		}
+		res, err := dprec.Train(context.Background(), st, o.Data, &opts)
+		if err != nil {
+			return trainError(err)
+		}
+		if err := models.Save(o.Out, res.File(), o.Force); err != nil {
+			return err
+		}
+		sum.Out = o.Out
+	}
+	sum.Secs = time.Since(start).Seconds()
+	return tunePrint(s.Out, o.JSON, &sum, o.Config.Grid)
+}
+
+// tuneDefaultThreshold is the relevance threshold of a ranking tune
+// without --threshold on a log with a rating column: 4, as dprec eval, on a
+// log of several values reaching 4; otherwise 0 (every held-out event is
+// relevant: implicit feedback, as for a log without a rating column).
+func tuneDefaultThreshold(st *data.Store) float64 {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range st.Val {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	if lo < hi && hi >= 4 {
+		return 4
+	}
+	return 0
+}
+
+// tunePrintRanking prints the table of a ranking tune.
+func tunePrintRanking(w io.Writer, s *tuneSummary, names []string) error {
+	fmt.Fprintf(w, "%s on ", s.Metric)
+	if s.Folds > 1 {
+		fmt.Fprintf(w, "%d per-user hold-outs", s.Folds)
+	} else {
+		fmt.Fprint(w, "a per-user hold-out")
+	}
+	fmt.Fprintf(w, " (relevant: held-out value >= %g; training items left out of the lists)\n", *s.Threshold)
+	for _, n := range names {
+		fmt.Fprintf(w, "%-18s ", n)
+	}
+	fmt.Fprintf(w, "%-8s %-8s %s\n", s.Metric, "sd", "popular")
+	for _, p := range s.Points {
+		for _, n := range names {
+			fmt.Fprintf(w, "%-18s ", p.Values[n])
+		}
+		if p.Err != "" {
+			fmt.Fprintf(w, "failed: %s\n", p.Err)
+			continue
+		}
+		fmt.Fprintf(w, "%-8.4f %-8.4f %.4f\n", *p.Score, *p.ScoreSD, *p.Popularity)
+	}
+	if s.Best != nil {
+		var b []string
+		for _, n := range names {
+			b = append(b, n+"="+s.Best.Values[n])
+		}
+		slices.Sort(b)
+		fmt.Fprintf(w, "best: %s (validation %s %.4f; most popular %.4f)\n", strings.Join(b, " "), s.Metric, *s.Best.Score, *s.Best.Popularity)
+	}
+	if s.Out != "" {
+		fmt.Fprintf(w, "saved %s (best point trained on the whole log)\n", s.Out)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -118,6 +119,65 @@ func TestTuneFailedPoints(t *testing.T) {
 		}
 		if _, err := os.Stat(out); err == nil {
 			t.Errorf("json %v: a model was saved", asJSON)
+		}
+	}
+}
+
+// TestTuneRankingMetric: tune --metric ndcg@10 --objective implicit on a
+// planted-structure click log (three groups of users, each clicking its
+// own thirty items) scores every point on a per-user hold-out, sorts them
+// best first, and the best point beats the most-popular lists by far (a
+// ranking that degraded to popularity would not); --out saves the best
+// point, and usage errors are refused.
+func TestTuneRankingMetric(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "clicks.csv")
+	r := rand.New(rand.NewPCG(5, 6))
+	var b strings.Builder
+	b.WriteString("user,item\n")
+	for u := 1; u <= 90; u++ {
+		for range 12 {
+			fmt.Fprintf(&b, "%d,%d\n", u, (u%3)*30+1+r.IntN(30))
+		}
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "best.arrow")
+	stdout, errOut, err := trainTestRun(t, "-q", "tune", "--data", path, "--columns", "user,item", "--objective", "implicit",
+		"--metric", "ndcg@10", "--grid", "rank=2,8 alpha=1,5", "--seed", "3", "--out", out, "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	var sum tuneSummary
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Metric != "ndcg@10" || len(sum.Points) != 4 || sum.Best == nil || *sum.Threshold != 0 {
+		t.Fatalf("summary %+v", sum)
+	}
+	for i := 1; i < len(sum.Points); i++ {
+		if *sum.Points[i].Score > *sum.Points[i-1].Score {
+			t.Errorf("points not best first: %v", sum.Points)
+		}
+	}
+	if best, pop := *sum.Best.Score, *sum.Best.Popularity; !(best > 3*pop && best > 0.1) {
+		t.Errorf("best ndcg@10 %.4f vs most popular %.4f: the ranking did not learn the groups", best, pop)
+	}
+	f, err := models.Load(out)
+	if err != nil || f.Header.Objective != models.ObjectiveImplicit {
+		t.Fatalf("saved best point: %v %+v", err, f)
+	}
+	for _, bad := range [][]string{
+		{"--objective", "implicit", "--metric", "rmse", "--grid", "rank=2"},
+		{"--metric", "ndcg@0", "--grid", "rank=2"},
+		{"--objective", "implicit", "--metric", "ndcg@10", "--grid", "lr=0.1"},
+		{"--metric", "rmse", "--threshold", "3", "--grid", "rank=2"},
+	} {
+		_, _, err := trainTestRun(t, append([]string{"-q", "tune", "--data", path, "--columns", "user,item"}, bad...)...)
+		var ec cli.ExitCoder
+		if !errors.As(err, &ec) || ec.ExitCode() != exitUsage {
+			t.Errorf("%v: %v, want a usage error", bad, err)
 		}
 	}
 }
