@@ -439,6 +439,9 @@ func tunePrintRanking(w io.Writer, s *tuneSummary, names []string) error {
 		}
 		slices.Sort(b)
 		fmt.Fprintf(w, "best: %s (validation %s %.4f; most popular %.4f)\n", strings.Join(b, " "), s.Metric, *s.Best.Score, *s.Best.Popularity)
+		if *s.Best.Score <= *s.Best.Popularity {
+			fmt.Fprintf(w, "note: the most-popular lists score at least as well as every point of this grid on the hold-out: widen the grid or serve popularity\n")
+		}
 	}
 	if s.Out != "" {
 		fmt.Fprintf(w, "saved %s (best point trained on the whole log)\n", s.Out)
