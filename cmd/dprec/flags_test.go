@@ -330,7 +330,7 @@ func TestReadmeTourParses(t *testing.T) {
 					line = line[:k]
 				}
 			}
-			args := strings.Fields(strings.ReplaceAll(line, "$s", "1"))
+			args := shellFields(strings.ReplaceAll(line, "$s", "1"))
 			args[0] = "dprec"
 			l, err := normalizeArgs(app, args)
 			// "trian" and "--rnak" are the deliberate mistakes of docs/cli.md.
@@ -356,4 +356,36 @@ func TestReadmeTourParses(t *testing.T) {
 			t.Errorf("the README tour has no %s command", c)
 		}
 	}
+}
+
+// shellFields splits a command line into words as the shell does for the
+// docs' commands: on blanks, with "double" or 'single' quoted parts kept
+// whole (quotes removed).
+func shellFields(line string) []string {
+	var out []string
+	var cur strings.Builder
+	in, quote := false, rune(0)
+	for _, r := range line {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '"' || r == '\'':
+			quote, in = r, true
+		case r == ' ' || r == '\t':
+			if in {
+				out = append(out, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteRune(r)
+			in = true
+		}
+	}
+	if in {
+		out = append(out, cur.String())
+	}
+	return out
 }
