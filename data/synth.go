@@ -43,6 +43,14 @@ type SynthOptions struct {
 	// the k-th most popular (in a random order) is drawn with weight
 	// (k+1)^-Skew. 0 draws uniformly.
 	Skew float64
+	// Choice > 0 draws implicit feedback, a click log whose positions
+	// carry the users' tastes: each user's events (their number drawn by
+	// user popularity, as Ratings are) are distinct items drawn without
+	// replacement with weight popularity(i) x exp(Choice x z(u, i)), z the
+	// model's user x item value (item bias plus the low-rank part) over its
+	// standard deviation; every value is 1 (Noise and Scale do not apply).
+	// It needs Times 0. 0 draws ratings.
+	Choice float64
 }
 
 // SynthTruth is the model a synthetic log was drawn from, indexed like the
@@ -162,7 +170,14 @@ func Synth(opts SynthOptions, src rand.Source) (*Store, *SynthTruth, error) {
 	}
 	full := []int{o.Users, o.Items, max(o.Times, 1)}[:order]
 	tr := synthDrawTruth(o, full, r)
-	keys, err := synthCells(o, full, r)
+	cellsOf := synthCells
+	if o.Choice > 0 {
+		cellsOf = func(o SynthOptions, full []int, r *rand.Rand) ([]uint64, error) {
+			tr.Dims = full // Value needs the order
+			return synthChoiceCells(o, tr, r)
+		}
+	}
+	keys, err := cellsOf(o, full, r)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -201,6 +216,10 @@ func Synth(opts SynthOptions, src rand.Source) (*Store, *SynthTruth, error) {
 	// Noise and rounding.
 	s.Val = make([]float64, n)
 	for e, c := range tr.Clean {
+		if o.Choice > 0 {
+			s.Val[e] = 1
+			continue
+		}
 		v := c
 		if o.Noise > 0 {
 			v += o.Noise * r.NormFloat64()
@@ -416,6 +435,10 @@ func synthDefaults(o SynthOptions) (SynthOptions, error) {
 		return o, fmt.Errorf("data: synth: unknown scale %q (want \"\", 1-5 or 0.5-5)", o.Scale)
 	case o.TimeUnit == TimeNone:
 		return o, errors.New("data: synth: time unit none: use times 0 for an order-2 store")
+	case math.IsNaN(o.Choice) || o.Choice < 0 || o.Choice > 20:
+		return o, fmt.Errorf("data: synth: choice %v must be in [0, 20]", o.Choice)
+	case o.Choice > 0 && o.Times != 0:
+		return o, errors.New("data: synth: choice (a click log) draws user x item events: use times 0")
 	}
 	if _, err := ParseTimeUnit(string(o.TimeUnit)); err != nil {
 		return o, err
@@ -482,6 +505,98 @@ func synthCells(o SynthOptions, full []int, r *rand.Rand) ([]uint64, error) {
 		keys = slices.Compact(keys)
 	}
 	return keys, nil
+}
+
+// synthChoiceCells draws the cells of a click log (SynthOptions.Choice):
+// o.Ratings user draws by popularity give each user's number of events
+// (capped at the catalogue; a capped user's surplus is drawn again), then
+// each user's items are drawn without replacement with weight
+// popularity(i) x exp(Choice z(u, i)) by Efraimidis and Spirakis' keys
+// (the c largest of U^(1/w), computed as log(U)/w): O(Items) time and
+// memory per user with events. Keys are sorted (user*Items + item).
+func synthChoiceCells(o SynthOptions, tr *SynthTruth, r *rand.Rand) ([]uint64, error) {
+	var users *synthAlias
+	pop := make([]float64, o.Items)
+	for i := range pop {
+		pop[i] = 1
+	}
+	if o.Skew > 0 {
+		users = newSynthZipf(o.Users, o.Skew, r)
+		perm := r.Perm(o.Items)
+		for i, k := range perm {
+			pop[i] = math.Pow(float64(k+1), -o.Skew)
+		}
+	}
+	count := make([]int, o.Users)
+	for left := o.Ratings; left > 0; {
+		u := 0
+		if users != nil {
+			u = users.draw(r)
+		} else {
+			u = r.IntN(o.Users)
+		}
+		if count[u] < o.Items {
+			count[u]++
+			left--
+		}
+	}
+	// z = (item bias + <a_u, b_i>) / sd, sd the standard deviation of that
+	// part under the truth's priors.
+	sd := math.Sqrt(synthLowRankVar + synthBiasSD[1]*synthBiasSD[1])
+	rk := tr.Ranks[0]
+	logw := make([]float64, o.Items)
+	keys := make([]float64, o.Items)
+	idx := make([]int, o.Items)
+	out := make([]uint64, 0, o.Ratings)
+	for u, c := range count {
+		if c == 0 {
+			continue
+		}
+		a := tr.Factors[0][u*rk : (u+1)*rk]
+		for i := range logw {
+			v := 0.0
+			if tr.Bias != nil {
+				v = tr.Bias[1][i]
+			}
+			if tr.Core == nil {
+				b := tr.Factors[1][i*rk : (i+1)*rk]
+				for k, x := range a {
+					v += x * b[k]
+				}
+			} else {
+				v += tr.Value([]int32{int32(u), int32(i)}) - tr.Mean - tr.userBias(u)
+			}
+			logw[i] = math.Log(pop[i]) + o.Choice*v/sd
+		}
+		for i := range keys {
+			// log(U)/w = log(U) exp(-log w): larger is more likely chosen.
+			keys[i] = math.Log(1-r.Float64()) * math.Exp(-logw[i])
+			idx[i] = i
+		}
+		slices.SortFunc(idx, func(x, y int) int {
+			switch {
+			case keys[x] > keys[y]:
+				return -1
+			case keys[x] < keys[y]:
+				return 1
+			}
+			return x - y
+		})
+		sel := slices.Clone(idx[:c])
+		slices.Sort(sel)
+		for _, i := range sel {
+			out = append(out, uint64(u)*uint64(o.Items)+uint64(i))
+		}
+	}
+	return out, nil
+}
+
+// userBias is the user bias of original user u (0 without biases).
+func (t *SynthTruth) userBias(u int) float64 {
+	if t.Bias == nil {
+		return 0
+	}
+	return t.Bias[0][u]
 }
 
 // synthRadixSort sorts keys (all <= maxKey) with a least-significant-digit
