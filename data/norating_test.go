@@ -1,8 +1,10 @@
 package data
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -50,10 +52,18 @@ func TestLoadWithoutRatings(t *testing.T) {
 			}
 		}
 	}
-	// A rating log still needs its rating column.
+	// A two-column file without column options is a click log (issue
+	// 23: a log as users have it), and the report says so; one column is
+	// still refused.
 	p := filepath.Join(dir, "short.csv")
-	os.WriteFile(p, []byte("1,10\n2,11\n"), 0o644)
-	if _, _, err := Load(p, LoadOptions{}); err == nil {
-		t.Fatal("two-column log without --columns accepted as a rating log")
+	os.WriteFile(p, []byte("1,10\n2,11\n2,11\n"), 0o644)
+	st, rep, err := Load(p, LoadOptions{Builder: BuilderOptions{Duplicates: DupSum}})
+	if err != nil || rep.RatingColumn != "" || st.NNZ() != 2 || st.Val[0] != 1 || st.Val[1] != 2 ||
+		!strings.Contains(strings.Join(rep.Detected, "; "), "two columns: read as user and item") {
+		t.Fatalf("two-column log: %v %+v %v", err, rep, st)
+	}
+	os.WriteFile(p, []byte("1\n2\n"), 0o644)
+	if _, _, err := Load(p, LoadOptions{}); !errors.Is(err, ErrFieldCount) {
+		t.Fatalf("one-column log: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package data
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -115,13 +116,25 @@ func textSniff(path string, head []byte, complete bool, hint Format, opts *LoadO
 		minFields = 2
 	}
 
+	// A file of two columns and no column option is a click log: user and
+	// item, every row counting 1 (implicit feedback).
+	cols := opts.Columns
+	auto := cols.User == "" && cols.Item == "" && cols.Rating == "" && cols.Time == "" && len(cols.Order) == 0
+	twoCols := false
 	delim := opts.Delimiter
 	if delim != "" {
 		rep.Detected = append(rep.Detected, fmt.Sprintf("delimiter %s (given)", textDelimName(delim)))
 	} else {
 		var err error
 		if delim, err = textSniffDelimiter(path, lines, nums[0], hint, minFields, fields); err != nil {
-			return nil, err
+			d2, err2 := "", err
+			if auto && errors.Is(err, ErrFieldCount) {
+				d2, err2 = textSniffDelimiter(path, lines, nums[0], hint, 2, fields)
+			}
+			if err2 != nil {
+				return nil, err
+			}
+			delim, twoCols = d2, true
 		}
 		rep.Detected = append(rep.Detected, fmt.Sprintf("delimiter %s (detected)", textDelimName(delim)))
 	}
@@ -147,11 +160,17 @@ func textSniff(path string, head []byte, complete bool, hint Format, opts *LoadO
 			return nil, &ParseError{File: path, Err: fmt.Errorf("%w: the file holds only a header line (%s)", ErrNoData, strings.Join(lay.names, ","))}
 		}
 	}
-	if n0 < minFields {
+	if n0 == 2 && auto {
+		twoCols = true
+	}
+	if twoCols {
+		cols.Rating = "-"
+		rep.Detected = append(rep.Detected, "two columns: read as user and item with no rating (a click log: every row counts 1)")
+	} else if n0 < minFields {
 		return nil, &ParseError{File: path, Line: nums[0], Err: fmt.Errorf(
 			"%w: the file has only %d column(s) with delimiter %s; need at least user, item and rating columns", ErrFieldCount, n0, textDelimName(delim))}
 	}
-	if err := lay.resolve(path, n0, opts.Columns, rep); err != nil {
+	if err := lay.resolve(path, n0, cols, rep); err != nil {
 		return nil, err
 	}
 	return lay, nil
@@ -363,7 +382,7 @@ func (lay *textLayout) byHeader(path string, c Columns) error {
 func (lay *textLayout) byPosition(path string, ncols int, c Columns) error {
 	given := [4]string{c.User, c.Item, c.Rating, c.Time}
 	for r, g := range given {
-		if g != "" {
+		if g != "" && !(r == textRating && g == "-") {
 			return fmt.Errorf("%s: the %s column is named %q but the file has no header row; give the columns by position (--columns user,item,rating,time)", path, textRoleNames[r], g)
 		}
 	}

@@ -133,8 +133,9 @@ func TestReadDelimitedBadInput(t *testing.T) {
 		{"header only with blank lines", "userId,movieId,rating\n\n\n", LoadOptions{}, ErrNoData, 0, "", "only a header line", -1},
 		{"wrong column name", head, LoadOptions{Columns: Columns{Rating: "stars"}}, ErrNoColumn, 0, "", `no rating column "stars" in the header (columns: userId, movieId, rating, timestamp)`, -1},
 		{"no default column", "uid,mid,stars\n1,2,3\n", LoadOptions{}, ErrNoColumn, 0, "", "no user column (tried userId, user_id, user; header has uid, mid, stars)", -1},
-		{"too few columns", "1,2\n3,4\n", LoadOptions{}, ErrFieldCount, 1, "", "at most 2 field(s)", -1},
-		{"too few columns given delimiter", "1,2\n3,4\n", LoadOptions{Delimiter: ","}, ErrFieldCount, 1, "", "only 2 column(s)", -1},
+		{"too few columns", "1\n3\n", LoadOptions{}, ErrFieldCount, 1, "", "at most 1 field(s)", -1},
+		{"too few columns given delimiter", "1\n3\n", LoadOptions{Delimiter: ","}, ErrFieldCount, 1, "", "only 1 column(s)", -1},
+		{"two columns with a rating column named", "1,2\n3,4\n", LoadOptions{Columns: Columns{Order: []string{"user", "item", "rating"}}}, ErrFieldCount, 0, "", "", -1},
 		{"duplicates with error policy", head + "1,1,5,100\n", LoadOptions{Builder: BuilderOptions{Duplicates: DupError}}, ErrDuplicate, 0, "", "appears 2 times", -1},
 		{"all rows bad", "userId,movieId,rating\n1,1,x\n", LoadOptions{}, ErrBadRating, 2, `"rating"`, "not a number", -2},
 	}
