@@ -12,9 +12,11 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// dataLoadFlags are the flags that control how a rating log is read. Every
-// command that loads a rating log (data stats/split/convert, train, eval,
-// predict, ...) includes them and calls dataLoad.
+// dataLoadFlags are the input flag group: the flags that control how a
+// rating log is read. Every command that loads a rating log (data
+// stats/split/convert, train, eval, predict, ...) includes them, parses
+// them once with dataLoadOptions into its options (a data.LoadOptions) and
+// loads with loadLog.
 func dataLoadFlags() []cli.Flag {
 	const cat = "Input"
 	return []cli.Flag{
@@ -170,25 +172,9 @@ func dataParseColumns(s string) (data.Columns, error) {
 	return cols, nil
 }
 
-// dataLoad loads the rating log at path with the options of dataLoadFlags,
-// showing a progress bar, and prints what was detected, skipped and merged
-// on stderr unless --quiet.
-func dataLoad(c *cli.Context, path string) (*data.Store, *data.LoadReport, error) {
-	opts, err := dataLoadOptions(c)
-	if err != nil {
-		return nil, nil, err
-	}
-	return dataLoadWith(c, path, opts)
-}
-
-// dataLoadWith is dataLoad with options already parsed (and possibly
-// adjusted, e.g. to keep raw time stamps).
-func dataLoadWith(c *cli.Context, path string, opts data.LoadOptions) (*data.Store, *data.LoadReport, error) {
-	return loadLog(streamsOf(c), globalOptionsOf(c), path, opts)
-}
-
-// loadLog loads a rating log with a progress bar on s, and prints the
-// notes of the load report unless --quiet.
+// loadLog loads the rating log at path with opts (the input flags group,
+// parsed by dataLoadOptions), showing a progress bar on s, and prints what
+// was detected, skipped and merged on s.Err unless g.Quiet.
 func loadLog(s *iostreams, g globalOptions, path string, opts data.LoadOptions) (*data.Store, *data.LoadReport, error) {
 	bar := s.bar(g, -1, "loading "+path)
 	opts.Progress = func(done, total int64) {
