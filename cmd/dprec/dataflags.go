@@ -104,16 +104,25 @@ func dataLoadOptions(c *cli.Context) (data.LoadOptions, error) {
 		}
 		o.MaxLine = int(n)
 	}
-	switch s := strings.ToLower(c.String("max-memory")); s {
-	case "":
-	case "none", "unlimited":
-		o.MaxMemory = -1
-	default:
-		if o.MaxMemory, err = dataParseBytes(s); err != nil {
-			return o, cli.Exit("--max-memory: "+err.Error(), exitUsage)
-		}
+	if o.MaxMemory, err = parseMaxMemory(c.String("max-memory")); err != nil {
+		return o, cli.Exit("--max-memory: "+err.Error(), exitUsage)
 	}
 	return o, nil
+}
+
+// parseMaxMemory parses a --max-memory value (of the input flags, and of
+// spectral) as data.LoadOptions.MaxMemory: 0 for "" (the default limit),
+// -1 for "none" or "unlimited" (no limit), else a byte count
+// (dataParseBytes).
+func parseMaxMemory(v string) (int64, error) {
+	switch s := strings.ToLower(v); s {
+	case "":
+		return 0, nil
+	case "none", "unlimited":
+		return -1, nil
+	default:
+		return dataParseBytes(s)
+	}
 }
 
 // dataParseColumns parses --columns: either a role list in file order

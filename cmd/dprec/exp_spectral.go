@@ -14,7 +14,6 @@ import (
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/internal/experiment/otdexp"
 	"github.com/dprec/dprec/otd"
-	"github.com/dprec/dprec/perturb"
 	"github.com/urfave/cli/v2"
 )
 
@@ -97,9 +96,9 @@ func expSpectralOptionsOf(c *cli.Context) (*expSpectralOptions, error) {
 		}
 		ns[i] = int(v)
 	}
-	cal, err := perturb.ParseCalibration(c.String("calibration"))
+	cal, err := parseCalibration(c.String("calibration"))
 	if err != nil {
-		return nil, cli.Exit(err.Error(), exitUsage)
+		return nil, err
 	}
 	var models []string
 	switch m := c.String("model"); m {

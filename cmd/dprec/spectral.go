@@ -873,18 +873,16 @@ func spectralMemCheck(in *otd.Input, k int, limit int64) error {
 // spectralMaxMemory returns the --max-memory limit v in bytes (0: none);
 // the default ("") is data.DefaultMemoryFraction of the physical memory.
 func spectralMaxMemory(v string) (int64, error) {
-	switch s := strings.ToLower(v); s {
-	case "":
-		return int64(float64(data.PhysicalMemory()) * data.DefaultMemoryFraction), nil
-	case "none", "unlimited":
+	n, err := parseMaxMemory(v)
+	switch {
+	case err != nil:
+		return 0, cli.Exit("--max-memory: "+err.Error(), exitUsage)
+	case n < 0:
 		return 0, nil
-	default:
-		n, err := dataParseBytes(s)
-		if err != nil {
-			return 0, cli.Exit("--max-memory: "+err.Error(), exitUsage)
-		}
-		return n, nil
+	case n == 0:
+		return int64(float64(data.PhysicalMemory()) * data.DefaultMemoryFraction), nil
 	}
+	return n, nil
 }
 
 // spectralUsedWords counts the vocabulary words that occur in the corpus.

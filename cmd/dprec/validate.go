@@ -212,6 +212,17 @@ func checkClamp(c *cli.Context) error {
 	return nil
 }
 
+// parseCalibration parses a --calibration value (the Gaussian mechanism's
+// calibration of pca, cape aggregate and experiment spectral); a bad value
+// is a usage error.
+func parseCalibration(v string) (perturb.Calibration, error) {
+	cal, err := perturb.ParseCalibration(v)
+	if err != nil {
+		return cal, cli.Exit(err.Error(), exitUsage)
+	}
+	return cal, nil
+}
+
 func checkCalibration(c *cli.Context) error {
 	if !c.IsSet("calibration") {
 		return nil
