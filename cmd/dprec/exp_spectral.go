@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dprec/dprec/cmd/dprec/internal/experiment/otdexp"
 	"github.com/dprec/dprec/data"
-	"github.com/dprec/dprec/internal/experiment/otdexp"
 	"github.com/dprec/dprec/otd"
 	"github.com/urfave/cli/v2"
 )

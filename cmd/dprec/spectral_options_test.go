@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dprec/dprec/cmd/dprec/internal/experiment/otdexp"
 	"github.com/dprec/dprec/data"
-	"github.com/dprec/dprec/internal/experiment/otdexp"
 	"github.com/dprec/dprec/otd"
 	"github.com/dprec/dprec/perturb"
 )
