@@ -533,7 +533,7 @@
 //
 // The experiments (synthetic recovery against the observed fraction, epoch
 // speed, RMSE against epsilon for the private modes) live in the module's
-// internal/experiment/completionexp and run as `dprec experiment
+// cmd/dprec/internal/experiment/completionexp and run as `dprec experiment
 // completion-synthetic|completion-speed|completion-privacy`. UniformCP, the
 // synthetic tensor they and the benchmarks time, stays here.
 package completion

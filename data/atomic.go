@@ -14,6 +14,13 @@ import (
 // was not allowed.
 var ErrExists = errors.New("file exists (use --force to overwrite)")
 
+// ErrNotAFile is returned (wrapped) by WriteFileAtomic, and so by Save and
+// the model writers built on it, for the path "-". The library writes
+// files only, never standard output: a program that lets "-" mean
+// standard output handles it itself and writes to its own stream (Write
+// and models.Write take an io.Writer).
+var ErrNotAFile = errors.New(`"-" is not a file name here: standard output is the calling program's to write (write to an io.Writer instead)`)
+
 // ErrOutputIsInput is returned (wrapped) when an output path resolves to one
 // of the command's input files; --force does not override it.
 var ErrOutputIsInput = errors.New("the output is an input of this command (refusing to overwrite it, even with --force)")
@@ -22,8 +29,9 @@ var ErrOutputIsInput = errors.New("the output is an input of this command (refus
 // file in the same directory, which is synced and renamed over path only when
 // write succeeds, so a reader never sees a half-written file and a failed
 // write leaves any previous file intact. Without force it refuses to replace
-// an existing path (the error wraps ErrExists). A path of "-" writes to
-// standard output directly.
+// an existing path (the error wraps ErrExists). The path "-" is refused
+// (the error wraps ErrNotAFile): it usually means standard output, which
+// this package never writes to; a file of that name is written as "./-".
 //
 // The temporary file is named ".BASE.tmp-DIGITS" and created with mode
 // 0666 as modified by the process umask (what os.Create gives), the mode
@@ -35,7 +43,7 @@ var ErrOutputIsInput = errors.New("the output is an input of this command (refus
 // The implementation is the module's internal/atomicfile.
 func WriteFileAtomic(path string, force bool, write func(w io.Writer) error) error {
 	if path == "-" {
-		return write(os.Stdout)
+		return fmt.Errorf("%s: %w", path, ErrNotAFile)
 	}
 	return atomicfile.Write(path, atomicfile.Options{Force: force, Exists: ErrExists}, write)
 }

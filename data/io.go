@@ -70,7 +70,8 @@ func Load(path string, opts LoadOptions) (*Store, *LoadReport, error) {
 // Save writes s to path atomically (temporary file, fsync, rename),
 // refusing to replace an existing file unless opts.Force is set. The format
 // comes from opts.Format or the file name (CSV when unknown). A path ending
-// in .gz is gzip-compressed (delimited text only).
+// in .gz is gzip-compressed (delimited text only). The path "-" is refused
+// (ErrNotAFile): to write standard output, call Write with it.
 func Save(path string, s *Store, opts WriteOptions) error {
 	f := opts.Format
 	if f == FormatAuto {

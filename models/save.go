@@ -25,7 +25,8 @@ const batchRows = 1 << 16
 
 // Save writes f to path atomically (temporary file, fsync, rename) and
 // refuses to replace an existing file unless force is set. It refuses a
-// model with non-finite values.
+// model with non-finite values, and the path "-" (data.ErrNotAFile: the
+// library never writes standard output; Write takes an io.Writer).
 func Save(path string, f *File, force bool) error {
 	if err := f.check(); err != nil {
 		return fmt.Errorf("%s: %w", path, err)

@@ -1,8 +1,8 @@
 package otd
 
-// Helpers of the tests that the spectral experiment (internal/experiment/
-// otdexp) also has: the experiment moved out of the package, these stayed
-// for the tests that use them.
+// Helpers of the tests that the spectral experiment
+// (cmd/dprec/internal/experiment/otdexp) also has: the experiment moved out
+// of the package, these stayed for the tests that use them.
 
 import (
 	"math"

@@ -291,9 +291,9 @@ func capeAggregateRun(o *capeAggregateOptions, ios *iostreams) error {
 
 // capeAggJob builds the job from the flags and validates it.
 func capeAggJob(c *cli.Context) (cape.Job, error) {
-	cal, err := perturb.ParseCalibration(c.String("calibration"))
+	cal, err := parseCalibration(c.String("calibration"))
 	if err != nil {
-		return cape.Job{}, cli.Exit(err.Error(), exitUsage)
+		return cape.Job{}, err
 	}
 	kind, err := cape.ParseJobKind(c.String("job"))
 	if err != nil {

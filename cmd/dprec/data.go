@@ -248,7 +248,7 @@ func datasplitRun(o *datasplitOptions, ios *iostreams) error {
 		return fmt.Errorf("%s: %w", in, err)
 	}
 	parts, stores := datasplitParts(o, s, f, splits)
-	if err := datasplitWrite(o, f, parts, stores); err != nil {
+	if err := datasplitWrite(o, ios, f, parts, stores); err != nil {
 		return err
 	}
 	if o.JSON {
@@ -345,8 +345,9 @@ func datasplitDistinct(paths []string) error {
 
 // datasplitWrite checks every output path before anything is written
 // (none may name the same file as another part; checkIO has refused a
-// part that is the input), then writes the parts.
-func datasplitWrite(o *datasplitOptions, f data.Format, parts []datasplitPart, stores []*data.Store) error {
+// part that is the input), then writes the parts (a part named "-" on
+// ios.Out).
+func datasplitWrite(o *datasplitOptions, ios *iostreams, f data.Format, parts []datasplitPart, stores []*data.Store) error {
 	force := o.Force
 	paths := make([]string, len(parts))
 	for i, p := range parts {
@@ -368,7 +369,7 @@ func datasplitWrite(o *datasplitOptions, f data.Format, parts []datasplitPart, s
 		if o.OutFormat == data.FormatAuto && named && data.DetectFormat(p.Path) != data.FormatAuto {
 			pf = data.DetectFormat(p.Path) // --train/--test name their format
 		}
-		if err := data.Save(p.Path, stores[i], data.WriteOptions{Format: pf, Force: force}); err != nil {
+		if err := ios.saveLog(p.Path, stores[i], data.WriteOptions{Format: pf, Force: force}); err != nil {
 			return err
 		}
 	}

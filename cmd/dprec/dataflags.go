@@ -12,9 +12,11 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// dataLoadFlags are the flags that control how a rating log is read. Every
-// command that loads a rating log (data stats/split/convert, train, eval,
-// predict, ...) includes them and calls dataLoad.
+// dataLoadFlags are the input flag group: the flags that control how a
+// rating log is read. Every command that loads a rating log (data
+// stats/split/convert, train, eval, predict, ...) includes them, parses
+// them once with dataLoadOptions into its options (a data.LoadOptions) and
+// loads with loadLog.
 func dataLoadFlags() []cli.Flag {
 	const cat = "Input"
 	return []cli.Flag{
@@ -102,16 +104,25 @@ func dataLoadOptions(c *cli.Context) (data.LoadOptions, error) {
 		}
 		o.MaxLine = int(n)
 	}
-	switch s := strings.ToLower(c.String("max-memory")); s {
-	case "":
-	case "none", "unlimited":
-		o.MaxMemory = -1
-	default:
-		if o.MaxMemory, err = dataParseBytes(s); err != nil {
-			return o, cli.Exit("--max-memory: "+err.Error(), exitUsage)
-		}
+	if o.MaxMemory, err = parseMaxMemory(c.String("max-memory")); err != nil {
+		return o, cli.Exit("--max-memory: "+err.Error(), exitUsage)
 	}
 	return o, nil
+}
+
+// parseMaxMemory parses a --max-memory value (of the input flags, and of
+// spectral) as data.LoadOptions.MaxMemory: 0 for "" (the default limit),
+// -1 for "none" or "unlimited" (no limit), else a byte count
+// (dataParseBytes).
+func parseMaxMemory(v string) (int64, error) {
+	switch s := strings.ToLower(v); s {
+	case "":
+		return 0, nil
+	case "none", "unlimited":
+		return -1, nil
+	default:
+		return dataParseBytes(s)
+	}
 }
 
 // dataParseColumns parses --columns: either a role list in file order
@@ -170,25 +181,9 @@ func dataParseColumns(s string) (data.Columns, error) {
 	return cols, nil
 }
 
-// dataLoad loads the rating log at path with the options of dataLoadFlags,
-// showing a progress bar, and prints what was detected, skipped and merged
-// on stderr unless --quiet.
-func dataLoad(c *cli.Context, path string) (*data.Store, *data.LoadReport, error) {
-	opts, err := dataLoadOptions(c)
-	if err != nil {
-		return nil, nil, err
-	}
-	return dataLoadWith(c, path, opts)
-}
-
-// dataLoadWith is dataLoad with options already parsed (and possibly
-// adjusted, e.g. to keep raw time stamps).
-func dataLoadWith(c *cli.Context, path string, opts data.LoadOptions) (*data.Store, *data.LoadReport, error) {
-	return loadLog(streamsOf(c), globalOptionsOf(c), path, opts)
-}
-
-// loadLog loads a rating log with a progress bar on s, and prints the
-// notes of the load report unless --quiet.
+// loadLog loads the rating log at path with opts (the input flags group,
+// parsed by dataLoadOptions), showing a progress bar on s, and prints what
+// was detected, skipped and merged on s.Err unless g.Quiet.
 func loadLog(s *iostreams, g globalOptions, path string, opts data.LoadOptions) (*data.Store, *data.LoadReport, error) {
 	bar := s.bar(g, -1, "loading "+path)
 	opts.Progress = func(done, total int64) {

@@ -137,7 +137,7 @@ func datasynthRun(opts *datasynthOptions, ios *iostreams) error {
 		truthPath = out + ".truth.json"
 	}
 	if truthPath != "" {
-		err := data.WriteFileAtomic(truthPath, force, func(w io.Writer) error { return data.WriteSynthTruth(w, truth) })
+		err := ios.writeFile(truthPath, force, func(w io.Writer) error { return data.WriteSynthTruth(w, truth) })
 		if err != nil {
 			return err
 		}

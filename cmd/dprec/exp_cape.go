@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/dprec/dprec/cmd/dprec/internal/experiment/capeexp"
 	"github.com/dprec/dprec/data"
-	"github.com/dprec/dprec/internal/experiment/capeexp"
 	"github.com/urfave/cli/v2"
 )
 

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dprec/dprec/cmd/dprec/internal/experiment/completionexp"
 	"github.com/dprec/dprec/decomposition"
-	"github.com/dprec/dprec/internal/experiment/completionexp"
 	"github.com/urfave/cli/v2"
 )
 

@@ -10,10 +10,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dprec/dprec/cmd/dprec/internal/experiment/completionexp"
 	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
-	"github.com/dprec/dprec/internal/experiment/completionexp"
 	"github.com/dprec/dprec/perturb"
 	"github.com/urfave/cli/v2"
 )

@@ -11,10 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dprec/dprec/cmd/dprec/internal/experiment/otdexp"
 	"github.com/dprec/dprec/data"
-	"github.com/dprec/dprec/internal/experiment/otdexp"
 	"github.com/dprec/dprec/otd"
-	"github.com/dprec/dprec/perturb"
 	"github.com/urfave/cli/v2"
 )
 
@@ -49,7 +48,7 @@ results are reproducible and NOT private.`,
 			&cli.StringFlag{Name: "calibration", Value: "analytic", Usage: "Gaussian calibration: analytic, classic (epsilon per stage <= 1) or tight"},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed of the whole experiment (default 1)"},
 		},
-		Action: expSpectralRun,
+		Action: runWithOptions(expSpectralOptionsOf, expSpectralRun),
 	}
 }
 
@@ -70,25 +69,36 @@ func expSpectralFloats(flag, s string) ([]float64, error) {
 	return out, nil
 }
 
-func expSpectralRun(c *cli.Context) error {
+// expSpectralOptions are the settings of experiment spectral.
+type expSpectralOptions struct {
+	globalOptions
+	Config otdexp.Config // the grid, runs, budget and seed (Model set per model)
+	Models []string      // stm, mog or both, in that order
+	Out    string        // output directory
+	Force  bool
+}
+
+// expSpectralOptionsOf reads and checks the flags of experiment spectral;
+// --quick replaces the grid by a small one.
+func expSpectralOptionsOf(c *cli.Context) (*expSpectralOptions, error) {
 	eps, err := expSpectralFloats("epsilons", c.String("epsilons"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	nsF, err := expSpectralFloats("ns", c.String("ns"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ns := make([]int, len(nsF))
 	for i, v := range nsF {
 		if v != math.Trunc(v) || v < 3 {
-			return cli.Exit(fmt.Sprintf("--ns: %v is not an integer >= 3", v), exitUsage)
+			return nil, cli.Exit(fmt.Sprintf("--ns: %v is not an integer >= 3", v), exitUsage)
 		}
 		ns[i] = int(v)
 	}
-	cal, err := perturb.ParseCalibration(c.String("calibration"))
+	cal, err := parseCalibration(c.String("calibration"))
 	if err != nil {
-		return cli.Exit(err.Error(), exitUsage)
+		return nil, err
 	}
 	var models []string
 	switch m := c.String("model"); m {
@@ -97,7 +107,7 @@ func expSpectralRun(c *cli.Context) error {
 	case "stm", "mog":
 		models = []string{m}
 	default:
-		return cli.Exit(fmt.Sprintf("--model %q: want stm, mog or both", m), exitUsage)
+		return nil, cli.Exit(fmt.Sprintf("--model %q: want stm, mog or both", m), exitUsage)
 	}
 	seed, ok := seedOf(c)
 	if !ok {
@@ -118,20 +128,26 @@ func expSpectralRun(c *cli.Context) error {
 		}
 	}
 	if base.Runs < 1 {
-		return cli.Exit(fmt.Sprintf("--runs %d must be at least 1", base.Runs), exitUsage)
+		return nil, cli.Exit(fmt.Sprintf("--runs %d must be at least 1", base.Runs), exitUsage)
 	}
-	dir := c.String("out")
+	return &expSpectralOptions{globalOptions: globalOptionsOf(c), Config: base, Models: models,
+		Out: c.String("out"), Force: c.Bool("force")}, nil
+}
+
+// expSpectralRun runs the experiment of o for each model, writes the
+// tables' CSV files and plots in o.Out and prints the tables on s.Out.
+func expSpectralRun(o *expSpectralOptions, s *iostreams) error {
+	base, dir, force := o.Config, o.Out, o.Force
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	force := c.Bool("force")
-	if !quiet(c) {
-		fmt.Fprintf(streamsOf(c).Err, "experiment noise is seeded (seed %d): reproducible, NOT private\n", seed)
+	if !o.Quiet {
+		fmt.Fprintf(s.Err, "experiment noise is seeded (seed %d): reproducible, NOT private\n", base.Seed)
 	}
-	for _, m := range models {
+	for _, m := range o.Models {
 		cfg := base
 		cfg.Model = otd.Model(m)
-		bar := newBar(c, -1, "spectral "+m)
+		bar := s.bar(o.globalOptions, -1, "spectral "+m)
 		cfg.Progress = func(done, total int) {
 			bar.ChangeMax(total)
 			_ = bar.Set(done)
@@ -142,14 +158,14 @@ func expSpectralRun(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		if !quiet(c) {
-			fmt.Fprintf(streamsOf(c).Err, "%s: %d tables in %s\n", m, len(tabs), time.Since(t0).Round(time.Millisecond))
+		if !o.Quiet {
+			fmt.Fprintf(s.Err, "%s: %d tables in %s\n", m, len(tabs), time.Since(t0).Round(time.Millisecond))
 		}
 		for _, t := range tabs {
 			if err := expSpectralWrite(dir, force, &t); err != nil {
 				return err
 			}
-			expSpectralPrint(streamsOf(c).Out, &t)
+			expSpectralPrint(s.Out, &t)
 		}
 	}
 	return nil

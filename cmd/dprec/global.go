@@ -36,11 +36,9 @@ func boolOf(c *cli.Context, name string) bool {
 	return false
 }
 
-// quiet reports whether --quiet was given anywhere on the command line.
-func quiet(c *cli.Context) bool { return boolOf(c, "quiet") }
-
-// globalOptions are the global flags the run functions of commands with
-// an options struct need (the seed is read where it is used).
+// globalOptions are the global flags every run function needs, read at
+// parse time (the seed is read by the commands that use it, into their
+// own options).
 type globalOptions struct {
 	Quiet    bool // --quiet: no progress bars, notes or summaries on the error stream
 	Progress bool // --progress: progress bars even when the error stream is not a terminal
@@ -48,7 +46,7 @@ type globalOptions struct {
 
 // globalOptionsOf reads the global flags, given anywhere on the command line.
 func globalOptionsOf(c *cli.Context) globalOptions {
-	return globalOptions{Quiet: quiet(c), Progress: boolOf(c, "progress")}
+	return globalOptions{Quiet: boolOf(c, "quiet"), Progress: boolOf(c, "progress")}
 }
 
 // runWithOptions adapts a command's options parser and run function to an
@@ -63,11 +61,6 @@ func runWithOptions[O any](parse func(*cli.Context) (O, error), run func(O, *ios
 		}
 		return run(o, streamsOf(c))
 	}
-}
-
-// newBar returns a progress bar for the command running c (iostreams.bar).
-func newBar(c *cli.Context, max int64, desc string) *progressbar.ProgressBar {
-	return streamsOf(c).bar(globalOptionsOf(c), max, desc)
 }
 
 // bar returns a progress bar on the error stream for max steps (-1:

@@ -13,8 +13,10 @@ import (
 // results (Out) and its notes, warnings and progress bars (Err). main
 // builds one from the process's streams (systemStreams); a test builds one
 // over buffers, with no terminal, and runs commands entirely in process.
-// Command code reaches it through streamsOf instead of naming os.Stdin,
-// os.Stdout or os.Stderr.
+// Run functions receive it (runWithOptions gets it with streamsOf) instead
+// of naming os.Stdin, os.Stdout or os.Stderr. The path "-" is the
+// command's business: the library refuses it (data.ErrNotAFile), and
+// writeFile and saveLog send it to Out.
 type iostreams struct {
 	In  io.Reader
 	Out io.Writer
@@ -51,7 +53,7 @@ func streamsOf(c *cli.Context) *iostreams {
 
 // writeFile writes through write to path atomically (data.WriteFileAtomic,
 // refusing to replace an existing file unless force), or to s.Out when path
-// is "-".
+// is "-" (which data.WriteFileAtomic refuses).
 func (s *iostreams) writeFile(path string, force bool, write func(w io.Writer) error) error {
 	if path == "-" {
 		return write(s.Out)

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dprec/dprec/cmd/dprec/internal/experiment/completionexp"
 	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
-	"github.com/dprec/dprec/internal/experiment/completionexp"
 	"github.com/dprec/dprec/models"
 	"github.com/dprec/dprec/perturb"
 )

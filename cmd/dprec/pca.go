@@ -164,9 +164,9 @@ type pcaOptions struct {
 
 // pcaOptionsOf reads pca's flags.
 func pcaOptionsOf(c *cli.Context) (*pcaOptions, error) {
-	cal, err := perturb.ParseCalibration(c.String("calibration"))
+	cal, err := parseCalibration(c.String("calibration"))
 	if err != nil {
-		return nil, cli.Exit(err.Error(), exitUsage)
+		return nil, err
 	}
 	o := &pcaOptions{
 		globalOptions: globalOptionsOf(c),

@@ -149,7 +149,7 @@ func predictOptionsOf(c *cli.Context) (*predictOptions, error) {
 	if o.Time, err = predictParseTime(c.String("time")); err != nil {
 		return nil, fmt.Errorf("--time: %w", err)
 	}
-	if o.Format, err = predictFormat(c); err != nil {
+	if o.Format, err = predictFormat(c.Bool("json"), c.Bool("jsonl"), c.String("out")); err != nil {
 		return nil, err
 	}
 	if o.Load, err = dataLoadOptions(c); err != nil {

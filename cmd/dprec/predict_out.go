@@ -28,17 +28,17 @@ type predictSink interface {
 	Close() error
 }
 
-// predictFormat returns the output format: from --out's name when given
-// (where --json/--jsonl must agree), else from --json/--jsonl, else csv.
-func predictFormat(c *cli.Context) (string, error) {
+// predictFormat returns the output format: from the name of out (--out)
+// when given (where --json/--jsonl must agree), else from --json/--jsonl,
+// else csv.
+func predictFormat(json, jsonl bool, out string) (string, error) {
 	flag := "csv"
 	switch {
-	case c.Bool("json"):
+	case json:
 		flag = "json"
-	case c.Bool("jsonl"):
+	case jsonl:
 		flag = "jsonl"
 	}
-	out := c.String("out")
 	if out == "" || out == "-" {
 		return flag, nil
 	}
@@ -67,7 +67,7 @@ func predictFormat(c *cli.Context) (string, error) {
 
 // checkPredictOut is the flag check of --out.
 func checkPredictOut(c *cli.Context) error {
-	_, err := predictFormat(c)
+	_, err := predictFormat(c.Bool("json"), c.Bool("jsonl"), c.String("out"))
 	return err
 }
 

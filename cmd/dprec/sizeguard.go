@@ -125,13 +125,7 @@ func checkSizes(c *cli.Context, path string) error {
 func sizeMemLimit(c *cli.Context) float64 {
 	var o int64
 	if flagDef(c.Command.Flags, "max-memory") != nil {
-		switch s := strings.ToLower(c.String("max-memory")); s {
-		case "":
-		case "none", "unlimited":
-			o = -1
-		default:
-			o, _ = dataParseBytes(s) // checked by checkFlags
-		}
+		o, _ = parseMaxMemory(c.String("max-memory")) // checked by checkFlags
 	}
 	return sizeLimitBytes(o)
 }

@@ -102,7 +102,7 @@ whose noise swamps the K-th eigenvalue of M2 warns with the N it would need.`,
 			&cli.StringFlag{Name: "max-memory", Category: mo, Usage: "refuse a fit whose memory estimate exceeds this: bytes with a unit (e.g. 8GiB, 500MiB), or \"none\"", DefaultText: "half of the physical memory"},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed all randomness: reproducible, and private noise is NOT private"},
 		},
-		Action:      spectralRun,
+		Action:      runWithOptions(spectralOptionsOf, spectralRun),
 		Subcommands: []*cli.Command{spectralInferCmd(), spectralEvalCmd()},
 	}
 	cmd.Flags = append(cmd.Flags, spectralSitesFlag)
@@ -110,8 +110,8 @@ whose noise swamps the K-th eigenvalue of M2 warns with the N it would need.`,
 }
 
 // spectralInput loads the corpus or rows for the model.
-func spectralInput(c *cli.Context, model otd.Model) (*otd.Input, *data.CorpusStats, float64, error) {
-	path := c.String("corpus")
+func spectralInput(o *spectralOptions) (*otd.Input, *data.CorpusStats, float64, error) {
+	path, model := o.Corpus, o.Model
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, nil, 0, err
@@ -120,7 +120,7 @@ func spectralInput(c *cli.Context, model otd.Model) (*otd.Input, *data.CorpusSta
 		if st.IsDir() {
 			return nil, nil, 0, fmt.Errorf("%s: --model mog needs a CSV file of numeric rows, not a directory", path)
 		}
-		rows, err := data.ReadRows(path, data.RowsOptions{Rescale: c.Bool("rescale")})
+		rows, err := data.ReadRows(path, data.RowsOptions{Rescale: o.Rescale})
 		if err != nil {
 			return nil, nil, 0, err
 		}
@@ -129,9 +129,7 @@ func spectralInput(c *cli.Context, model otd.Model) (*otd.Input, *data.CorpusSta
 	// Read every word (text directories: every token of two letters or
 	// more), then prune by the same rules whatever the format.
 	raw := data.CorpusOptions{MinDocLen: 1, KeepStopWords: true}
-	if limit, err := spectralMaxMemory(c); err != nil {
-		return nil, nil, 0, err
-	} else if limit <= 0 {
+	if limit := o.MemLimit; limit <= 0 {
 		raw.MaxMemory = -1
 	} else {
 		raw.MaxMemory = limit
@@ -140,7 +138,7 @@ func spectralInput(c *cli.Context, model otd.Model) (*otd.Input, *data.CorpusSta
 	if st.IsDir() {
 		corpus, err = data.ReadTextDir(path, raw)
 	} else {
-		vocab := c.String("vocab")
+		vocab := o.Vocab
 		if vocab == "" {
 			guess := filepath.Join(filepath.Dir(path), strings.Replace(filepath.Base(path), "docword", "vocab", 1))
 			guess = strings.TrimSuffix(guess, ".gz")
@@ -155,12 +153,12 @@ func spectralInput(c *cli.Context, model otd.Model) (*otd.Input, *data.CorpusSta
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	if sel := c.String("select"); sel != "" {
+	if sel := o.Select; sel != "" {
 		if corpus, err = spectralSelect(corpus, sel); err != nil {
 			return nil, nil, 0, err
 		}
 	}
-	popts, err := spectralPruneOptions(c)
+	popts, err := spectralPruneOptions(o)
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -168,23 +166,24 @@ func spectralInput(c *cli.Context, model otd.Model) (*otd.Input, *data.CorpusSta
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("%s: %w", path, err)
 	}
-	if err := spectralCheckVocabK(corpus.V(), c.Int("topics"), corpus.Stats.Pruning); err != nil {
+	if err := spectralCheckVocabK(corpus.V(), o.K, corpus.Stats.Pruning); err != nil {
 		return nil, nil, 0, fmt.Errorf("%s: %w", path, err)
 	}
 	return &otd.Input{Corpus: corpus}, &corpus.Stats, 1, nil
 }
 
-// spectralProgress returns a progress callback drawing one bar per stage.
-func spectralProgress(c *cli.Context) otd.ProgressFunc {
+// spectralProgress returns a progress callback drawing one bar per stage
+// on s.
+func spectralProgress(s *iostreams, g globalOptions) otd.ProgressFunc {
 	var bar *progressbar.ProgressBar
 	stage := ""
-	return func(s string, done, total int) {
-		if s != stage || bar == nil {
+	return func(st string, done, total int) {
+		if st != stage || bar == nil {
 			if bar != nil {
 				bar.Finish()
 			}
-			stage = s
-			bar = newBar(c, int64(total), s)
+			stage = st
+			bar = s.bar(g, int64(total), st)
 		}
 		bar.Set(done)
 		if done >= total {
@@ -285,117 +284,164 @@ func spectralTopWords(col []float64, vocab []string, n int) []spectralWordVal {
 // corpus 0.152 -> 0.198 and 3.6 -> 9.6 (scikit-learn 0.153, 9.5).
 const spectralDefaultRefine = 20
 
-// spectralFlags holds the validated settings of one spectral run.
-type spectralFlags struct {
-	model  otd.Model
-	method otd.Method
-	est    otd.Estimator
-	refine int
-	// refineDefault: refine holds spectralDefaultRefine because --refine
-	// was not given.
-	refineDefault bool
-	docTopics     string
-	outPath       string
-	memLimit      int64
-	split         []float64
+// spectralOptions are the settings of one spectral run, read from the
+// flags once and checked by spectralOptionsOf.
+type spectralOptions struct {
+	globalOptions
+	Seed   uint64 // --seed (Seeded: given): seeded, NOT private noise
+	Seeded bool
+
+	// Input
+	Corpus      string // --corpus: text directory, UCI docword file or CSV rows (mog)
+	Vocab       string // --vocab ("": next to a docword file, when it exists)
+	PublicVocab bool   // --public-vocab
+	Select      string // --select FILE:VALUE
+	Rescale     bool   // --rescale (mog)
+	// Prune holds --keep-stopwords, --min-count, --min-df, --max-df and
+	// --max-vocab as given; spectralPruneOptions checks them and reads
+	// StopWords when the corpus is pruned.
+	Prune     data.PruneOptions
+	MaxDFSet  bool   // --max-df was given
+	StopWords string // --stop-words FILE
+
+	// Model
+	Model         otd.Model
+	Method        otd.Method
+	Est           otd.Estimator
+	K             int  // --topics
+	Refine        int  // variational EM sweeps after the fit (0: none)
+	RefineDefault bool // Refine holds spectralDefaultRefine because --refine was not given
+	RefineSet     bool // --refine was given
+	Eta           float64
+	Threads       int
+	Background    bool
+	Alpha0        float64
+	Sigma2        float64
+	TPM           otd.TPMOptions // --restarts, --iters
+	MemLimit      int64          // --max-memory in bytes (0: none)
+
+	// Privacy
+	Epsilon, Delta float64
+	Private        otd.PrivateOptions // --private-vocab, --clip-len, --clip-m3
+	Split          []float64          // --budget-split (nil: the default)
+	Sites          int                // --sites (0 or 1: centralised)
+
+	// Output
+	TopWords  int
+	JSON      bool
+	Out       string // --out FILE.json or FILE.arrow ("": none)
+	Force     bool
+	DocTopics string // --doc-topics FILE.csv or FILE.parquet ("-": the output stream)
 }
 
-func spectralRun(c *cli.Context) error {
-	f, err := spectralParseFlags(c)
-	if err != nil {
-		return err
-	}
+// spectralRun fits the model of o and writes the result on s.Out (and the
+// --out and --doc-topics files), notes on s.Err.
+func spectralRun(o *spectralOptions, s *iostreams) error {
 	start := time.Now()
-	in, stats, scale, err := spectralInput(c, f.model)
+	in, stats, scale, err := spectralInput(o)
 	if err != nil {
 		return err
 	}
-	if err := spectralMemCheck(in, c.Int("topics"), f.memLimit); err != nil {
-		return fmt.Errorf("%s: %w", c.String("corpus"), err)
+	if err := spectralMemCheck(in, o.K, o.MemLimit); err != nil {
+		return fmt.Errorf("%s: %w", o.Corpus, err)
 	}
-	if in.Corpus != nil && !quiet(c) {
+	if in.Corpus != nil && !o.Quiet {
 		if used, v := spectralUsedWords(in.Corpus), in.Corpus.V(); v > otd.DenseWhitenMax && used*10 < v {
-			fmt.Fprintf(streamsOf(c).Err, "warning: only %d of the %d vocabulary words occur in the corpus; every word costs memory and time (estimated %s), so drop unused words from the vocabulary\n",
-				used, v, data.FormatBytes(int64(min(spectralMemBytes(v, c.Int("topics")), 1<<62))))
+			fmt.Fprintf(s.Err, "warning: only %d of the %d vocabulary words occur in the corpus; every word costs memory and time (estimated %s), so drop unused words from the vocabulary\n",
+				used, v, data.FormatBytes(int64(min(spectralMemBytes(v, o.K), 1<<62))))
 		}
 	}
-	sigma2 := c.Float64("sigma2")
+	sigma2 := o.Sigma2
 	if scale != 1 {
 		sigma2 /= scale * scale
 	}
 	opts := otd.FitOptions{
-		Model: f.model, K: c.Int("topics"), Alpha0: c.Float64("alpha0"), Sigma2: sigma2,
-		Method: f.method, Epsilon: c.Float64("epsilon"), Delta: c.Float64("delta"),
-		TPM:       otd.TPMOptions{Restarts: c.Int("restarts"), Iters: c.Int("iters")},
-		Estimator: f.est, Progress: spectralProgress(c),
-		Private: otd.PrivateOptions{Vocab: c.Int("private-vocab"), ClipLen: c.Float64("clip-len"), ClipM3: c.Float64("clip-m3")},
-		Split:   f.split,
+		Model: o.Model, K: o.K, Alpha0: o.Alpha0, Sigma2: sigma2,
+		Method: o.Method, Epsilon: o.Epsilon, Delta: o.Delta,
+		TPM:       o.TPM,
+		Estimator: o.Est, Progress: spectralProgress(s, o.globalOptions),
+		Private: o.Private,
+		Split:   o.Split,
 	}
-	res, extra, err := spectralFit(c, &f, in, opts)
+	res, extra, err := spectralFit(o, s, in, opts)
 	if err != nil {
 		return err
 	}
 	extra.Corpus, extra.Seconds = stats, time.Since(start).Seconds()
-	o, full := spectralBuildOutput(c, &f, &opts, res, extra, scale)
-	return spectralWriteResults(c, &f, &o, &full)
+	out, full := spectralBuildOutput(o, &opts, res, extra, scale)
+	return spectralWriteResults(o, s, &out, &full)
 }
 
-// spectralParseFlags checks the flags of a spectral run; every failure is
-// a usage error naming the flag.
-func spectralParseFlags(c *cli.Context) (spectralFlags, error) {
-	var f spectralFlags
+// spectralOptionsOf reads and checks the flags of a spectral run; every
+// failure is a usage error naming the flag.
+func spectralOptionsOf(c *cli.Context) (*spectralOptions, error) {
+	f := &spectralOptions{globalOptions: globalOptionsOf(c),
+		Corpus: c.String("corpus"), Vocab: c.String("vocab"), PublicVocab: c.Bool("public-vocab"),
+		Select: c.String("select"), Rescale: c.Bool("rescale"),
+		Prune: data.PruneOptions{KeepStopWords: c.Bool("keep-stopwords"), MinCount: c.Int("min-count"), MinDF: c.Int("min-df"),
+			MaxDF: c.Float64("max-df"), MaxVocab: c.Int("max-vocab")},
+		MaxDFSet: c.IsSet("max-df"), StopWords: c.String("stop-words"),
+		K: c.Int("topics"), RefineSet: c.IsSet("refine"), Eta: c.Float64("eta"), Threads: c.Int("threads"),
+		Background: c.Bool("background"), Alpha0: c.Float64("alpha0"), Sigma2: c.Float64("sigma2"),
+		TPM:     otd.TPMOptions{Restarts: c.Int("restarts"), Iters: c.Int("iters")},
+		Epsilon: c.Float64("epsilon"), Delta: c.Float64("delta"),
+		Private:  otd.PrivateOptions{Vocab: c.Int("private-vocab"), ClipLen: c.Float64("clip-len"), ClipM3: c.Float64("clip-m3")},
+		Sites:    c.Int("sites"),
+		TopWords: c.Int("top-words"), JSON: c.Bool("json"), Force: c.Bool("force"),
+	}
+	f.Seed, f.Seeded = seedOf(c)
 	var err error
-	if f.model, err = otd.ParseModel(c.String("model")); err != nil {
+	if f.Model, err = otd.ParseModel(c.String("model")); err != nil {
 		return f, cli.Exit(fmt.Sprintf("--model %q: want stm, lda or mog", c.String("model")), exitUsage)
 	}
-	if f.method, err = otd.ParseMethod(c.String("method")); err != nil {
+	if f.Method, err = otd.ParseMethod(c.String("method")); err != nil {
 		return f, cli.Exit(fmt.Sprintf("--method %q: want one of %s", c.String("method"), strings.Join(spectralMethods, ", ")), exitUsage)
 	}
-	if c.String("corpus") == "" || !c.IsSet("topics") {
+	if f.Corpus == "" || !c.IsSet("topics") {
 		return f, cli.Exit("spectral needs --corpus and --topics (see dprec spectral --help)", exitUsage)
 	}
-	if err := spectralCheckPrivacyFlags(c, f.model, f.method); err != nil {
+	if err := spectralCheckPrivacyFlags(c, f.Model, f.Method); err != nil {
 		return f, err
 	}
-	if f.split, err = spectralBudgetSplit(c.String("budget-split")); err != nil {
+	if f.Split, err = spectralBudgetSplit(c.String("budget-split")); err != nil {
 		return f, err
 	}
-	refinable := f.model != otd.ModelMoG && !f.method.Private() && c.Int("sites") <= 1
-	if !c.IsSet("refine") {
+	refinable := f.Model != otd.ModelMoG && !f.Method.Private() && f.Sites <= 1
+	if !f.RefineSet {
 		// Issue 23: topics at their best by default. Unset --refine means
 		// the default sweeps where refinement applies, none elsewhere
 		// (private runs: the sweeps would read the documents again without
 		// noise, outside the privacy report).
 		if refinable {
-			f.refine, f.refineDefault = spectralDefaultRefine, true
+			f.Refine, f.RefineDefault = spectralDefaultRefine, true
 		}
-	} else if f.refine = c.Int("refine"); f.refine < 0 {
+	} else if f.Refine = c.Int("refine"); f.Refine < 0 {
 		return f, cli.Exit("--refine must be non-negative", exitUsage)
 	}
-	if f.refine > 0 && !refinable {
+	if f.Refine > 0 && !refinable {
 		return f, cli.Exit("--refine applies to non-private, centralised lda and stm runs only (the sweeps read the documents again and add no noise)", exitUsage)
 	}
-	if c.IsSet("eta") && !(c.Float64("eta") > 0) {
+	if c.IsSet("eta") && !(f.Eta > 0) {
 		return f, cli.Exit("--eta must be positive", exitUsage)
 	}
-	if f.docTopics = c.String("doc-topics"); f.docTopics != "" {
-		if f.model == otd.ModelMoG || c.Int("sites") > 1 {
+	if f.DocTopics = c.String("doc-topics"); f.DocTopics != "" {
+		if f.Model == otd.ModelMoG || f.Sites > 1 {
 			return f, cli.Exit("--doc-topics applies to centralised lda and stm runs", exitUsage)
 		}
-		if err := spectralCheckTableOut(f.docTopics, c.Bool("force")); err != nil {
+		if err := spectralCheckTableOut(f.DocTopics, f.Force); err != nil {
 			return f, err
 		}
 	}
-	if c.Int("top-words") < 1 {
+	if f.TopWords < 1 {
 		return f, cli.Exit("--top-words must be positive", exitUsage)
 	}
-	if f.est, err = otd.ParseEstimator(c.String("estimator")); err != nil {
+	if f.Est, err = otd.ParseEstimator(c.String("estimator")); err != nil {
 		return f, cli.Exit(err.Error(), exitUsage)
 	}
-	if err := spectralCheckOutputs(c, &f); err != nil {
+	if f.Out, err = spectralCheckOut(c.String("out"), f.Force); err != nil {
 		return f, err
 	}
-	f.memLimit, err = spectralMaxMemory(c)
+	f.MemLimit, err = spectralMaxMemory(c.String("max-memory"))
 	return f, err
 }
 
@@ -450,53 +496,52 @@ func spectralBudgetSplit(v string) ([]float64, error) {
 	return out, nil
 }
 
-// spectralCheckOutputs checks --out's suffix and that it would not
-// overwrite an existing file without --force (checkIO has refused an
-// output that is an input).
-func spectralCheckOutputs(c *cli.Context, f *spectralFlags) error {
-	f.outPath = c.String("out")
-	low := strings.ToLower(f.outPath)
-	if f.outPath != "" && !strings.HasSuffix(low, ".json") && !strings.HasSuffix(low, ".arrow") {
-		return cli.Exit(fmt.Sprintf("--out %s: the result file must end in .json or .arrow", f.outPath), exitUsage)
+// spectralCheckOut checks --out's suffix and that it would not overwrite
+// an existing file without --force (checkIO has refused an output that is
+// an input), and returns it.
+func spectralCheckOut(out string, force bool) (string, error) {
+	low := strings.ToLower(out)
+	if out != "" && !strings.HasSuffix(low, ".json") && !strings.HasSuffix(low, ".arrow") {
+		return out, cli.Exit(fmt.Sprintf("--out %s: the result file must end in .json or .arrow", out), exitUsage)
 	}
-	if f.outPath != "" && !c.Bool("force") {
-		if _, err := os.Stat(f.outPath); err == nil {
-			return fmt.Errorf("%s: %w", f.outPath, data.ErrExists)
+	if out != "" && !force {
+		if _, err := os.Stat(out); err == nil {
+			return out, fmt.Errorf("%s: %w", out, data.ErrExists)
 		}
 	}
-	return nil
+	return out, nil
 }
 
 // spectralFit runs the fit (centralised or over --sites), then the
 // optional refinement and per-document topics; extra carries what the
 // output reports about them.
-func spectralFit(c *cli.Context, f *spectralFlags, in *otd.Input, opts otd.FitOptions) (*otd.Result, spectralOutput, error) {
+func spectralFit(f *spectralOptions, s *iostreams, in *otd.Input, opts otd.FitOptions) (*otd.Result, spectralOutput, error) {
 	var extra spectralOutput
 	var src = perturb.SecureSource()
-	if seed, ok := seedOf(c); ok {
-		src = perturb.SeededSource(seed)
-	} else if f.method.Private() {
+	if f.Seeded {
+		src = perturb.SeededSource(f.Seed)
+	} else if f.Method.Private() {
 		src = nil // private methods: perturb's secure source
 	}
 	var res *otd.Result
 	var err error
-	if S := c.Int("sites"); S > 1 {
-		res, err = spectralSites(c, in, opts, S)
+	if S := f.Sites; S > 1 {
+		res, err = spectralSites(in, opts, S, f.Seed, f.Seeded)
 	} else {
 		res, err = otd.Fit(in, opts, src)
 	}
 	if err != nil {
 		return nil, extra, err
 	}
-	spectralNoteDataDependentInputs(c, res.Report, f.method)
-	if in.Corpus == nil || c.Int("sites") > 1 {
+	spectralNoteDataDependentInputs(f, res.Report)
+	if in.Corpus == nil || f.Sites > 1 {
 		return res, extra, nil
 	}
-	extra.DocPrior = spectralDocPrior(f.model, opts.Alpha0, res)
-	if f.refine > 0 {
-		eta := c.Float64("eta")
-		ref, err := otd.Refine(in.Corpus, res.A, otd.RefineOptions{Sweeps: f.refine, Alpha: spectralRefinePrior(f.model, opts.Alpha0, opts.K), Eta: eta, Progress: opts.Progress,
-			NoBackground: !c.Bool("background"), Infer: otd.InferOptions{Threads: c.Int("threads")}})
+	extra.DocPrior = spectralDocPrior(f.Model, opts.Alpha0, res)
+	if f.Refine > 0 {
+		eta := f.Eta
+		ref, err := otd.Refine(in.Corpus, res.A, otd.RefineOptions{Sweeps: f.Refine, Alpha: spectralRefinePrior(f.Model, opts.Alpha0, opts.K), Eta: eta, Progress: opts.Progress,
+			NoBackground: !f.Background, Infer: otd.InferOptions{Threads: f.Threads}})
 		if err != nil {
 			return nil, extra, err
 		}
@@ -505,19 +550,19 @@ func spectralFit(c *cli.Context, f *spectralFlags, in *otd.Input, opts otd.FitOp
 		}
 		res.A, res.Weights, res.Zero, res.Alpha, res.RawWeights = ref.A, ref.Weights, nil, nil, nil
 		res.Lambda = nil
-		extra.Refine, extra.Eta, extra.DocPrior = f.refine, eta, ref.Alpha
+		extra.Refine, extra.Eta, extra.DocPrior = f.Refine, eta, ref.Alpha
 		extra.Rebirths, extra.BackgroundShare = ref.Rebirths, ref.BackgroundShare
 	}
-	if f.docTopics != "" {
-		theta, err := otd.InferDocTopics(in.Corpus, res.A, extra.DocPrior, otd.InferOptions{Threads: c.Int("threads")})
+	if f.DocTopics != "" {
+		theta, err := otd.InferDocTopics(in.Corpus, res.A, extra.DocPrior, otd.InferOptions{Threads: f.Threads})
 		if err != nil {
 			return nil, extra, err
 		}
-		if err := spectralWriteDocTopics(f.docTopics, c.Bool("force"), in.Corpus, theta); err != nil {
+		if err := spectralWriteDocTopics(s, f.DocTopics, f.Force, in.Corpus, theta); err != nil {
 			return nil, extra, err
 		}
-		if f.method.Private() && res.Report != nil {
-			res.Report.NotCovered = append(res.Report.NotCovered, "--doc-topics "+f.docTopics+": the training documents' own topic proportions (computed from each document without noise; keep the file with the data)")
+		if f.Method.Private() && res.Report != nil {
+			res.Report.NotCovered = append(res.Report.NotCovered, "--doc-topics "+f.DocTopics+": the training documents' own topic proportions (computed from each document without noise; keep the file with the data)")
 		}
 	}
 	return res, extra, nil
@@ -525,21 +570,21 @@ func spectralFit(c *cli.Context, f *spectralFlags, in *otd.Input, opts otd.FitOp
 
 // spectralBuildOutput returns the printed output o (top words) and the
 // full output (every column) of a fit.
-func spectralBuildOutput(c *cli.Context, f *spectralFlags, opts *otd.FitOptions, res *otd.Result, extra spectralOutput, scale float64) (o, full spectralOutput) {
+func spectralBuildOutput(f *spectralOptions, opts *otd.FitOptions, res *otd.Result, extra spectralOutput, scale float64) (o, full spectralOutput) {
 	o = extra
-	o.Model, o.Method, o.K, o.Path, o.Privacy = f.model, f.method, opts.K, res.Path, res.Report
-	switch f.model {
+	o.Model, o.Method, o.K, o.Path, o.Privacy = f.Model, f.Method, opts.K, res.Path, res.Report
+	switch f.Model {
 	case otd.ModelLDA:
 		o.Alpha0 = opts.Alpha0
 	case otd.ModelSTM:
-		o.Estimator = f.est.String()
+		o.Estimator = f.Est.String()
 	case otd.ModelMoG:
 		o.Sigma2 = opts.Sigma2
 		if scale != 1 {
 			o.Scale = scale
 		}
 	}
-	if f.model != otd.ModelMoG {
+	if f.Model != otd.ModelMoG {
 		o.EffectiveTopics = otd.EffectiveTopics(res.Weights)
 		o.VocabSize = len(res.Vocab)
 	}
@@ -553,7 +598,7 @@ func spectralBuildOutput(c *cli.Context, f *spectralFlags, opts *otd.FitOptions,
 	for t := 0; t < k; t++ {
 		col := mat.Col(nil, t, res.A)
 		tp := spectralTopic{Index: t + 1, Weight: res.Weights[t], Zero: res.Zero != nil && res.Zero[t]}
-		if f.model == otd.ModelMoG && res.RawWeights != nil {
+		if f.Model == otd.ModelMoG && res.RawWeights != nil {
 			raw := res.RawWeights[t]
 			tp.RawWeight = &raw
 		}
@@ -563,10 +608,10 @@ func spectralBuildOutput(c *cli.Context, f *spectralFlags, opts *otd.FitOptions,
 		}
 		ft := tp
 		switch {
-		case f.model == otd.ModelMoG:
+		case f.Model == otd.ModelMoG:
 			tp.Mean, ft.Mean = col, col
 		case !tp.Zero:
-			tp.TopWords = spectralTopWords(col, res.Vocab, c.Int("top-words"))
+			tp.TopWords = spectralTopWords(col, res.Vocab, f.TopWords)
 			ft.TopWords, ft.Column = tp.TopWords, col
 		default:
 			ft.Column = col
@@ -574,18 +619,18 @@ func spectralBuildOutput(c *cli.Context, f *spectralFlags, opts *otd.FitOptions,
 		o.Topics = append(o.Topics, tp)
 		full.Topics = append(full.Topics, ft)
 	}
-	if f.model != otd.ModelMoG {
+	if f.Model != otd.ModelMoG {
 		full.Vocab = res.Vocab
 	}
 	return o, full
 }
 
 // spectralWriteResults writes --out, then the result (JSON or text) on
-// stdout and the corpus summary on stderr.
-func spectralWriteResults(c *cli.Context, f *spectralFlags, o, full *spectralOutput) error {
-	if f.outPath != "" {
-		if err := data.WriteFileAtomic(f.outPath, c.Bool("force"), func(w io.Writer) error {
-			if strings.HasSuffix(strings.ToLower(f.outPath), ".arrow") {
+// s.Out and the corpus summary on s.Err.
+func spectralWriteResults(f *spectralOptions, s *iostreams, o, full *spectralOutput) error {
+	if f.Out != "" {
+		if err := data.WriteFileAtomic(f.Out, f.Force, func(w io.Writer) error {
+			if strings.HasSuffix(strings.ToLower(f.Out), ".arrow") {
 				return spectralWriteArrow(w, *full)
 			}
 			enc := json.NewEncoder(w)
@@ -595,23 +640,23 @@ func spectralWriteResults(c *cli.Context, f *spectralFlags, o, full *spectralOut
 			return err
 		}
 	}
-	if note := spectralRefineNote(c, f, o.Corpus != nil); note != "" && !quiet(c) {
-		fmt.Fprintln(streamsOf(c).Err, note)
+	if note := spectralRefineNote(f, o.Corpus != nil); note != "" && !f.Quiet {
+		fmt.Fprintln(s.Err, note)
 	}
-	if c.Bool("json") {
-		enc := json.NewEncoder(streamsOf(c).Out)
+	if f.JSON {
+		enc := json.NewEncoder(s.Out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(spectralJSONSafe(*o))
 	}
-	spectralPrint(streamsOf(c).Out, o)
-	if !quiet(c) {
+	spectralPrint(s.Out, o)
+	if !f.Quiet {
 		if st := o.Corpus; st != nil {
-			fmt.Fprintf(streamsOf(c).Err, "corpus: %d documents, %d words, vocabulary %d; skipped %d empty and %d shorter than 3 words\n",
+			fmt.Fprintf(s.Err, "corpus: %d documents, %d words, vocabulary %d; skipped %d empty and %d shorter than 3 words\n",
 				st.Docs, st.Tokens, o.VocabSize, st.SkippedEmpty, st.SkippedShort)
-			fmt.Fprintf(streamsOf(c).Err, "pruning: %s\n", spectralPruneSummary(st.Pruning))
+			fmt.Fprintf(s.Err, "pruning: %s\n", spectralPruneSummary(st.Pruning))
 		}
-		if f.outPath != "" {
-			fmt.Fprintf(streamsOf(c).Err, "wrote %s\n", f.outPath)
+		if f.Out != "" {
+			fmt.Fprintf(s.Err, "wrote %s\n", f.Out)
 		}
 	}
 	return nil
@@ -620,13 +665,13 @@ func spectralWriteResults(c *cli.Context, f *spectralFlags, o, full *spectralOut
 // spectralRefineNote says what the default refinement did (or, for a
 // private lda or stm run on a corpus, why it did not run); "" when
 // --refine was given or no refinement applies.
-func spectralRefineNote(c *cli.Context, f *spectralFlags, corpus bool) string {
+func spectralRefineNote(f *spectralOptions, corpus bool) string {
 	switch {
-	case !corpus || c.IsSet("refine"):
+	case !corpus || f.RefineSet:
 		return ""
-	case f.refineDefault:
-		return fmt.Sprintf("refined with %d sweeps of variational EM (the default of non-private lda and stm runs); --refine 0 for the spectral topics alone", f.refine)
-	case f.method.Private() && f.model != otd.ModelMoG:
+	case f.RefineDefault:
+		return fmt.Sprintf("refined with %d sweeps of variational EM (the default of non-private lda and stm runs); --refine 0 for the spectral topics alone", f.Refine)
+	case f.Method.Private() && f.Model != otd.ModelMoG:
 		return "not refined: a private run keeps its spectral topics (refinement would read the documents again without noise, which the privacy report does not cover)"
 	}
 	return ""
@@ -710,12 +755,12 @@ func spectralPrint(w io.Writer, o *spectralOutput) {
 // without --vocab and --public-vocab, and every data-dependent pruning
 // rule), and the number of usable documents N (after skipping short ones)
 // is treated as public.
-func spectralNoteDataDependentInputs(c *cli.Context, r *perturb.Report, method otd.Method) {
-	if !method.Private() || r == nil {
+func spectralNoteDataDependentInputs(f *spectralOptions, r *perturb.Report) {
+	if !f.Method.Private() || r == nil {
 		return
 	}
-	if otd.Model(c.String("model")) != otd.ModelMoG {
-		r.Notes = append(r.Notes, fmt.Sprintf("the vocabulary %s was declared public (--public-vocab): chosen without looking at the private documents; stop-word removal uses fixed public lists", c.String("vocab")))
+	if f.Model != otd.ModelMoG {
+		r.Notes = append(r.Notes, fmt.Sprintf("the vocabulary %s was declared public (--public-vocab): chosen without looking at the private documents; stop-word removal uses fixed public lists", f.Vocab))
 	}
 	r.Notes = append(r.Notes, "N, the number of usable documents or rows after skipping short or empty ones, is treated as public, as in the seeds")
 }
@@ -744,20 +789,19 @@ func spectralCheckPrivateInput(c *cli.Context, model otd.Model, method otd.Metho
 	return nil
 }
 
-// spectralPruneOptions builds the corpus pruning rules from the flags;
-// a bad value or a missing stop-word file is a usage error.
-func spectralPruneOptions(c *cli.Context) (data.PruneOptions, error) {
-	o := data.PruneOptions{
-		KeepStopWords: c.Bool("keep-stopwords"), MinCount: c.Int("min-count"), MinDF: c.Int("min-df"),
-		MaxDF: c.Float64("max-df"), MaxVocab: c.Int("max-vocab"), MinDocLen: 3,
-	}
+// spectralPruneOptions returns the corpus pruning rules of f with the
+// --stop-words file read; a bad value or a missing stop-word file is a
+// usage error.
+func spectralPruneOptions(f *spectralOptions) (data.PruneOptions, error) {
+	o := f.Prune
+	o.MinDocLen = 3
 	if o.MinCount < 0 || o.MinDF < 0 || o.MaxVocab < 0 {
 		return o, cli.Exit("--min-count, --min-df and --max-vocab must be non-negative", exitUsage)
 	}
-	if c.IsSet("max-df") && !(o.MaxDF > 0 && o.MaxDF <= 1) {
+	if f.MaxDFSet && !(o.MaxDF > 0 && o.MaxDF <= 1) {
 		return o, cli.Exit(fmt.Sprintf("--max-df %v: want a fraction of the documents in (0, 1]", o.MaxDF), exitUsage)
 	}
-	if p := c.String("stop-words"); p != "" {
+	if p := f.StopWords; p != "" {
 		ws, err := data.ReadStopWords(p)
 		if err != nil {
 			return o, cli.Exit(fmt.Sprintf("--stop-words: %v", err), exitUsage)
@@ -826,21 +870,19 @@ func spectralMemCheck(in *otd.Input, k int, limit int64) error {
 		data.ErrMemoryLimit, k, d, data.FormatBytes(int64(min(est, 1<<62))), data.FormatBytes(limit))
 }
 
-// spectralMaxMemory returns the --max-memory limit in bytes (0: none); the
-// default is data.DefaultMemoryFraction of the physical memory.
-func spectralMaxMemory(c *cli.Context) (int64, error) {
-	switch s := strings.ToLower(c.String("max-memory")); s {
-	case "":
-		return int64(float64(data.PhysicalMemory()) * data.DefaultMemoryFraction), nil
-	case "none", "unlimited":
+// spectralMaxMemory returns the --max-memory limit v in bytes (0: none);
+// the default ("") is data.DefaultMemoryFraction of the physical memory.
+func spectralMaxMemory(v string) (int64, error) {
+	n, err := parseMaxMemory(v)
+	switch {
+	case err != nil:
+		return 0, cli.Exit("--max-memory: "+err.Error(), exitUsage)
+	case n < 0:
 		return 0, nil
-	default:
-		n, err := dataParseBytes(s)
-		if err != nil {
-			return 0, cli.Exit("--max-memory: "+err.Error(), exitUsage)
-		}
-		return n, nil
+	case n == 0:
+		return int64(float64(data.PhysicalMemory()) * data.DefaultMemoryFraction), nil
 	}
+	return n, nil
 }
 
 // spectralUsedWords counts the vocabulary words that occur in the corpus.

@@ -49,7 +49,7 @@ argmax topic against its label, normalised mutual information 2 I / (H(topics) +
 			&cli.IntFlag{Name: "random-from", Usage: "--random-baseline: draw from the N words in most reference documents instead of the whole vocabulary (a frequency-matched baseline)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the scores as JSON"},
 		},
-		Action: spectralEvalRun,
+		Action: runWithOptions(spectralEvalOptionsOf, spectralEvalRun),
 	}
 }
 
@@ -85,49 +85,82 @@ type spectralEvalOutput struct {
 	Topics          []spectralEvalTopic `json:"topics"`
 }
 
-func spectralEvalRun(c *cli.Context) error {
-	if c.Int("top-words") < 2 {
-		return cli.Exit("--top-words must be at least 2 (coherence scores word pairs)", exitUsage)
+// spectralEvalOptions are the settings of spectral eval.
+type spectralEvalOptions struct {
+	globalOptions
+	Model         string // --model: a topic model file (spectral --out FILE.arrow)
+	Corpus        string // --corpus: the reference corpus of coherence
+	Vocab         string // --vocab of Corpus ("": next to it)
+	Select        string // --select FILE:VALUE
+	Heldout       string // --heldout corpus ("": no likelihood)
+	HeldoutVocab  string
+	HeldoutSelect string
+	Labels        string // --labels FILE ("": no NMI)
+	TopWords      int    // words per topic, at least 2
+	Random        bool   // --random-baseline
+	RandomDraws   int    // at least 2
+	RandomFrom    int    // 0: the whole vocabulary
+	Seed          uint64 // of the random baseline (1 unless --seed)
+	JSON          bool
+}
+
+// spectralEvalOptionsOf reads and checks the flags of spectral eval.
+func spectralEvalOptionsOf(c *cli.Context) (*spectralEvalOptions, error) {
+	o := &spectralEvalOptions{globalOptions: globalOptionsOf(c), Model: c.String("model"), Corpus: c.String("corpus"),
+		Vocab: c.String("vocab"), Select: c.String("select"), Heldout: c.String("heldout"),
+		HeldoutVocab: c.String("heldout-vocab"), HeldoutSelect: c.String("heldout-select"), Labels: c.String("labels"),
+		TopWords: c.Int("top-words"), Random: c.Bool("random-baseline"), RandomDraws: c.Int("random-draws"),
+		RandomFrom: c.Int("random-from"), Seed: 1, JSON: c.Bool("json")}
+	if seed, ok := seedOf(c); ok {
+		o.Seed = seed
 	}
-	if c.Int("random-draws") < 2 || c.Int("random-from") < 0 {
-		return cli.Exit("--random-draws must be at least 2 (the spread needs two draws) and --random-from non-negative", exitUsage)
+	if o.TopWords < 2 {
+		return nil, cli.Exit("--top-words must be at least 2 (coherence scores word pairs)", exitUsage)
 	}
-	m, err := spectralReadModel(c.String("model"))
+	if o.RandomDraws < 2 || o.RandomFrom < 0 {
+		return nil, cli.Exit("--random-draws must be at least 2 (the spread needs two draws) and --random-from non-negative", exitUsage)
+	}
+	return o, nil
+}
+
+// spectralEvalRun scores the model of e and prints the scores on s.Out.
+func spectralEvalRun(e *spectralEvalOptions, s *iostreams) error {
+	m, err := spectralReadModel(e.Model)
 	if err != nil {
 		return err
 	}
-	ref, uw, _, err := spectralMapCorpus(c.String("corpus"), c.String("vocab"), m.Vocab)
+	ref, uw, _, err := spectralMapCorpus(e.Corpus, e.Vocab, m.Vocab)
 	if err != nil {
 		return err
 	}
-	if sel := c.String("select"); sel != "" {
+	if sel := e.Select; sel != "" {
 		if ref, err = spectralSelect(ref, sel); err != nil {
 			return err
 		}
 	}
-	o := spectralEvalOutput{Model: c.String("model"), K: m.Summary.K, ReferenceDocs: ref.NumDocs(), UnknownWords: uw}
-	tops := spectralEvalCoherence(c, m, ref, &o)
-	if c.Bool("random-baseline") && len(tops) > 0 {
-		spectralEvalRandom(c, len(m.Vocab), ref, tops, &o)
+	o := spectralEvalOutput{Model: e.Model, K: m.Summary.K, ReferenceDocs: ref.NumDocs(), UnknownWords: uw}
+	tops := spectralEvalCoherence(e.TopWords, m, ref, &o)
+	if e.Random && len(tops) > 0 {
+		spectralEvalRandom(e, len(m.Vocab), ref, tops, &o)
 	}
-	if err := spectralEvalLabels(c, m, ref, &o); err != nil {
+	if err := spectralEvalLabels(e.Labels, m, ref, &o); err != nil {
 		return err
 	}
-	if err := spectralEvalHeldout(c, m, &o); err != nil {
+	if err := spectralEvalHeldout(e, m, &o); err != nil {
 		return err
 	}
-	if c.Bool("json") {
-		enc := json.NewEncoder(streamsOf(c).Out)
+	if e.JSON {
+		enc := json.NewEncoder(s.Out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(o)
 	}
-	spectralEvalPrint(streamsOf(c).Out, &o)
+	spectralEvalPrint(s.Out, &o)
 	return nil
 }
 
-// spectralEvalCoherence scores the top words of each topic of positive
+// spectralEvalCoherence scores the top n words of each topic of positive
 // weight and returns them.
-func spectralEvalCoherence(c *cli.Context, m *spectralModel, ref *data.Corpus, o *spectralEvalOutput) [][]int {
+func spectralEvalCoherence(n int, m *spectralModel, ref *data.Corpus, o *spectralEvalOutput) [][]int {
 	weights := make([]float64, m.Summary.K)
 	for t, tp := range m.Summary.Topics {
 		weights[t] = tp.Weight
@@ -138,7 +171,7 @@ func spectralEvalCoherence(c *cli.Context, m *spectralModel, ref *data.Corpus, o
 		if tp.Zero || !(tp.Weight > 0) {
 			continue
 		}
-		tops = append(tops, spectralTopIDs(m.A, t, c.Int("top-words")))
+		tops = append(tops, spectralTopIDs(m.A, t, n))
 		o.Topics = append(o.Topics, spectralEvalTopic{Index: tp.Index, Weight: tp.Weight})
 	}
 	npmi, umass := spectralCoherence(ref, tops)
@@ -165,17 +198,13 @@ func spectralEvalCoherence(c *cli.Context, m *spectralModel, ref *data.Corpus, o
 // the v words of the model or from the --random-from words in most
 // reference documents, and records the mean and standard deviation over
 // draws of the mean NPMI.
-func spectralEvalRandom(c *cli.Context, v int, ref *data.Corpus, tops [][]int, o *spectralEvalOutput) {
-	seed, ok := seedOf(c)
-	if !ok {
-		seed = 1
-	}
-	r := rand.New(rand.NewPCG(seed, 0x5eed))
+func spectralEvalRandom(e *spectralEvalOptions, v int, ref *data.Corpus, tops [][]int, o *spectralEvalOutput) {
+	r := rand.New(rand.NewPCG(e.Seed, 0x5eed))
 	pool := make([]int, v)
 	for i := range pool {
 		pool[i] = i
 	}
-	if from := c.Int("random-from"); from > 0 && from < v {
+	if from := e.RandomFrom; from > 0 && from < v {
 		df := make([]int, v)
 		for n := 0; n < ref.NumDocs(); n++ {
 			ws, _ := ref.Doc(n)
@@ -187,7 +216,7 @@ func spectralEvalRandom(c *cli.Context, v int, ref *data.Corpus, tops [][]int, o
 		pool = pool[:from]
 		o.RandomFrom = from
 	}
-	draws := c.Int("random-draws")
+	draws := e.RandomDraws
 	means := make([]float64, draws)
 	for i := range means {
 		rt := make([][]int, len(tops))
@@ -206,9 +235,9 @@ func spectralEvalRandom(c *cli.Context, v int, ref *data.Corpus, tops [][]int, o
 	o.RandomNPMI, o.RandomNPMISD, o.RandomDraws = &mean, &sd, draws
 }
 
-// spectralEvalLabels computes --labels' NMI of the argmax topic.
-func spectralEvalLabels(c *cli.Context, m *spectralModel, ref *data.Corpus, o *spectralEvalOutput) error {
-	lp := c.String("labels")
+// spectralEvalLabels computes the NMI of the argmax topic with the labels
+// in the file lp (--labels; "": none).
+func spectralEvalLabels(lp string, m *spectralModel, ref *data.Corpus, o *spectralEvalOutput) error {
 	if lp == "" {
 		return nil
 	}
@@ -238,16 +267,16 @@ func spectralEvalLabels(c *cli.Context, m *spectralModel, ref *data.Corpus, o *s
 }
 
 // spectralEvalHeldout computes --heldout's per-word likelihood.
-func spectralEvalHeldout(c *cli.Context, m *spectralModel, o *spectralEvalOutput) error {
-	hp := c.String("heldout")
+func spectralEvalHeldout(e *spectralEvalOptions, m *spectralModel, o *spectralEvalOutput) error {
+	hp := e.Heldout
 	if hp == "" {
 		return nil
 	}
-	ho, _, _, err := spectralMapCorpus(hp, c.String("heldout-vocab"), m.Vocab)
+	ho, _, _, err := spectralMapCorpus(hp, e.HeldoutVocab, m.Vocab)
 	if err != nil {
 		return err
 	}
-	if sel := c.String("heldout-select"); sel != "" {
+	if sel := e.HeldoutSelect; sel != "" {
 		if ho, err = spectralSelect(ho, sel); err != nil {
 			return err
 		}

@@ -82,8 +82,8 @@ func spectralDocName(c *data.Corpus, n int) string {
 
 // spectralWriteDocTopics writes theta (N x K) atomically as CSV (columns
 // doc, topic_1..topic_K) or Parquet (doc string, topic_k double), one row
-// per kept document; "-" writes CSV to stdout.
-func spectralWriteDocTopics(path string, force bool, c *data.Corpus, theta *mat.Dense) error {
+// per kept document; "-" writes CSV to s.Out.
+func spectralWriteDocTopics(s *iostreams, path string, force bool, c *data.Corpus, theta *mat.Dense) error {
 	n, k := theta.Dims()
 	names := make([]string, k+1)
 	names[0] = "doc"
@@ -91,11 +91,11 @@ func spectralWriteDocTopics(path string, force bool, c *data.Corpus, theta *mat.
 		names[t] = fmt.Sprintf("topic_%d", t)
 	}
 	if strings.HasSuffix(strings.ToLower(path), ".parquet") {
-		return data.WriteFileAtomic(path, force, func(w io.Writer) error {
+		return s.writeFile(path, force, func(w io.Writer) error {
 			return spectralDocTopicsParquet(w, c, theta, names)
 		})
 	}
-	return data.WriteFileAtomic(path, force, func(w io.Writer) error {
+	return s.writeFile(path, force, func(w io.Writer) error {
 		bw := bufio.NewWriter(w)
 		cw := csv.NewWriter(bw)
 		if err := cw.Write(names); err != nil {
@@ -412,30 +412,52 @@ iterations per document with the model's document-topic prior (see go doc otd.In
 			forceFlag("overwrite --out", ""),
 			&cli.IntFlag{Name: "threads", Value: 1, Usage: "documents processed by this many goroutines"},
 		},
-		Action: func(c *cli.Context) error {
-			if err := spectralCheckTableOut(c.String("out"), c.Bool("force")); err != nil {
-				return err
-			}
-			m, err := spectralReadModel(c.String("model"))
-			if err != nil {
-				return err
-			}
-			corpus, uw, ut, err := spectralMapCorpus(c.String("corpus"), c.String("vocab"), m.Vocab)
-			if err != nil {
-				return err
-			}
-			theta, err := otd.InferDocTopics(corpus, m.A, m.Summary.DocPrior, otd.InferOptions{Threads: c.Int("threads")})
-			if err != nil {
-				return err
-			}
-			if err := spectralWriteDocTopics(c.String("out"), c.Bool("force"), corpus, theta); err != nil {
-				return err
-			}
-			if !quiet(c) {
-				fmt.Fprintf(streamsOf(c).Err, "inferred %d documents (skipped %d empty after mapping); %d words (%d tokens) not in the model's vocabulary were ignored\n",
-					corpus.NumDocs(), corpus.Stats.SkippedEmpty, uw, ut)
-			}
-			return nil
-		},
+		Action: runWithOptions(spectralInferOptionsOf, spectralInferRun),
 	}
+}
+
+// spectralInferOptions are the settings of spectral infer.
+type spectralInferOptions struct {
+	globalOptions
+	Model   string // --model: a topic model file (spectral --out FILE.arrow)
+	Corpus  string // --corpus: text directory or UCI docword file
+	Vocab   string // --vocab ("": next to the docword file)
+	Out     string // --out FILE.csv or FILE.parquet ("-": CSV on the output stream)
+	Force   bool
+	Threads int
+}
+
+// spectralInferOptionsOf reads the flags of spectral infer; the output
+// is checked by spectralInferRun before anything is read.
+func spectralInferOptionsOf(c *cli.Context) (*spectralInferOptions, error) {
+	return &spectralInferOptions{globalOptions: globalOptionsOf(c), Model: c.String("model"), Corpus: c.String("corpus"),
+		Vocab: c.String("vocab"), Out: c.String("out"), Force: c.Bool("force"), Threads: c.Int("threads")}, nil
+}
+
+// spectralInferRun infers the topic proportions of o.Corpus's documents
+// with the topics of o.Model and writes them to o.Out (s.Out for "-").
+func spectralInferRun(o *spectralInferOptions, s *iostreams) error {
+	if err := spectralCheckTableOut(o.Out, o.Force); err != nil {
+		return err
+	}
+	m, err := spectralReadModel(o.Model)
+	if err != nil {
+		return err
+	}
+	corpus, uw, ut, err := spectralMapCorpus(o.Corpus, o.Vocab, m.Vocab)
+	if err != nil {
+		return err
+	}
+	theta, err := otd.InferDocTopics(corpus, m.A, m.Summary.DocPrior, otd.InferOptions{Threads: o.Threads})
+	if err != nil {
+		return err
+	}
+	if err := spectralWriteDocTopics(s, o.Out, o.Force, corpus, theta); err != nil {
+		return err
+	}
+	if !o.Quiet {
+		fmt.Fprintf(s.Err, "inferred %d documents (skipped %d empty after mapping); %d words (%d tokens) not in the model's vocabulary were ignored\n",
+			corpus.NumDocs(), corpus.Stats.SkippedEmpty, uw, ut)
+	}
+	return nil
 }

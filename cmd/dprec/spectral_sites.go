@@ -24,8 +24,9 @@ var spectralSitesFlag = &cli.IntFlag{
 }
 
 // spectralSites runs capeAGN over S sites cut from in and returns the
-// result in otd.Result form with the protocol's privacy report.
-func spectralSites(c *cli.Context, in *otd.Input, opts otd.FitOptions, S int) (*otd.Result, error) {
+// result in otd.Result form with the protocol's privacy report; seeded
+// (--seed), the noise and the power method's restarts come from seed.
+func spectralSites(in *otd.Input, opts otd.FitOptions, S int, seed uint64, seeded bool) (*otd.Result, error) {
 	if opts.Method != otd.MethodAGN {
 		return nil, cli.Exit(fmt.Sprintf("--sites runs capeAGN: use --method agn (got %q)", opts.Method), exitUsage)
 	}
@@ -68,7 +69,7 @@ func spectralSites(c *cli.Context, in *otd.Input, opts otd.FitOptions, S int) (*
 	job := cape.Job{Kind: cape.JobAGN, D: d, K: opts.K, Model: model, Sigma2: opts.Sigma2}
 	ropts := cape.RunOptions{Timeout: time.Minute}
 	var tpmSrc rand.Source
-	if seed, ok := seedOf(c); ok {
+	if seeded {
 		ropts.Seeded, ropts.Seed = true, seed
 		tpmSrc = rand.NewPCG(seed, 0x7470) // power-method restarts only
 	} else {

@@ -45,8 +45,10 @@ var flagChecks = map[string][]flagCheck{
 		checkTrainPrivacy,
 		oneOf("objective", "rating", "implicit"),
 		checkTrainValues,
+		fileOnly("out", "a model file"),
 	},
 	"dprec tune": {
+		fileOnly("out", "a model file"),
 		oneOf("model", "cp", "tucker"), positiveInt("rank"), nonNegativeInt("folds"), nonNegativeInt("random"),
 		oneOf("solver", "default", "gibbs", "als", "sgd"), positiveInt("epochs"),
 		openFraction("validation"),
@@ -119,6 +121,18 @@ func oneOf(name string, choices ...string) flagCheck {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 		}
 		return fmt.Errorf("%s", msg)
+	}
+}
+
+// fileOnly refuses "-" for a path flag whose file is written only to a
+// file (the library writes files only, and does not take "-" for
+// standard output).
+func fileOnly(name, what string) flagCheck {
+	return func(c *cli.Context) error {
+		if c.String(name) == "-" {
+			return fmt.Errorf("--%s -: %s is written to a file, not to the output stream; give a file name (./- for a file named -)", name, what)
+		}
+		return nil
 	}
 }
 
@@ -210,6 +224,17 @@ func checkClamp(c *cli.Context) error {
 		}
 	}
 	return nil
+}
+
+// parseCalibration parses a --calibration value (the Gaussian mechanism's
+// calibration of pca, cape aggregate and experiment spectral); a bad value
+// is a usage error.
+func parseCalibration(v string) (perturb.Calibration, error) {
+	cal, err := perturb.ParseCalibration(v)
+	if err != nil {
+		return cal, cli.Exit(err.Error(), exitUsage)
+	}
+	return cal, nil
 }
 
 func checkCalibration(c *cli.Context) error {
