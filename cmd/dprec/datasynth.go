@@ -39,6 +39,7 @@ func datasynthCmd() *cli.Command {
 			&cli.Float64Flag{Name: "noise", Value: d.Noise, Usage: "standard deviation of the Gaussian noise"},
 			&cli.StringFlag{Name: "scale", Value: d.Scale, Usage: "rating scale: 0.5-5 (half stars), 1-5 (whole stars) or continuous"},
 			&cli.Float64Flag{Name: "skew", Value: d.Skew, Usage: "Zipf exponent of user and item popularity (0: uniform)"},
+			&cli.Float64Flag{Name: "choice", Usage: "> 0: write a click log (user, item; no rating or time column, needs --times 0) whose positions follow the model: each user's items are drawn with weight popularity x exp(choice x z), z the model's standardised user x item value; --ratings is the number of events"},
 			&cli.StringFlag{Name: "time-unit", Value: string(d.TimeUnit), Usage: "width of a time bucket: hour, day, week or month"},
 			&cli.StringFlag{Name: "start", Value: "2015-01-01", Usage: "start of the first time bucket: YYYY-MM-DD (UTC) or Unix seconds"},
 			&cli.Uint64Flag{Name: "seed", Usage: "random seed (same seed, same log)", DefaultText: strconv.Itoa(data.DefaultSynthSeed)},
@@ -82,7 +83,7 @@ func datasynthSynthOptions(c *cli.Context) (data.SynthOptions, error) {
 	o := data.SynthOptions{
 		Users: c.Int("users"), Items: c.Int("items"), Times: c.Int("times"), Ratings: c.Int("ratings"),
 		Kind: c.String("kind"), Rank: c.Int("rank"), Bias: c.Bool("bias"), Mean: c.Float64("mean"),
-		Noise: c.Float64("noise"), Scale: c.String("scale"), Skew: c.Float64("skew"),
+		Noise: c.Float64("noise"), Scale: c.String("scale"), Skew: c.Float64("skew"), Choice: c.Float64("choice"),
 	}
 	if o.Scale == "continuous" || o.Scale == "none" {
 		o.Scale = ""
@@ -154,6 +155,11 @@ func datasynthRun(opts *datasynthOptions, ios *iostreams) error {
 		note := ""
 		if truthPath != "" {
 			note = "; truth in " + truthPath
+		}
+		if o.Choice > 0 {
+			fmt.Fprintf(ios.Err, "dprec: wrote a click log of %d events, every value 1 (%s; %s, choice %g, seed %d) to %s in %.2fs%s\n",
+				s.NNZ(), shape, model, o.Choice, seed, out, time.Since(t0).Seconds(), note)
+			return nil
 		}
 		fmt.Fprintf(ios.Err, "dprec: wrote %d ratings (%s; %s, noise %g, scale %s, seed %d) to %s in %.2fs%s\n",
 			s.NNZ(), shape, model, o.Noise, datasynthScaleName(o.Scale), seed, out, time.Since(t0).Seconds(), note)
