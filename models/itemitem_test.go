@@ -2,6 +2,8 @@ package models
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
@@ -107,5 +109,24 @@ func TestItemItemRejects(t *testing.T) {
 		if _, err := NewItemWeights(5, bad.ptr, bad.cols, make([]float64, len(bad.cols))); err == nil {
 			t.Fatalf("bad weights %v %v accepted", bad.ptr, bad.cols)
 		}
+	}
+}
+
+func TestItemItemExport(t *testing.T) {
+	f := testItemItemFile(t)
+	dir := filepath.Join(t.TempDir(), "out")
+	if err := Export(dir, f, false); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range ents {
+		got = append(got, e.Name())
+	}
+	if want := ExportFilesOf(f); !slices.Equal(got, want) || !slices.Contains(got, ExportItemWeights) {
+		t.Fatalf("exported %v, want %v", got, want)
 	}
 }

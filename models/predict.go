@@ -455,6 +455,10 @@ type Row struct {
 	// query falls in one of them; empty for none.
 	Buckets    []int32
 	BucketBias []float64
+	// Items, for an item-item model, is the user's history (dense item
+	// indices): the scores sum W's rows of these items, and Factor, Bias
+	// and the buckets are unused.
+	Items []int32
 }
 
 // bias returns the row's bias at time bucket k (-1: none).
@@ -474,6 +478,9 @@ func (p *Predictor) PredictRow(r Row, item string, t *int64) (float64, Fallback)
 }
 
 func (p *Predictor) rowQuery(r Row, t *int64) query {
+	if p.f.Weights != nil {
+		return p.historyQuery(r.Items, FallbackNone)
+	}
 	if len(r.Factor) != p.m.Ranks[0] {
 		panic("models: Row has the wrong rank")
 	}
