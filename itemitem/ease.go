@@ -49,7 +49,8 @@ type Settings struct {
 	ValidationUsers    int     `json:"validation_users,omitempty"`
 	Seed               uint64  `json:"seed,omitempty"`
 	// Threads building the Gram matrix and scoring validation users
-	// (0: GOMAXPROCS).
+	// (0: GOMAXPROCS); gonum's LAPACK (the inversion) schedules its own
+	// goroutines over GOMAXPROCS.
 	Threads int `json:"threads,omitempty"`
 	// MaxMemory in bytes bounds a fit's estimate (0: the machine's
 	// physical memory; negative: no limit).
@@ -123,7 +124,7 @@ type TooLargeError struct {
 }
 
 func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("itemitem: the closed form over %d items needs about %s (8 n^2 bytes for X^T X and its inverse, 21 n^2 for the weights and the model file), more than the %s allowed: lower the items of the closed form (--max-items: the most popular items keep their weights) or train a factor model (--objective implicit)",
+	return fmt.Sprintf("itemitem: the closed form over %d items needs about %s (8 n^2 bytes for X^T X, inverted in place, 30 n^2 for the sparse weights and the model file), more than the %s allowed: lower the items of the closed form (--max-items: the most popular items keep their weights) or train a factor model (--objective implicit)",
 		e.Items, data.FormatBytes(int64(e.Need)), data.FormatBytes(int64(e.Limit)))
 }
 
