@@ -130,3 +130,13 @@ func TestItemItemExport(t *testing.T) {
 		t.Fatalf("exported %v, want %v", got, want)
 	}
 }
+
+// TestItemItemTruncated: an item-item file cut at any offset is refused.
+func TestItemItemTruncated(t *testing.T) {
+	b := encode(t, testItemItemFile(t))
+	for n := 0; n < len(b); n++ {
+		if _, err := decode(b[:n]); err == nil {
+			t.Fatalf("file truncated to %d of %d bytes was accepted", n, len(b))
+		}
+	}
+}
