@@ -96,11 +96,16 @@ func trainEASERun(o *trainOptions, s *iostreams) error {
 			return err
 		}
 	}
-	if o.Data == "" {
-		return cli.Exit("--objective ease needs --data (a log of events or ratings; every event is a positive)", exitUsage)
-	}
 	e := o.EASE
-	st, _, err := loadLog(s, o.Global, o.Data, e.Load)
+	var st *data.Store
+	var err error
+	src := o.Data
+	if src == "" {
+		src = "embedded synthetic log"
+		st, _, err = data.DefaultSynth()
+	} else {
+		st, _, err = loadLog(s, o.Global, o.Data, e.Load)
+	}
 	if err != nil {
 		return err
 	}
@@ -124,7 +129,7 @@ func trainEASERun(o *trainOptions, s *iostreams) error {
 	if err := models.Save(o.Out, f, o.Force); err != nil {
 		return err
 	}
-	sum := &trainEASESummary{Out: o.Out, Data: o.Data, Objective: models.ObjectiveItemItem, Dims: f.Model.Dims,
+	sum := &trainEASESummary{Out: o.Out, Data: src, Objective: models.ObjectiveItemItem, Dims: f.Model.Dims,
 		Pairs: f.Seen.Pairs(), Result: res, Weights: f.Weights.NNZ(), Seconds: time.Since(start).Seconds()}
 	return trainEASEPrint(s.Out, o.JSON, sum)
 }
