@@ -105,6 +105,9 @@ func TestTrainEASE(t *testing.T) {
 	if _, _, err := trainTestRun(t, "-q", "train", "--objective", "ease", "--rank", "5", "--columns", "user,item", "--data", train, "--out", filepath.Join(dir, "r.arrow")); err == nil || !strings.Contains(err.Error(), "--rank is not used") {
 		t.Fatalf("--rank with ease: %v", err)
 	}
+	if _, _, err := trainTestRun(t, "-q", "train", "--objective", "implicit", "--lambda", "5", "--columns", "user,item", "--data", train, "--out", filepath.Join(dir, "i.arrow")); err == nil || !strings.Contains(err.Error(), "--lambda is for --objective ease") {
+		t.Fatalf("--lambda with implicit: %v", err)
+	}
 	_, _, err = trainTestRun(t, "-q", "train", "--objective", "ease", "--lambda", "1", "--max-memory", "250KiB", "--columns", "user,item", "--data", train, "--out", filepath.Join(dir, "m.arrow"))
 	if err == nil || !strings.Contains(err.Error(), "closed form over 80 items needs about") {
 		t.Fatalf("memory refusal: %v", err)
