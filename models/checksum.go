@@ -17,8 +17,9 @@ import (
 // pair bias's (key, value) in key order. Numbers are
 // little endian; floats are their IEEE-754 bits. When the file has a
 // seen-items part, its stored (base64) bytes follow, preceded by their
-// length; files without one hash exactly as before the part existed.
-func payloadSum(hdr []byte, m *decomposition.Model, dicts []*data.Dict, tb *data.TimeBucketing, seen []byte) [32]byte {
+// length; files without one hash exactly as before the part existed. The
+// item-item weights stream (version 3) follows the same way.
+func payloadSum(hdr []byte, m *decomposition.Model, dicts []*data.Dict, tb *data.TimeBucketing, seen, weights []byte) [32]byte {
 	h := sha256.New()
 	w := &sumWriter{h: h, buf: make([]byte, 0, 1<<14)}
 	w.u64(uint64(len(hdr)))
@@ -61,6 +62,10 @@ func payloadSum(hdr []byte, m *decomposition.Model, dicts []*data.Dict, tb *data
 	if seen != nil {
 		w.u64(uint64(len(seen)))
 		w.bytes(seen)
+	}
+	if weights != nil {
+		w.u64(uint64(len(weights)))
+		w.bytes(weights)
 	}
 	w.flush()
 	var out [32]byte

@@ -98,6 +98,34 @@
 // items a user rated are the private data. Such models need
 // recommend --exclude-rated.
 //
+// # Item-item models (version 3)
+//
+// An item-item model (Header.Objective "ease", ObjectiveItemItem; trained
+// by package itemitem: EASE, Steck 2019) scores item j for user u as
+//
+//	s(u, j) = sum over the items i of u's seen items of W[i, j]
+//
+// for a sparse items x items weight matrix W (File.Weights). Its Model is
+// a shell that carries the mode sizes: order 2, CP rank 1, zero factors, no
+// biases (the user and item rows still hold the ids); the seen-items part
+// is required (it is the history the scores sum over). W is stored like
+// the seen items: a stream cut into pieces of 1 MiB in the binary column
+// ("seen") of rows with part "weights", mode -2147483647, index the piece
+// number, after the seen rows. The stream is a uvarint byte length, then
+// W's pattern in the seen-items encoding (its rows as users), then the
+// values as float64 little endian in row order (WeightsEncoding); the
+// header's "weights" entry gives {items, nnz, encoding} and the payload
+// checksum covers the stream after the seen items. Files with weights are
+// version 3; older readers reject them by version.
+//
+// Recommend, RecommendAll, Evaluate and Predict score a known user by
+// summing the rows of W of their seen items into one dense score vector
+// (O(items) memory per user); an unknown user gets the items by training
+// popularity, as for implicit models. Rankings are never shrunk.
+// SimilarItems ranks by the cosine of the items' rows of W (the scores an
+// item adds to every other item when it is in a history), SimilarUsers by
+// the cosine of the users' binary histories.
+//
 // # Loading guarantees
 //
 // Load reads the file once (its size bounds the memory) and checks, in

@@ -179,10 +179,18 @@ func evalCheck(test *data.Store, opt EvalOptions) (int, error) {
 func evalAccuracy(p *Predictor, test *data.Store, umap, imap []int32, folded []*foldedUser, res *EvalResult) {
 	timeOf := func(e int) *int64 { return entryTime(test, e) }
 	var se, ae float64
+	// An item-item model's query is a dense score vector: reuse it while
+	// the test entries stay with one user.
+	lastU, lastQ := int32(-2), query{}
 	for e, x := range test.Val {
 		u, j := umap[test.Idx[0][e]], imap[test.Idx[1][e]]
 		var q query
 		switch {
+		case folded == nil && p.f.Weights != nil && u >= 0:
+			if u != lastU {
+				lastU, lastQ = u, p.userQuery(u, true, nil)
+			}
+			q = lastQ
 		case folded == nil:
 			q = p.userQuery(u, u >= 0, timeOf(e))
 		case folded[test.Idx[0][e]] != nil:

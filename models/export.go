@@ -127,10 +127,27 @@ func exportFiles(dir string, f *File, force bool) error {
 			return err
 		}
 	}
+	if f.Weights != nil {
+		h.Tables[ExportItemWeights] = "item-item weights W: item, target (dense item indices, see items.parquet), weight; absent pairs are 0"
+		if err := exportParquet(filepath.Join(dir, ExportItemWeights), force, func(w io.Writer) error { return exportWeights(w, f.Weights) }); err != nil {
+			return err
+		}
+		h.Tables[ExportSeenItems] = "every user's training items: user, item (dense indices)"
+		if err := exportParquet(filepath.Join(dir, ExportSeenItems), force, func(w io.Writer) error { return exportSeen(w, f.Seen) }); err != nil {
+			return err
+		}
+		h.Prediction = "item-item model (objective ease): the score of item j for user u is the sum of item_weights.weight over the rows with target = j and item in u's seen_items (the factor tables are zero and carry the ids only); seen items are left out of recommendations"
+		return writeExportHeader(dir, force, h)
+	}
 	h.Prediction = "global_mean + user.bias + item.bias + time.bias + sum over core rows of value * user.f{p} * item.f{q} * time.f{t}, clamped to [clamp_lo, clamp_hi] when clamp_lo < clamp_hi, or equal to clamp_lo when clamp_lo == clamp_hi other than [0, 0] (no clamp; one value 0 throughout is written [-0, 0]) (biases only when bias is true; no time terms for an order-2 model)"
 	if len(m.Pairs) > 0 {
 		h.Prediction += "; plus, for each pair table, the bias of the row (user or item index, time bucket index / period) when present"
 	}
+	return writeExportHeader(dir, force, h)
+}
+
+// writeExportHeader writes header.json.
+func writeExportHeader(dir string, force bool, h ExportedHeader) error {
 	b, err := json.MarshalIndent(h, "", "  ")
 	if err != nil {
 		return err
@@ -305,8 +322,42 @@ func ExportPairTable(m *decomposition.Model, i int) string {
 	return ExportItemPeriodBias
 }
 
+// Export file names of an item-item model's weights and seen items.
+const (
+	ExportItemWeights = "item_weights.parquet"
+	ExportSeenItems   = "seen_items.parquet"
+)
+
+// exportWeights writes W's entries in row order: item, target, weight.
+func exportWeights(w io.Writer, iw *ItemWeights) error {
+	sc := arrow.NewSchema([]arrow.Field{{Name: "item", Type: arrow.PrimitiveTypes.Int64}, {Name: "target", Type: arrow.PrimitiveTypes.Int64}, {Name: "weight", Type: arrow.PrimitiveTypes.Float64}}, nil)
+	row := int32(0)
+	return exportRows(w, sc, iw.NNZ(), func(b *array.RecordBuilder, k int) {
+		for int64(k) >= iw.pat.ptr[row+1] {
+			row++
+		}
+		b.Field(0).(*array.Int64Builder).Append(int64(row))
+		b.Field(1).(*array.Int64Builder).Append(int64(iw.pat.items[k]))
+		b.Field(2).(*array.Float64Builder).Append(iw.vals[k])
+	})
+}
+
+// exportSeen writes the seen items: user, item.
+func exportSeen(w io.Writer, e *Exclusions) error {
+	sc := arrow.NewSchema([]arrow.Field{{Name: "user", Type: arrow.PrimitiveTypes.Int64}, {Name: "item", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	u := int32(0)
+	return exportRows(w, sc, e.Pairs(), func(b *array.RecordBuilder, k int) {
+		for int64(k) >= e.ptr[u+1] {
+			u++
+		}
+		b.Field(0).(*array.Int64Builder).Append(int64(u))
+		b.Field(1).(*array.Int64Builder).Append(int64(e.items[k]))
+	})
+}
+
 // ExportFiles returns the names of the files Export writes for m, sorted:
-// the header, the core, one table per mode and one per pair bias.
+// the header, the core, one table per mode and one per pair bias. An
+// item-item model (ExportFilesOf) adds its weights and seen items.
 func ExportFiles(m *decomposition.Model) []string {
 	names := []string{ExportHeader, ExportCore}
 	for mo := 0; mo < m.Order(); mo++ {
@@ -319,10 +370,20 @@ func ExportFiles(m *decomposition.Model) []string {
 	return names
 }
 
+// ExportFilesOf returns the names of the files Export writes for f, sorted.
+func ExportFilesOf(f *File) []string {
+	names := ExportFiles(f.Model)
+	if f.Weights != nil {
+		names = append(names, ExportItemWeights, ExportSeenItems)
+		slices.Sort(names)
+	}
+	return names
+}
+
 // ExportFileNames returns every file name Export may write into its
 // directory, whatever the model.
 func ExportFileNames() []string {
-	names := []string{ExportHeader, ExportCore, ExportUserTimeBias, ExportItemPeriodBias}
+	names := []string{ExportHeader, ExportCore, ExportUserTimeBias, ExportItemPeriodBias, ExportItemWeights, ExportSeenItems}
 	for mo := range modeNames {
 		names = append(names, ExportTable(mo))
 	}

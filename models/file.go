@@ -30,6 +30,9 @@ type File struct {
 	// non-private models may store it: the items a user rated are private
 	// data. nil: the file has no seen-items part.
 	Seen *Exclusions
+	// Weights are the item-item weights of an item-item model (EASE; see
+	// NewItemItemFile and ObjectiveItemItem); nil for factor models.
+	Weights *ItemWeights
 	// PrivacyCheck is set by Load: the disagreements perturb.Report.Check
 	// finds when it recomputes the report's releases and total from their
 	// mechanisms, scales and sensitivities (nil: the report is consistent).
@@ -72,6 +75,9 @@ func (f *File) check() error {
 		}
 	}
 	if err := f.checkSeen(); err != nil {
+		return err
+	}
+	if err := f.checkWeights(); err != nil {
 		return err
 	}
 	return f.checkDicts()
@@ -207,11 +213,14 @@ func finite(v []float64, what string) error {
 	return nil
 }
 
-// version returns the format version f is written in: FormatVersion with
-// seen items, else version 1.
+// version returns the format version f is written in: FormatVersion (3)
+// with item-item weights, 2 with seen items, else version 1.
 func (f *File) version() int {
-	if f.Seen != nil {
+	if f.Weights != nil {
 		return FormatVersion
+	}
+	if f.Seen != nil {
+		return formatVersionSeenRows
 	}
 	return formatVersionNoSeenRows
 }
@@ -269,6 +278,10 @@ func (f *File) header() Header {
 	h.Seen = nil
 	if f.Seen != nil {
 		h.Seen = &SeenInfo{Users: f.Seen.Users(), Pairs: f.Seen.Pairs(), Encoding: SeenEncoding}
+	}
+	h.Weights = nil
+	if f.Weights != nil {
+		h.Weights = &WeightsInfo{Items: f.Weights.Items(), NNZ: f.Weights.NNZ(), Encoding: WeightsEncoding}
 	}
 	h.Privacy = f.Privacy
 	if h.Privacy == nil {

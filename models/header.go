@@ -15,13 +15,18 @@ import (
 
 // FormatName and FormatVersion identify the model file format. A reader
 // rejects any other name and any version it does not know. FormatVersion is
-// the newest version, which Save writes for files with seen items (version
-// 2: the seen column and seen rows); files without them are written as
-// version 1, byte for byte as before version 2 existed. Load reads both.
+// the newest version, which Save writes for item-item models (version 3:
+// the weights rows); files with seen items are written as version 2 (the
+// seen column and seen rows), byte for byte as before version 3 existed,
+// and files without them as version 1, byte for byte as before version 2
+// existed. Load reads all three.
 const (
 	FormatName    = "dprec-model"
-	FormatVersion = 2
+	FormatVersion = 3
 )
+
+// formatVersionSeenRows is the first version with the seen column.
+const formatVersionSeenRows = 2
 
 // formatVersionNoSeenRows is the version of files without the seen column.
 const formatVersionNoSeenRows = 1
@@ -78,10 +83,14 @@ type Header struct {
 	// Objective is the training objective: "" or "rating" (squared error
 	// on the ratings: scores are predicted ratings) or "implicit" (weighted
 	// ALS on implicit feedback: scores are preferences, about 0 to 1, and
-	// the model has no biases and no clamp).
+	// the model has no biases and no clamp) or "ease" (an item-item
+	// model, ObjectiveItemItem: scores are sums of item-item weights over
+	// the user's seen items).
 	Objective string `json:"objective,omitempty"`
 	// Seen describes the seen-items part (nil when the file has none).
 	Seen *SeenInfo `json:"seen,omitempty"`
+	// Weights describes the item-item weights (nil for factor models).
+	Weights *WeightsInfo `json:"weights,omitempty"`
 }
 
 // Objectives recorded in Header.Objective.

@@ -145,7 +145,10 @@ func readMeta(b []byte) (h *Header, fr *ipc.FileReader, sum []byte, err error) {
 	if err := checkHeader(hdr, size); err != nil {
 		return nil, nil, nil, err
 	}
-	want := schemaFields(maxRanks(hdr.Ranks), v >= FormatVersion)
+	if (v >= FormatVersion) != (hdr.Weights != nil) {
+		return nil, nil, nil, fmt.Errorf("%w: a version %d file must have item-item weights exactly when its version is %d", ErrFormat, v, FormatVersion)
+	}
+	want := schemaFields(maxRanks(hdr.Ranks), v >= formatVersionSeenRows)
 	got := fr.Schema().Fields()
 	if len(got) != len(want) {
 		return nil, nil, nil, fmt.Errorf("%w: %d columns, want %d for ranks %v", ErrFormat, len(got), len(want), hdr.Ranks)
@@ -217,6 +220,9 @@ func checkHeader(h *Header, size int64) error {
 	if cells > size/8+1 {
 		return fmt.Errorf("%w: header announces %d values, more than a %d-byte file can hold", ErrFormat, cells, size)
 	}
+	if w := h.Weights; w != nil && (w.Items != h.Dims[1] || w.NNZ < 0 || int64(w.NNZ) > size/8) {
+		return fmt.Errorf("%w: item weights %+v do not fit the model or the file", ErrFormat, *w)
+	}
 	if (n == 3) != (h.Time != nil) {
 		return fmt.Errorf("%w: order %d with time bucketing %v", ErrFormat, n, h.Time)
 	}
@@ -265,7 +271,19 @@ func Decode(b []byte) (f *File, err error) {
 	if err != nil {
 		return nil, err
 	}
-	got := payloadSum([]byte(raw), m, f.Dicts, f.Time, seenRaw)
+	var weightsRaw []byte
+	if h.Weights != nil {
+		if f.Weights, err = decodeWeights(rows.weightsRaw, h.Weights, h.Dims[1]); err != nil {
+			return nil, err
+		}
+		weightsRaw = rows.weightsRaw
+		if err := f.checkWeights(); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrFormat, err)
+		}
+	} else if rows.weightsPieces > 0 {
+		return nil, fmt.Errorf("%w: item weights without a header entry", ErrFormat)
+	}
+	got := payloadSum([]byte(raw), m, f.Dicts, f.Time, seenRaw, weightsRaw)
 	if hex.EncodeToString(got[:]) != hex.EncodeToString(sum) {
 		return nil, ErrChecksum
 	}
@@ -284,6 +302,10 @@ type decodeRows struct {
 	// which there are seenPieces.
 	seenRaw    []byte
 	seenPieces int
+	// weightsRaw is the item-item weights stream (version 3), of
+	// weightsPieces pieces.
+	weightsRaw    []byte
+	weightsPieces int
 }
 
 func newDecodeRows(h *Header, m *decomposition.Model) *decodeRows {
@@ -318,9 +340,9 @@ func (r *decodeRows) read(fr *ipc.FileReader, h *Header, m *decomposition.Model)
 		}
 		err = readBatch(rec, h, m, rmax, r.ints, r.strs, r.seen, r.coreSeen)
 		if err == nil {
-			err = readPairs(rec, m, rmax, h.Version >= FormatVersion)
+			err = readPairs(rec, m, rmax, h.Version >= formatVersionSeenRows)
 		}
-		if err == nil && h.Version >= FormatVersion {
+		if err == nil && h.Version >= formatVersionSeenRows {
 			err = r.readSeenRows(rec, rmax)
 		}
 		rec.Release()
@@ -385,7 +407,7 @@ func (r *decodeRows) dicts(f *File, h *Header) error {
 // file the stream the seen rows' pieces make up.
 func decodeSeenPart(md arrow.Metadata, h *Header, f *File, raw []byte, rows bool) ([]byte, error) {
 	k := md.FindKey(metaSeen)
-	v2 := h.Version >= FormatVersion
+	v2 := h.Version >= formatVersionSeenRows
 	has := k >= 0
 	if v2 {
 		if k >= 0 {
@@ -428,6 +450,14 @@ func (r *decodeRows) readSeenRows(rec arrow.Record, rmax int) error {
 	index := rec.Column(colIndex).(*array.Int64)
 	seen := rec.Column(colF0 + rmax + 4).(*array.Binary)
 	for row := 0; row < int(rec.NumRows()); row++ {
+		if mode.Value(row) == weightsMode {
+			if seen.IsNull(row) || seen.ValueLen(row) == 0 || index.Value(row) != int64(r.weightsPieces) {
+				return fmt.Errorf("row %d: bad weights row (piece %d, want %d)", row, index.Value(row), r.weightsPieces)
+			}
+			r.weightsRaw = append(r.weightsRaw, seen.Value(row)...)
+			r.weightsPieces++
+			continue
+		}
 		if mode.Value(row) != seenMode {
 			if !seen.IsNull(row) {
 				return fmt.Errorf("row %d: seen bytes on a model row", row)
@@ -522,7 +552,7 @@ func readPairs(rec arrow.Record, m *decomposition.Model, rmax int, seenRows bool
 	value := rec.Column(colF0 + rmax + 3).(*array.Float64)
 	for row := 0; row < int(rec.NumRows()); row++ {
 		mo := int(mode.Value(row))
-		if mo > -2 || seenRows && mo == seenMode {
+		if mo > -2 || seenRows && (mo == seenMode || mo == weightsMode) {
 			continue
 		}
 		pi := -2 - mo

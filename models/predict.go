@@ -113,7 +113,7 @@ const DefaultShrinkage = 500
 func (p *Predictor) WithShrinkage(kappa float64) *Predictor {
 	q := *p
 	q.rankWeight, q.shrinkage = nil, 0
-	if !(kappa > 0) || math.IsInf(kappa, 0) || p.f.Header.Objective == ObjectiveImplicit {
+	if !(kappa > 0) || math.IsInf(kappa, 0) || p.f.Header.Objective == ObjectiveImplicit || p.f.Weights != nil {
 		return &q
 	}
 	var sup []float64
@@ -145,7 +145,7 @@ func (p *Predictor) Shrinkage() float64 { return p.shrinkage }
 func NewPredictor(f *File) *Predictor {
 	m := f.Model
 	p := &Predictor{f: f, m: m, users: f.Dicts[0], items: f.Dicts[1], tb: f.Time}
-	if f.Header.Objective == ObjectiveImplicit && f.Seen != nil && f.Seen.Users() > 0 {
+	if (f.Header.Objective == ObjectiveImplicit || f.Weights != nil) && f.Seen != nil && f.Seen.Users() > 0 {
 		sup := f.Seen.Support(m.Dims[1])
 		p.itemPrior = make([]float64, len(sup))
 		for j, n := range sup {
@@ -243,6 +243,9 @@ type query struct {
 	noBias bool // model without biases and unknown user: score is fallbackMean
 	fb     Fallback
 	k      int32 // time bucket, -1 when averaged over time (or order 2)
+	// dense, for an item-item model and a known user, holds every item's
+	// score (ItemWeights.Scores of the user's seen items).
+	dense []float64
 }
 
 // newQuery contracts the model with a user row a (nil: unknown user) with
@@ -313,6 +316,9 @@ func (p *Predictor) userQuery(u int32, known bool, t *int64) query {
 	if !known {
 		return p.newQuery(nil, 0, k, fb|UnknownUser)
 	}
+	if p.f.Weights != nil {
+		return p.historyQuery(p.f.Seen.Items(u), fb)
+	}
 	var ub float64
 	if p.m.HasBias {
 		ub = p.m.Bias[0][u]
@@ -379,8 +385,19 @@ func (p *Predictor) itemBiasAt(k int32) []float64 {
 	return out
 }
 
+// historyQuery is the query of an item-item model for a user with the
+// given history (sorted item indices).
+func (p *Predictor) historyQuery(hist []int32, fb Fallback) query {
+	q := query{fb: fb, k: -1, dense: make([]float64, p.m.Dims[1])}
+	p.f.Weights.Scores(hist, q.dense)
+	return q
+}
+
 // raw is the unclamped score of item j for q.
 func (p *Predictor) raw(q *query, j int32) float64 {
+	if q.dense != nil {
+		return q.dense[j]
+	}
 	if q.noBias {
 		if p.itemPrior != nil {
 			return p.itemPrior[j]
@@ -438,6 +455,10 @@ type Row struct {
 	// query falls in one of them; empty for none.
 	Buckets    []int32
 	BucketBias []float64
+	// Items, for an item-item model, is the user's history (dense item
+	// indices): the scores sum W's rows of these items, and Factor, Bias
+	// and the buckets are unused.
+	Items []int32
 }
 
 // bias returns the row's bias at time bucket k (-1: none).
@@ -457,6 +478,9 @@ func (p *Predictor) PredictRow(r Row, item string, t *int64) (float64, Fallback)
 }
 
 func (p *Predictor) rowQuery(r Row, t *int64) query {
+	if p.f.Weights != nil {
+		return p.historyQuery(r.Items, FallbackNone)
+	}
 	if len(r.Factor) != p.m.Ranks[0] {
 		panic("models: Row has the wrong rank")
 	}

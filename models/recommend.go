@@ -266,6 +266,12 @@ func (p *Predictor) RecommendAll(n int, t *int64, threads int, excl *Exclusions,
 	k, _ := p.TimeBucket(t)
 	users := func(lo, hi int) []query {
 		qs := make([]query, hi-lo)
+		if p.f.Weights != nil {
+			for u := lo; u < hi; u++ {
+				qs[u-lo] = p.historyQuery(p.f.Seen.Items(int32(u)), FallbackNone)
+			}
+			return qs
+		}
 		for u := lo; u < hi; u++ {
 			var ub float64
 			if p.m.HasBias {
@@ -348,6 +354,17 @@ func (p *Predictor) scanBlock(qs []query, hs []topN, exs [][]int32, excl *Exclus
 		thr[i] = math.Inf(-1)
 	}
 	nq := len(qs)
+	if nq > 0 && qs[0].dense != nil {
+		// Item-item model: the scores are already dense.
+		for i := range qs {
+			for j, s := range qs[i].dense {
+				if s >= thr[i] {
+					p.offer(&hs[i], &thr[i], exs[i], excl, s, int32(j))
+				}
+			}
+		}
+		return
+	}
 	for j := 0; j < J; j++ {
 		b := F[j*Q : j*Q+Q : j*Q+Q]
 		var bj float64

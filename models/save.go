@@ -59,7 +59,8 @@ func write(w io.Writer, f *File, version string, edit func([]byte) []byte) error
 	if f.Seen != nil {
 		seen = encodeSeen(f.Seen)
 	}
-	sum := payloadSum(hdr, f.Model, f.Dicts, f.Time, seen)
+	weights := f.weightsRaw()
+	sum := payloadSum(hdr, f.Model, f.Dicts, f.Time, seen, weights)
 	if edit != nil {
 		hdr = edit(hdr)
 	}
@@ -67,8 +68,8 @@ func write(w io.Writer, f *File, version string, edit func([]byte) []byte) error
 	vals := []string{FormatName, version, string(hdr), hex.EncodeToString(sum[:]), sealPrefix + string(make([]byte, 64))}
 	schema := buildSchema(f.Model, arrow.NewMetadata(keys, vals), f.Seen != nil)
 	var file bytes.Buffer
-	file.Grow(fileSizeHint(f.Model, len(seen), len(hdr)))
-	if err := writeArrow(&file, f, schema, seen); err != nil {
+	file.Grow(fileSizeHint(f.Model, len(seen)+len(weights), len(hdr)))
+	if err := writeArrow(&file, f, schema, seen, weights); err != nil {
 		return err
 	}
 	b := file.Bytes()
@@ -96,8 +97,9 @@ func fileSizeHint(m *decomposition.Model, seen, hdr int) int {
 
 // writeArrow writes the model as Arrow IPC record batches of at most
 // batchRows rows: the factor rows of each mode, then the Tucker core, then
-// the pair biases, then (seen not nil) the seen rows.
-func writeArrow(w io.Writer, f *File, schema *arrow.Schema, seen []byte) error {
+// the pair biases, then (seen not nil) the seen rows, then (weights not
+// nil) the weights rows.
+func writeArrow(w io.Writer, f *File, schema *arrow.Schema, seen, weights []byte) error {
 	pw := &posWriter{w: w}
 	fw, err := ipc.NewFileWriter(pw, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
 	if err != nil {
@@ -124,7 +126,10 @@ func writeArrow(w io.Writer, f *File, schema *arrow.Schema, seen []byte) error {
 	if err := rw.pairRows(m); err != nil {
 		return err
 	}
-	if err := rw.seenRows(seen); err != nil {
+	if err := rw.seenRows(seen, "seen", seenMode); err != nil {
+		return err
+	}
+	if err := rw.seenRows(weights, "weights", weightsMode); err != nil {
 		return err
 	}
 	return fw.Close()
@@ -262,13 +267,14 @@ func (rw *rowWriter) pairRows(m *decomposition.Model) error {
 // seenRows appends the seen stream cut into pieces of seenPieceBytes, one
 // row each (part "seen", mode seenMode, index the piece number, the piece
 // in the seen column, every other column null), at most seenPiecesPerBatch
-// rows a record batch.
-func (rw *rowWriter) seenRows(seen []byte) error {
+// rows a record batch. The weights rows are written the same way (part
+// "weights", mode weightsMode).
+func (rw *rowWriter) seenRows(seen []byte, part string, mode int32) error {
 	col := rw.col
 	pieces := 0
 	for k := 0; k < len(seen); k += seenPieceBytes {
-		col.part.Append("seen")
-		col.mode.Append(seenMode)
+		col.part.Append(part)
+		col.mode.Append(mode)
 		col.index.Append(int64(pieces))
 		col.id.AppendNull()
 		col.idInt.AppendNull()

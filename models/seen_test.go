@@ -329,7 +329,7 @@ func TestSeenVersion1FileLoads(t *testing.T) {
 	}
 	// Written again, it becomes a version 2 file with the same content.
 	h, err := decode(encode(t, g))
-	if err != nil || h.Header.Version != FormatVersion || !slices.Equal(h.Seen.items, f.Seen.items) {
+	if err != nil || h.Header.Version != formatVersionSeenRows || !slices.Equal(h.Seen.items, f.Seen.items) {
 		t.Fatalf("rewritten: %v, version %d", err, h.Header.Version)
 	}
 }
@@ -350,7 +350,7 @@ func TestSeenPieces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(g.Seen.items, f.Seen.items) || !slices.Equal(g.Seen.ptr, f.Seen.ptr) || g.Header.Version != FormatVersion {
+	if !slices.Equal(g.Seen.items, f.Seen.items) || !slices.Equal(g.Seen.ptr, f.Seen.ptr) || g.Header.Version != formatVersionSeenRows {
 		t.Fatalf("seen items %v %v, version %d", g.Seen.ptr, g.Seen.items, g.Header.Version)
 	}
 	// The pieces are found in the file by content; swapping two of them

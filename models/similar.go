@@ -47,6 +47,9 @@ func (p *Predictor) similar(mode int, q int32, n int, id string) ([]Neighbor, er
 	if n <= 0 {
 		return nil, fmt.Errorf("models: top-N size %d must be positive", n)
 	}
+	if p.f.Weights != nil {
+		return p.similarSparse(mode, q, n, id)
+	}
 	m := p.m
 	R := m.Ranks[mode]
 	var scale []float64
@@ -126,4 +129,69 @@ func (p *Predictor) sortedRaw(h *topN) []scoredRaw {
 	})
 	h.reset()
 	return out
+}
+
+// similarSparse is similar for an item-item model: the embedding of item i
+// is its row of weights W[i, .] (the scores it adds to every other item
+// when it is in a history), that of user u its binary history; both are
+// sparse, so the query's cosine with every row costs one pass over the
+// stored entries.
+func (p *Predictor) similarSparse(mode int, q int32, n int, id string) ([]Neighbor, error) {
+	var rows int
+	row := func(i int32) ([]int32, []float64) { return p.f.Weights.Row(i) }
+	dim := p.m.Dims[1]
+	if mode == 0 {
+		row = func(u int32) ([]int32, []float64) { return p.f.Seen.Items(u), nil }
+	}
+	rows = p.m.Dims[mode]
+	val := func(v []float64, k int) float64 {
+		if v == nil {
+			return 1
+		}
+		return v[k]
+	}
+	qv := make([]float64, dim)
+	qc, qw := row(q)
+	qn := 0.0
+	for k, j := range qc {
+		x := val(qw, k)
+		qv[j] = x
+		qn += x * x
+	}
+	if qn == 0 {
+		return nil, fmt.Errorf("models: %s %q has a zero embedding (no training signal), so no similarity is defined", modeNames[mode], id)
+	}
+	qn = math.Sqrt(qn)
+	h := newTopN(min(n, rows-1))
+	if h.n == 0 {
+		return nil, nil
+	}
+	for i := int32(0); i < int32(rows); i++ {
+		if i == q {
+			continue
+		}
+		c, w := row(i)
+		dot, nn := 0.0, 0.0
+		for k, j := range c {
+			x := val(w, k)
+			dot += x * qv[j]
+			nn += x * x
+		}
+		cos := 0.0
+		if nn > 0 {
+			cos = dot / (qn * math.Sqrt(nn))
+		}
+		if h.admits(cos, i) {
+			h.push(cos, i)
+		}
+	}
+	dict := p.items
+	if mode == 0 {
+		dict = p.users
+	}
+	out := make([]Neighbor, 0, len(h.score))
+	for _, s := range p.sortedRaw(&h) {
+		out = append(out, Neighbor{Index: s.j, ID: dict.String(s.j), Cosine: s.s})
+	}
+	return out, nil
 }

@@ -138,6 +138,9 @@ func evalRun(o *evalOptions, s *iostreams) error {
 	if p.File().Header.Objective == models.ObjectiveImplicit {
 		note = "   (implicit model: preference scores against ratings; not meaningful)"
 	}
+	if p.File().ItemItem() {
+		note = "   (item-item model: sums of item-item weights against ratings; not meaningful)"
+	}
 	fmt.Fprintf(w, "RMSE           %.4f%s\n", res.RMSE, note)
 	fmt.Fprintf(w, "MAE            %.4f%s\n", res.MAE, note)
 	pop := res.Popularity

@@ -59,7 +59,7 @@ func exportRun(o *exportOptions, s *iostreams) error {
 		return err
 	}
 	if !o.Quiet {
-		for _, n := range models.ExportFiles(f.Model) {
+		for _, n := range models.ExportFilesOf(f) {
 			fmt.Fprintln(s.Err, "wrote", filepath.Join(dir, n))
 		}
 	}

@@ -133,6 +133,9 @@ func inspectText(w io.Writer, h *models.Header) {
 	if h.Seen != nil {
 		fmt.Fprintf(w, "seen items  %d (user, item) pairs of %d users (left out of recommendations)\n", h.Seen.Pairs, h.Seen.Users)
 	}
+	if h.Weights != nil {
+		fmt.Fprintf(w, "item-item   %s model: %d weights over %d items; a user's scores sum the weights of their seen items (the factors are zero and carry the ids)\n", h.Objective, h.Weights.NNZ, h.Weights.Items)
+	}
 	if h.Objective == models.ObjectiveImplicit {
 		var hist []completion.ImplicitRecord
 		if json.Unmarshal(h.History, &hist) == nil && len(hist) > 0 {

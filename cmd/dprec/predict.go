@@ -96,6 +96,9 @@ func checkModelTime(p *models.Predictor, path string, t *int64) error {
 	if f.Header.Objective == models.ObjectiveImplicit {
 		why = "an --objective implicit model"
 	}
+	if f.ItemItem() {
+		why = "an --objective ease item-item model"
+	}
 	return cli.Exit(fmt.Sprintf("--time: %s has no time mode (%s) and would ignore it; drop --time", path, why), exitUsage)
 }
 
@@ -430,6 +433,9 @@ func predictSolve(p *models.Predictor, path string, lambda float64, items, times
 	}
 	if f.Header.Objective == models.ObjectiveImplicit {
 		return implicitFoldIn(f, path, items, ratings, unknown)
+	}
+	if f.ItemItem() {
+		return itemItemHistory(path, items, unknown)
 	}
 	// Ratings outside the model's prediction range (a private model's
 	// public scale) are clamped to it, as training clamped its own, and

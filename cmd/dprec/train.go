@@ -58,6 +58,7 @@ func trainCmd() *cli.Command {
 	flags = append(flags, dataLoadFlags()...)
 	flags = append(flags, trainPrivacyFlags()...)
 	flags = append(flags, trainObjectiveFlags()...)
+	flags = append(flags, trainEASEFlags()...)
 	return &cli.Command{
 		Name:  "train",
 		Usage: "train a CP or Tucker completion model (Gibbs sampler, ALS or SGD) and save it",
@@ -128,12 +129,17 @@ type trainOptions struct {
 	MaxMemory float64
 	// Notes are said on stderr before loading (unless --quiet).
 	Notes []string
+	// EASE is set for --objective ease (train_ease.go).
+	EASE *trainEASEOptions
 }
 
 // trainOptionsOf parses and checks train's flags (usage errors exit 2).
 func trainOptionsOf(c *cli.Context) (*trainOptions, error) {
 	o := &trainOptions{Data: c.String("data"), Out: c.String("out"), Force: c.Bool("force"), JSON: c.Bool("json"),
 		Global: globalOptionsOf(c), Job: trainJobFlagsOf(c), MaxMemory: sizeMemLimit(c)}
+	if strings.EqualFold(c.String("objective"), models.ObjectiveItemItem) {
+		return trainEASEOptionsOf(c, o)
+	}
 	f := &o.Fit
 	f.Kind = decomposition.Kind(strings.ToLower(c.String("model")))
 	if f.Kind != decomposition.CP && f.Kind != decomposition.Tucker {
@@ -144,7 +150,7 @@ func trainOptionsOf(c *cli.Context) (*trainOptions, error) {
 		case dprec.ObjectiveRating, dprec.ObjectiveImplicit:
 			f.Objective = obj
 		default:
-			return nil, cli.Exit(fmt.Sprintf("--objective %q: want rating or implicit", c.String("objective")), exitUsage)
+			return nil, cli.Exit(fmt.Sprintf("--objective %q: want rating, implicit or ease", c.String("objective")), exitUsage)
 		}
 	}
 	f.RatingOnly = trainRatingOnlyFlag(c)
@@ -286,6 +292,9 @@ func trainClampOf(s string) (dprec.Clamp, error) {
 // trainRun trains with the library's one entry (dprec.Fit, or dprec.Train
 // on the embedded synthetic log), saves the model and prints the summary.
 func trainRun(o *trainOptions, s *iostreams) error {
+	if o.EASE != nil {
+		return trainEASERun(o, s)
+	}
 	start := time.Now()
 	if !o.Force {
 		// Fail before training rather than after.

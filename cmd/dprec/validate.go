@@ -43,7 +43,7 @@ var flagChecks = map[string][]flagCheck{
 		oneOf("privacy-unit", "entry", "user"),
 		checkCalibration,
 		checkTrainPrivacy,
-		oneOf("objective", "rating", "implicit"),
+		oneOf("objective", "rating", "implicit", "ease"),
 		checkTrainValues,
 		fileOnly("out", "a model file"),
 	},

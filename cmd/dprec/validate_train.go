@@ -29,6 +29,14 @@ func checkTrainValues(c *cli.Context) error {
 			return err
 		}
 	}
+	if strings.EqualFold(c.String("objective"), models.ObjectiveItemItem) {
+		return nil // train_ease.go checks its flags
+	}
+	for _, f := range []string{"lambda", "max-items"} {
+		if c.IsSet(f) {
+			return fmt.Errorf("--%s is for --objective ease", f)
+		}
+	}
 	// A log without a rating column trains the implicit objective unless
 	// --objective says otherwise (trainAutoImplicit).
 	autoImplicit := !c.IsSet("objective") && trainNoRatingColumn(c) && trainRatingOnlyFlag(c) == ""
