@@ -15,6 +15,7 @@ import (
 	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/itemitem"
 	"github.com/dprec/dprec/models"
 	"github.com/dprec/dprec/perturb"
 )
@@ -36,6 +37,11 @@ const (
 	// and Volinsky 2008): every event a positive with confidence
 	// 1 + alpha f(value), every other (user, item) cell a zero.
 	ObjectiveImplicit Objective = models.ObjectiveImplicit
+	// ObjectiveEASE fits the EASE item-item model in closed form (Steck
+	// 2019; package itemitem): strong on short histories and small
+	// catalogues. Time and repeats do not matter: every event is a
+	// positive.
+	ObjectiveEASE Objective = models.ObjectiveItemItem
 )
 
 // PrivacyMode names a private training mode of the rating objective. The
@@ -180,6 +186,10 @@ type Options struct {
 	// Implicit are the implicit objective's settings (zero value: the
 	// defaults; Threads defaults to Settings.Threads).
 	Implicit completion.ImplicitSettings
+	// EASE are the item-item model's settings (zero value: the defaults,
+	// lambda chosen on a per-user hold-out; Seed and Threads default to
+	// the run's; Note to Events.Note).
+	EASE itemitem.Settings
 	// Privacy, when non-nil with a Mode, trains privately.
 	Privacy *Privacy
 	// TimeUnit buckets the time column in Fit; "" means
@@ -226,6 +236,8 @@ type Result struct {
 	Rating *completion.Result
 	// Implicit is the implicit objective's result (nil for rating).
 	Implicit *completion.ImplicitResult
+	// EASE is the item-item model's result (lambda, validation grid).
+	EASE *itemitem.Result
 	// Warnings are what the user should read before using the model.
 	Warnings []string
 }
@@ -249,6 +261,10 @@ func Fit(ctx context.Context, path string, opts *Options) (*Result, error) {
 	}
 	if o.TimeUnit != "" {
 		o.Load.Builder.TimeUnit = o.TimeUnit
+	}
+	if o.Objective == ObjectiveEASE {
+		// Every event is a positive: time does not matter.
+		o.Load.Builder.TimeUnit = data.TimeNone
 	}
 	implicitLoad := o.Load
 	if implicitLoad.Builder.Duplicates == "" {
@@ -418,9 +434,14 @@ func train(ctx context.Context, st *data.Store, name string, o *Options) (*Resul
 			return nil, err
 		}
 		return res, nil
+	case ObjectiveEASE:
+		if err := trainEASE(ctx, st, o, res); err != nil {
+			return nil, err
+		}
+		return res, nil
 	case ObjectiveRating:
 	default:
-		return nil, optErr("objective %q: want rating or implicit", obj)
+		return nil, optErr("objective %q: want rating, implicit or ease", obj)
 	}
 	ranks, err := o.ranks(st.Order(), 10)
 	if err != nil {
@@ -693,6 +714,42 @@ func trainImplicit(st *data.Store, name string, o *Options, rng rand.Source, res
 	res.Implicit = r
 	res.TrainRatings = st.NNZ()
 	res.TimeCollapsed = st.Order() == 3
+	return nil
+}
+
+// trainEASE trains the item-item model (package itemitem).
+func trainEASE(ctx context.Context, st *data.Store, o *Options, res *Result) error {
+	if o.Privacy != nil && o.Privacy.Mode != "" {
+		return optErr("the ease objective has no private mode")
+	}
+	s := o.EASE
+	if s.Seed == 0 {
+		s.Seed = res.Seed
+	}
+	if s.Threads == 0 {
+		s.Threads = o.Settings.Threads
+	}
+	if s.Note == nil {
+		s.Note = o.Events.Note
+	}
+	if o.Check != nil {
+		if err := o.Check(Plan{Objective: ObjectiveEASE, Dims: st.Dims[:2], NNZ: st.NNZ()}); err != nil {
+			return err
+		}
+	}
+	r, err := itemitem.Train(ctx, st, s)
+	if err != nil {
+		return err
+	}
+	f, err := r.File(st)
+	if err != nil {
+		return err
+	}
+	f.Header.Created = time.Now().UTC().Truncate(time.Second)
+	f.Header.Software = o.software()
+	res.Model = &Model{f: f, p: models.NewPredictor(f)}
+	res.EASE = r
+	res.TrainRatings = st.NNZ()
 	return nil
 }
 

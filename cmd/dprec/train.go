@@ -17,6 +17,7 @@ import (
 	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/itemitem"
 	"github.com/dprec/dprec/models"
 	"github.com/dprec/dprec/perturb"
 	"github.com/schollz/progressbar/v3"
@@ -129,8 +130,6 @@ type trainOptions struct {
 	MaxMemory float64
 	// Notes are said on stderr before loading (unless --quiet).
 	Notes []string
-	// EASE is set for --objective ease (train_ease.go).
-	EASE *trainEASEOptions
 }
 
 // trainOptionsOf parses and checks train's flags (usage errors exit 2).
@@ -292,9 +291,6 @@ func trainClampOf(s string) (dprec.Clamp, error) {
 // trainRun trains with the library's one entry (dprec.Fit, or dprec.Train
 // on the embedded synthetic log), saves the model and prints the summary.
 func trainRun(o *trainOptions, s *iostreams) error {
-	if o.EASE != nil {
-		return trainEASERun(o, s)
-	}
 	start := time.Now()
 	if !o.Force {
 		// Fail before training rather than after.
@@ -313,6 +309,9 @@ func trainRun(o *trainOptions, s *iostreams) error {
 	f := o.Fit
 	f.Software = trainVersion()
 	f.Check = func(p dprec.Plan) error {
+		if p.Objective == dprec.ObjectiveEASE {
+			return nil // itemitem refuses a catalogue too large for its closed form
+		}
 		jf := o.Job
 		jf.Implicit = p.Objective == dprec.ObjectiveImplicit
 		note, err := trainJob(jf, p.Dims, p.NNZ, p.Ranks).check(o.MaxMemory)
@@ -377,6 +376,9 @@ func trainRun(o *trainOptions, s *iostreams) error {
 	if err := models.Save(o.Out, res.File(), o.Force); err != nil {
 		return err
 	}
+	if res.Objective == dprec.ObjectiveEASE {
+		return trainEASEPrint(s.Out, o.JSON, trainEASESummarize(o.Out, src, res, time.Since(start)))
+	}
 	if res.Objective == dprec.ObjectiveImplicit {
 		return trainImplicitPrint(s.Out, o.JSON, trainImplicitSummarize(o.Out, src, res, time.Since(start)))
 	}
@@ -394,7 +396,8 @@ func trainRun(o *trainOptions, s *iostreams) error {
 // are usage errors; a diverged run says what to try.
 func trainError(err error) error {
 	var oe *dprec.OptionError
-	if errors.As(err, &oe) {
+	var tl *itemitem.TooLargeError
+	if errors.As(err, &oe) || errors.As(err, &tl) {
 		return cli.Exit(err.Error(), exitUsage)
 	}
 	var div *completion.ErrDiverged

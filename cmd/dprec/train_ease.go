@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -11,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec"
 	"github.com/dprec/dprec/itemitem"
 	"github.com/dprec/dprec/models"
 	"github.com/urfave/cli/v2"
@@ -29,12 +27,6 @@ func trainEASEFlags() []cli.Flag {
 	}
 }
 
-// trainEASEOptions are the options of train --objective ease.
-type trainEASEOptions struct {
-	Load     data.LoadOptions
-	Settings itemitem.Settings
-}
-
 // trainEASEUnused are train's flags that --objective ease does not use.
 var trainEASEUnused = []string{"model", "rank", "ranks", "bias", "no-bias", "clamp", "solver", "epochs", "lr", "decay", "reg",
 	"reg-core", "reg-bias", "reg-time", "time-biases", "item-periods", "reg-pair", "burn-in", "refit", "init-scale", "validation",
@@ -47,14 +39,15 @@ func trainEASEOptionsOf(c *cli.Context, o *trainOptions) (*trainOptions, error) 
 			return nil, cli.Exit(fmt.Sprintf("--%s is not used by --objective ease", f), exitUsage)
 		}
 	}
-	e := &trainEASEOptions{}
+	f := &o.Fit
+	f.Objective = dprec.ObjectiveEASE
 	var err error
-	if e.Load, err = dataLoadOptions(c); err != nil {
+	if f.Load, err = dataLoadOptions(c); err != nil {
 		return nil, err
 	}
-	// Every event is a positive: time and repeats do not matter.
-	e.Load.Builder.TimeUnit = data.TimeNone
-	s := &e.Settings
+	f.Seed, f.Seeded = seedOf(c)
+	f.Settings.Threads = c.Int("threads")
+	s := &f.EASE
 	if c.IsSet("lambda") {
 		if s.Lambda = c.Float64("lambda"); !(s.Lambda > 0) || math.IsInf(s.Lambda, 0) {
 			return nil, cli.Exit(fmt.Sprintf("--lambda %g: must be positive and finite (leave it out to choose it on validation)", s.Lambda), exitUsage)
@@ -63,15 +56,10 @@ func trainEASEOptionsOf(c *cli.Context, o *trainOptions) (*trainOptions, error) 
 	if s.MaxItems = c.Int("max-items"); s.MaxItems <= 0 {
 		s.MaxItems = -1
 	}
-	if c.IsSet("seed") {
-		s.Seed = c.Uint64("seed")
-	}
-	s.Threads = c.Int("threads")
 	s.MaxMemory = o.MaxMemory
 	if s.MaxMemory == 0 {
 		s.MaxMemory = -1 // --max-memory none
 	}
-	o.EASE = e
 	return o, nil
 }
 
@@ -87,51 +75,12 @@ type trainEASESummary struct {
 	Seconds   float64          `json:"seconds"`
 }
 
-// trainEASERun loads the log, trains EASE, saves the model and prints the
-// summary.
-func trainEASERun(o *trainOptions, s *iostreams) error {
-	start := time.Now()
-	if !o.Force {
-		if err := trainCheckOut(o.Out); err != nil {
-			return err
-		}
-	}
-	e := o.EASE
-	var st *data.Store
-	var err error
-	src := o.Data
-	if src == "" {
-		src = "embedded synthetic log"
-		st, _, err = data.DefaultSynth()
-	} else {
-		st, _, err = loadLog(s, o.Global, o.Data, e.Load)
-	}
-	if err != nil {
-		return err
-	}
-	if !o.Global.Quiet {
-		e.Settings.Note = func(msg string) { fmt.Fprintln(s.Err, msg) }
-	}
-	res, err := itemitem.Train(context.Background(), st, e.Settings)
-	var tl *itemitem.TooLargeError
-	if errors.As(err, &tl) {
-		return cli.Exit(err.Error(), exitUsage)
-	}
-	if err != nil {
-		return err
-	}
-	f, err := res.File(st)
-	if err != nil {
-		return err
-	}
-	f.Header.Created = time.Now().UTC()
-	f.Header.Software = trainVersion()
-	if err := models.Save(o.Out, f, o.Force); err != nil {
-		return err
-	}
-	sum := &trainEASESummary{Out: o.Out, Data: src, Objective: models.ObjectiveItemItem, Dims: f.Model.Dims,
-		Pairs: f.Seen.Pairs(), Result: res, Weights: f.Weights.NNZ(), Seconds: time.Since(start).Seconds()}
-	return trainEASEPrint(s.Out, o.JSON, sum)
+// trainEASESummarize builds what train --objective ease prints from the
+// library's result.
+func trainEASESummarize(out, src string, res *dprec.Result, took time.Duration) *trainEASESummary {
+	f := res.File()
+	return &trainEASESummary{Out: out, Data: src, Objective: models.ObjectiveItemItem, Dims: f.Model.Dims,
+		Pairs: f.Seen.Pairs(), Result: res.EASE, Weights: f.Weights.NNZ(), Seconds: took.Seconds()}
 }
 
 // trainEASEPrint prints the summary.
