@@ -40,7 +40,9 @@ func ExampleFit_defaults() {
 }
 
 // A click log has no rating column: the automatic objective trains the
-// implicit one (weighted ALS, repeated clicks adding up) and says why.
+// implicit one (weighted ALS, repeated clicks adding up; Rank asks for
+// this factor model, without it the EASE item-item model is chosen for a
+// catalogue this small) and says why.
 func ExampleFit_implicit() {
 	dir, _ := os.MkdirTemp("", "dprec-example")
 	defer os.RemoveAll(dir)

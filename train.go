@@ -24,11 +24,15 @@ import (
 type Objective string
 
 const (
-	// ObjectiveAuto (the zero value) fits the ratings, or the implicit
-	// objective to a log with nothing to fit: no rating column
-	// (Options.Load.Columns) or one value throughout. A log given an
-	// option of the rating objective only (Options.RatingOnly, a privacy
-	// mode, Tucker) keeps the rating objective.
+	// ObjectiveAuto (the zero value) fits the ratings, or implicit
+	// feedback to a log with nothing to fit: no rating column
+	// (Options.Load.Columns) or one value throughout. Implicit feedback
+	// is the EASE item-item model when the catalogue fits its closed form
+	// (EASE.MaxItems, itemitem.DefaultMaxItems by default) and no option of
+	// the factor model (Rank, Implicit) is set, else the implicit
+	// objective. A log given an option of the rating objective only
+	// (Options.RatingOnly, a privacy mode, Tucker) keeps the rating
+	// objective.
 	ObjectiveAuto Objective = ""
 	// ObjectiveRating fits the ratings by squared error (CP or Tucker,
 	// Gibbs, ALS or SGD, optionally private).
@@ -160,7 +164,8 @@ type Options struct {
 	// Kind is the model family of the rating objective; "" means CP.
 	Kind decomposition.Kind
 	// Rank is the rank in every mode; 0 means 10 (rating objective) or
-	// completion.DefaultImplicitRank (implicit).
+	// completion.DefaultImplicitRank (implicit; at most the number of
+	// users and of items).
 	Rank int
 	// Ranks are Tucker's ranks, one per mode (overrides Rank).
 	Ranks []int
@@ -208,6 +213,7 @@ type Options struct {
 	Software string
 
 	autoNote string // the note of an objective Fit chose before reloading
+	noRating bool   // Fit's load found no rating column
 }
 
 // Result is a trained model with the record of what the run chose.
@@ -281,6 +287,7 @@ func Fit(ctx context.Context, path string, opts *Options) (*Result, error) {
 	if o.Events.Loaded != nil {
 		o.Events.Loaded(rep)
 	}
+	o.noRating = rep.RatingColumn == ""
 	if o.Objective == ObjectiveAuto && o.Load.Builder.Duplicates == "" && rep.Duplicates.Dropped > 0 {
 		if obj, note := o.resolveObjective(st, path); obj == ObjectiveImplicit {
 			// The decision was taken on the values as merged; the sums
@@ -326,7 +333,7 @@ func (o *Options) resolveObjective(st *data.Store, name string) (Objective, stri
 		return o.Objective, o.autoNote
 	}
 	var why string
-	if o.Load.Columns.NoRating() {
+	if o.Load.Columns.NoRating() || o.noRating {
 		why = name + " has no rating column"
 	} else if v, ok := oneValue(st); ok {
 		why = fmt.Sprintf("every rating of %s is %g", name, v)
@@ -335,6 +342,14 @@ func (o *Options) resolveObjective(st *data.Store, name string) (Objective, stri
 	}
 	if f := o.ratingOnly(); f != "" {
 		return ObjectiveRating, fmt.Sprintf("note: %s, but %s applies to the rating objective only: trained with the rating objective (--objective implicit for the implicit one)", why, f)
+	}
+	maxItems := o.EASE.MaxItems
+	if maxItems == 0 {
+		maxItems = itemitem.DefaultMaxItems
+	}
+	factor := o.Rank != 0 || o.Implicit != (completion.ImplicitSettings{})
+	if !factor && (maxItems < 0 || st.Order() >= 2 && st.Dims[1] <= maxItems) {
+		return ObjectiveEASE, fmt.Sprintf("note: %s: trained the EASE item-item model (every event a positive; its %d items fit the closed form, which leads on short histories and small catalogues); --objective implicit trains the factor model, --objective rating fits the ratings", why, st.Dims[1])
 	}
 	return ObjectiveImplicit, fmt.Sprintf("note: %s: trained with the implicit objective (every event a positive, every other cell a zero); --objective rating fits the ratings instead", why)
 }
@@ -650,7 +665,12 @@ func trainImplicit(st *data.Store, name string, o *Options, rng rand.Source, res
 	if o.Privacy != nil && o.Privacy.Mode != "" {
 		return optErr("the implicit objective has no private mode")
 	}
-	ranks, err := o.ranks(1, completion.DefaultImplicitRank)
+	def := completion.DefaultImplicitRank
+	if st.Order() >= 2 {
+		// The default rank never exceeds a mode's size.
+		def = max(1, min(def, st.Dims[0], st.Dims[1]))
+	}
+	ranks, err := o.ranks(1, def)
 	if err != nil {
 		return err
 	}
