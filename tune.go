@@ -79,11 +79,19 @@ func (m Metric) of(r *models.RankMetrics) float64 {
 // completion.ParseGrid lists).
 var ImplicitGridNames = []string{"rank", "reg", "alpha", "unobserved-weight", "confidence", "iterations"}
 
+// EASEGridNames are the grid parameters of the EASE item-item model.
+var EASEGridNames = []string{"lambda", "max-items"}
+
 // ParseGrid parses "name=v1,v2 name=v3 ..." for the objective: the rating
 // objective's names are completion.ParseGrid's, the implicit objective's
-// ImplicitGridNames. Every value is checked.
+// ImplicitGridNames, EASE's EASEGridNames. Every value is checked.
 func ParseGrid(s string, obj Objective) ([]completion.Param, error) {
-	if obj != ObjectiveImplicit {
+	names := ImplicitGridNames
+	switch obj {
+	case ObjectiveImplicit:
+	case ObjectiveEASE:
+		names = EASEGridNames
+	default:
 		return completion.ParseGrid(s)
 	}
 	var out []completion.Param
@@ -93,8 +101,8 @@ func ParseGrid(s string, obj Objective) ([]completion.Param, error) {
 		if !ok || vals == "" {
 			return nil, fmt.Errorf("grid term %q: want name=v1,v2 (values separated by commas)", f)
 		}
-		if !slices.Contains(ImplicitGridNames, name) {
-			return nil, fmt.Errorf("grid: %q is not a parameter of the implicit objective (want %s)", name, strings.Join(ImplicitGridNames, ", "))
+		if !slices.Contains(names, name) {
+			return nil, fmt.Errorf("grid: %q is not a parameter of the %s objective (want %s)", name, obj, strings.Join(names, ", "))
 		}
 		if seen[name] {
 			return nil, fmt.Errorf("grid names %q twice", name)
@@ -145,6 +153,10 @@ func applyImplicit(o *Options, name, v string) error {
 		o.Implicit.UnobservedWeight, err = num()
 	case "confidence":
 		o.Implicit.Confidence, err = completion.ParseConfidenceFunc(v)
+	case "lambda":
+		o.EASE.Lambda, err = num()
+	case "max-items":
+		o.EASE.MaxItems, err = integer()
 	default:
 		err = fmt.Errorf("grid: unknown parameter %q", name)
 	}
@@ -192,7 +204,7 @@ type TunePoint struct {
 // Options returns the run options of a point: o.Base with its values.
 func (o *TuneOptions) Options(pt map[string]string) (Options, error) {
 	r := o.Base
-	if r.Objective == ObjectiveImplicit {
+	if r.Objective == ObjectiveImplicit || r.Objective == ObjectiveEASE {
 		for _, p := range o.Grid {
 			if v, ok := pt[p.Name]; ok {
 				if err := applyImplicit(&r, p.Name, v); err != nil {

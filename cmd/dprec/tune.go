@@ -26,9 +26,9 @@ import (
 func tuneCmd() *cli.Command {
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "data", Usage: "training rating log (required); tuning never reads a test file", Required: true},
-		&cli.StringFlag{Name: "grid", Usage: `parameters and values, e.g. "rank=10,30 reg=0.1,0.15 solver=als,gibbs" (names: rank, solver, epochs, lr, decay, reg, reg-bias, reg-core, reg-time, reg-pair, item-periods, burn-in, time-biases; --objective implicit: rank, reg, alpha, unobserved-weight, confidence, iterations)`, Required: true},
+		&cli.StringFlag{Name: "grid", Usage: `parameters and values, e.g. "rank=10,30 reg=0.1,0.15 solver=als,gibbs" (names: rank, solver, epochs, lr, decay, reg, reg-bias, reg-core, reg-time, reg-pair, item-periods, burn-in, time-biases; --objective implicit: rank, reg, alpha, unobserved-weight, confidence, iterations; --objective ease: lambda, max-items)`, Required: true},
 		&cli.StringFlag{Name: "metric", Value: "rmse", Usage: "score to choose by: rmse (held-out ratings) or a ranking metric of the top-k lists, ndcg@k, recall@k, map@k or precision@k (per-user hold-out: a fraction --validation of each user's events, at least one, users with one event stay in training; the user's training items are left out of their list)"},
-		&cli.StringFlag{Name: "objective", Value: "rating", Usage: "objective of every point: rating or implicit (implicit needs a ranking --metric)"},
+		&cli.StringFlag{Name: "objective", Value: "rating", Usage: "objective of every point: rating, implicit or ease (implicit and ease need a ranking --metric)"},
 		&cli.Float64Flag{Name: "threshold", Usage: "ranking metrics: a held-out event is relevant when its value is >= threshold (default: 4 on a log with a rating column whose values reach 4 with more than one value, as dprec eval; otherwise every held-out event)"},
 		&cli.IntFlag{Name: "random", Usage: "score this many points drawn at random from the grid instead of all of them (0: all)"},
 		&cli.IntFlag{Name: "folds", Usage: "k-fold cross-validation over the training log (0 or 1: one random hold-out of --validation); ranking metrics: k independent per-user hold-outs"},
@@ -140,11 +140,11 @@ func tuneOptionsOf(c *cli.Context) (*tuneOptions, error) {
 	}
 	obj := dprec.Objective(strings.ToLower(c.String("objective")))
 	switch {
-	case obj != dprec.ObjectiveRating && obj != dprec.ObjectiveImplicit:
-		return nil, cli.Exit(fmt.Sprintf("--objective %q: want rating or implicit", c.String("objective")), exitUsage)
-	case obj == dprec.ObjectiveImplicit && !metric.Ranking():
-		return nil, cli.Exit("--objective implicit fits no ratings: choose by a ranking --metric (ndcg@10, recall@20, map@10...)", exitUsage)
-	case obj == dprec.ObjectiveImplicit && kind != decomposition.CP:
+	case obj != dprec.ObjectiveRating && obj != dprec.ObjectiveImplicit && obj != dprec.ObjectiveEASE:
+		return nil, cli.Exit(fmt.Sprintf("--objective %q: want rating, implicit or ease", c.String("objective")), exitUsage)
+	case obj != dprec.ObjectiveRating && !metric.Ranking():
+		return nil, cli.Exit(fmt.Sprintf("--objective %s fits no ratings: choose by a ranking --metric (ndcg@10, recall@20, map@10...)", obj), exitUsage)
+	case obj != dprec.ObjectiveRating && kind != decomposition.CP:
 		return nil, cli.Exit("--objective implicit trains a CP model: drop --model tucker", exitUsage)
 	case c.IsSet("threshold") && !metric.Ranking():
 		return nil, cli.Exit("--threshold is for ranking metrics (--metric ndcg@10 ...)", exitUsage)
@@ -173,7 +173,7 @@ func tuneOptionsOf(c *cli.Context) (*tuneOptions, error) {
 	if o.Load, err = dataLoadOptions(c); err != nil {
 		return nil, err
 	}
-	if obj == dprec.ObjectiveImplicit && !c.IsSet("duplicates") {
+	if obj != dprec.ObjectiveRating && !c.IsSet("duplicates") {
 		o.Load.Builder.Duplicates = data.DupSum // repeated events add up, as in train
 	}
 	o.Metric, o.Objective = metric, obj

@@ -168,7 +168,17 @@ func TestTuneRankingMetric(t *testing.T) {
 	if err != nil || f.Header.Objective != models.ObjectiveImplicit {
 		t.Fatalf("saved best point: %v %+v", err, f)
 	}
+	// The EASE family is searched the same way.
+	stdout, errOut, err = trainTestRun(t, "-q", "tune", "--data", path, "--objective", "ease", "--metric", "ndcg@10", "--grid", "lambda=1,30", "--seed", "3", "--json")
+	if err != nil {
+		t.Fatalf("ease: %v\n%s", err, errOut)
+	}
+	var es tuneSummary
+	if err := json.Unmarshal([]byte(stdout), &es); err != nil || len(es.Points) != 2 || es.Best == nil || !(*es.Best.Score > 3**es.Best.Popularity) {
+		t.Errorf("ease tune: %v %s", err, stdout)
+	}
 	for _, bad := range [][]string{
+		{"--objective", "ease", "--metric", "ndcg@10", "--grid", "rank=2"},
 		{"--objective", "implicit", "--metric", "rmse", "--grid", "rank=2"},
 		{"--metric", "ndcg@0", "--grid", "rank=2"},
 		{"--objective", "implicit", "--metric", "ndcg@10", "--grid", "lr=0.1"},
