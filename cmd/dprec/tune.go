@@ -191,7 +191,7 @@ func tuneRun(o *tuneOptions, s *iostreams) error {
 			return err
 		}
 	}
-	st, _, err := loadLog(s, o.globalOptions, o.Data, o.Load)
+	st, rep, err := loadLog(s, o.globalOptions, o.Data, o.Load)
 	if err != nil {
 		return err
 	}
@@ -204,7 +204,7 @@ func tuneRun(o *tuneOptions, s *iostreams) error {
 		seed = binary.LittleEndian.Uint64(b[:])
 	}
 	if o.Metric.Ranking() {
-		return tuneRankingRun(o, s, st, seed, start)
+		return tuneRankingRun(o, s, st, rep.RatingColumn == "", seed, start)
 	}
 	info := models.Fingerprint(st)
 	cfg := o.Config
@@ -331,11 +331,11 @@ func tunePrint(w io.Writer, asJSON bool, s *tuneSummary, grid []completion.Param
 // tuneRankingRun scores the grid by a ranking metric on per-user
 // hold-outs of st (dprec.TuneRanking), prints the table and with o.Out
 // saves the best point trained on the whole log (dprec.Train).
-func tuneRankingRun(o *tuneOptions, s *iostreams, st *data.Store, seed uint64, start time.Time) error {
+func tuneRankingRun(o *tuneOptions, s *iostreams, st *data.Store, noRating bool, seed uint64, start time.Time) error {
 	thr := o.Threshold
 	if !o.ThresholdSet {
 		thr = 0
-		if !o.Load.Columns.NoRating() {
+		if !noRating {
 			thr = tuneDefaultThreshold(st)
 		}
 	}
