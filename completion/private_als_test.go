@@ -294,3 +294,60 @@ func TestALSSensitivityAdversarial(t *testing.T) {
 		}
 	}
 }
+
+// TestALSInputSensitivity: the residual route's release (private
+// ALS, entry unit, private_als_input.go) moves by at most 2c, c the
+// route's clip at that epsilon, in one coordinate when one rating
+// changes (in range, to the ends, far outside), and the bound is reached;
+// the clip follows its rule ((r_max - r_min)/3 up to epsilon 10, times
+// log10(epsilon) beyond, at most the range).
+func TestALSInputSensitivity(t *testing.T) {
+	t.Parallel()
+	st := privStore([]int{25, 15, 4}, 300, 7)
+	r := rand.New(rand.NewPCG(3, 3))
+	for _, eps := range []float64{1, 10, 100, 700} {
+		o := baseOpts()
+		o.Epsilon = eps
+		p := newALSPrivateParams(&o)
+		want := BiasResidualClip * o.ratingRange() * math.Min(3, math.Max(1, math.Log10(eps)))
+		if math.Abs(p.inputClip-want) > 1e-12 || !p.input {
+			t.Fatalf("epsilon %g: clip %v (input %v), rule %v", eps, p.inputClip, p.input, want)
+		}
+		wm := privModel(t, decomposition.CP, st.Dims, 1, true, 1, 1)
+		wm.Mean = 3
+		for i := range wm.Bias[1] {
+			wm.Bias[1][i] = r.NormFloat64()
+		}
+		worst := 0.0
+		for trial := 0; trial < 300; trial++ {
+			nb := *st
+			nb.Val = append([]float64(nil), st.Val...)
+			e := r.IntN(len(nb.Val))
+			switch trial % 3 {
+			case 0:
+				nb.Val[e] = o.RatingMin - 5
+			case 1:
+				nb.Val[e] = o.RatingMax + 5
+			default:
+				nb.Val[e] = 30 * r.NormFloat64()
+			}
+			a := append([]float64(nil), st.Val...)
+			b := append([]float64(nil), nb.Val...)
+			clippedResiduals(a, st, &o, wm, p.inputClip)
+			clippedResiduals(b, &nb, &o, wm, p.inputClip)
+			for k := range a {
+				d := math.Abs(a[k] - b[k])
+				if k != e && d != 0 {
+					t.Fatalf("epsilon %g: coordinate %d moved, only %d changed", eps, k, e)
+				}
+				if d > 2*p.inputClip*(1+1e-12) {
+					t.Fatalf("epsilon %g: residual moved by %v > 2c = %v", eps, d, 2*p.inputClip)
+				}
+				worst = math.Max(worst, d/(2*p.inputClip))
+			}
+		}
+		if worst < 0.99 && eps <= 10 {
+			t.Errorf("epsilon %g: worst move %.3f of 2c: the bound is never reached", eps, worst)
+		}
+	}
+}
