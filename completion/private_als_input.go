@@ -216,4 +216,3 @@ func trainPrivateALSInput(train *data.Store, m *decomposition.Model, o *PrivateO
 	rep.Notes = append(rep.Notes, brep.Notes...)
 	return rep, nil
 }
-
