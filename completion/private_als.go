@@ -433,8 +433,19 @@ func projectBall(x []float64, g float64) {
 }
 
 // TrainPrivateALS fits m (CP with biases, order 2 or 3, trained as the
-// user x item matrix) by private ALS and returns the privacy report. It
-// spends ALSPrivateBiasFraction(epsilon) of epsilon on the bias mode
+// user x item matrix) by private ALS and returns the privacy report.
+//
+// Under the entry unit it takes the residual route (private_als_input.go,
+// package doc "Private ALS, entry unit"): ALSInputBiasFraction of epsilon
+// on the bias mode's release, the rest on every rating's clipped residual
+// from it with Laplace noise, then ALS of m's rank on the noisy residuals
+// (post-processing) whose item rows and bias corrections are released;
+// rows of items below the learnability rule's count are zero, and when
+// too few ratings lie on items that pass ALSInputFallbackGate's rule the
+// bias mode takes the whole budget and every row is zero. The release is
+// pure (delta 0 is spent).
+//
+// Under the user unit (the item-statistics route) it spends ALSPrivateBiasFraction(epsilon) of epsilon on the bias mode
 // (TrainPrivateBias) and the rest on ALSPrivateSteps item steps, each
 // releasing every item's right-hand side and one shared Gram matrix with
 // Gaussian noise of the same sigma (the smallest for which all releases
