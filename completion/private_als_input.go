@@ -36,6 +36,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
@@ -213,6 +214,13 @@ func trainPrivateALSInput(train *data.Store, m *decomposition.Model, o *PrivateO
 		fmt.Sprintf("not released: user rows and user biases (zero in the model); each user solves them at prediction time from the released item side and their own ratings with non-private ALS's per-rating ridge %g plus %g (billboard model)", DefaultALSReg, ALSPrivateFoldRow),
 		fmt.Sprintf("learnability rule: item rows are released for items with n_i >= g R v/s^2 = %.4g (g = %g), which carry %.1f%% of the ratings; the other %d rows are zero", nmin, p.inputGate, 100*share, zeroed),
 		fmt.Sprintf("residual route (entry unit): the bias mode's release at %g%% of epsilon, then every rating's residual from it, clipped to [-c, c], c = %g, with Laplace noise b = 2c/epsilon_w = %.4g (variance %.4g); the item side is post-processing: ALS of rank %d, %d sweeps, on the noisy residuals with a ridge of %.4g per observation (rule DefaultALSReg (s^2 + v)/s^2, s = (r_max - r_min)/4) and %.4g pseudo-observations on the biases; its user rows are dropped", 100*f, c, 2*c/epsW, v, R, steps, lambda, rb))
-	rep.Notes = append(rep.Notes, brep.Notes...)
+	for _, n := range brep.Notes {
+		// The bias mode's own notes on its estimate and split; those on
+		// the relation, the clamp and the bias-only model's release are
+		// stated above for this model.
+		if strings.HasPrefix(n, "item bias") || strings.HasPrefix(n, "epsilon split") {
+			rep.Notes = append(rep.Notes, "bias release: "+n)
+		}
+	}
 	return rep, nil
 }
