@@ -90,6 +90,13 @@ func ALSPrivateBiasFraction(epsilon float64) float64 {
 	return 0.8 - 0.5*math.Log10(epsilon)
 }
 
+// alsDebug, when set (tests), receives diagnostics of the item steps.
+var alsDebug func(format string, args ...any)
+
+// alsDebugExact, when set (tests), receives each user's count, terms and
+// exact unprojected vector move 2c max_j |A^{-1} z_j|.
+var alsDebugExact func(n, t int, du float64)
+
 const streamALSInit, streamALSSteps = 6, 7
 
 // alsStatsWhat names the item steps' release in the report.
@@ -116,6 +123,28 @@ type alsPrivateParams struct {
 	// gate is the factor of the learnability rule: item i gets a factor
 	// row only when n_i Gamma_u^2 / R >= gate sigma (0: every item).
 	gate float64
+	// wMul, exactGram: measurement hooks for tests (TestPrivateALSProbe).
+	// wMul > 0 multiplies the Gram weight; exactGram solves each item
+	// from its own exact (noise-free, NOT private) Gram matrix.
+	wMul      float64
+	exactGram bool
+	// noiseOff (measurement only: not private) skips the item steps'
+	// noise and takes sigma as 0 in the ridge and the learnability rule.
+	noiseOff bool
+	// gateSigma > 0 (measurement only) replaces sigma in the learnability
+	// rule of the item solves.
+	gateSigma float64
+	// input selects the residual route (entry unit only,
+	// private_als_input.go); inputBiasFrac, inputClip, inputReg (0: the
+	// rule) and inputSweeps (0: DefaultALSSweeps) are its constants.
+	input         bool
+	inputBiasFrac float64
+	inputClip     float64
+	inputReg      float64
+	inputSweeps   int
+	inputGate     float64
+	inputFallback float64
+	inputNoCorr   bool
 }
 
 func newALSPrivateParams(o *PrivateOptions) alsPrivateParams {
@@ -124,6 +153,12 @@ func newALSPrivateParams(o *PrivateOptions) alsPrivateParams {
 		itemLambda: ALSPrivateItemReg, steps: ALSPrivateSteps, biasFrac: ALSPrivateBiasFraction(o.Epsilon), noiseRidge: 1, gate: 1}
 	if o.Unit == UnitUser {
 		p.terms = o.MaxRatingsPerUser
+	} else {
+		p.input = true
+		p.inputBiasFrac = ALSInputBiasFraction
+		p.inputClip = alsInputClip(o)
+		p.inputGate = ALSInputGate
+		p.inputFallback = ALSInputFallbackGate
 	}
 	return p
 }
@@ -208,7 +243,11 @@ func (p alsPrivateParams) gramWeight() float64 {
 	if k <= 0 {
 		k = ALSPrivateMinTerms
 	}
-	return ALSPrivateGramWeight * (p.c + p.gu) / (2 * p.gu * math.Sqrt(float64(k)))
+	w := ALSPrivateGramWeight * (p.c + p.gu) / (2 * p.gu * math.Sqrt(float64(k)))
+	if p.wMul > 0 {
+		w *= p.wMul
+	}
+	return w
 }
 
 // alsTermsOf returns, for each user, the entries whose terms enter the
@@ -256,7 +295,7 @@ func alsUsers(train *data.Store) [][]int {
 // estimated as (t_i / sum_j t_j) G (alsPrivateSteps), so no item's own
 // Gram matrix is released.
 func alsItemStats(train *data.Store, by [][]int, mu float64, itemBias, V []float64, R int, p alsPrivateParams, o *PrivateOptions) []float64 {
-	return alsItemStatsY(train, by, alsTermsOf(by, p), alsResiduals(train, mu, itemBias, p, o), V, R, p)
+	return alsItemStatsY(train, by, alsTermsOf(by, p), alsResiduals(train, mu, itemBias, p, o), V, R, p, nil)
 }
 
 // alsResiduals returns y_e = clip(clamp(r_e) - mu - beta_i, -c, c) for
@@ -272,7 +311,10 @@ func alsResiduals(train *data.Store, mu float64, itemBias []float64, p alsPrivat
 }
 
 // alsItemStatsY is alsItemStats with the residuals y_e given (alsResiduals).
-func alsItemStatsY(train *data.Store, by, terms [][]int, ys, V []float64, R int, p alsPrivateParams) []float64 {
+//
+// itemGram, when not nil (measurement only: not private), receives every
+// item's exact Gram matrix sum_u x_u x_u^T (R x R at [i*R*R, (i+1)*R*R)).
+func alsItemStatsY(train *data.Store, by, terms [][]int, ys, V []float64, R int, p alsPrivateParams, itemGram []float64) []float64 {
 	T := R * (R + 1) / 2
 	stats := make([]float64, train.Dims[1]*R+T)
 	gram := stats[train.Dims[1]*R:]
@@ -315,6 +357,24 @@ func alsItemStatsY(train *data.Store, by, terms [][]int, ys, V []float64, R int,
 		if !cholSolve(ata, x, n1) {
 			clear(x) // cannot happen: the system is positive definite
 		}
+		if alsDebugExact != nil {
+			// ata now holds U; max_j |A^{-1} z_j| over the user's items.
+			worst := 0.0
+			zj := make([]float64, n1)
+			for _, e := range es {
+				i := train.Idx[1][e]
+				copy(zj, V[int(i)*R:int(i+1)*R])
+				zj[R] = 1
+				forwardSolveUpperT(ata, zj, n1)
+				backSolveUpper(ata, zj, n1)
+				var q float64
+				for _, v := range zj {
+					q += v * v
+				}
+				worst = max(worst, math.Sqrt(q))
+			}
+			alsDebugExact(len(es), len(terms[user]), 2*p.c*worst)
+		}
 		projectBall(x, p.gu)
 		bu := x[R]
 		u := x[:R]
@@ -336,6 +396,14 @@ func alsItemStatsY(train *data.Store, by, terms [][]int, ys, V []float64, R int,
 			rhs := stats[i*R : (i+1)*R]
 			for a, ua := range u {
 				rhs[a] += z * ua
+			}
+			if itemGram != nil {
+				gi := itemGram[i*R*R : (i+1)*R*R]
+				for a, ua := range u {
+					for b, ub := range u {
+						gi[a*R+b] += ua * ub
+					}
+				}
 			}
 		}
 	}
@@ -365,8 +433,19 @@ func projectBall(x []float64, g float64) {
 }
 
 // TrainPrivateALS fits m (CP with biases, order 2 or 3, trained as the
-// user x item matrix) by private ALS and returns the privacy report. It
-// spends ALSPrivateBiasFraction(epsilon) of epsilon on the bias mode
+// user x item matrix) by private ALS and returns the privacy report.
+//
+// Under the entry unit it takes the residual route (private_als_input.go,
+// package doc "Private ALS, entry unit"): ALSInputBiasFraction of epsilon
+// on the bias mode's release, the rest on every rating's clipped residual
+// from it with Laplace noise, then ALS of m's rank on the noisy residuals
+// (post-processing) whose item rows and bias corrections are released;
+// rows of items below the learnability rule's count are zero, and when
+// too few ratings lie on items that pass ALSInputFallbackGate's rule the
+// bias mode takes the whole budget and every row is zero. The release is
+// pure (delta 0 is spent).
+//
+// Under the user unit (the item-statistics route) it spends ALSPrivateBiasFraction(epsilon) of epsilon on the bias mode
 // (TrainPrivateBias) and the rest on ALSPrivateSteps item steps, each
 // releasing every item's right-hand side and one shared Gram matrix with
 // Gaussian noise of the same sigma (the smallest for which all releases
@@ -402,6 +481,17 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 	}
 	if tweak != nil {
 		tweak(&p)
+	}
+	var inputNote string
+	if o.Unit == UnitEntry && p.input {
+		v, nmin, share := alsInputPlan(train, &o, p, R, p.inputFallback)
+		if share >= ALSPrivateGateShare {
+			return trainPrivateALSInput(train, m, &o, p)
+		}
+		// Too few ratings on learnable items: the bias mode takes the
+		// whole budget (below, with no item step).
+		inputNote = fmt.Sprintf("learnability rule (residual route): items with n_i >= g R v/s^2 = %.4g (g = %g, noise variance of a released residual v = %.4g) carry %.1f%% of the ratings (below %g%%): no residual is released, the item rows are zero and the biases take the whole budget", nmin, p.inputFallback, v, 100*share, 100*ALSPrivateGateShare)
+		p.steps, p.biasFrac, p.gate = 0, 1, 0
 	}
 	sens, deriv := alsStepSensitivity(&o, p, by)
 	// Under the entry unit the item counts are public: when, at the sigma
@@ -513,6 +603,9 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 	}
 	if gateNote != "" {
 		rep.Notes = append(rep.Notes, gateNote)
+	}
+	if inputNote != "" {
+		rep.Notes = append(rep.Notes, inputNote)
 	}
 	rep.Notes = append(rep.Notes,
 		fmt.Sprintf("public constants and their rules: residual clip c = (r_max - r_min)/3 = %g; user vector norm <= Gamma_u = %g; item row norm <= Gamma_v = c/Gamma_u = %g; user-solve ridge %g per observation; item-solve ridge %g per term plus %g sigma (post-processing; each item's Gram matrix is its share t_i/sum t_j of the released shared one); at most k = %d terms a user (%s); %d item steps; items learnt when n_i Gamma_u^2 / R >= %g sigma, else zero rows; rank %d", p.c, p.gu, p.gv, p.lambda, p.itemLambda, p.noiseRidge, p.terms, alsTermsSource(&o), p.steps, p.gate, R),
@@ -677,6 +770,9 @@ func alsPrivateSteps(train *data.Store, by [][]int, m *decomposition.Model, coun
 	a := make([]float64, R*R)
 	bvec := make([]float64, R)
 	sigma := g.Sigma()
+	if p.noiseOff {
+		sigma = 0
+	}
 	// The residuals use the released mean and item biases, fixed during
 	// the item steps: computed once.
 	ys := alsResiduals(train, m.Mean, m.Bias[1], p, o)
@@ -704,27 +800,51 @@ func alsPrivateSteps(train *data.Store, by [][]int, m *decomposition.Model, coun
 	w := p.gramWeight()
 	gram := make([]float64, T)
 	for step := 0; step < p.steps; step++ {
-		stats := alsItemStatsY(train, by, terms, ys, V, R, p)
-		g.AddToFast(stats, nr)
+		var exact []float64
+		if p.exactGram {
+			exact = make([]float64, I*R*R)
+		}
+		stats := alsItemStatsY(train, by, terms, ys, V, R, p, exact)
+		if !p.noiseOff {
+			g.AddToFast(stats, nr)
+		}
 		o.observe(alsStatsWhat, stats, V)
 		// Post-processing: the shared Gram matrix, unweighted, and each
 		// item's share of it, t_i / sum_j t_j.
 		for k, v := range stats[I*R:] {
 			gram[k] = v / w
 		}
+		if alsDebug != nil {
+			tr, k := 0.0, 0
+			for x := 0; x < R; x++ {
+				tr += gram[k]
+				k += R - x
+			}
+			alsDebug("step %d: weighted mean |x|^2 %.4g (trace G / sum t = %.4g / %.4g), sigma %.4g", step, tr/total, tr, total, sigma)
+		}
 		for i := 0; i < I; i++ {
 			row := V[i*R : (i+1)*R]
-			if !alsLearnable(counts[i], p, R, sigma) || total == 0 {
+			gs := sigma
+			if p.gateSigma > 0 {
+				gs = p.gateSigma
+			}
+			if !alsLearnable(counts[i], p, R, gs) || total == 0 {
 				clear(row)
 				continue
 			}
 			share := ti[i] / total
 			ridge := p.itemLambda*ti[i] + p.noiseRidge*sigma
+			if ridge <= 0 {
+				ridge = 1e-9 // noiseOff and no terms: keep the loop finite
+			}
 			for {
 				k := 0
 				for x := 0; x < R; x++ {
 					for y := x; y < R; y++ {
 						a[x*R+y] = share * gram[k]
+						if exact != nil {
+							a[x*R+y] = exact[i*R*R+x*R+y]
+						}
 						a[y*R+x] = a[x*R+y]
 						k++
 					}

@@ -289,7 +289,9 @@ func TestReleasedNoiseVariance(t *testing.T) {
 				// its item steps at every epsilon (it only zeroes rows and
 				// skips steps on public counts); the constants are the
 				// run's own.
-				r, err := trainPrivateALS(tc.st, m, &o, func(q *alsPrivateParams) { q.gate = 0; p = *q })
+				// The statistics route (the user unit's; the entry unit
+				// takes the residual route by default, checked below).
+				r, err := trainPrivateALS(tc.st, m, &o, func(q *alsPrivateParams) { q.gate, q.input = 0, false; p = *q })
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -299,7 +301,7 @@ func TestReleasedNoiseVariance(t *testing.T) {
 				}
 				ys := alsResiduals(tc.st, m.Mean, m.Bias[1], p, &o)
 				for s := range steps {
-					nt.add(t, alsStatsWhat, steps[s], alsItemStatsY(tc.st, by, alsTermsOf(by, p), ys, rows[s], R, p))
+					nt.add(t, alsStatsWhat, steps[s], alsItemStatsY(tc.st, by, alsTermsOf(by, p), ys, rows[s], R, p, nil))
 				}
 				// The bias part is the bias mode's release with the
 				// options TrainPrivateALS derives: the same noisy values.
@@ -337,6 +339,57 @@ func TestReleasedNoiseVariance(t *testing.T) {
 			}
 			nt.check(t, tc.name, rep, append([]string{alsStatsWhat}, tc.vector...)...)
 		}
+	})
+	t.Run("als entry residual route", func(t *testing.T) {
+		t.Parallel()
+		st := privStore([]int{30, 50, 3}, 600, 9)
+		nt := newNoiseTally()
+		var rep *perturb.Report
+		for seed := uint64(0); seed < 40; seed++ {
+			o := baseOpts()
+			o.Epsilon = 20 // the route runs (no fallback) on this small log
+			o.Noise = perturb.SeededNoise(seed)
+			var noisy, warm []float64
+			got := map[string][][]float64{}
+			o.probe = &releaseProbe{seen: func(what string, v, public []float64) {
+				if what == alsInputWhat {
+					noisy, warm = append([]float64(nil), v...), append([]float64(nil), public...)
+					return
+				}
+				got[what] = append(got[what], append([]float64(nil), v...))
+			}}
+			var p alsPrivateParams
+			m := privModel(t, decomposition.CP, st.Dims, 2, true, 1, 1)
+			r, err := trainPrivateALS(st, m, &o, func(q *alsPrivateParams) { p = *q })
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep = r
+			if noisy == nil {
+				t.Fatalf("seed %d: no residual release observed (notes %q)", seed, r.Notes)
+			}
+			// The truth: the clipped residuals from the released mean and
+			// item biases (warm[0], warm[1:]).
+			wm := privModel(t, decomposition.CP, st.Dims, 1, true, 1, 1)
+			wm.Mean = warm[0]
+			copy(wm.Bias[1], warm[1:])
+			truth := append([]float64(nil), st.Val...)
+			clippedResiduals(truth, st, &o, wm, p.inputClip)
+			nt.add(t, alsInputWhat, noisy, truth)
+			// The bias releases are the bias mode's at f epsilon.
+			wo := o
+			wo.Epsilon, wo.Mechanism, wo.MeanFraction, wo.Accounting = p.inputBiasFrac*o.Epsilon, "", 0, perturb.Basic
+			bgot := map[string][][]float64{}
+			wo.probe = probeInto(bgot)
+			bm := privModel(t, decomposition.CP, st.Dims, 1, true, 1, 1)
+			if _, err := TrainPrivateBias(st, bm, &wo); err != nil {
+				t.Fatal(err)
+			}
+			if !probedEqual(got, bgot) || bm.Mean != wm.Mean {
+				t.Fatalf("seed %d: the bias releases differ from the bias mode's at f epsilon", seed)
+			}
+		}
+		nt.check(t, "als entry residual route", rep, alsInputWhat)
 	})
 	t.Run("input", func(t *testing.T) {
 		t.Parallel()

@@ -167,6 +167,13 @@ func EstimateTrain(w Workload) Estimate {
 		e.add(8*items*(rmax*(rmax+1)/2+rmax)+16*rmax*rmax, fmt.Sprintf("the per-item rank-%d statistics of private ALS", int(rmax)))
 		e.add(24*n, "")
 		e.Flops = ALSPrivateSteps * (n*rmax*rmax + items*rmax*rmax*rmax/3)
+		// The entry unit's residual route (private_als_input.go): the
+		// noisy residuals and ALS on them as a user x item matrix
+		// (DefaultALSSweeps sweeps, SolverALS's working space).
+		users := float64(w.Dims[0])
+		e.add(8*n+2*n*(4*2+8+8)+8*n, "")
+		d := rmax + 1
+		e.Flops += DefaultALSSweeps * (2*n*d*d + (users+items)*d*d*d/3)
 	case r.Solver == SolverSGD && w.Mode == "gradient" && w.MinibatchDPSGD:
 		// Minibatch DP-SGD: a gradient buffer per worker (at most the
 		// model) and a Tucker work core each, the batch and the values.
