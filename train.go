@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/dprec/dprec/completion"
@@ -191,6 +192,12 @@ type Options struct {
 	// Implicit are the implicit objective's settings (zero value: the
 	// defaults; Threads defaults to Settings.Threads).
 	Implicit completion.ImplicitSettings
+	// NoSelect keeps the implicit objective's default rank, reg and alpha.
+	// Otherwise, when none of the three is given and the log has at most
+	// SelectMaxEvents events, they are chosen by NDCG@10 on a per-user
+	// hold-out of the log among SelectGrid (Result.Selection says what was
+	// chosen and why), then the model is trained on every event.
+	NoSelect bool
 	// EASE are the item-item model's settings (zero value: the defaults,
 	// lambda chosen on a per-user hold-out; Seed and Threads default to
 	// the run's; Note to Events.Note).
@@ -242,6 +249,9 @@ type Result struct {
 	Rating *completion.Result
 	// Implicit is the implicit objective's result (nil for rating).
 	Implicit *completion.ImplicitResult
+	// Selection is the implicit objective's choice of settings (nil when
+	// none ran).
+	Selection *Selection
 	// EASE is the item-item model's result (lambda, validation grid).
 	EASE *itemitem.Result
 	// Warnings are what the user should read before using the model.
@@ -445,6 +455,19 @@ func train(ctx context.Context, st *data.Store, name string, o *Options) (*Resul
 	rng := rand.NewPCG(res.Seed, pcgStream)
 	switch obj {
 	case ObjectiveImplicit:
+		sel, err := selectImplicit(ctx, st, o, res.Seed)
+		if err != nil {
+			return nil, err
+		}
+		if sel != nil {
+			for k, v := range sel.Chosen {
+				if err := applyImplicit(o, k, v); err != nil {
+					return nil, err
+				}
+			}
+			res.Selection = sel
+			o.note(fmt.Sprintf("note: chose rank %s, reg %s, alpha %s (validation %s %.4f; most popular %.4f); training on every event", sel.Chosen["rank"], sel.Chosen["reg"], sel.Chosen["alpha"], sel.Metric, sel.Points[0].Score, sel.Points[0].Popularity))
+		}
 		if err := trainImplicit(st, name, o, rng, res); err != nil {
 			return nil, err
 		}
@@ -654,6 +677,80 @@ func (o *Options) software() string {
 		return o.Software
 	}
 	return "dprec library"
+}
+
+// SelectMaxEvents is the largest log whose implicit-objective settings
+// are chosen on a hold-out by default (each of SelectGrid's points trains
+// once on it).
+const SelectMaxEvents = 10_000_000
+
+// SelectGrid is the grid the implicit objective's settings are chosen
+// from by default: the ranks, ridges and confidence scales that led on the
+// logs measured here (ml-latest-small, short- and long-history synthetic
+// click logs), around completion's defaults.
+const SelectGrid = "rank=16,64 reg=20,100 alpha=0.25,2"
+
+// selectIterations is the number of sweeps of each point during the
+// choice (the final model runs the full number).
+const selectIterations = 8
+
+// Selection is how the implicit objective's settings were chosen.
+type Selection struct {
+	// Metric and Threshold score the lists on the hold-out (every
+	// held-out event relevant at threshold 0).
+	Metric    string  `json:"metric"`
+	Threshold float64 `json:"threshold"`
+	// Points are the scored points, best first; Chosen the best one.
+	Points []TunePoint       `json:"points"`
+	Chosen map[string]string `json:"chosen"`
+}
+
+// selectImplicit chooses rank, reg and alpha of the implicit objective on
+// a per-user hold-out of st, or returns nil when the choice does not apply
+// (settings given, NoSelect, a log too large, or no user with two events).
+func selectImplicit(ctx context.Context, st *data.Store, o *Options, seed uint64) (*Selection, error) {
+	if o.NoSelect || o.Rank != 0 || o.Implicit.Reg != 0 || o.Implicit.Alpha != 0 || st.NNZ() > SelectMaxEvents {
+		return nil, nil
+	}
+	grid, err := ParseGrid(SelectGrid, ObjectiveImplicit)
+	if err != nil {
+		return nil, err
+	}
+	// Ranks above a mode's size are the same as the largest allowed one.
+	for i, p := range grid {
+		if p.Name != "rank" {
+			continue
+		}
+		var vals []string
+		for _, v := range p.Values {
+			r, _ := strconv.Atoi(v)
+			r = max(1, min(r, st.Dims[0], st.Dims[1]))
+			if s := strconv.Itoa(r); !slices.Contains(vals, s) {
+				vals = append(vals, s)
+			}
+		}
+		grid[i].Values = vals
+	}
+	base := *o
+	base.Objective, base.Seed, base.Seeded, base.NoSelect = ObjectiveImplicit, seed, true, true
+	base.Implicit.Iterations = min(selectIterations, max(1, o.Implicit.Iterations))
+	if o.Implicit.Iterations == 0 {
+		base.Implicit.Iterations = selectIterations
+	}
+	metric := Metric{Name: "ndcg", K: 10}
+	o.note(fmt.Sprintf("note: choosing rank, reg and alpha of the implicit objective by %s on a per-user hold-out of the log (%s, %d sweeps each; give any of them, or --select=false, to skip)", metric, SelectGrid, base.Implicit.Iterations))
+	pts, err := TuneRanking(ctx, st, &TuneOptions{Base: base, Grid: grid, Metric: metric})
+	if err != nil {
+		var oe *OptionError
+		if errors.As(err, &oe) {
+			return nil, nil // no user with two events: nothing to hold out
+		}
+		return nil, err
+	}
+	if len(pts) == 0 || pts[0].Err != "" {
+		return nil, nil
+	}
+	return &Selection{Metric: metric.String(), Points: pts, Chosen: pts[0].Values}, nil
 }
 
 // trainImplicit trains the implicit objective. The time mode of an order-3

@@ -55,3 +55,41 @@ func TestFitAutoTopN(t *testing.T) {
 		}
 	}
 }
+
+// TestFitImplicitSelection: the implicit objective without rank, reg or
+// alpha chooses them on a per-user hold-out (the chosen point's lists beat
+// most-popular's on it, and the model has the chosen rank); given settings
+// or NoSelect skip the choice.
+func TestFitImplicitSelection(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "clicks.csv")
+	r := rand.New(rand.NewPCG(10, 11))
+	var b strings.Builder
+	for u := 1; u <= 90; u++ {
+		for range 10 {
+			fmt.Fprintf(&b, "%d,%d\n", u, (u%3)*30+1+r.IntN(30))
+		}
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := dprec.Fit(context.Background(), path, &dprec.Options{Objective: dprec.ObjectiveImplicit, Seed: 2,
+		Implicit: completion.ImplicitSettings{Iterations: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel := res.Selection
+	if sel == nil || len(sel.Points) != 8 || sel.Metric != "ndcg@10" {
+		t.Fatalf("selection %+v", sel)
+	}
+	if best := sel.Points[0]; !(best.Score > 2*best.Popularity) || fmt.Sprint(res.File().Model.Ranks[0]) != sel.Chosen["rank"] {
+		t.Errorf("chosen %v: ndcg %.4f vs most popular %.4f, model rank %d", sel.Chosen, best.Score, best.Popularity, res.File().Model.Ranks[0])
+	}
+	for _, o := range []dprec.Options{{Rank: 4}, {NoSelect: true}, {Implicit: completion.ImplicitSettings{Alpha: 1}}} {
+		o.Objective, o.Seed = dprec.ObjectiveImplicit, 2
+		res, err := dprec.Fit(context.Background(), path, &o)
+		if err != nil || res.Selection != nil {
+			t.Errorf("%+v: selection %v, err %v", o, res.Selection, err)
+		}
+	}
+}

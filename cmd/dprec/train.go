@@ -229,6 +229,7 @@ func trainOptionsOf(c *cli.Context) (*trainOptions, error) {
 			f.Validation = -1 // none (the library's zero is its default)
 		}
 	}
+	f.NoSelect = !c.Bool("select")
 	if f.Objective == dprec.ObjectiveImplicit || f.Objective == dprec.ObjectiveAuto && (c.IsSet("iterations") || trainNoRatingColumn(c) && f.RatingOnly == "") {
 		if f.Implicit, err = trainImplicitSettings(c, f.Objective == dprec.ObjectiveImplicit); err != nil {
 			return nil, err

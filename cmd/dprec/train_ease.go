@@ -30,7 +30,7 @@ func trainEASEFlags() []cli.Flag {
 // trainEASEUnused are train's flags that --objective ease does not use.
 var trainEASEUnused = []string{"model", "rank", "ranks", "bias", "no-bias", "clamp", "solver", "epochs", "lr", "decay", "reg",
 	"reg-core", "reg-bias", "reg-time", "time-biases", "item-periods", "reg-pair", "burn-in", "refit", "init-scale", "validation",
-	"patience", "iterations", "alpha", "confidence", "unobserved-weight", "privacy"}
+	"patience", "iterations", "alpha", "confidence", "unobserved-weight", "select", "privacy"}
 
 // trainEASEOptionsOf reads the flags of train --objective ease into o.
 func trainEASEOptionsOf(c *cli.Context, o *trainOptions) (*trainOptions, error) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/dprec/dprec"
@@ -27,6 +28,7 @@ func trainObjectiveFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "alpha", Category: cat, Value: completion.DefaultImplicitAlpha, Usage: "confidence scale alpha"},
 		&cli.StringFlag{Name: "confidence", Category: cat, Value: string(completion.DefaultImplicitConfidence), Usage: "f of the confidence: log (log(1+v)), linear (v) or binary (1); v is the sum of a (user, item) cell's values"},
 		&cli.Float64Flag{Name: "unobserved-weight", Category: cat, Value: 1, Usage: "weight w0 of every unobserved cell"},
+		&cli.BoolFlag{Name: "select", Category: cat, Value: true, Usage: "without --rank, --reg and --alpha, choose them by NDCG@10 on a per-user hold-out of the log (" + dprec.SelectGrid + "; logs up to 10^7 events), then train on every event; --select=false keeps rank " + strconv.Itoa(completion.DefaultImplicitRank) + ", reg " + fmt.Sprint(completion.DefaultImplicitReg) + ", alpha " + fmt.Sprint(completion.DefaultImplicitAlpha)},
 	}
 }
 
@@ -55,13 +57,16 @@ func trainImplicitSettings(c *cli.Context, strict bool) (completion.ImplicitSett
 	}
 	s := completion.ImplicitSettings{
 		Iterations:       c.Int("iterations"),
-		Alpha:            c.Float64("alpha"),
+		Alpha:            0, // set below when given: zero means the default, and lets the library choose it
 		Confidence:       conf,
 		UnobservedWeight: c.Float64("unobserved-weight"),
 		Threads:          c.Int("threads"),
 	}
 	if c.IsSet("reg") {
 		s.Reg = c.Float64("reg")
+	}
+	if c.IsSet("alpha") {
+		s.Alpha = c.Float64("alpha")
 	}
 	if c.IsSet("init-scale") {
 		s.InitScale = c.Float64("init-scale")
@@ -93,7 +98,7 @@ func trainImplicitSummarize(out, src string, res *dprec.Result, took time.Durati
 	r, m := res.Implicit, res.File().Model
 	sum := &trainImplicitSummary{Out: out, Data: src, Objective: models.ObjectiveImplicit, Dims: m.Dims, Rank: m.Ranks[0],
 		Events: r.Events, Cells: r.Cells, TimeCollapsed: res.TimeCollapsed, Settings: r.Settings,
-		History: r.History, Seconds: took.Seconds(), ObjectiveNote: res.ObjectiveNote, seen: res.File().Seen.Pairs()}
+		History: r.History, Seconds: took.Seconds(), ObjectiveNote: res.ObjectiveNote, seen: res.File().Seen.Pairs(), Selection: res.Selection}
 	if n := len(r.History); n > 0 {
 		sum.Loss = r.History[n-1].Loss
 	}
@@ -114,6 +119,11 @@ func trainImplicitPrint(w io.Writer, asJSON bool, sum *trainImplicitSummary) err
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "confidence      1 + %g %s(v), unobserved weight %g, reg %g\n", sum.Settings.Alpha, sum.Settings.Confidence, sum.Settings.UnobservedWeight, sum.Settings.Reg)
+	if sel := sum.Selection; sel != nil {
+		p := sel.Points[0]
+		fmt.Fprintf(w, "chosen          rank %s, reg %s, alpha %s of %d points by %s on a per-user hold-out (%.4f; most popular %.4f)\n",
+			sel.Chosen["rank"], sel.Chosen["reg"], sel.Chosen["alpha"], len(sel.Points), sel.Metric, p.Score, p.Popularity)
+	}
 	fmt.Fprintf(w, "sweeps          %d, final loss %.6g, %.3gs\n", len(sum.History), sum.Loss, sum.Seconds)
 	fmt.Fprintf(w, "seen items      %d (user, item) pairs stored: recommend leaves them out\n", seen)
 	fmt.Fprintf(w, "saved           %s\n", sum.Out)
@@ -137,7 +147,10 @@ type trainImplicitSummary struct {
 	Seconds       float64                     `json:"seconds"`
 	Settings      completion.ImplicitSettings `json:"settings"`
 	History       []completion.ImplicitRecord `json:"history"`
-	seen          int                         // stored seen pairs
+	// Selection says how rank, reg and alpha were chosen (absent when
+	// they were given or --select=false).
+	Selection *dprec.Selection `json:"selection,omitempty"`
+	seen      int              // stored seen pairs
 }
 
 // implicitFoldIn solves a new user's row of an implicit model from their

@@ -10,7 +10,7 @@ import (
 )
 
 // trainImplicitFlags are the flags only --objective implicit uses.
-var trainImplicitFlags = []string{"iterations", "alpha", "confidence", "unobserved-weight"}
+var trainImplicitFlags = []string{"iterations", "alpha", "confidence", "unobserved-weight", "select"}
 
 // checkTrainValues refuses train's flag values that completion would
 // refuse only after the log had loaded (exit 1, in its own words), and
