@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	beamlog "github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
 	"github.com/dprec/dprec/completion"
@@ -15,7 +16,10 @@ import (
 	"github.com/dprec/dprec/decomposition"
 )
 
-func TestMain(m *testing.M) { ptest.MainWithDefault(m, "prism") }
+func TestMain(m *testing.M) {
+	beamlog.LogLevel = "warn"
+	ptest.MainWithDefault(m, "prism")
+}
 
 // mlSmall is MovieLens ml-latest-small (100,836 ratings), outside the repo.
 const mlSmall = "../../../shared/data/ml-latest-small/ratings.csv"

@@ -26,10 +26,13 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	beamlog "github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 
 	"github.com/dprec/dprec/beam/pipeline"
+	"github.com/dprec/dprec/models"
 )
 
 // options are every command's flags (one flag set: Beam registers its
@@ -43,8 +46,9 @@ type options struct {
 	seed                                 uint64
 	reg, regBias, initScale              float64
 	noBias, seen, allUsers, jsonOut      bool
+	force, verbose                       bool
 	k, n                                 int
-	threshold                            float64
+	threshold, shrinkage                 float64
 	privacy, items                       string
 	epsilon, delta                       float64
 	ratingMin, ratingMax                 float64
@@ -77,8 +81,11 @@ func defineFlags(fs *flag.FlagSet, o *options) {
 	fs.BoolVar(&o.seen, "seen", true, "train: store every user's training items in the model (read into the driver; turn off for logs that do not fit it)")
 	fs.BoolVar(&o.allUsers, "all-users", false, "recommend: top-N for every user of the model")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the result as JSON")
+	fs.BoolVar(&o.force, "force", false, "train: replace an existing model file")
+	fs.BoolVar(&o.verbose, "verbose", false, "show the runner's and SDK's informational logs")
 	fs.IntVar(&o.k, "k", 10, "eval: ranking cut-off")
 	fs.IntVar(&o.n, "n", 10, "recommend: list length")
+	fs.Float64Var(&o.shrinkage, "shrinkage", models.DefaultShrinkage, "eval, recommend: rank by the credibility-weighted score (as dprec eval and recommend; 0: by the prediction)")
 	fs.Float64Var(&o.threshold, "threshold", 4, "eval: relevance threshold of a test rating")
 	fs.StringVar(&o.privacy, "privacy", "none", "train: privacy mode (only none is implemented by the pipelines)")
 	fs.StringVar(&o.items, "items", "", "train --privacy: public item catalogue (not implemented)")
@@ -120,6 +127,9 @@ func main() {
 	if err := flag.CommandLine.Parse(args); err != nil {
 		os.Exit(2)
 	}
+	if !o.verbose {
+		beamlog.LogLevel = "warn" // beam.Init sets up slog with it
+	}
 	// After the flags: on a cluster this binary also starts as a worker,
 	// and Init then runs the worker harness and does not return.
 	beam.Init()
@@ -159,6 +169,14 @@ func run(ctx context.Context, cmd string, o *options, w io.Writer) error {
 		fmt.Fprintf(w, "%d files, %d rows, %d ratings, %d users, %d items, mean %.4f, range [%g, %g]; per-item counts and means in %s/items-*\n",
 			c.Files, c.Rows, c.Ratings, c.Users, c.Items, c.Mean, c.Min, c.Max, strings.TrimSuffix(o.out, "/"))
 		return nil
+	case "train":
+		return trainCmd(ctx, o, w)
+	case "eval":
+		return evalCmd(ctx, o, w)
+	case "recommend":
+		return recommendCmd(ctx, o, w)
+	case "job-server":
+		return jobServer(ctx, o, w)
 	case "":
 		return usageError(usage)
 	}
@@ -169,4 +187,12 @@ func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+func seconds(ds []time.Duration) []float64 {
+	out := make([]float64, len(ds))
+	for i, d := range ds {
+		out[i] = d.Seconds()
+	}
+	return out
 }
