@@ -254,21 +254,7 @@ func (f *solveFn) ProcessElement(idx int32, iter func(*contrib) bool, emit func(
 		}
 		f.rs.Add(c.F, c.Value, off)
 	}
-	bias, sse, ok := f.rs.Solve(f.Reg, 0, f.RegBias, f.row)
-	if !ok {
-		return fmt.Errorf("ALS row %d of mode %d: normal equations not positive definite (raise the penalties)", idx, f.Mode)
-	}
-	var b strings.Builder
-	b.WriteString(strconv.Itoa(int(idx)))
-	b.WriteByte('\t')
-	b.WriteString(strconv.Itoa(f.rs.Count()))
-	b.WriteByte('\t')
-	b.WriteString(fmtFloat(sse))
-	b.WriteByte('\t')
-	b.WriteString(fmtFloat(bias))
-	appendFloats(&b, f.row)
-	emit(b.String())
-	return nil
+	return emitSolved(f.rs, idx, f.Reg, f.RegBias, f.Mode, f.row, emit)
 }
 
 func cmpInt64(a, b int64) int {

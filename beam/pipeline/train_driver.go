@@ -58,6 +58,13 @@ type TrainOptions struct {
 	Seen bool
 	// Shards is the number of files of each sharded intermediate (zero: 4).
 	Shards int
+	// BroadcastLimit is the largest fixed mode, in bytes of its rows and
+	// biases as float64s, that a half-sweep broadcasts to every worker
+	// (each loads it into memory, and the ratings are shuffled once,
+	// without factor rows); above it the half-sweep joins the ratings with
+	// the rows by a shuffle. Zero means DefaultBroadcastLimit; negative
+	// never broadcasts.
+	BroadcastLimit int64
 	// Run runs each pipeline (nil: beamx.Run).
 	Run Runner
 	// Progress, when set, is called after every sweep.
@@ -367,6 +374,18 @@ func sweeps(ctx context.Context, m *decomposition.Model, prep *prepared, cfg *co
 	return nil
 }
 
+// DefaultBroadcastLimit is TrainOptions.BroadcastLimit's default: 512 MiB
+// of rows (6.7 million rows of rank 9 with biases).
+const DefaultBroadcastLimit = 512 << 20
+
+// broadcast reports whether a half-sweep broadcasts mode mo's rows.
+func broadcast(m *decomposition.Model, mo int, limit int64) bool {
+	if limit == 0 {
+		limit = DefaultBroadcastLimit
+	}
+	return float64(m.Dims[mo])*float64(m.Ranks[mo]+1)*8 <= float64(limit)
+}
+
 // halfSweep solves every row of mode mo with the other mode fixed.
 func halfSweep(ctx context.Context, m *decomposition.Model, mo, ep int, prep *prepared, cfg *completion.Settings, o TrainOptions, work string, rowSSE []float64) error {
 	other := 1 - mo
@@ -377,11 +396,19 @@ func halfSweep(ctx context.Context, m *decomposition.Model, mo, ep int, prep *pr
 	solved := joinPath(work, "rows", fmt.Sprintf("sweep%03d", ep+1), "solved-"+modeName(mo))
 	p, s := beam.NewPipelineWithRoot()
 	s = s.Scope(fmt.Sprintf("Sweep%d%s", ep+1, modeName(mo)))
-	ratings := beam.ParDo(s, &parseObsFn{Mode: mo}, textio.Read(s, prep.ratings))
-	rows := beam.ParDo(s, parseRow, textio.Read(s, fixed))
-	contribs := beam.ParDo(s, joinRow, beam.CoGroupByKey(s, ratings, rows))
-	out := beam.ParDo(s, &solveFn{Rank: m.Ranks[mo], Bias: m.HasBias, Mean: m.Mean, Reg: cfg.Reg, RegBias: cfg.RegBias, Mode: mo},
-		beam.GroupByKey(s, contribs))
+	lines := textio.Read(s, prep.ratings)
+	var out beam.PCollection
+	if broadcast(m, other, o.BroadcastLimit) {
+		byRow := beam.GroupByKey(s, beam.ParDo(s, &keyByRowFn{Mode: mo}, lines))
+		out = beam.ParDo(s, &solveBroadcastFn{Fixed: fixed, FixedRows: m.Dims[other], Rank: m.Ranks[mo], Bias: m.HasBias,
+			Mean: m.Mean, Reg: cfg.Reg, RegBias: cfg.RegBias, Mode: mo}, byRow)
+	} else {
+		ratings := beam.ParDo(s, &parseObsFn{Mode: mo}, lines)
+		rows := beam.ParDo(s, parseRow, textio.Read(s, fixed))
+		contribs := beam.ParDo(s, joinRow, beam.CoGroupByKey(s, ratings, rows))
+		out = beam.ParDo(s, &solveFn{Rank: m.Ranks[mo], Bias: m.HasBias, Mean: m.Mean, Reg: cfg.Reg, RegBias: cfg.RegBias, Mode: mo},
+			beam.GroupByKey(s, contribs))
+	}
 	WriteSharded(s, solved, o.Shards, out)
 	if err := o.Run.run(ctx, p); err != nil {
 		return fmt.Errorf("sweep %d, %s: %w", ep+1, modeName(mo), err)

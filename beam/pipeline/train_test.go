@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"flag"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -20,6 +21,8 @@ func TestMain(m *testing.M) {
 	beamlog.LogLevel = "warn"
 	ptest.MainWithDefault(m, "prism")
 }
+
+var mlSweeps = flag.Int("ml.sweeps", 2, "sweeps of TestTrainEqualsSingleMachineML")
 
 // mlSmall is MovieLens ml-latest-small (100,836 ratings), outside the repo.
 const mlSmall = "../../../shared/data/ml-latest-small/ratings.csv"
@@ -88,5 +91,14 @@ func TestTrainEqualsSingleMachineML(t *testing.T) {
 	if _, err := os.Stat(mlSmall); err != nil {
 		t.Skip("ml-latest-small not present")
 	}
-	checkEquivalent(t, mlSmall, 10, 7, 2)
+	checkEquivalent(t, mlSmall, 10, 7, *mlSweeps)
+}
+
+func loadTSV(t testing.TB, path string) *data.Store {
+	t.Helper()
+	st, _, err := data.Load(path, data.LoadOptions{Builder: data.BuilderOptions{TimeUnit: data.TimeNone}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
