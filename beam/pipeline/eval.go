@@ -9,6 +9,8 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/textio"
@@ -221,4 +223,65 @@ func combineEval(ctx context.Context, parts string, o EvalOptions) (*models.Eval
 		out.Popularity = &pop
 	}
 	return out, nil
+}
+
+func init() {
+	register.DoFn3x1[context.Context, Rating, func(float64), error](&squaredErrorFn{})
+	register.Function2x0(formatSummary)
+}
+
+// squaredErrorFn emits the squared error of a rating's prediction.
+type squaredErrorFn struct {
+	Model string
+	p     *models.Predictor
+}
+
+func (f *squaredErrorFn) Setup(ctx context.Context) error {
+	var err error
+	f.p, err = loadPredictor(ctx, f.Model, 0)
+	return err
+}
+
+func (f *squaredErrorFn) ProcessElement(ctx context.Context, r Rating, emit func(float64)) error {
+	y, _ := f.p.Predict(r.User, r.Item, nil)
+	d := r.Value - y
+	emit(d * d)
+	return nil
+}
+
+func formatSummary(s Summary, emit func(string)) {
+	emit(strconv.FormatInt(s.N, 10) + "\t" + fmtFloat(s.Sum))
+}
+
+// PredictRMSE is the RMSE of a model's predictions (Predictor.Predict) of
+// the ratings of the log glob data, in one pipeline writing its sums to
+// parts.
+func PredictRMSE(ctx context.Context, model, data string, load LoadSpec, parts string, run Runner) (float64, error) {
+	files, err := Expand(ctx, data)
+	if err != nil {
+		return 0, err
+	}
+	p, s := beam.NewPipelineWithRoot()
+	ratings, _ := ReadRatings(s, files, load)
+	sum := beam.Combine(s, &summaryFn{}, beam.ParDo(s, &squaredErrorFn{Model: model}, ratings))
+	textio.Write(s, parts, beam.ParDo(s, formatSummary, sum))
+	if err := run.run(ctx, p); err != nil {
+		return 0, err
+	}
+	var n int64
+	var se float64
+	err = ReadLines(ctx, parts, func(line string) error {
+		a, b, _ := strings.Cut(line, "\t")
+		var err1, err2 error
+		n, err1 = strconv.ParseInt(a, 10, 64)
+		se, err2 = strconv.ParseFloat(b, 64)
+		return errors.Join(err1, err2)
+	})
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, errors.New("empty validation log")
+	}
+	return math.Sqrt(se / float64(n)), nil
 }

@@ -141,3 +141,24 @@ func mustInt(t *testing.T, s string) int64 {
 	}
 	return v
 }
+
+// TestTrainValidation: a validation log is scored after every sweep and
+// early stopping keeps the best sweep.
+func TestTrainValidation(t *testing.T) {
+	dir := t.TempDir()
+	writeSynth(t, dir)
+	res, err := Train(context.Background(), TrainOptions{Data: filepath.Join(dir, "part-a.tsv"), Validation: filepath.Join(dir, "part-b.tsv"),
+		Rank: 3, Seed: 2, Settings: completion.Settings{Epochs: 3, Patience: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.History {
+		if !(r.ValidRMSE > 0 && r.ValidRMSE < 5) {
+			t.Fatalf("sweep %d: validation RMSE %v", r.Epoch, r.ValidRMSE)
+		}
+	}
+	if res.BestEpoch < 1 || res.BestEpoch > len(res.History) {
+		t.Fatalf("best epoch %d of %d", res.BestEpoch, len(res.History))
+	}
+	t.Logf("history %+v, best %d", res.History, res.BestEpoch)
+}

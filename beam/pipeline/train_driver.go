@@ -530,7 +530,9 @@ func readSeen(ctx context.Context, glob string, dims []int) (*models.Exclusions,
 }
 
 // validator computes the validation RMSE after a sweep: the model is saved
-// to the scratch directory and scored by the eval pipeline.
+// to the scratch directory and every validation rating is predicted by
+// workers with models.Predictor (dprec predict's rules: clamped, with its
+// fallbacks for IDs the training log lacks).
 type validator struct {
 	data, work string
 	load       LoadSpec
@@ -538,5 +540,17 @@ type validator struct {
 }
 
 func (v *validator) rmse(ctx context.Context, m *decomposition.Model, dicts [2]*data.Dict, ep int) (float64, error) {
-	return 0, errors.New("validation: not implemented yet")
+	if strings.Contains(v.work, "://") {
+		return 0, errors.New("validation needs a local --work directory (the model is saved there between sweeps)")
+	}
+	if err := os.MkdirAll(v.work, 0o755); err != nil {
+		return 0, err
+	}
+	path := joinPath(v.work, fmt.Sprintf("sweep%03d.arrow", ep+1))
+	f := &models.File{Model: m, Dicts: dicts[:], Header: models.Header{Software: "dprec-beam (validation)"}}
+	if err := models.Save(path, f, true); err != nil {
+		return 0, err
+	}
+	defer os.Remove(path)
+	return PredictRMSE(ctx, path, v.data, v.load, joinPath(v.work, fmt.Sprintf("sweep%03d-se", ep+1)), v.run)
 }

@@ -40,9 +40,15 @@ func singleMachine(t testing.TB, path string, rank int, seed uint64, s completio
 		t.Fatal(err)
 	}
 	s.Solver = completion.SolverALS
-	if _, err := completion.Train(st, nil, m, &s, rand.NewPCG(seed, SeedStream), nil); err != nil {
+	res, err := completion.Train(st, nil, m, &s, rand.NewPCG(seed, SeedStream), nil)
+	if err != nil {
 		t.Fatal(err)
 	}
+	secs := 0.0
+	for _, r := range res.History {
+		secs += r.Seconds
+	}
+	t.Logf("single machine: %d sweeps, %.3f s per sweep (threads %d)", len(res.History), secs/float64(len(res.History)), res.Settings.Threads)
 	return m
 }
 
