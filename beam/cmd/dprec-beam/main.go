@@ -30,6 +30,8 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	beamlog "github.com/apache/beam/sdks/v2/go/pkg/beam/log"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 
 	"github.com/dprec/dprec/beam/pipeline"
 	"github.com/dprec/dprec/models"
@@ -46,7 +48,7 @@ type options struct {
 	seed                                 uint64
 	reg, regBias, initScale              float64
 	noBias, seen, allUsers, jsonOut      bool
-	force, verbose                       bool
+	force, verbose, noMemoryCheck        bool
 	k, n                                 int
 	threshold, shrinkage                 float64
 	privacy, items                       string
@@ -82,6 +84,7 @@ func defineFlags(fs *flag.FlagSet, o *options) {
 	fs.BoolVar(&o.allUsers, "all-users", false, "recommend: top-N for every user of the model")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the result as JSON")
 	fs.BoolVar(&o.force, "force", false, "train: replace an existing model file")
+	fs.BoolVar(&o.noMemoryCheck, "no-memory-check", false, "run on Prism in-process even when the input looks too large for this machine's memory")
 	fs.BoolVar(&o.verbose, "verbose", false, "show the runner's and SDK's informational logs")
 	fs.IntVar(&o.k, "k", 10, "eval: ranking cut-off")
 	fs.IntVar(&o.n, "n", 10, "recommend: list length")
@@ -154,6 +157,15 @@ func run(ctx context.Context, cmd string, o *options, w io.Writer) error {
 		}
 		return nil
 	}
+	if o.data != "" && !o.noMemoryCheck && prismInProcess() && (cmd == "stats" || cmd == "train" || cmd == "eval") {
+		globs := o.data
+		if o.valid != "" {
+			globs += "," + o.valid
+		}
+		if err := pipeline.CheckPrismMemory(ctx, globs, 0.8); err != nil {
+			return err
+		}
+	}
 	switch cmd {
 	case "stats":
 		if err := errors.Join(need("data", o.data), need("out", o.out)); err != nil {
@@ -195,4 +207,11 @@ func seconds(ds []time.Duration) []float64 {
 		out[i] = d.Seconds()
 	}
 	return out
+}
+
+// prismInProcess reports whether the pipelines run on Prism in this
+// process (the default runner without a job server endpoint).
+func prismInProcess() bool {
+	r := strings.ToLower(*runners.Runner)
+	return (r == "" || r == "prism" || r == "prismrunner") && *jobopts.Endpoint == ""
 }
