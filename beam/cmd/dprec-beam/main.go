@@ -51,7 +51,7 @@ type options struct {
 	force, verbose, noMemoryCheck        bool
 	k, n                                 int
 	threshold, shrinkage                 float64
-	privacy, items                       string
+	privacy, items, mechanism            string
 	epsilon, delta                       float64
 	ratingMin, ratingMax                 float64
 	jobPort                              int
@@ -90,12 +90,13 @@ func defineFlags(fs *flag.FlagSet, o *options) {
 	fs.IntVar(&o.n, "n", 10, "recommend: list length")
 	fs.Float64Var(&o.shrinkage, "shrinkage", models.DefaultShrinkage, "eval, recommend: rank by the credibility-weighted score (as dprec eval and recommend; 0: by the prediction)")
 	fs.Float64Var(&o.threshold, "threshold", 4, "eval: relevance threshold of a test rating")
-	fs.StringVar(&o.privacy, "privacy", "none", "train: privacy mode (only none is implemented by the pipelines)")
-	fs.StringVar(&o.items, "items", "", "train --privacy: public item catalogue (not implemented)")
-	fs.Float64Var(&o.epsilon, "epsilon", 0, "train --privacy: epsilon (not implemented)")
-	fs.Float64Var(&o.delta, "delta", 0, "train --privacy: delta (not implemented)")
-	fs.Float64Var(&o.ratingMin, "rating-min", 0, "train --privacy: rating scale minimum (not implemented)")
-	fs.Float64Var(&o.ratingMax, "rating-max", 0, "train --privacy: rating scale maximum (not implemented)")
+	fs.StringVar(&o.privacy, "privacy", "none", "train: privacy mode: none or bias (entry level: global mean and item biases from noisy sums)")
+	fs.StringVar(&o.items, "items", "", "train --privacy bias: public item catalogue (CSV, item ID in the first column, optional header); the model's items are exactly these")
+	fs.Float64Var(&o.epsilon, "epsilon", 1, "train --privacy: total epsilon")
+	fs.Float64Var(&o.delta, "delta", 0, "train --privacy: total delta (gaussian mechanism)")
+	fs.StringVar(&o.mechanism, "mechanism", "", "train --privacy bias: laplace (default) or gaussian")
+	fs.Float64Var(&o.ratingMin, "rating-min", 0.5, "train --privacy: public lower end of the rating scale (ratings are clamped to it)")
+	fs.Float64Var(&o.ratingMax, "rating-max", 5, "train --privacy: public upper end of the rating scale")
 	fs.IntVar(&o.jobPort, "job_port", 8073, "job-server: port of Prism's job management service (0: any free port)")
 }
 

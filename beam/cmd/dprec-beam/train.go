@@ -3,20 +3,26 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/dprec/dprec/beam/pipeline"
 	"github.com/dprec/dprec/completion"
+	"github.com/dprec/dprec/perturb"
 )
 
 func trainCmd(ctx context.Context, o *options, w io.Writer) error {
 	if o.data == "" || o.out == "" {
 		return usageError("train needs --data and --out")
 	}
-	if o.privacy != "" && o.privacy != "none" {
-		return usageError(fmt.Sprintf("--privacy %s: the pipelines train non-private models only so far (use dprec train --privacy on one machine)", o.privacy))
+	switch o.privacy {
+	case "", "none":
+	case "bias":
+		return trainBias(ctx, o, w)
+	default:
+		return usageError(fmt.Sprintf("--privacy %s: the pipelines train --privacy none and bias (entry level) so far (use dprec train --privacy on one machine)", o.privacy))
 	}
 	start := 0
 	res, err := pipeline.Train(ctx, pipeline.TrainOptions{
@@ -50,4 +56,36 @@ func trainCmd(ctx context.Context, o *options, w io.Writer) error {
 	fmt.Fprintf(w, "trained cp model, rank %d, on %d ratings (%d users, %d items) in %d sweeps: train RMSE %.4f; wrote %s\n",
 		o.rank, res.Counts.Ratings, res.File.Model.Dims[0], res.File.Model.Dims[1], len(res.History), last.TrainRMSE, o.out)
 	return nil
+}
+
+// trainBias trains the private bias mode at entry level.
+func trainBias(ctx context.Context, o *options, w io.Writer) error {
+	if o.items == "" {
+		return usageError("train --privacy bias needs --items, the public item catalogue (a CSV whose first column is the item ID)")
+	}
+	po := completion.PrivateOptions{Epsilon: o.epsilon, Delta: o.delta, RatingMin: o.ratingMin, RatingMax: o.ratingMax, Mechanism: o.mechanism}
+	if flagSet("seed") {
+		po.Noise = perturb.SeededNoise(o.seed)
+		fmt.Fprintln(os.Stderr, "warning: --seed makes the privacy noise reproducible: the model is NOT private (never release it)")
+	}
+	res, err := pipeline.TrainPrivateBias(ctx, pipeline.PrivateBiasOptions{Data: o.data, Load: o.load(), Items: o.items,
+		Privacy: po, Out: o.out, Force: o.force, Work: o.work, Shards: o.shards})
+	if err != nil {
+		return err
+	}
+	rep := res.File.Privacy
+	if o.jsonOut {
+		return printJSON(w, map[string]any{"out": o.out, "ratings": res.Ratings, "dropped": res.Dropped, "privacy": rep})
+	}
+	eps, delta := rep.Epsilon, rep.Delta
+	fmt.Fprintf(w, "trained private bias model (entry level, epsilon %g, delta %g) on %d ratings of %d catalogue items (%d ratings of other items dropped); wrote %s\n",
+		eps, delta, res.Ratings, res.File.Model.Dims[1], res.Dropped, o.out)
+	return nil
+}
+
+// flagSet reports whether a flag was given on the command line.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
