@@ -177,6 +177,31 @@ func TestCommandsInProcess(t *testing.T) {
 			t.Fatalf("%s: %v\n%s", args[0], err, b)
 		}
 	}
+	cat := filepath.Join(dir, "items.csv")
+	var ids strings.Builder
+	ids.WriteString("movieId\n")
+	for j := 101; j <= 130; j++ {
+		fmt.Fprintf(&ids, "%d\n", j)
+	}
+	if err := os.WriteFile(cat, []byte(ids.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := command("train", "--privacy", "bias", "--items", cat, "--epsilon", "1", "--data", log, "--out", filepath.Join(dir, "bias.arrow"), "--json")
+	c.Stderr = os.Stderr
+	b, err := c.Output()
+	if err != nil {
+		t.Fatalf("train --privacy bias: %v\n%s", err, b)
+	}
+	bf, err := models.Load(filepath.Join(dir, "bias.arrow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bf.Privacy.Private() || bf.Model.Dims[1] != 30 {
+		t.Fatalf("bias model: private %v, %d items (catalogue 30)", bf.Privacy.Private(), bf.Model.Dims[1])
+	}
+	if err := command("train", "--privacy", "bias", "--data", log, "--out", filepath.Join(dir, "b2.arrow")).Run(); err == nil {
+		t.Fatal("train --privacy bias without --items succeeded")
+	}
 	if parts, _ := filepath.Glob(filepath.Join(dir, "recs", "part-*.parquet")); len(parts) != 4 {
 		t.Fatalf("recommend wrote %d files, want 4", len(parts))
 	}
