@@ -11,6 +11,7 @@ import (
 
 	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/models"
 )
 
 // writeSynth writes a small rating log as two TSV shards (string user
@@ -102,5 +103,8 @@ func checkSynth(t *testing.T, shards, whole string, want *decomposition.Model, o
 	}
 	if got.Seen == nil || got.Seen.Pairs() != wst.NNZ() {
 		t.Fatalf("seen items: %v", got.Seen)
+	}
+	if fp := models.Fingerprint(wst); got.Header.Data == nil || got.Header.Data.SHA256 != fp.SHA256 {
+		t.Fatalf("data fingerprint %+v, single machine %+v", got.Header.Data, fp)
 	}
 }

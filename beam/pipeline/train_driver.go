@@ -159,9 +159,16 @@ func Train(ctx context.Context, o TrainOptions) (*TrainResult, error) {
 		return nil, err
 	}
 	if o.Seen {
-		if f.Seen, err = readSeen(ctx, prep.ratings, dims); err != nil {
+		// The training store in the driver, in storage order: the seen
+		// items and the data fingerprint (hash included) dprec train saves.
+		st, err := readStore(ctx, prep.ratings, dims)
+		if err != nil {
 			return nil, err
 		}
+		if f.Seen, err = models.SeenFromStore(st, dims[0], dims[1]); err != nil {
+			return nil, err
+		}
+		f.Header.Data = models.Fingerprint(st)
 	}
 	res.File = f
 	if o.Out != "" {
@@ -509,24 +516,32 @@ func paramsFinite(m *decomposition.Model) bool {
 	return true
 }
 
-// readSeen reads the dense ratings into the driver for the model's seen
-// items.
-func readSeen(ctx context.Context, glob string, dims []int) (*models.Exclusions, error) {
-	st := &data.Store{Dims: dims, Idx: [][]int32{nil, nil}}
+// readStore reads the dense ratings into the driver as a store in
+// storage order (sorted by position).
+func readStore(ctx context.Context, glob string, dims []int) (*data.Store, error) {
+	type rating struct {
+		u, i int32
+		v    float64
+		pos  int64
+	}
+	var rs []rating
 	err := ReadLines(ctx, glob, func(line string) error {
-		u, i, v, _, err := parseDense(line)
+		u, i, v, pos, err := parseDense(line)
 		if err != nil {
 			return err
 		}
-		st.Idx[0] = append(st.Idx[0], u)
-		st.Idx[1] = append(st.Idx[1], i)
-		st.Val = append(st.Val, v)
+		rs = append(rs, rating{u, i, v, pos})
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return models.SeenFromStore(st, dims[0], dims[1])
+	slices.SortFunc(rs, func(a, b rating) int { return cmpInt64(a.pos, b.pos) })
+	st := &data.Store{Dims: dims, Idx: [][]int32{make([]int32, len(rs)), make([]int32, len(rs))}, Val: make([]float64, len(rs))}
+	for e, r := range rs {
+		st.Idx[0][e], st.Idx[1][e], st.Val[e] = r.u, r.i, r.v
+	}
+	return st, nil
 }
 
 // validator computes the validation RMSE after a sweep: the model is saved
