@@ -317,9 +317,7 @@ func (t *alsTrainer) solveRow(mo, i int, ws *alsWork) bool {
 	}
 	lo, hi := t.start[mo][i], t.start[mo][i+1]
 	if lo == hi {
-		for p := range row {
-			row[p] = x0
-		}
+		emptyRow(row, x0)
 		if m.HasBias {
 			m.Bias[mo][i] = 0
 		}
@@ -339,27 +337,15 @@ func (t *alsTrainer) solveRow(mo, i int, ws *alsWork) bool {
 	} else {
 		yy = t.accumulate(mo, lo, hi, A, b, n, ws)
 	}
-	// Keep the data part of the normal equations: with them the row's
-	// training SSE at the solution x is yy - 2 x.b + x'Ax, with no pass
-	// over the entries (sweep uses it for the last mode).
-	copy(ws.ad[:n*n], A)
-	copy(ws.bd[:n], b)
-	pen := lam * float64(hi-lo)
-	for p := 0; p < R; p++ {
-		A[p*n+p] += pen
-		b[p] += pen * x0
-	}
-	if m.HasBias {
-		A[R*n+R] += t.cfg.RegBias
-	}
-	if !cholSolve(A, b, n) {
+	ok, sse := solveNormal(A, b, ws.ad, ws.bd, n, R, hi-lo, lam, x0, t.cfg.RegBias, m.HasBias, yy)
+	if !ok {
 		return false
 	}
 	copy(row, b[:R])
 	if m.HasBias {
 		m.Bias[mo][i] = b[R]
 	}
-	t.rowSSE[mo][i] = quadSSE(ws.ad[:n*n], ws.bd[:n], b, yy, n)
+	t.rowSSE[mo][i] = sse
 	return true
 }
 
@@ -390,16 +376,17 @@ func (t *alsTrainer) accumulate(mo, lo, hi int, A, b []float64, n int, ws *alsWo
 	yy := 0.0
 	for q := lo; q < hi; q++ {
 		v, pp := t.grouped(mo, q, idx)
+		y := v - t.offsetAt(idx, pp, mo)
 		if m.Kind == decomposition.CP {
-			copy(z, m.Row(1-mo, int(idx[1-mo])))
-		} else {
-			m.Partial(idx, ws.w)
-			copy(z, ws.w.Factor[mo])
+			// Order 2 (order 3 takes accumulateCP3): RowSystem.Add.
+			yy += cpDesign(A, b, z, m.Row(1-mo, int(idx[1-mo])), y, R, n, m.HasBias)
+			continue
 		}
+		m.Partial(idx, ws.w)
+		copy(z, ws.w.Factor[mo])
 		if m.HasBias {
 			z[R] = 1
 		}
-		y := v - t.offsetAt(idx, pp, mo)
 		yy += y * y
 		addOuter(A, b, z, y, n)
 	}

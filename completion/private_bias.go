@@ -85,7 +85,7 @@ func BiasSensitivities(o *PrivateOptions) (meanL1, itemsL1, itemsL2 float64) {
 func biasTotal(train *data.Store, o *PrivateOptions) (total float64, counts []int) {
 	counts = make([]int, train.Dims[1])
 	for e, v := range train.Val {
-		total += clampValue(v, o.RatingMin, o.RatingMax)
+		total += BiasClamp(v, o.RatingMin, o.RatingMax)
 		counts[train.Idx[1][e]]++
 	}
 	return total, counts
@@ -95,10 +95,9 @@ func biasTotal(train *data.Store, o *PrivateOptions) (total float64, counts []in
 // clip(clamp(r) - mu, -c, c), c = BiasResidualClip (r_max - r_min), for a
 // released mean mu.
 func biasResidualSums(train *data.Store, o *PrivateOptions, mu float64) []float64 {
-	c := BiasResidualClip * o.ratingRange()
 	sums := make([]float64, train.Dims[1])
 	for e, x := range train.Val {
-		sums[train.Idx[1][e]] += clampValue(clampValue(x, o.RatingMin, o.RatingMax)-mu, -c, c)
+		sums[train.Idx[1][e]] += BiasResidual(x, mu, o.RatingMin, o.RatingMax)
 	}
 	return sums
 }
@@ -156,24 +155,38 @@ type biasFit struct {
 // fitPrivateBias validates its inputs and runs the bias releases of the
 // options' unit into m.
 func fitPrivateBias(train *data.Store, m *decomposition.Model, opts *PrivateOptions) (*biasFit, error) {
+	o, frac, err := resolveBias(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkBiasInputs(train, m, &o); err != nil {
+		return nil, err
+	}
+	zeroModel(m)
+	if o.Unit == UnitUser {
+		return trainBiasUser(train, m, &o)
+	}
+	return trainBiasEntry(storeBiasSource{train}, m, &o, frac)
+}
+
+// resolveBias validates the bias mode's options and fills the defaults
+// (mean fraction, mechanism).
+func resolveBias(opts *PrivateOptions) (PrivateOptions, float64, error) {
 	if opts == nil {
-		return nil, errors.New("completion: bias mode: nil options")
+		return PrivateOptions{}, 0, errors.New("completion: bias mode: nil options")
 	}
 	oo := *opts
 	frac := oo.MeanFraction
 	oo.MeanFraction = 0
 	o, err := oo.resolve("bias")
 	if err != nil {
-		return nil, err
+		return o, 0, err
 	}
 	if frac == 0 {
 		frac = DefaultBiasMeanFraction
 	}
 	if !(frac > 0 && frac < 1) {
-		return nil, fmt.Errorf("completion: bias mode: mean fraction %v must be in (0, 1)", frac)
-	}
-	if err := checkBiasInputs(train, m, &o); err != nil {
-		return nil, err
+		return o, 0, fmt.Errorf("completion: bias mode: mean fraction %v must be in (0, 1)", frac)
 	}
 	if o.Mechanism == "" && o.Unit == UnitUser {
 		o.Mechanism = perturb.MechGaussian
@@ -183,11 +196,17 @@ func fitPrivateBias(train *data.Store, m *decomposition.Model, opts *PrivateOpti
 		o.Mechanism = perturb.MechLaplace
 	case perturb.MechGaussian:
 		if err := perturb.CheckPositiveDelta(o.Delta); err != nil {
-			return nil, fmt.Errorf("completion: bias mode (gaussian): %w", err)
+			return o, 0, fmt.Errorf("completion: bias mode (gaussian): %w", err)
 		}
 	default:
-		return nil, fmt.Errorf("completion: bias mode: unknown mechanism %q (want laplace or gaussian)", o.Mechanism)
+		return o, 0, fmt.Errorf("completion: bias mode: unknown mechanism %q (want laplace or gaussian)", o.Mechanism)
 	}
+	return o, frac, nil
+}
+
+// zeroModel zeroes every parameter of m (a bias-only release sets the
+// mean and item biases afterwards).
+func zeroModel(m *decomposition.Model) {
 	for _, f := range m.Factors {
 		clear(f)
 	}
@@ -196,10 +215,6 @@ func fitPrivateBias(train *data.Store, m *decomposition.Model, opts *PrivateOpti
 		clear(b)
 	}
 	m.Pairs = nil
-	if o.Unit == UnitUser {
-		return trainBiasUser(train, m, &o)
-	}
-	return trainBiasEntry(train, m, &o, frac)
 }
 
 // checkBiasInputs checks the store and the model's shape.
@@ -223,7 +238,7 @@ func checkBiasInputs(train *data.Store, m *decomposition.Model, o *PrivateOption
 
 // trainBiasEntry runs the entry-level releases (package doc,
 // Sensitivities, "Bias mode").
-func trainBiasEntry(train *data.Store, m *decomposition.Model, o *PrivateOptions, frac float64) (*biasFit, error) {
+func trainBiasEntry(src BiasSource, m *decomposition.Model, o *PrivateOptions, frac float64) (*biasFit, error) {
 	meanL1, itemsL1, itemsL2 := BiasSensitivities(o)
 	epsMu, epsItems := frac*o.Epsilon, (1-frac)*o.Epsilon
 	lapMu, err := perturb.NewLaplace(meanL1, epsMu)
@@ -250,12 +265,24 @@ func trainBiasEntry(train *data.Store, m *decomposition.Model, o *PrivateOptions
 	if fit.eps, fit.delta, fit.used, err = admit(o, &fit.acc); err != nil {
 		return nil, fmt.Errorf("completion: bias mode: %w", err)
 	}
-	total, counts := biasTotal(train, o)
+	n, total, counts, err := src.Totals(o)
+	if err != nil {
+		return nil, err
+	}
+	if n <= 0 || len(counts) != m.Dims[1] {
+		return nil, &ShapeError{Reason: fmt.Sprintf("bias mode: %d ratings and %d item counts for a model of %d items", n, len(counts), m.Dims[1])}
+	}
 	tot := []float64{total}
 	lapMu.AddTo(tot, rand.New(o.source(streamBiasMean)))
 	o.observe(relMu.What, tot, nil)
-	mu := clampValue(tot[0]/float64(train.NNZ()), o.RatingMin, o.RatingMax)
-	sums := biasResidualSums(train, o, mu)
+	mu := clampValue(tot[0]/float64(n), o.RatingMin, o.RatingMax)
+	sums, err := src.ResidualSums(o, mu)
+	if err != nil {
+		return nil, err
+	}
+	if len(sums) != m.Dims[1] {
+		return nil, &ShapeError{Reason: fmt.Sprintf("bias mode: %d item sums for a model of %d items", len(sums), m.Dims[1])}
+	}
 	items.addTo(sums, rand.New(o.source(streamBiasItems)))
 	o.observe(relI.What, sums, nil)
 	fit.counts = make([]float64, len(counts))

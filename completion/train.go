@@ -231,12 +231,21 @@ func checkTrainInputs(train, valid *data.Store, m *decomposition.Model, cfg *Set
 // from N(0, InitScale^2), sets the Tucker core to the superdiagonal identity
 // plus N(0, InitScale^2) noise, and zeroes the biases.
 func initModel(m *decomposition.Model, vals []float64, cfg *Settings, rng *rand.Rand) {
+	mean := 0.0
 	if m.HasBias {
 		s := 0.0
 		for _, v := range vals {
 			s += v
 		}
-		m.Mean = s / float64(len(vals))
+		mean = s / float64(len(vals))
+	}
+	initParams(m, mean, cfg, rng)
+}
+
+// initParams is initModel given the global mean (InitModel).
+func initParams(m *decomposition.Model, mean float64, cfg *Settings, rng *rand.Rand) {
+	if m.HasBias {
+		m.Mean = mean
 	}
 	if cfg.WarmStart {
 		return

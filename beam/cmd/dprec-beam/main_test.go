@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dprec/dprec/beam/pipeline"
+	"github.com/dprec/dprec/completion"
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/models"
+)
+
+// The test binary doubles as dprec-beam: with DPREC_BEAM_MAIN=1 it runs
+// main (the job server, or a command submitted to it) instead of the tests.
+func TestMain(m *testing.M) {
+	if os.Getenv("DPREC_BEAM_MAIN") == "1" {
+		os.Args = append([]string{"dprec-beam"}, os.Args[1:]...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func command(args ...string) *exec.Cmd {
+	c := exec.Command(os.Args[0], args...)
+	c.Env = append(os.Environ(), "DPREC_BEAM_MAIN=1")
+	return c
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// writeLog writes a small CSV rating log with a header (integer IDs).
+func writeLog(t *testing.T) string {
+	r := rand.New(rand.NewPCG(3, 4))
+	var b strings.Builder
+	b.WriteString("userId,movieId,rating,timestamp\n")
+	for u := 1; u <= 40; u++ {
+		for j := 1; j <= 30; j++ {
+			if r.Float64() < 0.35 {
+				v := min(5, max(0.5, float64(int((3+float64(u%3-1)+0.7*r.NormFloat64())*2+0.5))/2))
+				fmt.Fprintf(&b, "%d,%d,%g,%d\n", u*7, 100+j, v, 1e9+r.IntN(1e6))
+			}
+		}
+	}
+	p := filepath.Join(t.TempDir(), "ratings.csv")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestUniversalRunnerJobServer runs stats and train through Prism started
+// as a separate job-server process on loopback, with --runner universal
+// (the path of a Flink or Spark job server): the counts are the loader's
+// and the model is completion's ALS model, bit for bit.
+func TestUniversalRunnerJobServer(t *testing.T) {
+	port := freePort(t)
+	srv := command("job-server", "--job_port", fmt.Sprint(port))
+	out, err := srv.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Stderr = os.Stderr
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		srv.Process.Kill()
+		srv.Wait()
+	}()
+	ready := make(chan bool)
+	go func() {
+		sc := bufio.NewScanner(out)
+		ok := sc.Scan() && strings.Contains(sc.Text(), "listening")
+		ready <- ok
+		for sc.Scan() {
+		}
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatal("job server did not start")
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("job server did not start in 60 s")
+	}
+	endpoint := fmt.Sprintf("localhost:%d", port)
+	universal := []string{"--runner", "universal", "--endpoint", endpoint, "--environment_type", "LOOPBACK"}
+	log := writeLog(t)
+	st, _, err := data.Load(log, data.LoadOptions{Builder: data.BuilderOptions{TimeUnit: data.TimeNone}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	c := command(append([]string{"stats", "--data", log, "--out", filepath.Join(dir, "stats"), "--json"}, universal...)...)
+	c.Stderr = os.Stderr
+	b, err := c.Output()
+	if err != nil {
+		t.Fatalf("stats: %v", err)
+	}
+	var counts pipeline.Counts
+	if err := json.Unmarshal(b, &counts); err != nil {
+		t.Fatalf("stats output %q: %v", b, err)
+	}
+	if int(counts.Ratings) != st.NNZ() || int(counts.Users) != st.Dims[0] || int(counts.Items) != st.Dims[1] {
+		t.Fatalf("stats: %d ratings %d users %d items, loader %d %d %d", counts.Ratings, counts.Users, counts.Items, st.NNZ(), st.Dims[0], st.Dims[1])
+	}
+
+	model := filepath.Join(dir, "m.arrow")
+	c = command(append([]string{"train", "--data", log, "--out", model, "--rank", "4", "--seed", "21", "--epochs", "2"}, universal...)...)
+	c.Stderr = os.Stderr
+	if err := c.Run(); err != nil {
+		t.Fatalf("train: %v", err)
+	}
+	f, err := models.Load(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := decomposition.NewModel(decomposition.CP, st.Dims, []int{4}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := completion.Settings{Solver: completion.SolverALS, Epochs: 2}
+	if _, err := completion.Train(st, nil, m, &s, rand.NewPCG(21, pipeline.SeedStream), nil); err != nil {
+		t.Fatal(err)
+	}
+	for k := range m.Factors {
+		for i, v := range m.Factors[k] {
+			if f.Model.Factors[k][i] != v {
+				t.Fatalf("mode %d factor %d: %v, single machine %v", k, i, f.Model.Factors[k][i], v)
+			}
+		}
+		for i, v := range m.Bias[k] {
+			if f.Model.Bias[k][i] != v {
+				t.Fatalf("mode %d bias %d: %v, single machine %v", k, i, f.Model.Bias[k][i], v)
+			}
+		}
+	}
+	if f.Model.Mean != m.Mean {
+		t.Fatalf("mean %v, single machine %v", f.Model.Mean, m.Mean)
+	}
+}
+
+// TestCommandsInProcess: eval and recommend through the CLI on Prism
+// in-process (the default runner).
+func TestCommandsInProcess(t *testing.T) {
+	log := writeLog(t)
+	dir := t.TempDir()
+	model := filepath.Join(dir, "m.arrow")
+	steps := [][]string{
+		{"train", "--data", log, "--out", model, "--rank", "3", "--epochs", "1", "--json"},
+		{"eval", "--model", model, "--data", log, "--json"},
+		{"recommend", "--all-users", "--model", model, "--out", filepath.Join(dir, "recs"), "--n", "3"},
+	}
+	for _, args := range steps {
+		c := command(args...)
+		c.Stderr = os.Stderr
+		if b, err := c.Output(); err != nil {
+			t.Fatalf("%s: %v\n%s", args[0], err, b)
+		}
+	}
+	cat := filepath.Join(dir, "items.csv")
+	var ids strings.Builder
+	ids.WriteString("movieId\n")
+	for j := 101; j <= 130; j++ {
+		fmt.Fprintf(&ids, "%d\n", j)
+	}
+	if err := os.WriteFile(cat, []byte(ids.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := command("train", "--privacy", "bias", "--items", cat, "--epsilon", "1", "--data", log, "--out", filepath.Join(dir, "bias.arrow"), "--json")
+	c.Stderr = os.Stderr
+	b, err := c.Output()
+	if err != nil {
+		t.Fatalf("train --privacy bias: %v\n%s", err, b)
+	}
+	bf, err := models.Load(filepath.Join(dir, "bias.arrow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bf.Privacy.Private() || bf.Model.Dims[1] != 30 {
+		t.Fatalf("bias model: private %v, %d items (catalogue 30)", bf.Privacy.Private(), bf.Model.Dims[1])
+	}
+	if err := command("train", "--privacy", "bias", "--data", log, "--out", filepath.Join(dir, "b2.arrow")).Run(); err == nil {
+		t.Fatal("train --privacy bias without --items succeeded")
+	}
+	if parts, _ := filepath.Glob(filepath.Join(dir, "recs", "part-*.parquet")); len(parts) != 4 {
+		t.Fatalf("recommend wrote %d files, want 4", len(parts))
+	}
+	if err := command("train", "--data", log).Run(); err == nil {
+		t.Fatal("train without --out succeeded")
+	}
+}

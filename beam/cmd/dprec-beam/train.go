@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/dprec/dprec/beam/pipeline"
+	"github.com/dprec/dprec/completion"
+	"github.com/dprec/dprec/perturb"
+)
+
+func trainCmd(ctx context.Context, o *options, w io.Writer) error {
+	if o.data == "" || o.out == "" {
+		return usageError("train needs --data and --out")
+	}
+	switch o.privacy {
+	case "", "none":
+	case "bias":
+		return trainBias(ctx, o, w)
+	default:
+		return usageError(fmt.Sprintf("--privacy %s: the pipelines train --privacy none and bias (entry level) so far (use dprec train --privacy on one machine)", o.privacy))
+	}
+	start := 0
+	res, err := pipeline.Train(ctx, pipeline.TrainOptions{
+		Data: o.data, Load: o.load(), Out: o.out, Force: o.force, Work: o.work,
+		Rank: o.rank, NoBias: o.noBias, Seed: o.seed, Seen: o.seen, Shards: o.shards,
+		Validation: o.valid,
+		Settings: completion.Settings{Epochs: o.epochs, Reg: o.reg, RegBias: o.regBias,
+			InitScale: o.initScale, Patience: o.patience},
+		Progress: func(r completion.EpochRecord) {
+			start++
+			msg := fmt.Sprintf("sweep %d: train RMSE %.4f", r.Epoch, r.TrainRMSE)
+			if o.valid != "" {
+				msg += fmt.Sprintf(", validation RMSE %.4f", r.ValidRMSE)
+			}
+			fmt.Fprintf(os.Stderr, "%s (%.1f s)\n", msg, r.Seconds)
+		},
+	})
+	if err != nil {
+		var div *completion.ErrDiverged
+		if errors.As(err, &div) {
+			return fmt.Errorf("%w (no model saved; try a larger --reg)", err)
+		}
+		return err
+	}
+	if o.jsonOut {
+		return printJSON(w, map[string]any{"out": o.out, "counts": res.Counts, "history": res.History,
+			"best_epoch": res.BestEpoch, "early_stopped": res.EarlyStopped,
+			"prepare_seconds": res.Prepare.Seconds(), "half_sweep_seconds": seconds(res.HalfSweeps)})
+	}
+	last := res.History[len(res.History)-1]
+	fmt.Fprintf(w, "trained cp model, rank %d, on %d ratings (%d users, %d items) in %d sweeps: train RMSE %.4f; wrote %s\n",
+		o.rank, res.Counts.Ratings, res.File.Model.Dims[0], res.File.Model.Dims[1], len(res.History), last.TrainRMSE, o.out)
+	return nil
+}
+
+// trainBias trains the private bias mode at entry level.
+func trainBias(ctx context.Context, o *options, w io.Writer) error {
+	if o.items == "" {
+		return usageError("train --privacy bias needs --items, the public item catalogue (a CSV whose first column is the item ID)")
+	}
+	po := completion.PrivateOptions{Epsilon: o.epsilon, Delta: o.delta, RatingMin: o.ratingMin, RatingMax: o.ratingMax, Mechanism: o.mechanism}
+	if flagSet("seed") {
+		po.Noise = perturb.SeededNoise(o.seed)
+		fmt.Fprintln(os.Stderr, "warning: --seed makes the privacy noise reproducible: the model is NOT private (never release it)")
+	}
+	res, err := pipeline.TrainPrivateBias(ctx, pipeline.PrivateBiasOptions{Data: o.data, Load: o.load(), Items: o.items,
+		Privacy: po, Out: o.out, Force: o.force, Work: o.work, Shards: o.shards})
+	if err != nil {
+		return err
+	}
+	rep := res.File.Privacy
+	if o.jsonOut {
+		return printJSON(w, map[string]any{"out": o.out, "ratings": res.Ratings, "dropped": res.Dropped, "privacy": rep})
+	}
+	eps, delta := rep.Epsilon, rep.Delta
+	fmt.Fprintf(w, "trained private bias model (entry level, epsilon %g, delta %g) on %d ratings of %d catalogue items (%d ratings of other items dropped); wrote %s\n",
+		eps, delta, res.Ratings, res.File.Model.Dims[1], res.Dropped, o.out)
+	return nil
+}
+
+// flagSet reports whether a flag was given on the command line.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}

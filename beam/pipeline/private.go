@@ -1,0 +1,338 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/textio"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/dprec/dprec/completion"
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/models"
+)
+
+// The private bias mode at entry level: the pipelines compute the two
+// statistics of completion's bias releases (completion.BiasSource) with
+// its per-rating kernels, and the driver runs
+// completion.TrainPrivateBiasFrom: calibration, accounting, the noise
+// (from perturb's secure source, or seeded and then NOT private) and the
+// privacy report are the single-machine mode's. The released rows are a
+// public item catalogue: the set of items that appear in the log is never
+// released.
+
+func init() {
+	register.Function2x0(itemKeyed)
+	register.Function4x1(joinCatalogue)
+	register.Emitter1[string]()
+	register.DoFn2x1[string, func(int32, float64), error](&clampFn{})
+	register.Emitter2[int32, float64]()
+	register.Function2x1(formatItemSum)
+	register.DoFn2x1[string, func(int32, float64), error](&residualFn{})
+	register.Combiner3[float64, float64, float64](&sumFloatFn{})
+	register.Function2x1(formatResidualSum)
+}
+
+func itemKeyed(r Rating, emit func(string, Rating)) { emit(r.Item, r) }
+
+// joinCatalogue writes the ratings of a catalogue item as "index value"
+// lines; ratings of other items are dropped.
+func joinCatalogue(item string, ratings func(*Rating) bool, idx func(*int32) bool, emit func(string)) error {
+	var i int32
+	if !idx(&i) {
+		return nil
+	}
+	var r Rating
+	for ratings(&r) {
+		emit(strconv.Itoa(int(i)) + "\t" + fmtFloat(r.Value))
+	}
+	return nil
+}
+
+func parseItemValue(line string) (int32, float64, error) {
+	a, b, ok := strings.Cut(line, "\t")
+	i, err1 := strconv.ParseInt(a, 10, 32)
+	v, err2 := strconv.ParseFloat(b, 64)
+	if err := errors.Join(err1, err2); err != nil || !ok {
+		return 0, 0, fmt.Errorf("rating line %q: %v", line, err)
+	}
+	return int32(i), v, nil
+}
+
+// clampFn emits a rating's value clamped to the public range.
+type clampFn struct{ Lo, Hi float64 }
+
+func (f *clampFn) ProcessElement(line string, emit func(int32, float64)) error {
+	i, v, err := parseItemValue(line)
+	if err != nil {
+		return err
+	}
+	emit(i, completion.BiasClamp(v, f.Lo, f.Hi))
+	return nil
+}
+
+func formatItemSum(i int32, s Summary) string {
+	return strconv.Itoa(int(i)) + "\t" + strconv.FormatInt(s.N, 10) + "\t" + fmtFloat(s.Sum)
+}
+
+// residualFn emits a rating's clipped residual against the released mean.
+type residualFn struct{ Mu, Lo, Hi float64 }
+
+func (f *residualFn) ProcessElement(line string, emit func(int32, float64)) error {
+	i, v, err := parseItemValue(line)
+	if err != nil {
+		return err
+	}
+	emit(i, completion.BiasResidual(v, f.Mu, f.Lo, f.Hi))
+	return nil
+}
+
+type sumFloatFn struct{}
+
+func (sumFloatFn) CreateAccumulator() float64             { return 0 }
+func (sumFloatFn) AddInput(a, v float64) float64          { return a + v }
+func (sumFloatFn) MergeAccumulators(a, b float64) float64 { return a + b }
+func (sumFloatFn) ExtractOutput(a float64) float64        { return a }
+
+func formatResidualSum(i int32, s float64) string { return strconv.Itoa(int(i)) + "\t" + fmtFloat(s) }
+
+// biasSource is completion.BiasSource over pipelines.
+type biasSource struct {
+	ctx    context.Context
+	files  []string
+	load   LoadSpec
+	items  *data.Dict
+	work   string
+	shards int
+	run    Runner
+	// n counts the ratings of catalogue items, dropped the others.
+	n, dropped int64
+}
+
+func (b *biasSource) Totals(o *completion.PrivateOptions) (int, float64, []int, error) {
+	ctx := b.ctx
+	catalogue := joinPath(b.work, "catalogue.tsv")
+	if err := writeDict(ctx, catalogue, b.items); err != nil {
+		return 0, 0, nil, err
+	}
+	p, s := beam.NewPipelineWithRoot()
+	ratings, _ := ReadRatings(s, b.files, b.load)
+	idx := beam.ParDo(s, parseDictLine, textio.Read(s, catalogue))
+	kept := beam.ParDo(s, joinCatalogue, beam.CoGroupByKey(s, beam.ParDo(s, itemKeyed, ratings), idx))
+	WriteSharded(s, joinPath(b.work, "ratings", "part"), b.shards, kept)
+	sums := beam.CombinePerKey(s, &summaryFn{}, beam.ParDo(s, &clampFn{Lo: o.RatingMin, Hi: o.RatingMax}, kept))
+	WriteSharded(s, joinPath(b.work, "totals", "part"), b.shards, beam.ParDo(s, formatItemSum, sums))
+	countsParts(s.Scope("All"), ratings, beam.CreateList(s, []string{}), joinPath(b.work, "all"))
+	if err := b.run.run(ctx, p); err != nil {
+		return 0, 0, nil, fmt.Errorf("bias totals: %w", err)
+	}
+	counts := make([]int, b.items.Len())
+	itemSums := make([]float64, b.items.Len())
+	err := ReadLines(ctx, joinPath(b.work, "totals", "part")+"-*", func(line string) error {
+		f := strings.Split(line, "\t")
+		if len(f) != 3 {
+			return fmt.Errorf("item total %q", line)
+		}
+		i, err1 := strconv.Atoi(f[0])
+		n, err2 := strconv.Atoi(f[1])
+		v, err3 := strconv.ParseFloat(f[2], 64)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return err
+		}
+		counts[i], itemSums[i] = n, v
+		return nil
+	})
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	n, total := 0, 0.0
+	for i, c := range counts {
+		n += c
+		total += itemSums[i]
+	}
+	all, err := readCounts(ctx, joinPath(b.work, "all"))
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	b.n, b.dropped = int64(n), all.Ratings-int64(n)
+	return n, total, counts, nil
+}
+
+func (b *biasSource) ResidualSums(o *completion.PrivateOptions, mu float64) ([]float64, error) {
+	p, s := beam.NewPipelineWithRoot()
+	lines := textio.Read(s, joinPath(b.work, "ratings", "part")+"-*")
+	sums := beam.CombinePerKey(s, &sumFloatFn{}, beam.ParDo(s, &residualFn{Mu: mu, Lo: o.RatingMin, Hi: o.RatingMax}, lines))
+	out := joinPath(b.work, "residuals", "part")
+	WriteSharded(s, out, b.shards, beam.ParDo(s, formatResidualSum, sums))
+	if err := b.run.run(b.ctx, p); err != nil {
+		return nil, fmt.Errorf("bias residual sums: %w", err)
+	}
+	res := make([]float64, b.items.Len())
+	err := ReadLines(b.ctx, out+"-*", func(line string) error {
+		i, v, err := parseItemValue(line)
+		if err != nil {
+			return err
+		}
+		res[i] = v
+		return nil
+	})
+	return res, err
+}
+
+// NoUser is the one placeholder ID of a bias model's user mode: no user
+// row is released (users are folded in from their own ratings at
+// prediction time).
+const NoUser = "(no user released: bias model)"
+
+// PrivateBiasOptions configure TrainPrivateBias.
+type PrivateBiasOptions struct {
+	Data string
+	Load LoadSpec
+	// Items is the public item catalogue: a CSV file whose first column is
+	// the item ID (an optional header row is skipped). The model's items
+	// are exactly these; ratings of other items are dropped.
+	Items string
+	// Privacy are completion's options: Epsilon, Delta, RatingMin,
+	// RatingMax, Mechanism, Noise (Unit must be entry).
+	Privacy completion.PrivateOptions
+	Out     string
+	Force   bool
+	Work    string
+	Shards  int
+	Run     Runner
+}
+
+// PrivateBiasResult is what TrainPrivateBias returns.
+type PrivateBiasResult struct {
+	File *models.File
+	// Ratings is the number of ratings of catalogue items; Dropped the
+	// number of the others.
+	Ratings, Dropped int64
+}
+
+// TrainPrivateBias trains dprec train --privacy bias at entry level
+// (global mean and item biases from noisy sums; a billboard model) with
+// the statistics computed by pipelines.
+func TrainPrivateBias(ctx context.Context, o PrivateBiasOptions) (*PrivateBiasResult, error) {
+	if o.Items == "" {
+		return nil, errors.New("private training needs a public item catalogue (--items)")
+	}
+	if o.Privacy.Unit == completion.UnitUser {
+		return nil, errors.New("the pipelines' bias mode is entry level only (use dprec train --privacy-unit user on one machine)")
+	}
+	files, err := Expand(ctx, o.Data)
+	if err != nil {
+		return nil, err
+	}
+	items, err := readCatalogue(ctx, o.Items)
+	if err != nil {
+		return nil, err
+	}
+	if o.Out != "" && !o.Force {
+		if _, err := os.Stat(o.Out); err == nil {
+			return nil, fmt.Errorf("%s exists (use --force to overwrite)", o.Out)
+		}
+	}
+	work := o.Work
+	if work == "" {
+		if work, err = os.MkdirTemp("", "dprec-beam-bias"); err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(work)
+	}
+	if o.Shards <= 0 {
+		o.Shards = 4
+	}
+	users, err := data.DictFromStrings("user", []string{NoUser})
+	if err != nil {
+		return nil, err
+	}
+	m, err := decomposition.NewModel(decomposition.CP, []int{1, items.Len()}, []int{1}, true)
+	if err != nil {
+		return nil, err
+	}
+	src := &biasSource{ctx: ctx, files: files, load: o.Load, items: items, work: work, shards: o.Shards, run: o.Run}
+	rep, err := completion.TrainPrivateBiasFrom(src, m, &o.Privacy)
+	if err != nil {
+		return nil, err
+	}
+	f := &models.File{Model: m, Dicts: []*data.Dict{users, items}, Privacy: rep, Header: models.Header{
+		Created: time.Now().UTC().Truncate(time.Second), Software: "dprec-beam",
+		Data: &models.DataInfo{Dims: []int{1, items.Len()}},
+	}}
+	if o.Out != "" {
+		if err := models.Save(o.Out, f, o.Force); err != nil {
+			return nil, err
+		}
+	}
+	return &PrivateBiasResult{File: f, Ratings: src.n, Dropped: src.dropped}, nil
+}
+
+// readCatalogue reads a public item catalogue (first CSV column; a first
+// row that is not an ID of the catalogue's kind is a header): integer IDs
+// when every ID is an integer, else strings.
+func readCatalogue(ctx context.Context, path string) (*data.Dict, error) {
+	fs, err := filesystem.New(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer fs.Close()
+	rc, err := fs.OpenRead(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	r := csv.NewReader(rc)
+	r.FieldsPerRecord = -1
+	r.LazyQuotes = true
+	var ids []string
+	for {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		ids = append(ids, strings.TrimSpace(rec[0]))
+	}
+	isInt := func(s string) bool { _, err := strconv.ParseInt(s, 10, 64); return err == nil }
+	allInt := len(ids) > 1
+	for _, id := range ids[min(1, len(ids)):] {
+		allInt = allInt && isInt(id)
+	}
+	if allInt {
+		if len(ids) > 0 && !isInt(ids[0]) {
+			ids = ids[1:] // header
+		}
+		d := data.NewIntDict("item")
+		for _, id := range ids {
+			v, _ := strconv.ParseInt(id, 10, 64)
+			d.InternInt(v)
+		}
+		return d, nil
+	}
+	d := data.NewStringDict("item")
+	for k, id := range ids {
+		if k == 0 && strings.EqualFold(id, "item") || k == 0 && strings.EqualFold(id, "itemid") || k == 0 && strings.EqualFold(id, "movieid") {
+			continue
+		}
+		d.InternString(id)
+	}
+	if d.Len() == 0 {
+		return nil, fmt.Errorf("%s: no item ID", path)
+	}
+	return d, nil
+}
+
+var _ completion.BiasSource = (*biasSource)(nil)

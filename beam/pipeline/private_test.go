@@ -1,0 +1,91 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dprec/dprec/completion"
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/perturb"
+)
+
+// TestPrivateBiasMatchesSingleMachine: with seeded noise (NOT private; the
+// same noise draws) and the catalogue equal to the log's items, the
+// pipelines' bias model is completion.TrainPrivateBias's on the whole log
+// (up to the order of the residual sums) and the privacy report is the
+// same: relation, mechanism, sensitivities, epsilon, delta, coverage.
+// Ratings of items outside the catalogue are dropped.
+func TestPrivateBiasMatchesSingleMachine(t *testing.T) {
+	dir := t.TempDir()
+	shards, whole := writeSynth(t, dir)
+	st := loadTSV(t, whole)
+	cat := filepath.Join(dir, "items.csv")
+	ids := []string{"itemId"}
+	for i := 0; i < st.Dicts[1].Len(); i++ {
+		ids = append(ids, st.Dicts[1].String(int32(i)))
+	}
+	if err := os.WriteFile(cat, []byte(strings.Join(ids, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, mech := range []string{perturb.MechLaplace, perturb.MechGaussian} {
+		po := completion.PrivateOptions{Epsilon: 1, RatingMin: 0.5, RatingMax: 5, Mechanism: mech, Noise: perturb.SeededNoise(17)}
+		if mech == perturb.MechGaussian {
+			po.Delta = 1e-5
+		}
+		m, err := decomposition.NewModel(decomposition.CP, st.Dims, []int{1}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := completion.TrainPrivateBias(st, m, &po)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := TrainPrivateBias(context.Background(), PrivateBiasOptions{Data: shards, Items: cat, Privacy: po})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := res.File
+		if int(res.Ratings) != st.NNZ() || res.Dropped != 0 {
+			t.Fatalf("%s: %d ratings (%d dropped), log has %d", mech, res.Ratings, res.Dropped, st.NNZ())
+		}
+		if got.Model.Mean != m.Mean {
+			t.Fatalf("%s: mean %v, single machine %v", mech, got.Model.Mean, m.Mean)
+		}
+		for i, b := range m.Bias[1] {
+			if !closeTo(got.Model.Bias[1][i], b, 1e-9) {
+				t.Fatalf("%s: item %d bias %v, single machine %v", mech, i, got.Model.Bias[1][i], b)
+			}
+		}
+		a, _ := json.Marshal(want)
+		b, _ := json.Marshal(got.Privacy)
+		if string(a) != string(b) {
+			t.Fatalf("%s: report differs:\n%s\n%s", mech, a, b)
+		}
+		if prov, _ := got.Privacy.Provenance(); prov != perturb.ProvenanceSeeded {
+			t.Fatalf("%s: seeded run's report says provenance %q", mech, prov)
+		}
+	}
+	if _, err := TrainPrivateBias(context.Background(), PrivateBiasOptions{Data: shards,
+		Privacy: completion.PrivateOptions{Epsilon: 1, RatingMin: 0.5, RatingMax: 5}}); err == nil {
+		t.Fatal("no catalogue: no error")
+	}
+}
+
+func closeTo(a, b, tol float64) bool {
+	d := a - b
+	if d < 0 {
+		d = -d
+	}
+	return d <= tol*max(1, abs(a), abs(b))
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

@@ -1,0 +1,74 @@
+package completion
+
+import (
+	"errors"
+
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/perturb"
+)
+
+// The bias mode's entry-level releases over ratings that live elsewhere
+// (the Beam pipelines of the nested module beam/): the driver runs
+// TrainPrivateBiasFrom, which calibrates, accounts, draws the noise from
+// the options' source and builds the report as TrainPrivateBias does,
+// while a BiasSource computes the two data-dependent statistics with the
+// per-rating kernels BiasClamp and BiasResidual.
+
+// BiasSource supplies the statistics of the bias mode's entry-level
+// releases. TrainPrivateBiasFrom calls Totals, then ResidualSums once with
+// the released mean; o is the resolved options.
+type BiasSource interface {
+	// Totals returns the number of ratings, the sum of their clamped
+	// values (BiasClamp) and every item's number of ratings (one per item
+	// of the model, in its order).
+	Totals(o *PrivateOptions) (n int, sum float64, counts []int, err error)
+	// ResidualSums returns every item's sum of BiasResidual(r, mu, ...)
+	// over its ratings r.
+	ResidualSums(o *PrivateOptions, mu float64) ([]float64, error)
+}
+
+// BiasClamp is a rating clamped to the public range [lo, hi].
+func BiasClamp(v, lo, hi float64) float64 { return clampValue(v, lo, hi) }
+
+// BiasResidual is a rating's clipped residual against the released mean
+// mu: clip(clamp(v) - mu, -c, c) with c = BiasResidualClip (hi - lo).
+func BiasResidual(v, mu, lo, hi float64) float64 {
+	c := BiasResidualClip * (hi - lo)
+	return clampValue(clampValue(v, lo, hi)-mu, -c, c)
+}
+
+// TrainPrivateBiasFrom is TrainPrivateBias at entry level (opts.Unit
+// UnitEntry) with the statistics from src: the item counts are public
+// under the relation, so m's items must be a public catalogue (the set of
+// released rows must not depend on the data).
+func TrainPrivateBiasFrom(src BiasSource, m *decomposition.Model, opts *PrivateOptions) (*perturb.Report, error) {
+	o, frac, err := resolveBias(opts)
+	if err != nil {
+		return nil, err
+	}
+	if o.Unit == UnitUser {
+		return nil, errors.New("completion: bias mode from a source: user level is not supported (entry level only)")
+	}
+	if m == nil || !m.HasBias || m.Order() != 2 {
+		return nil, &ShapeError{Reason: "bias mode needs a user x item model with biases"}
+	}
+	zeroModel(m)
+	fit, err := trainBiasEntry(src, m, &o, frac)
+	if err != nil {
+		return nil, err
+	}
+	return fit.report(m), nil
+}
+
+// storeBiasSource computes the statistics from an in-memory store.
+type storeBiasSource struct{ st *data.Store }
+
+func (s storeBiasSource) Totals(o *PrivateOptions) (int, float64, []int, error) {
+	total, counts := biasTotal(s.st, o)
+	return s.st.NNZ(), total, counts, nil
+}
+
+func (s storeBiasSource) ResidualSums(o *PrivateOptions, mu float64) ([]float64, error) {
+	return biasResidualSums(s.st, o, mu), nil
+}
