@@ -17,6 +17,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/textio"
 
+	"github.com/dprec/dprec"
 	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
@@ -135,6 +136,8 @@ func Train(ctx context.Context, o TrainOptions) (*TrainResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The clamp range dprec.Fit gives a non-private model: the training
+	// ratings' range (a one-value log clamps to its value).
 	m.SetClamp(prep.counts.Min, prep.counts.Max)
 	// Train's initialisation: the mean of the training values, then the
 	// factors from the seed (completion.InitModel).
@@ -152,7 +155,7 @@ func Train(ctx context.Context, o TrainOptions) (*TrainResult, error) {
 		Data: &models.DataInfo{NNZ: int(prep.counts.Ratings), Dims: dims, Mean: prep.counts.Mean,
 			Min: prep.counts.Min, Max: prep.counts.Max},
 	}}
-	if f.Header.Settings, err = settingsJSON(cfg); err != nil {
+	if f.Header.Settings, err = dprec.SettingsJSON(cfg); err != nil {
 		return nil, err
 	}
 	if f.Header.History, err = json.Marshal(res.History); err != nil {
@@ -177,22 +180,6 @@ func Train(ctx context.Context, o TrainOptions) (*TrainResult, error) {
 		}
 	}
 	return res, nil
-}
-
-// settingsJSON records the settings as dprec train does (without the
-// privacy plug-in).
-func settingsJSON(s completion.Settings) ([]byte, error) {
-	s.Privacy = nil
-	b, err := json.Marshal(s)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	delete(m, "Privacy")
-	return json.Marshal(m)
 }
 
 // prepared is what the preparing pipelines leave: the totals, the
