@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 
@@ -74,6 +75,9 @@ func evalOptionsOf(c *cli.Context) (*evalOptions, error) {
 		Eval:          models.EvalOptions{K: c.Int("k"), Threshold: c.Float64("threshold"), Threads: c.Int("threads"), IncludeSeen: c.Bool("include-seen")},
 		Shrinkage:     c.Float64("shrinkage"),
 		JSON:          c.Bool("json"),
+	}
+	if v := o.Shrinkage; !(v >= 0) || math.IsInf(v, 0) {
+		return nil, cli.Exit(fmt.Sprintf("--shrinkage %g: want a finite K >= 0 (0: rank by the prediction)", v), exitUsage)
 	}
 	var err error
 	if o.Eval.Time, err = predictParseTime(c.String("time")); err != nil {

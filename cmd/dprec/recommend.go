@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -97,6 +98,9 @@ func recommendOptionsOf(c *cli.Context) (*recommendOptions, error) {
 		JSON:          c.Bool("json"),
 		JSONL:         c.Bool("jsonl"),
 		Threads:       c.Int("threads"),
+	}
+	if v := o.Shrinkage; !(v >= 0) || math.IsInf(v, 0) {
+		return nil, cli.Exit(fmt.Sprintf("--shrinkage %g: want a finite K >= 0 (0: rank by the prediction)", v), exitUsage)
 	}
 	var err error
 	if o.Time, err = predictParseTime(c.String("time")); err != nil {

@@ -146,7 +146,7 @@ func trainPrivacyOf(c *cli.Context) (*dprec.Privacy, []string, error) {
 }
 
 // trainUserFlags are the privacy flags that need --privacy.
-var trainUserFlags = []string{"epsilon", "delta", "protect", "dp-sgd", "clip", "mechanism", "privacy-unit", "max-ratings-per-user", "output-lambda", "items", "time-from", "time-to", "selection-epsilon"}
+var trainUserFlags = []string{"epsilon", "delta", "protect", "dp-sgd", "clip", "mechanism", "privacy-unit", "max-ratings-per-user", "output-lambda", "items", "time-from", "time-to", "selection-epsilon", "rating-min", "rating-max"}
 
 // trainCheckUnit refuses unit flags that do not fit the unit and mode.
 func trainCheckUnit(c *cli.Context, o *completion.PrivateOptions) error {
