@@ -3,19 +3,11 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"strconv"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/apache/arrow/go/v15/parquet"
-	"github.com/apache/arrow/go/v15/parquet/compress"
-	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
-	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/models"
 )
 
@@ -104,71 +96,24 @@ func (f *recommendBlockFn) ProcessElement(ctx context.Context, block int, rows f
 	return nil
 }
 
-// recommendBatch is the number of rows per Parquet write.
-const recommendBatch = 1 << 17
-
-// writeRecommendations writes users lo..hi-1's lists as Parquet (user and
-// item columns int64 for integer IDs, else strings) and returns the rows.
+// writeRecommendations writes users lo..hi-1's lists as Parquet
+// (models.ListWriter, the table of dprec recommend --all-users) and
+// returns the rows.
 func writeRecommendations(w interface{ Write([]byte) (int, error) }, p *models.Predictor, lo, hi, n int) (int64, error) {
-	h := p.File().Header
-	idType := func(mo int) arrow.DataType {
-		if h.IDTypes[mo] == "int64" {
-			return arrow.PrimitiveTypes.Int64
-		}
-		return arrow.BinaryTypes.String
-	}
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "user", Type: idType(0)},
-		{Name: "rank", Type: arrow.PrimitiveTypes.Int32},
-		{Name: "item", Type: idType(1)},
-		{Name: "score", Type: arrow.PrimitiveTypes.Float64},
-	}, nil)
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy))
-	fw, err := data.NewParquetWriter(schema, w, props, pqarrow.DefaultWriterProps())
+	lw, err := models.NewListWriter(w, &p.File().Header)
 	if err != nil {
 		return 0, err
 	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	defer b.Release()
-	appendID := func(fb array.Builder, s string) {
-		if ib, ok := fb.(*array.Int64Builder); ok {
-			v, _ := strconv.ParseInt(s, 10, 64)
-			ib.Append(v)
-			return
-		}
-		fb.(*array.StringBuilder).Append(s)
-	}
-	flush := func() error {
-		rec := b.NewRecord()
-		defer rec.Release()
-		if rec.NumRows() == 0 {
-			return nil
-		}
-		return fw.Write(rec)
-	}
 	seen := p.File().Seen
 	var total int64
-	rows := 0
 	for u := lo; u < hi; u++ {
 		uid := p.UserID(int32(u))
 		recs, _ := p.Recommend(uid, nil, n, seen.For(int32(u), p.NumItems(), nil))
-		for i, r := range recs {
-			appendID(b.Field(0), uid)
-			b.Field(1).(*array.Int32Builder).Append(int32(i + 1))
-			appendID(b.Field(2), r.ID)
-			b.Field(3).(*array.Float64Builder).Append(r.Rating)
-			rows++
+		if err := lw.Add(uid, recs); err != nil {
+			lw.Abort()
+			return 0, err
 		}
 		total += int64(len(recs))
-		if rows >= recommendBatch {
-			rows = 0
-			if err := flush(); err != nil {
-				return 0, err
-			}
-		}
 	}
-	if err := flush(); err != nil {
-		return 0, err
-	}
-	return total, fw.Close()
+	return total, lw.Close()
 }

@@ -12,12 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/apache/arrow/go/v15/parquet"
-	"github.com/apache/arrow/go/v15/parquet/compress"
-	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/models"
 	"github.com/urfave/cli/v2"
@@ -392,71 +386,21 @@ func recommendAll(o *recommendOptions, s *iostreams, p *models.Predictor, excl *
 	return fmt.Errorf("--out %s: want a .csv or .parquet file name", out)
 }
 
-// recommendParquetBatch is the number of rows per Parquet write (one row
-// group each): bounded memory whatever the number of users.
-const recommendParquetBatch = 1 << 17
-
-// recommendParquet writes user, rank, item, score rows as Parquet; user and
-// item columns are int64 when the model's ids are integers, else strings.
+// recommendParquet writes user, rank, item, score rows as Parquet
+// (models.ListWriter): user and item columns are int64 when the model's
+// ids are integers, else strings.
 func recommendParquet(w io.Writer, p *models.Predictor, n int, t *int64, threads int, excl *models.Exclusions, tick func()) error {
-	h := p.File().Header
-	idType := func(mo int) arrow.DataType {
-		if h.IDTypes[mo] == "int64" {
-			return arrow.PrimitiveTypes.Int64
-		}
-		return arrow.BinaryTypes.String
-	}
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "user", Type: idType(0)},
-		{Name: "rank", Type: arrow.PrimitiveTypes.Int32},
-		{Name: "item", Type: idType(1)},
-		{Name: "score", Type: arrow.PrimitiveTypes.Float64},
-	}, nil)
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy))
-	fw, err := data.NewParquetWriter(schema, w, props, pqarrow.DefaultWriterProps())
+	lw, err := models.NewListWriter(w, &p.File().Header)
 	if err != nil {
 		return err
 	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	defer b.Release()
-	appendID := func(fb array.Builder, mo int, s string) {
-		if ib, ok := fb.(*array.Int64Builder); ok {
-			v, _ := strconv.ParseInt(s, 10, 64)
-			ib.Append(v)
-			return
-		}
-		fb.(*array.StringBuilder).Append(s)
-	}
-	flush := func() error {
-		rec := b.NewRecord()
-		defer rec.Release()
-		if rec.NumRows() == 0 {
-			return nil
-		}
-		return fw.Write(rec)
-	}
-	rows := 0
 	err = p.RecommendAll(n, t, threads, excl, func(u int32, recs []models.Scored) error {
-		uid := p.UserID(u)
-		for i, r := range recs {
-			appendID(b.Field(0), 0, uid)
-			b.Field(1).(*array.Int32Builder).Append(int32(i + 1))
-			appendID(b.Field(2), 1, r.ID)
-			b.Field(3).(*array.Float64Builder).Append(r.Rating)
-			rows++
-		}
 		tick()
-		if rows >= recommendParquetBatch {
-			rows = 0
-			return flush()
-		}
-		return nil
+		return lw.Add(p.UserID(u), recs)
 	})
 	if err != nil {
+		lw.Abort()
 		return err
 	}
-	if err := flush(); err != nil {
-		return err
-	}
-	return fw.Close()
+	return lw.Close()
 }
