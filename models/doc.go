@@ -218,8 +218,10 @@
 //
 // The most-popular baseline (EvalResult.Popularity) gives every one of
 // those users the k items with the most distinct training users (from the
-// seen items, else EvalOptions.Train; ties by item index) minus the same
-// left-out items, and is scored identically, so every model metric has its
+// seen items, else EvalOptions.Train), or with the largest
+// EvalOptions.PopularityCounts when given (such as a private model's
+// released item counts), ties by item index, minus the same left-out
+// items, and is scored identically, so every model metric has its
 // baseline beside it.
 //
 // # Concurrency

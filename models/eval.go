@@ -1,6 +1,7 @@
 package models
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -40,6 +41,12 @@ type EvalOptions struct {
 	// test user without training ratings of known items is an unknown
 	// user.
 	Fold *decomposition.FoldPenalties
+	// PopularityCounts, when set, replaces the training support of the
+	// most-popular baseline (EvalResult.Popularity): items are ranked by
+	// these per-item counts, indexed like the model's items (one per
+	// item), ties by index. A private model's released item counts
+	// (perturb.Report.ItemCounts) give the private most-popular list.
+	PopularityCounts []float64
 }
 
 // RankMetrics are the ranking metrics of one list source (definitions in
@@ -98,6 +105,9 @@ func Evaluate(p *Predictor, test *data.Store, opt EvalOptions) (*EvalResult, err
 	if err != nil {
 		return nil, err
 	}
+	if c := opt.PopularityCounts; c != nil && len(c) != p.m.Dims[1] {
+		return nil, fmt.Errorf("models: %d popularity counts for a model of %d items", len(c), p.m.Dims[1])
+	}
 	res := &EvalResult{N: test.NNZ(), K: k, Threshold: opt.Threshold, Fallbacks: map[string]int{}}
 	umap := mapDict(test.Dicts[0], p.users)
 	imap := mapDict(test.Dicts[1], p.items)
@@ -128,6 +138,8 @@ func Evaluate(p *Predictor, test *data.Store, opt EvalOptions) (*EvalResult, err
 	// Popularity: distinct training users per item.
 	var popOrder []int32
 	switch {
+	case opt.PopularityCounts != nil:
+		popOrder = popularityOrder(opt.PopularityCounts)
 	case p.f.Seen != nil:
 		popOrder = popularityOrder(p.f.Seen.Support(p.m.Dims[1]))
 	case folded != nil:
@@ -160,6 +172,11 @@ func evalCheck(test *data.Store, opt EvalOptions) (int, error) {
 	}
 	if len(test.Dicts) < 2 || test.Dicts[0] == nil || test.Dicts[1] == nil {
 		return 0, errors.New("models: the test store has no user and item dictionaries")
+	}
+	for _, c := range opt.PopularityCounts {
+		if math.IsNaN(c) {
+			return 0, errors.New("models: a popularity count is NaN")
+		}
 	}
 	if math.IsNaN(opt.Threshold) || math.IsInf(opt.Threshold, 0) {
 		return 0, fmt.Errorf("models: relevance threshold %v is not finite", opt.Threshold)
@@ -337,12 +354,12 @@ func evalRank(p *Predictor, ranked []*evalUser, imap []int32, excl *Exclusions, 
 }
 
 // popularityOrder returns the items by decreasing support, ties by index.
-func popularityOrder(support []int) []int32 {
+func popularityOrder[T int | float64](support []T) []int32 {
 	order := make([]int32, len(support))
 	for j := range order {
 		order[j] = int32(j)
 	}
-	slices.SortStableFunc(order, func(a, b int32) int { return support[b] - support[a] })
+	slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(support[b], support[a]) })
 	return order
 }
 

@@ -270,6 +270,19 @@ func TestEvaluateMAPCoveragePopularity(t *testing.T) {
 	if err != nil || res2.ExcludedSeen != 0 {
 		t.Fatalf("%v %+v", err, res2)
 	}
+	// PopularityCounts replace the support: order 2, 3, 0, 1, 4. User 0 ->
+	// [2, 4] (0, 1, 3 seen): both relevant, NDCG 1. User 1 -> [2, 3]: i0
+	// missed, NDCG 0. The model's metrics are unchanged.
+	res3, err := Evaluate(p, test, EvalOptions{K: 2, Threshold: 4, PopularityCounts: []float64{3, 2.5, 9, 4, 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pop := res3.Popularity; math.Abs(pop.NDCG-0.5) > 1e-12 || pop.Distinct != 3 || res3.NDCG != res.NDCG {
+		t.Fatalf("popularity by counts %+v (model NDCG %v, want %v)", pop, res3.NDCG, res.NDCG)
+	}
+	if _, err := Evaluate(p, test, EvalOptions{K: 2, Threshold: 4, PopularityCounts: []float64{1, 2}}); err == nil {
+		t.Error("2 popularity counts for 5 items accepted")
+	}
 }
 
 func appendUvarint(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v) }
