@@ -2,7 +2,9 @@ package completionexp
 
 // The completion-privacy experiment (issue 4): test RMSE versus epsilon for
 // the three private modes and non-private training, on the seed-001
-// synthetic set-ups and on a rating log. The CLI (`dprec experiment
+// synthetic set-ups and on a rating log; on a rating log also NDCG@k of
+// the lists each released model gives (issue 25), beside the non-private
+// and the private most-popular lists. The CLI (`dprec experiment
 // completion-privacy`) writes the rows as CSV and plots them.
 
 import (
@@ -15,6 +17,7 @@ import (
 	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/models"
 	"github.com/dprec/dprec/perturb"
 )
 
@@ -30,7 +33,39 @@ const (
 	// training ratings (FoldInRMSE with BiasUserPenalty).
 	ExpBias = "bias"
 	ExpALS  = "als"
+	// ExpPopular and ExpPopularPrivate are the reference lists of a
+	// dataset with ranking metrics (not modes one asks for): every user
+	// gets the items with the most training users (non-private, one row
+	// per seed) or with the most released item counts of the bias mode's
+	// run at each epsilon (perturb.Report.ItemCounts; a row per bias run).
+	// Their RMSE is NaN.
+	ExpPopular        = "most-popular"
+	ExpPopularPrivate = "most-popular-private"
 )
+
+// Ranking configures the ranking metrics of a dataset's runs: the lists
+// `dprec recommend` gives from each released model, scored as `dprec eval
+// --train` scores them (models.Evaluate with the training part as Train:
+// the users' training items left out of their lists, and the users of a
+// billboard model folded in from their own training ratings).
+type Ranking struct {
+	// K is the cut-off of NDCG@k (0: 10).
+	K int
+	// Threshold is the relevance threshold: a test item is relevant to its
+	// user when its test rating is >= Threshold.
+	Threshold float64
+	// Shrinkage is the credibility constant kappa of the rankings
+	// (models.Predictor.WithShrinkage; 0: rank by the prediction).
+	Shrinkage float64
+	// Threads of the ranking (0: GOMAXPROCS).
+	Threads int
+}
+
+// DefaultThreshold is the default relevance threshold on a public rating
+// range [lo, hi]: the top quarter of the range, hi - (hi-lo)/4 (4 on a 1-5
+// scale, as `dprec eval --threshold`'s default; 3.875 on 0.5-5, so that
+// ratings of 4 and above are relevant on a half-star scale).
+func DefaultThreshold(lo, hi float64) float64 { return hi - (hi-lo)/4 }
 
 // PrivacyExpDataset is one train/test pair with its model and public
 // rating range.
@@ -50,6 +85,10 @@ type PrivacyExpDataset struct {
 	// step and a larger penalty the smaller epsilon is; a schedule that
 	// depends only on epsilon and public constants costs no privacy).
 	PrivateSettings func(epsilon float64) completion.Settings
+	// Ranking, when non-nil, adds NDCG@k to every run and the most-popular
+	// reference rows. It needs stores with user and item dictionaries (a
+	// loaded rating log; the synthetic set-ups have none).
+	Ranking *Ranking
 }
 
 // PrivacyExpRow is one training run.
@@ -61,10 +100,16 @@ type PrivacyExpRow struct {
 	Delta   float64 `json:"delta"`
 	Seed    uint64  `json:"seed"`
 	RMSE    float64 `json:"rmse"`
+	// NDCG is NDCG@k of the run's lists on the test part (NaN when the
+	// dataset has no Ranking).
+	NDCG float64 `json:"ndcg"`
+	// Note says what a reference row stands for.
+	Note string `json:"note,omitempty"`
 	// Covered says whether the guarantee covers every released parameter.
 	Covered bool    `json:"covered"`
 	Seconds float64 `json:"seconds"`
-	// Err is non-empty when the run failed (e.g. diverged); RMSE is NaN then.
+	// Err is non-empty when the run failed (e.g. diverged); RMSE and NDCG
+	// are NaN then.
 	Err string `json:"error,omitempty"`
 }
 
@@ -82,26 +127,35 @@ type PrivacyExpConfig struct {
 
 // RunPrivacyExperiment trains every (dataset, mode, epsilon, seed)
 // combination (non-private runs once per seed) and returns the test RMSE of
-// each. Noise is seeded (StreamSource), so results are reproducible and NOT
-// private: this is a utility study. progress, if non-nil, is called after
-// each run.
+// each, and for a dataset with Ranking its NDCG@k and the most-popular
+// reference rows (ExpPopular once per seed, ExpPopularPrivate after each
+// bias run). Noise is seeded (StreamSource), so results are reproducible
+// and NOT private: this is a utility study. progress, if non-nil, is
+// called after each training run.
 func RunPrivacyExperiment(cfg PrivacyExpConfig, progress func(PrivacyExpRow)) ([]PrivacyExpRow, error) {
 	var rows []PrivacyExpRow
 	for _, ds := range cfg.Datasets {
 		for _, seed := range cfg.Seeds {
+			if ds.Ranking != nil {
+				row, err := popularityRow(ds, seed)
+				if err != nil {
+					return rows, err
+				}
+				rows = append(rows, row)
+			}
 			for _, mode := range cfg.Modes {
 				eps := cfg.Epsilons
 				if mode == ExpNone {
 					eps = []float64{0}
 				}
 				for _, e := range eps {
-					row, err := privacyExpRun(ds, mode, e, cfg.Delta, cfg.Clip, seed)
+					out, err := privacyExpRun(ds, mode, e, cfg.Delta, cfg.Clip, seed)
 					if err != nil {
 						return rows, err
 					}
-					rows = append(rows, row)
+					rows = append(rows, out...)
 					if progress != nil {
-						progress(row)
+						progress(out[0])
 					}
 				}
 			}
@@ -110,8 +164,11 @@ func RunPrivacyExperiment(cfg PrivacyExpConfig, progress func(PrivacyExpRow)) ([
 	return rows, nil
 }
 
-func privacyExpRun(ds PrivacyExpDataset, mode string, eps, delta, clip float64, seed uint64) (PrivacyExpRow, error) {
-	row := PrivacyExpRow{Dataset: ds.Name, Kind: string(ds.Kind), Mode: mode, Epsilon: eps, Seed: seed}
+// privacyExpRun trains one run and returns its row, followed (bias mode
+// on a dataset with ranking) by the private most-popular row of its
+// release.
+func privacyExpRun(ds PrivacyExpDataset, mode string, eps, delta, clip float64, seed uint64) ([]PrivacyExpRow, error) {
+	row := PrivacyExpRow{Dataset: ds.Name, Kind: string(ds.Kind), Mode: mode, Epsilon: eps, Seed: seed, NDCG: math.NaN()}
 	o := &completion.PrivateOptions{Epsilon: eps, RatingMin: ds.RatingMin, RatingMax: ds.RatingMax, Noise: perturb.SeededNoise(seed ^ 0x5eed), Clip: clip}
 	var p completion.Privacy = completion.NoPrivacy{}
 	var err error
@@ -136,10 +193,10 @@ func privacyExpRun(ds PrivacyExpDataset, mode string, eps, delta, clip float64, 
 		row.Delta = delta
 		return statsExpRun(ds, row, o, completion.TrainPrivateALS)
 	default:
-		return row, fmt.Errorf("completion: unknown experiment mode %q", mode)
+		return nil, fmt.Errorf("completion: unknown experiment mode %q", mode)
 	}
 	if err != nil {
-		return row, err
+		return nil, err
 	}
 	row.Delta = o.Delta
 	ranks := []int{ds.Rank}
@@ -151,7 +208,7 @@ func privacyExpRun(ds PrivacyExpDataset, mode string, eps, delta, clip float64, 
 	}
 	m, err := decomposition.NewModel(ds.Kind, ds.Train.Dims, ranks, ds.Bias)
 	if err != nil {
-		return row, err
+		return nil, err
 	}
 	m.ClampLo, m.ClampHi = ds.RatingMin, ds.RatingMax
 	s := ds.Settings
@@ -165,19 +222,97 @@ func privacyExpRun(ds PrivacyExpDataset, mode string, eps, delta, clip float64, 
 	row.Seconds = time.Since(t0).Seconds()
 	if err != nil {
 		row.RMSE, row.Err = math.NaN(), err.Error()
-		return row, nil
+		return []PrivacyExpRow{row}, nil
 	}
 	row.RMSE = completion.RMSE(m, ds.Test, s.Threads)
 	if res.Privacy != nil && res.Privacy.Billboard {
 		// Input's bias-only fallback releases no user terms: its users are
 		// served by folding them in, as the bias mode's are.
 		if row.RMSE, err = completion.FoldInRMSE(m, ds.Train, ds.Test, completion.BillboardFoldFor(res.Privacy)); err != nil {
-			return row, err
+			return nil, err
 		}
 	}
 	row.Covered = mode == ExpNone || res.Privacy.FullyCovered()
+	if ds.Ranking != nil {
+		rep := res.Privacy
+		if mode == ExpNone {
+			rep = nil
+		}
+		ev, err := rankEval(ds, m, rep, nil)
+		if err != nil {
+			return nil, err
+		}
+		row.NDCG = ev.NDCG
+	}
+	return []PrivacyExpRow{row}, nil
+}
+
+// rankEval scores the lists of a released model m with privacy report rep
+// (nil: non-private) on ds.Test as `dprec eval --train` does: the model is
+// wrapped in a models.File as `dprec train` saves it (a non-private one
+// with its seen items), ranked with ds.Ranking's shrinkage, the users'
+// training items left out and, for a billboard model, every test user
+// folded in from their own training ratings. popCounts, if non-nil, ranks
+// the most-popular baseline of the result (EvalOptions.PopularityCounts).
+func rankEval(ds PrivacyExpDataset, m *decomposition.Model, rep *perturb.Report, popCounts []float64) (*models.EvalResult, error) {
+	r := ds.Ranking
+	tr := ds.Train
+	if len(tr.Dicts) < 2 || tr.Dicts[0] == nil || tr.Dicts[1] == nil {
+		return nil, fmt.Errorf("completion: dataset %s: ranking metrics need a log with user and item ids", ds.Name)
+	}
+	dicts := make([]*data.Dict, m.Order())
+	copy(dicts, tr.Dicts)
+	f := &models.File{Model: m, Dicts: dicts, Time: tr.Time, Privacy: rep}
+	if !rep.Private() {
+		f.Privacy = nil
+		seen, err := models.SeenFromStore(tr, m.Dims[0], m.Dims[1])
+		if err != nil {
+			return nil, err
+		}
+		f.Seen = seen
+	}
+	p := models.NewPredictor(f).WithShrinkage(r.Shrinkage)
+	eo := models.EvalOptions{K: r.K, Threshold: r.Threshold, Train: tr, Threads: r.Threads, PopularityCounts: popCounts}
+	if f.Billboard() {
+		fold := completion.BillboardFoldFor(rep)
+		eo.Fold = &fold
+	}
+	res, err := models.Evaluate(p, ds.Test, eo)
+	if err != nil {
+		return nil, fmt.Errorf("completion: dataset %s: %w", ds.Name, err)
+	}
+	return res, nil
+}
+
+// popularityRow is the non-private most-popular list of a dataset with
+// ranking: items by their number of training ratings (the counts the bias
+// mode's release carries; `dprec eval` counts distinct training users,
+// the same on a log with one rating per user and item), scored on the
+// test part.
+func popularityRow(ds PrivacyExpDataset, seed uint64) (PrivacyExpRow, error) {
+	row := PrivacyExpRow{Dataset: ds.Name, Kind: "popularity", Mode: ExpPopular, Seed: seed, RMSE: math.NaN(), NDCG: math.NaN(), Covered: false,
+		Note: "non-private: items by number of training ratings"}
+	m, err := decomposition.NewModel(decomposition.CP, ds.Train.Dims, []int{1}, true)
+	if err != nil {
+		return row, err
+	}
+	m.ClampLo, m.ClampHi = ds.RatingMin, ds.RatingMax
+	counts := make([]float64, ds.Train.Dims[1])
+	for _, j := range ds.Train.Idx[1] {
+		counts[j]++
+	}
+	t0 := time.Now()
+	ev, err := rankEval(ds, m, nil, counts)
+	if err != nil {
+		return row, err
+	}
+	row.Seconds = time.Since(t0).Seconds()
+	if ev.Popularity != nil {
+		row.NDCG = ev.Popularity.NDCG
+	}
 	return row, nil
 }
+
 
 // SyntheticSeed001 returns the seed-001 synthetic set-up: a dims-shaped
 // tensor X = [[A, B, C]] (CP) or [[G; A, B, C]] (Tucker) with N(0, 1)
@@ -299,26 +434,54 @@ func BiasBaselineRMSE(train, test *data.Store, reg, lo, hi float64) float64 {
 }
 
 // statsExpRun runs a billboard mode (CP with biases at the dataset's rank)
-// and scores it by fold-in.
-func statsExpRun(ds PrivacyExpDataset, row PrivacyExpRow, o *completion.PrivateOptions, fit func(*data.Store, *decomposition.Model, *completion.PrivateOptions) (*perturb.Report, error)) (PrivacyExpRow, error) {
+// and scores it by fold-in; with ranking, a bias run is followed by the
+// private most-popular row of its released item counts.
+func statsExpRun(ds PrivacyExpDataset, row PrivacyExpRow, o *completion.PrivateOptions, fit func(*data.Store, *decomposition.Model, *completion.PrivateOptions) (*perturb.Report, error)) ([]PrivacyExpRow, error) {
 	row.Kind = string(decomposition.CP)
 	m, err := decomposition.NewModel(decomposition.CP, ds.Train.Dims, []int{ds.Rank}, true)
 	if err != nil {
-		return row, err
+		return nil, err
 	}
 	t0 := time.Now()
 	rep, err := fit(ds.Train, m, o)
 	if err != nil {
 		row.RMSE, row.Err = math.NaN(), err.Error()
-		return row, nil
+		return []PrivacyExpRow{row}, nil
 	}
 	row.RMSE, err = completion.FoldInRMSE(m, ds.Train, ds.Test, completion.BillboardFoldFor(rep))
 	row.Seconds = time.Since(t0).Seconds()
 	if err != nil {
-		return row, err
+		return nil, err
 	}
 	row.Covered = rep.FullyCovered()
-	return row, nil
+	if ds.Ranking == nil {
+		return []PrivacyExpRow{row}, nil
+	}
+	var counts []float64
+	popular := row.Mode == ExpBias && len(rep.ItemCounts) == m.Dims[1]
+	if popular {
+		counts = rep.ItemCounts
+	}
+	ev, err := rankEval(ds, m, rep, counts)
+	if err != nil {
+		return nil, err
+	}
+	row.NDCG = ev.NDCG
+	out := []PrivacyExpRow{row}
+	if popular && ev.Popularity != nil {
+		pr := PrivacyExpRow{Dataset: row.Dataset, Kind: "popularity", Mode: ExpPopularPrivate, Epsilon: row.Epsilon, Delta: row.Delta,
+			Seed: row.Seed, RMSE: math.NaN(), NDCG: ev.Popularity.NDCG, Covered: row.Covered, Note: popularNote(rep)}
+		out = append(out, pr)
+	}
+	return out, nil
+}
+
+// popularNote says what the private most-popular list ranks by.
+func popularNote(rep *perturb.Report) string {
+	if rep.RelationKind == perturb.RelationAddRemove {
+		return "items by the bias release's noisy item counts (add-remove relation: the counts are released with noise, part of the budget)"
+	}
+	return "items by the bias release's item counts: under the value-change relation (entry level) positions, hence counts, are public, so this list is the non-private most-popular one"
 }
 
 // PrivateSchedule returns the settings of the private modes at budget
@@ -346,39 +509,56 @@ func PrivateSchedule(base completion.Settings, lrScale, reg float64) func(epsilo
 	}
 }
 
-// PrivacySummary is the test RMSE over the seeds of one (dataset, mode,
-// epsilon) point.
+// PrivacySummary is the test RMSE and NDCG@k over the seeds of one
+// (dataset, mode, epsilon) point.
 type PrivacySummary struct {
 	Dataset, Mode string
 	Epsilon       float64
-	// Mean and SD are over the runs that did not fail (NaN if none).
+	// Mean and SD of the RMSE are over the runs that did not fail and
+	// have one (NaN if none; the most-popular rows have none).
 	Mean, SD float64
+	// NDCGMean and NDCGSD are likewise over the runs with an NDCG (NaN if
+	// none: a dataset without ranking).
+	NDCGMean, NDCGSD float64
 	// Runs counts every run, Failed the failed (diverged) ones.
 	Runs, Failed int
+	// Note is the note of the point's rows (reference rows).
+	Note string
 }
 
-// SummarizePrivacy averages RMSE over seeds per (dataset, mode, epsilon),
-// sorted by dataset, mode and epsilon; failed runs are counted and
-// excluded from the mean.
+// SummarizePrivacy averages RMSE and NDCG over seeds per (dataset, mode,
+// epsilon), sorted by dataset, mode and epsilon; failed runs (Err set) are
+// counted and excluded from the means.
 func SummarizePrivacy(rows []PrivacyExpRow) []PrivacySummary {
 	type key struct {
 		ds, mode string
 		eps      float64
 	}
-	acc := map[key][]float64{}
-	failed := map[key]int{}
+	type acc struct {
+		rmse, ndcg []float64
+		failed     int
+		note       string
+	}
+	accs := map[key]*acc{}
 	var keys []key
 	for _, r := range rows {
 		k := key{r.Dataset, r.Mode, r.Epsilon}
-		if _, ok := acc[k]; !ok {
+		a := accs[k]
+		if a == nil {
+			a = &acc{note: r.Note}
+			accs[k] = a
 			keys = append(keys, k)
-			acc[k] = nil
 		}
-		if math.IsNaN(r.RMSE) {
-			failed[k]++
+		if r.Err != "" {
+			a.failed++
 			continue
 		}
-		acc[k] = append(acc[k], r.RMSE)
+		if !math.IsNaN(r.RMSE) {
+			a.rmse = append(a.rmse, r.RMSE)
+		}
+		if !math.IsNaN(r.NDCG) {
+			a.ndcg = append(a.ndcg, r.NDCG)
+		}
 	}
 	sort.SliceStable(keys, func(i, j int) bool {
 		if keys[i].ds != keys[j].ds {
@@ -391,25 +571,32 @@ func SummarizePrivacy(rows []PrivacyExpRow) []PrivacySummary {
 	})
 	var out []PrivacySummary
 	for _, k := range keys {
-		v := acc[k]
-		p := PrivacySummary{Dataset: k.ds, Mode: k.mode, Epsilon: k.eps, Runs: len(v) + failed[k], Failed: failed[k], Mean: math.NaN(), SD: math.NaN()}
-		if len(v) > 0 {
-			s := 0.0
-			for _, x := range v {
-				s += x
-			}
-			p.Mean = s / float64(len(v))
-			ss := 0.0
-			for _, x := range v {
-				ss += (x - p.Mean) * (x - p.Mean)
-			}
-			if len(v) > 1 {
-				p.SD = math.Sqrt(ss / float64(len(v)-1))
-			} else {
-				p.SD = 0
-			}
-		}
+		a := accs[k]
+		p := PrivacySummary{Dataset: k.ds, Mode: k.mode, Epsilon: k.eps, Failed: a.failed, Note: a.note}
+		p.Mean, p.SD = meanSD(a.rmse)
+		p.NDCGMean, p.NDCGSD = meanSD(a.ndcg)
+		p.Runs = a.failed + max(len(a.rmse), len(a.ndcg))
 		out = append(out, p)
 	}
 	return out
+}
+
+// meanSD returns the mean and sample standard deviation of v (NaN, NaN
+// when empty; SD 0 for one value).
+func meanSD(v []float64) (mean, sd float64) {
+	if len(v) == 0 {
+		return math.NaN(), math.NaN()
+	}
+	for _, x := range v {
+		mean += x
+	}
+	mean /= float64(len(v))
+	if len(v) == 1 {
+		return mean, 0
+	}
+	ss := 0.0
+	for _, x := range v {
+		ss += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(ss / float64(len(v)-1))
 }

@@ -1,6 +1,7 @@
 package completionexp
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -109,18 +110,21 @@ func TestSyntheticSeed001(t *testing.T) {
 
 func TestSummarizePrivacy(t *testing.T) {
 	rows := []PrivacyExpRow{
-		{Dataset: "b", Mode: ExpInput, Epsilon: 1, RMSE: 1},
-		{Dataset: "b", Mode: ExpInput, Epsilon: 1, RMSE: 3},
-		{Dataset: "b", Mode: ExpInput, Epsilon: 1, RMSE: math.NaN()},
-		{Dataset: "a", Mode: ExpNone, RMSE: 2},
+		{Dataset: "b", Mode: ExpInput, Epsilon: 1, RMSE: 1, NDCG: 0.1},
+		{Dataset: "b", Mode: ExpInput, Epsilon: 1, RMSE: 3, NDCG: 0.3},
+		{Dataset: "b", Mode: ExpInput, Epsilon: 1, RMSE: math.NaN(), NDCG: math.NaN(), Err: "diverged"},
+		{Dataset: "a", Mode: ExpNone, RMSE: 2, NDCG: math.NaN()},
 	}
 	got := SummarizePrivacy(rows)
 	if len(got) != 2 || got[0].Dataset != "a" || got[0].SD != 0 || got[0].Runs != 1 {
 		t.Fatalf("summary %+v", got)
 	}
 	// Mean of 1 and 3 is 2, sample SD sqrt(2); the failed run is counted.
-	if b := got[1]; b.Mean != 2 || math.Abs(b.SD-math.Sqrt2) > 1e-12 || b.Runs != 3 || b.Failed != 1 {
+	if b := got[1]; b.Mean != 2 || math.Abs(b.SD-math.Sqrt2) > 1e-12 || b.Runs != 3 || b.Failed != 1 || math.Abs(b.NDCGMean-0.2) > 1e-12 {
 		t.Errorf("point %+v", b)
+	}
+	if !math.IsNaN(got[0].NDCGMean) {
+		t.Errorf("NDCG of a point without ranking: %v", got[0].NDCGMean)
 	}
 }
 
@@ -131,5 +135,64 @@ func TestPrivateSchedule(t *testing.T) {
 	}
 	if s := f(10); s.LearningRate != 0.01 || s.Reg != 0.05 {
 		t.Errorf("epsilon 10: lr %g reg %g", s.LearningRate, s.Reg)
+	}
+}
+
+// plantedDataset is a planted low-rank log (rank 3 with biases, whole
+// stars, uniform popularity) split 90/10, with ranking metrics on.
+func plantedDataset(t *testing.T) PrivacyExpDataset {
+	t.Helper()
+	st, _, err := data.Synth(data.SynthOptions{Users: 300, Items: 120, Times: 4, Ratings: 12000, Rank: 3, Bias: true, Noise: 0.3, Scale: "1-5"}, rand.NewPCG(5, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, te := SplitStore(st, 0.1, rand.NewPCG(6, 6))
+	return PrivacyExpDataset{Name: "planted", Train: tr, Test: te, RatingMin: 1, RatingMax: 5, Kind: decomposition.CP, Rank: 3, Bias: true,
+		Settings: completion.Settings{Epochs: 30, Threads: 2}, Ranking: &Ranking{Threshold: DefaultThreshold(1, 5), Threads: 2}}
+}
+
+// TestPrivacyExperimentNDCG: on a planted low-rank log every run and
+// reference row has an NDCG@10 in [0, 1] (never left at zero), the
+// non-private model's lists beat the most-popular list, and the bias
+// run's private most-popular row follows it, equal to the non-private
+// list at entry level (public counts).
+func TestPrivacyExperimentNDCG(t *testing.T) {
+	t.Parallel()
+	ds := plantedDataset(t)
+	rows, err := RunPrivacyExperiment(PrivacyExpConfig{Datasets: []PrivacyExpDataset{ds}, Modes: []string{ExpNone, ExpBias, ExpALS}, Epsilons: []float64{1, 100}, Seeds: []uint64{1}, Delta: 1e-5}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	modes := map[string]int{}
+	for _, r := range rows {
+		if r.Err != "" || !(r.NDCG > 0 && r.NDCG <= 1) {
+			t.Errorf("row %+v: NDCG not in (0, 1]", r)
+		}
+		got[fmt.Sprintf("%s@%g", r.Mode, r.Epsilon)] = r.NDCG
+		modes[r.Mode]++
+	}
+	// most-popular, none, bias x2, most-popular-private x2, als x2.
+	if len(rows) != 8 || modes[ExpPopular] != 1 || modes[ExpPopularPrivate] != 2 {
+		t.Fatalf("%d rows: %v", len(rows), modes)
+	}
+	pop, none := got[ExpPopular+"@0"], got[ExpNone+"@0"]
+	if !(none > 1.5*pop) {
+		t.Errorf("non-private model NDCG %.4f does not beat most-popular %.4f", none, pop)
+	}
+	for _, e := range []string{"@1", "@100"} {
+		if p := got[ExpPopularPrivate+e]; p != pop {
+			t.Errorf("private most-popular%s %.4f, want the non-private %.4f (public counts at entry level)", e, p, pop)
+		}
+	}
+	if !(got[ExpALS+"@100"] > pop) {
+		t.Errorf("private als at epsilon 100: NDCG %.4f, most-popular %.4f", got[ExpALS+"@100"], pop)
+	}
+	t.Logf("NDCG@10: %v", got)
+	// Rows without ranking keep NDCG NaN.
+	ds.Ranking = nil
+	rows, err = RunPrivacyExperiment(PrivacyExpConfig{Datasets: []PrivacyExpDataset{ds}, Modes: []string{ExpBias}, Epsilons: []float64{1}, Seeds: []uint64{1}}, nil)
+	if err != nil || len(rows) != 1 || !math.IsNaN(rows[0].NDCG) {
+		t.Fatalf("%v %+v", err, rows)
 	}
 }
