@@ -313,7 +313,6 @@ func popularityRow(ds PrivacyExpDataset, seed uint64) (PrivacyExpRow, error) {
 	return row, nil
 }
 
-
 // SyntheticSeed001 returns the seed-001 synthetic set-up: a dims-shaped
 // tensor X = [[A, B, C]] (CP) or [[G; A, B, C]] (Tucker) with N(0, 1)
 // factors (and core) of rank `rank`, plus Gaussian noise at signal-to-noise
