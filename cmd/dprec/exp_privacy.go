@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/models"
 	"github.com/dprec/dprec/perturb"
 	"github.com/urfave/cli/v2"
 )
@@ -22,10 +25,27 @@ import (
 func expPrivacyCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "completion-privacy",
-		Usage: "test RMSE versus epsilon for input, gradient (C and all) and output perturbation and non-private training, on the synthetic set-ups of Wei et al. 2021 (CP, Tucker) and a rating log",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "out", Value: "privacy-results", Usage: "directory for completion_privacy.csv and one PNG plot per dataset"},
-			&cli.StringFlag{Name: "ratings", Usage: "a rating log (e.g. ml-latest-small/ratings.csv, loaded with weekly time buckets, 90/10 random split) added as a dataset; omit to run the synthetic set-ups only"},
+		Usage: "test RMSE (and NDCG@10 on a rating log) versus epsilon for every private mode and non-private training, on the synthetic set-ups of Wei et al. 2021 (CP, Tucker) and a rating log",
+		Description: `Each dataset is split at random 90/10 per seed; every mode trains on the
+training part at every epsilon and is scored on the test part: RMSE, and on a
+rating log (--ratings, read with the input flags) NDCG@k of the lists each
+released model gives, scored as eval --train scores them (the users'
+training items left out of their lists; the users of a billboard model,
+bias and als, folded in from their own training ratings; rankings with
+--shrinkage). A test item is relevant when its test rating is >=
+--threshold. Reference rows: most-popular (items by number of training
+ratings, non-private) and, after each bias run, most-popular-private (items
+by the bias release's item counts: public at entry level, where the two
+lists are the same); the non-private model (none) and the bias-only model
+(the private bias mode, and its non-private fit) are drawn as reference
+lines. Results: completion_privacy.csv (one row per run, with rmse and
+ndcg), completion_privacy_<dataset>.png (RMSE) and
+completion_privacy_ndcg_<dataset>.png (NDCG@k) under --out, and the mean
+and sd over seeds printed as a table. Noise is seeded: the runs are
+reproducible and NOT private.`,
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "out", Value: "privacy-results", Usage: "directory for completion_privacy.csv and the PNG plots (RMSE per dataset, NDCG per rating log)"},
+			&cli.StringFlag{Name: "ratings", Usage: "a rating log in any format the input flags read (e.g. ml-latest-small/ratings.csv; weekly time buckets unless --time-unit; 90/10 random split per seed) added as the dataset \"ratings\"; omit to run the synthetic set-ups only"},
 			&cli.Float64Flag{Name: "rating-min", Value: 0.5, Usage: "public rating scale of --ratings (lower end)"},
 			&cli.Float64Flag{Name: "rating-max", Value: 5, Usage: "public rating scale of --ratings (upper end)"},
 			&cli.StringFlag{Name: "datasets", Value: "synthetic-cp,synthetic-tucker,ratings", Usage: "which datasets to run: synthetic-cp, synthetic-tucker, ratings (the last needs --ratings)"},
@@ -41,11 +61,33 @@ func expPrivacyCmd() *cli.Command {
 			&cli.Float64Flag{Name: "private-reg", Usage: "r: at privacy budget epsilon the private modes use lambda_o = max(--reg, r/epsilon^2) (the ridge optimum grows like the noise variance); default --reg"},
 			&cli.Float64Flag{Name: "clip", Usage: fmt.Sprintf("gradient clipping norm m (default %g)", completion.DefaultClip)},
 			&cli.IntFlag{Name: "rank", Value: 10, Usage: "rank of the rating-log model (CP with biases); the synthetic set-ups use rank 3"},
-			&cli.IntFlag{Name: "threads", Value: 2, Usage: "training threads"},
+			&cli.IntFlag{Name: "threads", Value: 2, Usage: "training threads (also ranking and parsing threads)"},
+			&cli.Float64Flag{Name: "threshold", Usage: "a test item is relevant to its user when its test rating is >= threshold", DefaultText: "the top quarter of the public range, rating-max - (rating-max - rating-min)/4: 3.875 on 0.5-5, 4 on 1-5"},
+			&cli.IntFlag{Name: "k", Value: 10, Usage: "cut-off of NDCG@k"},
+			&cli.Float64Flag{Name: "shrinkage", Value: models.DefaultShrinkage, Usage: "rankings by the credibility-weighted score, as eval --shrinkage (0: rank by the prediction)"},
 			forceFlag("overwrite existing files", ""),
-		},
+		}, expPrivacyLoadFlags()...),
 		Action: runWithOptions(expPrivacyOptionsOf, expPrivacyRun),
 	}
+}
+
+// expPrivacyLoadFlags are the input flags of --ratings: dataLoadFlags
+// without its --threads (the command's --threads serves) and with weekly
+// time buckets by default.
+func expPrivacyLoadFlags() []cli.Flag {
+	var out []cli.Flag
+	for _, f := range dataLoadFlags() {
+		switch f.Names()[0] {
+		case "threads":
+			continue
+		case "time-unit":
+			tu := *f.(*cli.StringFlag)
+			tu.Value = "week"
+			f = &tu
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 func expPrivacyFloats(s, name string) ([]float64, error) {
@@ -66,19 +108,25 @@ func expPrivacyFloats(s, name string) ([]float64, error) {
 // expPrivacyOptions are the flags of dprec experiment completion-privacy.
 type expPrivacyOptions struct {
 	globalOptions
-	Out          string   // --out: the results directory
-	Ratings      string   // --ratings ("": the synthetic set-ups only)
-	RatingMin    float64  // --rating-min
-	RatingMax    float64  // --rating-max
-	Datasets     []string // --datasets
-	Epsilons     []float64
-	Modes        []string
-	Seeds        int     // --seeds: seeds per point
-	Delta        float64 // --delta of gradient-all
-	Clip         float64 // --clip (0: the default)
-	Rank         int     // --rank of the rating-log model
-	Force        bool    // --force
-	Seed         uint64  // --seed: the base seed (0 when not given)
+	Out       string   // --out: the results directory
+	Ratings   string   // --ratings ("": the synthetic set-ups only)
+	RatingMin float64  // --rating-min
+	RatingMax float64  // --rating-max
+	Datasets  []string // --datasets
+	Epsilons  []float64
+	Modes     []string
+	Seeds     int     // --seeds: seeds per point
+	Delta     float64 // --delta of gradient-all
+	Clip      float64 // --clip (0: the default)
+	Rank      int     // --rank of the rating-log model
+	Force     bool    // --force
+	Seed      uint64  // --seed: the base seed (0 when not given)
+	// Threshold (--threshold; NaN: DefaultThreshold of the rating range),
+	// K (--k) and Shrinkage (--shrinkage) of the ranking metrics.
+	Threshold    float64
+	K            int
+	Shrinkage    float64
+	Load         data.LoadOptions // the input flags, for --ratings
 	Settings     completion.Settings
 	InitScaleSet bool // --init-scale was given (else the synthetic set-ups use 0.5)
 	LRSet        bool // --lr was given (else synthetic Tucker uses 0.002)
@@ -108,6 +156,19 @@ func expPrivacyOptionsOf(c *cli.Context) (*expPrivacyOptions, error) {
 		o.Datasets = append(o.Datasets, strings.TrimSpace(name))
 	}
 	o.Seed, _ = seedOf(c)
+	o.K, o.Shrinkage, o.Threshold = c.Int("k"), c.Float64("shrinkage"), math.NaN()
+	if c.IsSet("threshold") {
+		o.Threshold = c.Float64("threshold")
+		if math.IsNaN(o.Threshold) || math.IsInf(o.Threshold, 0) {
+			return nil, cli.Exit(fmt.Sprintf("--threshold %g: want a finite rating", o.Threshold), exitUsage)
+		}
+	}
+	if v := o.Shrinkage; !(v >= 0) || math.IsInf(v, 0) {
+		return nil, cli.Exit(fmt.Sprintf("--shrinkage %g: want a finite K >= 0 (0: rank by the prediction)", v), exitUsage)
+	}
+	if o.Load, err = dataLoadOptions(c); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -132,15 +193,48 @@ func expPrivacyRun(o *expPrivacyOptions, ios *iostreams) error {
 	if !o.Quiet {
 		fmt.Fprintf(ios.Err, "wrote %s (noise seeded: reproducible, NOT private)\n", csvPath)
 	}
-	w := ios.Out
-	fmt.Fprintf(w, "dataset\tmode\tepsilon\tmean_rmse\tsd\truns\tfailed\n")
+	expPrivacyTable(ios.Out, o, summary, baselines)
+	if err := expPrivacyPlots(dir, force, summary, modes, eps, baselines); err != nil {
+		return err
+	}
+	return expPrivacyNDCGPlots(dir, force, o.K, summary, modes, eps)
+}
+
+// expPrivacyTable prints the mean and sd over seeds of RMSE and NDCG@k of
+// every point, then the non-private bias-only baselines; "-" marks a
+// metric a point has not (NDCG of a synthetic set-up, RMSE of a
+// most-popular list).
+func expPrivacyTable(w io.Writer, o *expPrivacyOptions, summary []completionexp.PrivacySummary, baselines map[string]float64) {
+	k := strconv.Itoa(o.K)
+	f4 := func(v float64) string {
+		if math.IsNaN(v) {
+			return "-"
+		}
+		return strconv.FormatFloat(v, 'f', 4, 64)
+	}
+	fmt.Fprintf(w, "dataset\tmode\tepsilon\tmean_rmse\tsd\tmean_ndcg@%s\tsd\truns\tfailed\tnote\n", k)
 	for _, s := range summary {
-		fmt.Fprintf(w, "%s\t%s\t%g\t%.4f\t%.4f\t%d\t%d\n", s.Dataset, s.Mode, s.Epsilon, s.Mean, s.SD, s.Runs, s.Failed)
+		e := "-"
+		if s.Mode != completionexp.ExpNone && s.Mode != completionexp.ExpPopular {
+			e = fmtG(s.Epsilon)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", s.Dataset, s.Mode, e, f4(s.Mean), f4(s.SD), f4(s.NDCGMean), f4(s.NDCGSD), s.Runs, s.Failed, s.Note)
 	}
-	for name, b := range baselines {
-		fmt.Fprintf(w, "%s\tbias-only baseline (non-private)\t-\t%.4f\t-\t%d\t0\n", name, b, o.Seeds)
+	names := make([]string, 0, len(baselines))
+	for name := range baselines {
+		names = append(names, name)
 	}
-	return expPrivacyPlots(dir, force, summary, modes, eps, baselines)
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(w, "%s\tbias-only (non-private)\t-\t%.4f\t-\t-\t-\t%d\t0\tmu + b_u + b_i, ridge 5, fitted on the training part\n", name, baselines[name], o.Seeds)
+	}
+	if slices.ContainsFunc(summary, func(s completionexp.PrivacySummary) bool { return !math.IsNaN(s.NDCGMean) }) {
+		th := "rating-max - (rating-max - rating-min)/4 = " + fmtG(completionexp.DefaultThreshold(o.RatingMin, o.RatingMax))
+		if !math.IsNaN(o.Threshold) {
+			th = fmtG(o.Threshold)
+		}
+		fmt.Fprintf(w, "NDCG@%s: relevant = test rating >= %s; lists rank the catalogue minus the user's training items (shrinkage %s; bias and als users folded in from their training ratings)\n", k, th, fmtG(o.Shrinkage))
+	}
 }
 
 // expPrivacyFlags checks --epsilons, --modes and --seeds.
@@ -171,10 +265,17 @@ func expPrivacyRows(o *expPrivacyOptions, ios *iostreams) ([]completionexp.Priva
 	eps, modes, base, nSeeds := o.Epsilons, o.Modes, o.Seed, o.Seeds
 	var all []completionexp.PrivacyExpRow
 	baselines := map[string]float64{}
+	var ratings *data.Store
 	for _, name := range o.Datasets {
+		if name == "ratings" && o.Ratings != "" && ratings == nil {
+			var err error
+			if ratings, _, err = loadLog(ios, o.globalOptions, o.Ratings, o.Load); err != nil {
+				return nil, nil, err
+			}
+		}
 		for s := 0; s < nSeeds; s++ {
 			seed := base + uint64(s) + 1
-			ds, err := expPrivacyDataset(o, name, seed, o.Settings)
+			ds, err := expPrivacyDataset(o, name, seed, o.Settings, ratings)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -206,10 +307,10 @@ func expPrivacyRows(o *expPrivacyOptions, ios *iostreams) ([]completionexp.Priva
 func expPrivacyWriteCSV(path string, force bool, all []completionexp.PrivacyExpRow) error {
 	return data.WriteFileAtomic(path, force, func(w io.Writer) error {
 		cw := csv.NewWriter(w)
-		_ = cw.Write([]string{"dataset", "kind", "mode", "epsilon", "delta", "seed", "rmse", "covered", "seconds", "error"})
+		_ = cw.Write([]string{"dataset", "kind", "mode", "epsilon", "delta", "seed", "rmse", "ndcg", "covered", "seconds", "error", "note"})
 		for _, r := range all {
 			_ = cw.Write([]string{r.Dataset, r.Kind, r.Mode, fmtG(r.Epsilon), fmtG(r.Delta), strconv.FormatUint(r.Seed, 10),
-				fmtG(r.RMSE), strconv.FormatBool(r.Covered), fmtG(r.Seconds), r.Err})
+				fmtNaN(r.RMSE), fmtNaN(r.NDCG), strconv.FormatBool(r.Covered), fmtG(r.Seconds), r.Err, r.Note})
 		}
 		cw.Flush()
 		return cw.Error()
@@ -261,9 +362,61 @@ func expPrivacyPlots(dir string, force bool, summary []completionexp.PrivacySumm
 
 func fmtG(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 
+// fmtNaN is fmtG with an empty field for NaN (no value: a failed run's
+// RMSE, a most-popular list's RMSE, NDCG without ranking).
+func fmtNaN(v float64) string {
+	if math.IsNaN(v) {
+		return ""
+	}
+	return fmtG(v)
+}
+
+// expPrivacyNDCGPlots draws, per dataset with ranking metrics,
+// completion_privacy_ndcg_<dataset>.png: mean NDCG@k over seeds versus
+// epsilon per mode and of the private most-popular list, with the
+// non-private model and the non-private most-popular list as flat lines.
+func expPrivacyNDCGPlots(dir string, force bool, k int, summary []completionexp.PrivacySummary, modes []string, eps []float64) error {
+	byDS := map[string][]completionexp.PrivacySummary{}
+	for _, s := range summary {
+		if !math.IsNaN(s.NDCGMean) {
+			byDS[s.Dataset] = append(byDS[s.Dataset], s)
+		}
+	}
+	names := append(slices.Clone(modes), completionexp.ExpPopularPrivate, completionexp.ExpPopular)
+	for name, pts := range byDS {
+		var series []plotSeries
+		for _, mode := range names {
+			ps := plotSeries{Name: mode}
+			if mode == completionexp.ExpNone || mode == completionexp.ExpPopular {
+				ps.Name += " (non-private)"
+			}
+			for _, p := range pts {
+				if p.Mode != mode {
+					continue
+				}
+				if mode == completionexp.ExpNone || mode == completionexp.ExpPopular {
+					for _, e := range eps {
+						ps.X, ps.Y, ps.YErr = append(ps.X, e), append(ps.Y, p.NDCGMean), append(ps.YErr, p.NDCGSD)
+					}
+					continue
+				}
+				ps.X, ps.Y, ps.YErr = append(ps.X, p.Epsilon), append(ps.Y, p.NDCGMean), append(ps.YErr, p.NDCGSD)
+			}
+			if len(ps.X) > 0 {
+				series = append(series, ps)
+			}
+		}
+		path := filepath.Join(dir, "completion_privacy_ndcg_"+name+".png")
+		if err := plotLines(path, force, fmt.Sprintf("test NDCG@%d vs epsilon: %s", k, name), "epsilon", fmt.Sprintf("NDCG@%d", k), true, false, series); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // expPrivacyDataset builds one dataset for a seed (nil for "ratings"
-// without --ratings).
-func expPrivacyDataset(o *expPrivacyOptions, name string, seed uint64, s completion.Settings) (*completionexp.PrivacyExpDataset, error) {
+// without --ratings); st is the loaded --ratings log.
+func expPrivacyDataset(o *expPrivacyOptions, name string, seed uint64, s completion.Settings, st *data.Store) (*completionexp.PrivacyExpDataset, error) {
 	switch name {
 	case "synthetic-cp", "synthetic-tucker":
 		kind := decomposition.CP
@@ -287,17 +440,17 @@ func expPrivacyDataset(o *expPrivacyOptions, name string, seed uint64, s complet
 		}
 		return &completionexp.PrivacyExpDataset{Name: name, Train: tr, Test: te, RatingMin: lo, RatingMax: hi, Kind: kind, Rank: 3, Settings: s}, nil
 	case "ratings":
-		path := o.Ratings
-		if path == "" {
+		if st == nil {
 			return nil, nil
 		}
-		st, _, err := data.Load(path, data.LoadOptions{Builder: data.BuilderOptions{TimeUnit: data.TimeWeek}})
-		if err != nil {
-			return nil, err
-		}
 		tr, te := completionexp.SplitStore(st, 0.1, perturb.StreamSource(seed, 78))
+		th := o.Threshold
+		if math.IsNaN(th) {
+			th = completionexp.DefaultThreshold(o.RatingMin, o.RatingMax)
+		}
 		return &completionexp.PrivacyExpDataset{Name: name, Train: tr, Test: te, RatingMin: o.RatingMin, RatingMax: o.RatingMax,
-			Kind: decomposition.CP, Rank: o.Rank, Bias: true, Settings: s}, nil
+			Kind: decomposition.CP, Rank: o.Rank, Bias: true, Settings: s,
+			Ranking: &completionexp.Ranking{K: o.K, Threshold: th, Shrinkage: o.Shrinkage, Threads: s.Threads}}, nil
 	}
 	return nil, fmt.Errorf("--datasets: unknown dataset %q (want synthetic-cp, synthetic-tucker or ratings)", name)
 }
