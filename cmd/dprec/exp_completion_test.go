@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
@@ -59,5 +60,45 @@ func TestExpCompletionSpeed(t *testing.T) {
 	}
 	if code := run([]string{"dprec", "--quiet", "experiment", "completion-speed", "--sizes", "30x20:abc"}); code == exitOK {
 		t.Error("bad --sizes accepted")
+	}
+}
+
+// TestExpCompletionPrivacyNDCG: on a rating log given with --ratings (read
+// with the input flags) every row of the CSV has an NDCG in (0, 1], the
+// most-popular reference rows are there, and the NDCG plot is written.
+func TestExpCompletionPrivacyNDCG(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log.csv")
+	if code := run([]string{"dprec", "--quiet", "data", "synth", "--users", "200", "--items", "80", "--ratings", "5000", "--times", "0", "--seed", "4", "--out", log}); code != exitOK {
+		t.Fatalf("data synth: exit code %d", code)
+	}
+	out := filepath.Join(dir, "res")
+	args := []string{"dprec", "--quiet", "experiment", "completion-privacy", "--ratings", log, "--time-unit", "none", "--datasets", "ratings",
+		"--modes", "none,bias", "--epsilons", "1,10", "--seeds", "1", "--epochs", "5", "--rank", "3", "--threshold", "4", "--out", out}
+	if code := run(args); code != exitOK {
+		t.Fatalf("exit code %d", code)
+	}
+	rows := expCompletionReadCSV(t, filepath.Join(out, "completion_privacy.csv"))
+	if len(rows) != 1+6 || rows[0][7] != "ndcg" {
+		t.Fatalf("rows %v", rows)
+	}
+	modes := map[string]int{}
+	for _, r := range rows[1:] {
+		v, err := strconv.ParseFloat(r[7], 64)
+		if err != nil || !(v > 0 && v <= 1) {
+			t.Errorf("row %v: ndcg %q", r, r[7])
+		}
+		modes[r[2]]++
+	}
+	if modes["most-popular"] != 1 || modes["most-popular-private"] != 2 || modes["none"] != 1 || modes["bias"] != 2 {
+		t.Errorf("modes %v", modes)
+	}
+	for _, f := range []string{"completion_privacy_ratings.png", "completion_privacy_ndcg_ratings.png"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	if code := run(append(args, "--force", "--threshold", "NaN")); code == exitOK {
+		t.Error("--threshold NaN accepted")
 	}
 }
