@@ -329,6 +329,9 @@ func expPrivacyPlots(dir string, force bool, summary []completionexp.PrivacySumm
 		var series []plotSeries
 		for _, mode := range modes {
 			ps := plotSeries{Name: mode}
+			if mode == completionexp.ExpNone {
+				ps.Name += " (non-private)"
+			}
 			for _, p := range pts {
 				if p.Mode != mode || math.IsNaN(p.Mean) {
 					continue
