@@ -25,7 +25,7 @@ import (
 func expPrivacyCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "completion-privacy",
-		Usage: "test RMSE (and NDCG@10 on a rating log) versus epsilon for every private mode and non-private training, on the synthetic set-ups of Wei et al. 2021 (CP, Tucker) and a rating log",
+		Usage: "test RMSE (and NDCG@k on a rating log) versus epsilon for every private mode and non-private training, on the synthetic set-ups of Wei et al. 2021 (CP, Tucker) and a rating log",
 		Description: `Each dataset is split at random 90/10 per seed; every mode trains on the
 training part at every epsilon and is scored on the test part: RMSE, and on a
 rating log (--ratings, read with the input flags) NDCG@k of the lists each
