@@ -100,6 +100,65 @@ type Privacy struct {
 	// SelectionEpsilon is the epsilon of the private item selection,
 	// taken from Epsilon; 0 means DefaultSelectionShare of it.
 	SelectionEpsilon float64
+	// Lists says what ranks the model's top-N lists (the zero value:
+	// ListsPositions where the relation makes the positions public, the
+	// bias and als modes at the entry unit; ListsRatings otherwise).
+	Lists ListSource
+}
+
+// ListSource says what ranks a private rating model's top-N lists.
+type ListSource string
+
+const (
+	// ListsPositions ranks by EASE item-item weights fitted on which
+	// items each user rated (every event a positive; itemitem.Train,
+	// lambda chosen on a validation part of the positions) and stored in
+	// the model file as ranking weights (models.File.RankingWeights); a
+	// user's list sums the weights of the items in their own history.
+	// The entry unit's relation (one rating value changes, the positions
+	// stay) makes the positions public, so the weights cost no budget;
+	// under the user unit, which protects whether a user rated an item
+	// at all, they are refused. Predictions still come from the private
+	// rating model.
+	ListsPositions ListSource = "positions"
+	// ListsRatings ranks by the private rating model's predictions
+	// (with the credibility shrinkage of models.Predictor.WithShrinkage).
+	ListsRatings ListSource = "ratings"
+)
+
+// ParseListSource parses a --lists value ("" is the default).
+func ParseListSource(s string) (ListSource, error) {
+	switch l := ListSource(s); l {
+	case "", ListsPositions, ListsRatings:
+		return l, nil
+	}
+	return "", fmt.Errorf("lists %q: want positions or ratings", s)
+}
+
+// PositionLists reports whether a private run ranks its lists by the
+// positions (ListsPositions), refusing (an *OptionError) an explicit
+// choice the mode or unit does not allow.
+func (p *Privacy) PositionLists() (bool, error) {
+	allowed := (p.Mode == PrivacyBias || p.Mode == PrivacyALS) && p.Unit != completion.UnitUser
+	switch p.Lists {
+	case "":
+		return allowed, nil
+	case ListsRatings:
+		return false, nil
+	case ListsPositions:
+		if !allowed {
+			return false, optErr("lists ranked by the positions are offered for the bias and als modes at the entry unit only: their relation (one rating value changes) makes which items each user rated public; privacy mode %s at the %s unit does not", p.Mode, unitName(p.Unit))
+		}
+		return true, nil
+	}
+	return false, optErr("lists %q: want positions or ratings", p.Lists)
+}
+
+func unitName(u completion.Unit) string {
+	if u == "" {
+		return string(completion.UnitEntry)
+	}
+	return string(u)
 }
 
 // DefaultSelectionShare is the share of the budget's epsilon a user-level
@@ -575,6 +634,11 @@ func train(ctx context.Context, st *data.Store, name string, o *Options) (*Resul
 	if err != nil {
 		return nil, err
 	}
+	if private {
+		if err := o.attachPositionLists(ctx, final, f, res); err != nil {
+			return nil, err
+		}
+	}
 	res.Model = &Model{f: f, p: models.NewPredictor(f)}
 	if w := deltaWarning(r.Privacy, trainSt.NNZ()); w != "" {
 		res.Warnings = append(res.Warnings, w)
@@ -867,6 +931,46 @@ func trainEASE(ctx context.Context, st *data.Store, o *Options, res *Result) err
 	res.Model = &Model{f: f, p: models.NewPredictor(f)}
 	res.EASE = r
 	res.TrainRatings = st.NNZ()
+	return nil
+}
+
+// attachPositionLists fits the ranking weights of a private run whose
+// lists rank by the positions (ListsPositions) on the positions of final
+// and stores them in f, with a note in its report. A catalogue too large
+// for the closed form leaves the lists to the ratings, with a warning.
+func (o *Options) attachPositionLists(ctx context.Context, final *data.Store, f *models.File, res *Result) error {
+	use, err := o.Privacy.PositionLists()
+	if err != nil || !use || f.Privacy == nil || !f.Privacy.Billboard {
+		return err
+	}
+	s := o.EASE
+	if s.Seed == 0 {
+		s.Seed = res.Seed
+	}
+	if s.Threads == 0 {
+		s.Threads = o.Settings.Threads
+	}
+	if s.Note == nil {
+		s.Note = o.Events.Note
+	}
+	if o.Check != nil {
+		if err := o.Check(Plan{Objective: ObjectiveEASE, Dims: final.Dims[:2], NNZ: final.NNZ()}); err != nil {
+			return err
+		}
+	}
+	r, err := itemitem.Train(ctx, final, s)
+	if errors.Is(err, itemitem.ErrTooLarge) {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("lists rank by the private rating model's predictions: the item-item weights of the positions do not fit (%v)", err))
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("lists (item-item weights of the positions): %w", err)
+	}
+	f.Weights = r.Weights
+	rep := f.Privacy
+	rep.Covered = append(rep.Covered, "W (ranking weights: item-item, a function of the positions only)")
+	rep.Notes = append(rep.Notes, fmt.Sprintf("lists: ranked by EASE item-item weights fitted on which items each user rated (every rating a positive; %d of %d items in the closed form, lambda %.4g chosen on a validation part of the positions), summed over the user's own history; this relation keeps the positions and changes one rating value, so the positions are public and the weights spend no budget; predictions come from the private model; if which items a user rated is itself private, train with the user unit (or --lists ratings to rank by the predictions)", r.Items, r.Catalogue, r.Lambda))
+	res.EASE = r
 	return nil
 }
 

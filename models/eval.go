@@ -203,7 +203,7 @@ func evalAccuracy(p *Predictor, test *data.Store, umap, imap []int32, folded []*
 		u, j := umap[test.Idx[0][e]], imap[test.Idx[1][e]]
 		var q query
 		switch {
-		case folded == nil && p.f.Weights != nil && u >= 0:
+		case folded == nil && p.f.ItemItem() && u >= 0:
 			if u != lastU {
 				lastU, lastQ = u, p.userQuery(u, true, nil)
 			}
@@ -318,7 +318,7 @@ func evalRank(p *Predictor, ranked []*evalUser, imap []int32, excl *Exclusions, 
 				var q query
 				var ex []int32
 				if us.fold != nil {
-					q = p.rowQuery(us.fold.row, opt.Time)
+					q = p.rankRowQuery(us.fold.row, opt.Time)
 					ex = us.fold.items
 					if !opt.IncludeSeen && us.u >= 0 {
 						ex = mergeSorted(ex, excl.Items(us.u))

@@ -71,6 +71,7 @@ func foldUsers(p *Predictor, test, train *data.Store, pen decomposition.FoldPena
 		}
 		slices.Sort(items)
 		fu.items = slices.Compact(items)
+		fu.row.Items = fu.items
 		out[u] = fu
 	}
 	return out, nil

@@ -132,6 +132,11 @@ func exportFiles(dir string, f *File, force bool) error {
 		if err := exportParquet(filepath.Join(dir, ExportItemWeights), force, func(w io.Writer) error { return exportWeights(w, f.Weights) }); err != nil {
 			return err
 		}
+		if f.RankingWeights() {
+			h.Tables[ExportItemWeights] = "ranking weights W of a private rating model: item, target (dense item indices, see items.parquet), weight; absent pairs are 0"
+		}
+	}
+	if f.ItemItem() {
 		h.Tables[ExportSeenItems] = "every user's training items: user, item (dense indices)"
 		if err := exportParquet(filepath.Join(dir, ExportSeenItems), force, func(w io.Writer) error { return exportSeen(w, f.Seen) }); err != nil {
 			return err
@@ -142,6 +147,9 @@ func exportFiles(dir string, f *File, force bool) error {
 	h.Prediction = "global_mean + user.bias + item.bias + time.bias + sum over core rows of value * user.f{p} * item.f{q} * time.f{t}, clamped to [clamp_lo, clamp_hi] when clamp_lo < clamp_hi, or equal to clamp_lo when clamp_lo == clamp_hi other than [0, 0] (no clamp; one value 0 throughout is written [-0, 0]) (biases only when bias is true; no time terms for an order-2 model)"
 	if len(m.Pairs) > 0 {
 		h.Prediction += "; plus, for each pair table, the bias of the row (user or item index, time bucket index / period) when present"
+	}
+	if f.RankingWeights() {
+		h.Prediction += "; lists rank item j for a user with history H (the items they rated) by the sum of item_weights.weight over the rows with target = j and item in H, not by the prediction"
 	}
 	return writeExportHeader(dir, force, h)
 }

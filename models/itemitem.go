@@ -160,8 +160,15 @@ func NewItemItemFile(users, items *data.Dict, seen *Exclusions, w *ItemWeights) 
 	return f, nil
 }
 
-// ItemItem reports whether f is an item-item model.
-func (f *File) ItemItem() bool { return f.Weights != nil }
+// ItemItem reports whether f is an item-item model (objective
+// ObjectiveItemItem: its scores are sums of weights over a history).
+func (f *File) ItemItem() bool { return f.Weights != nil && f.Header.Objective == ObjectiveItemItem }
+
+// RankingWeights reports whether f is a private rating model that carries
+// item-item weights for its lists (see "Lists of a private rating model"
+// in the package doc): predictions come from the factor model, rankings
+// of a user given by their history (a Row with Items) from the weights.
+func (f *File) RankingWeights() bool { return f.Weights != nil && f.Header.Objective != ObjectiveItemItem }
 
 // checkWeights checks an item-item model: weights over the model's items,
 // seen items (the histories), the objective, and the shell model (order 2,
@@ -174,9 +181,19 @@ func (f *File) checkWeights() error {
 		return nil
 	}
 	m := f.Model
+	if f.Header.Objective != ObjectiveItemItem {
+		// Ranking weights of a private billboard rating model.
+		switch {
+		case !f.Billboard():
+			return fmt.Errorf("models: item weights in a model of objective %q that is not a private billboard model (only those carry ranking weights)", f.Header.Objective)
+		case f.Seen != nil:
+			return errors.New("models: a private model cannot store its users' training items")
+		case f.Weights.Items() != m.Dims[1]:
+			return fmt.Errorf("models: item weights over %d items, the model has %d", f.Weights.Items(), m.Dims[1])
+		}
+		return nil
+	}
 	switch {
-	case f.Header.Objective != ObjectiveItemItem:
-		return fmt.Errorf("models: item weights in a model of objective %q", f.Header.Objective)
 	case f.Seen == nil:
 		return errors.New("models: an item-item model needs every user's seen items (its scores sum over them)")
 	case m.Order() != 2 || m.Kind != decomposition.CP || m.Ranks[0] != 1 || m.HasBias:

@@ -316,7 +316,7 @@ func (p *Predictor) userQuery(u int32, known bool, t *int64) query {
 	if !known {
 		return p.newQuery(nil, 0, k, fb|UnknownUser)
 	}
-	if p.f.Weights != nil {
+	if p.f.ItemItem() {
 		return p.historyQuery(p.f.Seen.Items(u), fb)
 	}
 	var ub float64
@@ -457,7 +457,8 @@ type Row struct {
 	BucketBias []float64
 	// Items, for an item-item model, is the user's history (dense item
 	// indices): the scores sum W's rows of these items, and Factor, Bias
-	// and the buckets are unused.
+	// and the buckets are unused. For a model with ranking weights
+	// (File.RankingWeights) the factors predict and Items ranks.
 	Items []int32
 }
 
@@ -478,7 +479,7 @@ func (p *Predictor) PredictRow(r Row, item string, t *int64) (float64, Fallback)
 }
 
 func (p *Predictor) rowQuery(r Row, t *int64) query {
-	if p.f.Weights != nil {
+	if p.f.ItemItem() {
 		return p.historyQuery(r.Items, FallbackNone)
 	}
 	if len(r.Factor) != p.m.Ranks[0] {
@@ -490,6 +491,16 @@ func (p *Predictor) rowQuery(r Row, t *int64) query {
 		b = r.bias(k)
 	}
 	return p.newQuery(r.Factor, b, k, fb)
+}
+
+// rankRowQuery is the query that ranks items for the user r: a model with
+// ranking weights (File.RankingWeights) scores by the weights over the
+// user's history r.Items when it has one; else rowQuery.
+func (p *Predictor) rankRowQuery(r Row, t *int64) query {
+	if p.f.RankingWeights() && len(r.Items) > 0 {
+		return p.historyQuery(r.Items, FallbackNone)
+	}
+	return p.rowQuery(r, t)
 }
 
 // ErrUnknownID is returned by PredictStrict for an unknown user or item.

@@ -155,8 +155,11 @@ func (p *Predictor) Recommend(user string, t *int64, n int, exclude []int32) ([]
 }
 
 // RecommendRow is Recommend for a user given by a Row (fold-in).
+//
+// A private rating model with ranking weights (File.RankingWeights) ranks
+// by the weights over r.Items when r has items.
 func (p *Predictor) RecommendRow(r Row, t *int64, n int, exclude []int32) ([]Scored, Fallback) {
-	q := p.rowQuery(r, t)
+	q := p.rankRowQuery(r, t)
 	return p.recommend(&q, n, exclude), q.fb
 }
 
@@ -266,7 +269,7 @@ func (p *Predictor) RecommendAll(n int, t *int64, threads int, excl *Exclusions,
 	k, _ := p.TimeBucket(t)
 	users := func(lo, hi int) []query {
 		qs := make([]query, hi-lo)
-		if p.f.Weights != nil {
+		if p.f.ItemItem() {
 			for u := lo; u < hi; u++ {
 				qs[u-lo] = p.historyQuery(p.f.Seen.Items(int32(u)), FallbackNone)
 			}

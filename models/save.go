@@ -66,7 +66,7 @@ func write(w io.Writer, f *File, version string, edit func([]byte) []byte) error
 	}
 	keys := []string{metaFormat, metaVersion, metaHeader, metaSHA256, metaSeal}
 	vals := []string{FormatName, version, string(hdr), hex.EncodeToString(sum[:]), sealPrefix + string(make([]byte, 64))}
-	schema := buildSchema(f.Model, arrow.NewMetadata(keys, vals), f.Seen != nil)
+	schema := buildSchema(f.Model, arrow.NewMetadata(keys, vals), f.Seen != nil || f.Weights != nil)
 	var file bytes.Buffer
 	file.Grow(fileSizeHint(f.Model, len(seen)+len(weights), len(hdr)))
 	if err := writeArrow(&file, f, schema, seen, weights); err != nil {
@@ -108,7 +108,7 @@ func writeArrow(w io.Writer, f *File, schema *arrow.Schema, seen, weights []byte
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
 	m := f.Model
-	rw := &rowWriter{col: columnsOf(b, maxRank(m), seen != nil), flush: func() error {
+	rw := &rowWriter{col: columnsOf(b, maxRank(m), seen != nil || weights != nil), flush: func() error {
 		rec := b.NewRecord()
 		defer rec.Release()
 		return fw.Write(rec)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/dprec/dprec"
@@ -41,6 +42,7 @@ func trainPrivacyFlags() []cli.Flag {
 		&cli.StringFlag{Name: "time-from", Category: cat, Usage: "--privacy-unit user with a time mode: start of the public time range (Unix seconds, RFC 3339 or YYYY-MM-DD); ratings outside are dropped"},
 		&cli.StringFlag{Name: "time-to", Category: cat, Usage: "--privacy-unit user with a time mode: end of the public time range (inclusive)"},
 		&cli.Float64Flag{Name: "selection-epsilon", Category: cat, Usage: fmt.Sprintf("--privacy-unit user without --items: epsilon of the private item selection, taken from --epsilon (default %g of it; half of --delta goes with it)", dprec.DefaultSelectionShare)},
+		&cli.StringFlag{Name: "lists", Category: cat, DefaultText: "positions for bias and als at the entry unit, else ratings", Usage: "what ranks the private model's top-N lists: positions (EASE item-item weights fitted on which items each user rated, stored in the model; the entry unit's relation makes the positions public, so they spend no budget; predictions still come from the private model) or ratings (the private model's predictions)"},
 		&cli.Float64Flag{Name: "output-lambda", Category: cat, Usage: fmt.Sprintf("output mode: ridge penalty of the refit (default %g); Delta_O = (r_max - r_min) max|z| / lambda", completion.DefaultOutputLambda)},
 	}
 }
@@ -82,7 +84,11 @@ func trainPrivacyOf(c *cli.Context) (*dprec.Privacy, []string, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("--dp-sgd: %w", err)
 	}
-	p := &dprec.Privacy{Mode: mode}
+	lists, err := dprec.ParseListSource(c.String("lists"))
+	if err != nil {
+		return nil, nil, cli.Exit("--lists: "+err.Error(), exitUsage)
+	}
+	p := &dprec.Privacy{Mode: mode, Lists: lists}
 	o := &p.PrivateOptions
 	*o = completion.PrivateOptions{
 		Epsilon:           c.Float64("epsilon"),
@@ -109,6 +115,13 @@ func trainPrivacyOf(c *cli.Context) (*dprec.Privacy, []string, error) {
 	}
 	if err := trainCheckUnit(c, o); err != nil {
 		return nil, nil, err
+	}
+	if _, err := p.PositionLists(); err != nil {
+		var oe *dprec.OptionError
+		if errors.As(err, &oe) {
+			err = errors.New(oe.Msg)
+		}
+		return nil, nil, cli.Exit("--lists: "+err.Error(), exitUsage)
 	}
 	if err := trainCheckDelta(c, string(mode), protect); err != nil {
 		return nil, nil, err
@@ -146,7 +159,7 @@ func trainPrivacyOf(c *cli.Context) (*dprec.Privacy, []string, error) {
 }
 
 // trainUserFlags are the privacy flags that need --privacy.
-var trainUserFlags = []string{"epsilon", "delta", "protect", "dp-sgd", "clip", "mechanism", "privacy-unit", "max-ratings-per-user", "output-lambda", "items", "time-from", "time-to", "selection-epsilon", "rating-min", "rating-max"}
+var trainUserFlags = []string{"lists", "epsilon", "delta", "protect", "dp-sgd", "clip", "mechanism", "privacy-unit", "max-ratings-per-user", "output-lambda", "items", "time-from", "time-to", "selection-epsilon", "rating-min", "rating-max"}
 
 // trainCheckUnit refuses unit flags that do not fit the unit and mode.
 func trainCheckUnit(c *cli.Context, o *completion.PrivateOptions) error {

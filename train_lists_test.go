@@ -1,0 +1,124 @@
+package dprec_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dprec/dprec"
+	"github.com/dprec/dprec/completion"
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/models"
+)
+
+// TestPrivateListsPositions: a private als run at the entry unit ranks its
+// lists by item-item weights of the positions (public under its relation)
+// and says so in its report: on a log whose three user groups rate their
+// own group's items with values that carry no group signal, the lists
+// find each test user's group (NDCG@10 far above most-popular), while
+// --lists ratings ranks by the predictions and stores no weights; the
+// user unit refuses an explicit ListsPositions and stores none by
+// default.
+func TestPrivateListsPositions(t *testing.T) {
+	dir := t.TempDir()
+	trainPath, testPath := filepath.Join(dir, "train.csv"), filepath.Join(dir, "test.csv")
+	r := rand.New(rand.NewPCG(3, 4))
+	var tr, te strings.Builder
+	for u := 1; u <= 150; u++ {
+		g := u % 3
+		items := r.Perm(40)[:14]
+		for k, j := range items {
+			line := fmt.Sprintf("%d,%d,%d\n", u, g*40+j+1, 1+r.IntN(5))
+			if k < 10 {
+				tr.WriteString(line)
+			} else {
+				te.WriteString(line)
+			}
+		}
+	}
+	// Popular items of other groups: most-popular alone misses the group.
+	for u := 1; u <= 150; u++ {
+		fmt.Fprintf(&tr, "%d,%d,%d\n", u, 121+u%5, 1+r.IntN(5))
+	}
+	for p, s := range map[string]string{trainPath: tr.String(), testPath: te.String()} {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	train := func(p *dprec.Privacy) (*dprec.Result, error) {
+		p.PrivateOptions.Epsilon, p.PrivateOptions.Delta = 1, 1e-5
+		p.PrivateOptions.RatingMin, p.PrivateOptions.RatingMax = 1, 5
+		return dprec.Fit(context.Background(), trainPath, &dprec.Options{Rank: 4, TimeUnit: data.TimeNone, Seed: 5, Privacy: p})
+	}
+	load := func(path string) *data.Store {
+		st, _, err := data.Load(path, data.LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	trSt, teSt := load(trainPath), load(testPath)
+	ndcg := func(f *models.File) (model, pop float64) {
+		pen := decomposition.FoldPenalties{Row: 1}
+		res, err := models.Evaluate(models.NewPredictor(f), teSt, models.EvalOptions{K: 10, Threshold: 1, Train: trSt, Fold: &pen})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.RankMetrics.NDCG, res.Popularity.NDCG
+	}
+
+	res, err := train(&dprec.Privacy{Mode: dprec.PrivacyALS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := res.File()
+	if !f.RankingWeights() || f.Seen != nil {
+		t.Fatalf("default lists of private als at the entry unit: ranking weights %v, seen %v", f.RankingWeights(), f.Seen != nil)
+	}
+	if !strings.Contains(strings.Join(f.Privacy.Notes, "\n"), "the positions are public and the weights spend no budget") {
+		t.Fatalf("the report does not say what ranks the lists: %q", f.Privacy.Notes)
+	}
+	m, pop := ndcg(f)
+	t.Logf("positions NDCG@10 %.4f, most-popular %.4f", m, pop)
+	if !(m > 2*pop) {
+		t.Fatalf("lists by the positions: NDCG@10 %.4f, most-popular %.4f: want more than twice", m, pop)
+	}
+
+	res, err = train(&dprec.Privacy{Mode: dprec.PrivacyALS, Lists: dprec.ListsRatings})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.File().RankingWeights() {
+		t.Fatal("--lists ratings stored ranking weights")
+	}
+	m2, _ := ndcg(res.File())
+	t.Logf("ratings NDCG@10 %.4f", m2)
+	if !(m2 < m) {
+		t.Fatalf("lists by the ratings %.4f not below those by the positions %.4f on a log whose values carry no group", m2, m)
+	}
+
+	user := func(l dprec.ListSource) (*dprec.Result, error) {
+		ids := make([]string, 125)
+		for j := range ids {
+			ids[j] = fmt.Sprint(j + 1)
+		}
+		items, err := data.DictFromStrings("item", ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return train(&dprec.Privacy{Mode: dprec.PrivacyALS, Items: items, Lists: l, PrivateOptions: completion.PrivateOptions{Unit: completion.UnitUser, MaxRatingsPerUser: 10}})
+	}
+	var oe *dprec.OptionError
+	if _, err := user(dprec.ListsPositions); !errors.As(err, &oe) || !strings.Contains(err.Error(), "entry unit only") {
+		t.Fatalf("user unit with lists by the positions: %v", err)
+	}
+	if res, err = user(""); err != nil || res.File().RankingWeights() {
+		t.Fatalf("user unit: err %v, ranking weights stored", err)
+	}
+}
