@@ -189,10 +189,10 @@ func (b *biasSource) ResidualSums(o *completion.PrivateOptions, mu float64) ([]f
 	return res, err
 }
 
-// NoUser is the one placeholder ID of a bias model's user mode: no user
-// row is released (users are folded in from their own ratings at
-// prediction time).
-const NoUser = "(no user released: bias model)"
+// NoUser is the one placeholder ID of a billboard model's user mode (the
+// private bias and ALS modes): no user row is released (users are folded
+// in from their own ratings at prediction time).
+const NoUser = "(no user released: billboard model)"
 
 // PrivateBiasOptions configure TrainPrivateBias.
 type PrivateBiasOptions struct {
