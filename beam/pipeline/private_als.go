@@ -187,7 +187,9 @@ type alsSource struct {
 	residuals string
 }
 
-func (a *alsSource) path(elem ...string) string { return joinPath(a.work, append([]string{"als"}, elem...)...) }
+func (a *alsSource) path(elem ...string) string {
+	return joinPath(a.work, append([]string{"als"}, elem...)...)
+}
 
 func (a *alsSource) Counts(o *completion.PrivateOptions) ([]int, map[int]int, error) {
 	p, s := beam.NewPipelineWithRoot()
