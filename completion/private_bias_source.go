@@ -28,6 +28,23 @@ type BiasSource interface {
 	ResidualSums(o *PrivateOptions, mu float64) ([]float64, error)
 }
 
+// ReleaseObserver may be implemented by a BiasSource (or an ALSSource)
+// that wants to see the noisy vectors released from its statistics, for
+// statistical tests of the noise through a distributed source: Released
+// is called right after the noise is added, before any post-processing,
+// with the Release.What of the report. It must not keep or modify noisy.
+// The values are released ones (DP outputs), so seeing them costs no
+// budget.
+type ReleaseObserver interface {
+	Released(what string, noisy []float64)
+}
+
+func observeSource(src BiasSource, what string, noisy []float64) {
+	if ob, ok := src.(ReleaseObserver); ok {
+		ob.Released(what, noisy)
+	}
+}
+
 // BiasClamp is a rating clamped to the public range [lo, hi].
 func BiasClamp(v, lo, hi float64) float64 { return clampValue(v, lo, hi) }
 

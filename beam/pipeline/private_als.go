@@ -191,6 +191,13 @@ func (a *alsSource) path(elem ...string) string {
 	return joinPath(a.work, append([]string{"als"}, elem...)...)
 }
 
+// Released implements completion.ReleaseObserver for the tests' hook.
+func (a *alsSource) Released(what string, noisy []float64) {
+	if a.o.observe != nil {
+		a.o.observe(what, noisy)
+	}
+}
+
 func (a *alsSource) Counts(o *completion.PrivateOptions) ([]int, map[int]int, error) {
 	p, s := beam.NewPipelineWithRoot()
 	lines := textio.Read(s, a.dense)
@@ -369,6 +376,9 @@ type PrivateALSOptions struct {
 	noiseOff    bool
 	sweeps      int
 	releaseOnly bool
+	// observe sees the bias release's noisy vectors right after their
+	// noise (completion.ReleaseObserver).
+	observe func(what string, noisy []float64)
 }
 
 // PrivateALSResult is what TrainPrivateALS returns.
