@@ -166,17 +166,39 @@ func newALSPrivateParams(o *PrivateOptions) alsPrivateParams {
 // alsTermsRule returns k for the entry unit: the ALSPrivateTermsQuantile
 // quantile of the public user counts, at least ALSPrivateMinTerms.
 func alsTermsRule(by [][]int) int {
-	var ns []int
+	h := map[int]int{}
 	for _, es := range by {
 		if len(es) > 0 {
-			ns = append(ns, len(es))
+			h[len(es)]++
 		}
 	}
-	if len(ns) == 0 {
+	return alsTermsRuleHist(h)
+}
+
+// alsTermsRuleHist is alsTermsRule from the histogram of the user counts
+// (count -> number of users with it; counts < 1 are ignored).
+func alsTermsRuleHist(h map[int]int) int {
+	var keys []int
+	total := 0
+	for c, n := range h {
+		if c > 0 && n > 0 {
+			keys = append(keys, c)
+			total += n
+		}
+	}
+	if total == 0 {
 		return ALSPrivateMinTerms
 	}
-	slices.Sort(ns)
-	k := ns[min(len(ns)-1, int(ALSPrivateTermsQuantile*float64(len(ns))))]
+	slices.Sort(keys)
+	// The count at index min(total-1, floor(q total)) of the sorted counts.
+	at := min(total-1, int(ALSPrivateTermsQuantile*float64(total)))
+	k, cum := keys[len(keys)-1], 0
+	for _, c := range keys {
+		if cum += h[c]; cum > at {
+			k = c
+			break
+		}
+	}
 	return max(k, ALSPrivateMinTerms)
 }
 
@@ -482,16 +504,10 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 	if tweak != nil {
 		tweak(&p)
 	}
-	var inputNote string
 	if o.Unit == UnitEntry && p.input {
-		v, nmin, share := alsInputPlan(train, &o, p, R, p.inputFallback)
-		if share >= ALSPrivateGateShare {
-			return trainPrivateALSInput(train, m, &o, p)
-		}
-		// Too few ratings on learnable items: the bias mode takes the
-		// whole budget (below, with no item step).
-		inputNote = fmt.Sprintf("learnability rule (residual route): items with n_i >= g R v/s^2 = %.4g (g = %g, noise variance of a released residual v = %.4g) carry %.1f%% of the ratings (below %g%%): no residual is released, the item rows are zero and the biases take the whole budget", nmin, p.inputFallback, v, 100*share, 100*ALSPrivateGateShare)
-		p.steps, p.biasFrac, p.gate = 0, 1, 0
+		// The residual route, or its fallback to the bias mode
+		// (private_als_input.go).
+		return trainALSInputRoute(storeALSSource{storeBiasSource{train}}, itemCounts(train), m, &o, p)
 	}
 	sens, deriv := alsStepSensitivity(&o, p, by)
 	// Under the entry unit the item counts are public: when, at the sigma
@@ -511,14 +527,7 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 			p.steps, p.biasFrac = 0, 1
 		}
 	}
-	bo := o
-	bo.Epsilon = p.biasFrac * o.Epsilon
-	bo.MeanFraction = 0
-	if o.Unit == UnitEntry {
-		bo.Delta, bo.Mechanism = 0, perturb.MechLaplace
-	} else {
-		bo.Mechanism = perturb.MechGaussian
-	}
+	bo := alsBiasOptions(&o, p)
 	bias, err := fitPrivateBias(train, m, &bo)
 	if err != nil {
 		return nil, fmt.Errorf("completion: private ALS: %w", err)
@@ -553,10 +562,40 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 			p.steps = 0
 		}
 	}
+	var steps func(*perturb.Gaussian) []float64
+	if p.steps > 0 {
+		steps = func(g *perturb.Gaussian) []float64 { return alsPrivateSteps(train, by, m, bias.counts, g, p, &o) }
+	}
+	return alsRelease(&o, p, &bo, m, bias, acc, sigma, sens, steps, gateNote, "")
+}
+
+// alsBiasOptions are the options of the item-statistics route's bias
+// releases (and of the residual route's fallback): p.biasFrac of epsilon,
+// the default mean share, Laplace and pure under the entry unit, Gaussian
+// under the user unit.
+func alsBiasOptions(o *PrivateOptions, p alsPrivateParams) PrivateOptions {
+	bo := *o
+	bo.Epsilon = p.biasFrac * o.Epsilon
+	bo.MeanFraction = 0
+	if o.Unit == UnitEntry {
+		bo.Delta, bo.Mechanism = 0, perturb.MechLaplace
+	} else {
+		bo.Mechanism = perturb.MechGaussian
+	}
+	return bo
+}
+
+// alsRelease finishes the item-statistics route after the bias releases
+// (bias, with options bo) and the planning of the steps (acc and sigma
+// when p.steps > 0; steps runs them): it admits the budget, sets the item
+// rows and builds the report. The residual route's fallback runs it with
+// no step.
+func alsRelease(o *PrivateOptions, p alsPrivateParams, bo *PrivateOptions, m *decomposition.Model, bias *biasFit, acc *perturb.Accountant, sigma, sens float64, steps func(*perturb.Gaussian) []float64, gateNote, inputNote string) (*perturb.Report, error) {
+	R := m.Ranks[0]
 	if p.steps == 0 {
 		acc = &bias.acc
 	}
-	eps, delta, used, err := admit(&o, acc)
+	eps, delta, used, err := admit(o, acc)
 	if err != nil {
 		return nil, fmt.Errorf("completion: private ALS: %w", err)
 	}
@@ -566,7 +605,7 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 		if err != nil {
 			return nil, fmt.Errorf("completion: private ALS: %w", err)
 		}
-		copy(m.Factors[1], alsPrivateSteps(train, by, m, bias.counts, g, p, &o))
+		copy(m.Factors[1], steps(g))
 	}
 	clear(m.Factors[0])
 	if m.Order() == 3 {
@@ -574,7 +613,7 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 			m.Factors[2][i] = 1
 		}
 	}
-	rep := baseReport(&o, "als", acc, eps, delta, used)
+	rep := baseReport(o, "als", acc, eps, delta, used)
 	rep.Billboard = true
 	rep.ItemCounts = bias.releasedCounts()
 	if p.steps > 0 {
@@ -582,7 +621,7 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 		// steps the model is the bias mode's and folds in as it does.
 		rep.FoldPerRating = p.lambda
 	}
-	publicClamp(&o, m, rep)
+	publicClamp(o, m, rep)
 	rep.Covered = []string{"global mean", "item biases", "B (item rows)", "C (time rows: constant ones, data-independent)"}
 	if o.Unit == UnitUser {
 		// The bias notes release the noisy numbers of users and ratings;
@@ -608,7 +647,7 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 		rep.Notes = append(rep.Notes, inputNote)
 	}
 	rep.Notes = append(rep.Notes,
-		fmt.Sprintf("public constants and their rules: residual clip c = (r_max - r_min)/3 = %g; user vector norm <= Gamma_u = %g; item row norm <= Gamma_v = c/Gamma_u = %g; user-solve ridge %g per observation; item-solve ridge %g per term plus %g sigma (post-processing; each item's Gram matrix is its share t_i/sum t_j of the released shared one); at most k = %d terms a user (%s); %d item steps; items learnt when n_i Gamma_u^2 / R >= %g sigma, else zero rows; rank %d", p.c, p.gu, p.gv, p.lambda, p.itemLambda, p.noiseRidge, p.terms, alsTermsSource(&o), p.steps, p.gate, R),
+		fmt.Sprintf("public constants and their rules: residual clip c = (r_max - r_min)/3 = %g; user vector norm <= Gamma_u = %g; item row norm <= Gamma_v = c/Gamma_u = %g; user-solve ridge %g per observation; item-solve ridge %g per term plus %g sigma (post-processing; each item's Gram matrix is its share t_i/sum t_j of the released shared one); at most k = %d terms a user (%s); %d item steps; items learnt when n_i Gamma_u^2 / R >= %g sigma, else zero rows; rank %d", p.c, p.gu, p.gv, p.lambda, p.itemLambda, p.noiseRidge, p.terms, alsTermsSource(o), p.steps, p.gate, R),
 		fmt.Sprintf("epsilon: %g%% of it calibrates the bias releases (%s; rule: 80%% up to epsilon 1, 30%% from 10, log-linear between, all of it when no item step runs); the Gaussian steps take the rest under %s composition", 100*p.biasFrac, bo.Mechanism, used))
 	rep.Notes = append(rep.Notes, bias.notes...)
 	return rep, nil
@@ -661,6 +700,21 @@ func alsLearnable(n float64, p alsPrivateParams, R int, sigma float64) bool {
 
 // resolveALS validates the options and shapes of TrainPrivateALS.
 func resolveALS(train *data.Store, m *decomposition.Model, opts *PrivateOptions) (PrivateOptions, error) {
+	o, err := resolveALSOptions(opts)
+	if err != nil {
+		return o, err
+	}
+	if m == nil || m.Kind != decomposition.CP || !m.HasBias || train == nil || len(m.Dims) != train.Order() || m.Dims[1] != train.Dims[1] || (o.Unit == UnitEntry && m.Dims[0] != train.Dims[0]) {
+		return o, &ShapeError{Reason: "private ALS needs a CP model with biases whose modes match the training store"}
+	}
+	if train.NNZ() == 0 {
+		return o, errors.New("completion: private ALS: empty training store")
+	}
+	return o, nil
+}
+
+// resolveALSOptions validates private ALS's options and fills defaults.
+func resolveALSOptions(opts *PrivateOptions) (PrivateOptions, error) {
 	if opts == nil {
 		return PrivateOptions{}, errors.New("completion: private ALS: nil options")
 	}
@@ -670,12 +724,6 @@ func resolveALS(train *data.Store, m *decomposition.Model, opts *PrivateOptions)
 	}
 	if err := perturb.CheckPositiveDelta(o.Delta); err != nil {
 		return o, fmt.Errorf("completion: private ALS: %w", err)
-	}
-	if m == nil || m.Kind != decomposition.CP || !m.HasBias || train == nil || len(m.Dims) != train.Order() || m.Dims[1] != train.Dims[1] || (o.Unit == UnitEntry && m.Dims[0] != train.Dims[0]) {
-		return o, &ShapeError{Reason: "private ALS needs a CP model with biases whose modes match the training store"}
-	}
-	if train.NNZ() == 0 {
-		return o, errors.New("completion: private ALS: empty training store")
 	}
 	return o, nil
 }

@@ -33,6 +33,7 @@ package completion
 // non-private ALS's on the same log.
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -103,50 +104,219 @@ func alsInputReg(o *PrivateOptions, v float64) float64 {
 	return DefaultALSReg * (s*s + v) / (s * s)
 }
 
-// alsInputPlan returns the residual route's noise variance v, the
-// smallest item count the rule with factor g passes and the share of the
-// ratings on items that pass (public counts and constants only).
-func alsInputPlan(train *data.Store, o *PrivateOptions, p alsPrivateParams, R int, g float64) (v, nmin, share float64) {
-	v = alsInputNoiseVar(p.inputClip, (1-p.inputBiasFrac)*o.Epsilon)
-	nmin = alsInputMinCount(o, g, R, v)
-	counts := make([]float64, train.Dims[1])
-	for _, i := range train.Idx[1] {
-		counts[i]++
-	}
-	var pass float64
-	for _, n := range counts {
-		if n >= nmin {
-			pass += n
-		}
-	}
-	return v, nmin, pass / float64(train.NNZ())
+// ALSInputPlan is the residual route's public plan: every constant and
+// rule of the route evaluated on what the entry relation makes public
+// (epsilon, delta, the rating range, the rank and the item counts).
+// PlanALSInput returns it; TrainPrivateALS and TrainPrivateALSFrom follow
+// it, and an ALSSource reads from it what it needs to release and fit the
+// residuals.
+type ALSInputPlan struct {
+	// Rank is R, the rank of the fit on the noisy residuals.
+	Rank int
+	// BiasFraction is f (ALSInputBiasFraction); BiasEpsilon = f epsilon is
+	// spent on the bias release, ResidualEpsilon = (1 - f) epsilon on the
+	// residual release.
+	BiasFraction, BiasEpsilon, ResidualEpsilon float64
+	// Clip is the residual clip c (a released residual is
+	// ALSResidual(r, mu~, b~_i, c, r_min, r_max) plus Laplace noise of
+	// scale 2c/ResidualEpsilon; Laplace returns the mechanism).
+	Clip float64
+	// NoiseVar is v, the noise variance of one released residual.
+	NoiseVar float64
+	// Reg and RegBias are the per-observation ridge of the fit on the
+	// noisy residuals (rule DefaultALSReg (s^2 + v)/s^2) and its bias
+	// penalty; Sweeps its number of ALS sweeps.
+	Reg, RegBias float64
+	Sweeps       int
+	// Gate is the learnability rule's factor g; MinCount = g R v/s^2 the
+	// smallest item count whose item row is released (the others are
+	// zero); Share the share of the ratings on items that pass.
+	Gate, MinCount, Share float64
+	// FallbackGate, FallbackMinCount and FallbackShare are the same rule
+	// for the whole route (ALSInputFallbackGate); Fallback is set when
+	// FallbackShare < ALSPrivateGateShare: no residual is released and the
+	// bias mode takes the whole budget.
+	FallbackGate, FallbackMinCount, FallbackShare float64
+	Fallback                                      bool
+	// NoiseStream is the stream id of the residual noise: one machine
+	// draws it in storage order from o.Noise.Source(NoiseStream); a
+	// distributed source draws each rating's from o.Noise.KeyedSource(
+	// NoiseStream, key) (secure noise: any secure source).
+	NoiseStream uint64
+
+	// noiseOff (measurement only, completion's tests: NOT private) skips
+	// the residual noise of the store source.
+	noiseOff bool
 }
 
-// trainPrivateALSInput is TrainPrivateALS's residual route (entry unit).
-func trainPrivateALSInput(train *data.Store, m *decomposition.Model, o *PrivateOptions, p alsPrivateParams) (*perturb.Report, error) {
-	R := m.Ranks[0]
-	f := p.inputBiasFrac
-	c := p.inputClip
-	epsW := (1 - f) * o.Epsilon
-	v, nmin, share := alsInputPlan(train, o, p, R, p.inputGate)
-	lambda := p.inputReg
-	if lambda == 0 {
-		lambda = alsInputReg(o, v)
-	}
-	wm, brep, err := scratchBiasRelease(train, o, f*o.Epsilon)
+// PlanALSInput returns the residual route's plan for options opts (entry
+// unit), rank R and the public item counts (one per item).
+func PlanALSInput(opts *PrivateOptions, R int, itemCounts []int) (*ALSInputPlan, error) {
+	o, err := resolveALSOptions(opts)
 	if err != nil {
-		return nil, fmt.Errorf("completion: private ALS (bias release): %w", err)
+		return nil, err
 	}
-	lap, err := perturb.NewLaplace(2*c, epsW)
+	if o.Unit != UnitEntry {
+		return nil, errors.New("completion: private ALS: the residual route is entry level only")
+	}
+	if R < 1 {
+		return nil, &ShapeError{Reason: fmt.Sprintf("private ALS: rank %d", R)}
+	}
+	return planALSInput(&o, newALSPrivateParams(&o), R, itemCounts), nil
+}
+
+// planALSInput evaluates the residual route's rules (public counts and
+// constants only).
+func planALSInput(o *PrivateOptions, p alsPrivateParams, R int, counts []int) *ALSInputPlan {
+	f := p.inputBiasFrac
+	pl := &ALSInputPlan{Rank: R, BiasFraction: f, BiasEpsilon: f * o.Epsilon, ResidualEpsilon: (1 - f) * o.Epsilon,
+		Clip: p.inputClip, Gate: p.inputGate, FallbackGate: p.inputFallback, NoiseStream: streamALSInput, noiseOff: p.noiseOff}
+	pl.NoiseVar = alsInputNoiseVar(pl.Clip, pl.ResidualEpsilon)
+	pl.MinCount, pl.Share = alsInputShare(o, counts, R, pl.NoiseVar, p.inputGate)
+	pl.FallbackMinCount, pl.FallbackShare = alsInputShare(o, counts, R, pl.NoiseVar, p.inputFallback)
+	pl.Fallback = pl.FallbackShare < ALSPrivateGateShare
+	pl.Reg = p.inputReg
+	if pl.Reg == 0 {
+		pl.Reg = alsInputReg(o, pl.NoiseVar)
+	}
+	pl.RegBias = DefaultALSRegBias * pl.Reg / DefaultALSReg
+	pl.Sweeps = p.inputSweeps
+	if pl.Sweeps == 0 {
+		pl.Sweeps = DefaultALSSweeps
+	}
+	return pl
+}
+
+// alsInputShare returns the smallest item count the rule with factor g
+// passes and the share of the ratings on items that pass.
+func alsInputShare(o *PrivateOptions, counts []int, R int, v, g float64) (nmin, share float64) {
+	nmin = alsInputMinCount(o, g, R, v)
+	var pass, all float64
+	for _, n := range counts {
+		all += float64(n)
+		if float64(n) >= nmin {
+			pass += float64(n)
+		}
+	}
+	return nmin, pass / all
+}
+
+// Laplace returns the residual release's mechanism: l1 sensitivity 2c at
+// ResidualEpsilon.
+func (pl *ALSInputPlan) Laplace() (*perturb.Laplace, error) {
+	return perturb.NewLaplace(2*pl.Clip, pl.ResidualEpsilon)
+}
+
+// Settings are the settings of the (non-private) ALS fit on the noisy
+// residuals: SolverALS, Reg, RegBias, Sweeps epochs, no validation.
+func (pl *ALSInputPlan) Settings() *Settings {
+	return &Settings{Solver: SolverALS, Reg: pl.Reg, RegBias: pl.RegBias, Epochs: pl.Sweeps, Threads: 2}
+}
+
+// InitSource is the source of the fit's initial factors
+// (InitModel(fit, mean of the noisy residuals, Settings(), InitSource())):
+// data-independent.
+func (pl *ALSInputPlan) InitSource() rand.Source { return rand.NewPCG(uint64(streamALSInput), 1) }
+
+// ALSResidual is one rating's residual of the residual route: v clamped
+// to [lo, hi], minus the released mean mu and item bias bi, clipped to
+// [-c, c] (one rating moves it by at most 2c).
+func ALSResidual(v, mu, bi, c, lo, hi float64) float64 {
+	return math.Max(-c, math.Min(c, clampValue(v, lo, hi)-mu-bi))
+}
+
+// ALSSource supplies the data-dependent steps of private ALS's residual
+// route (entry unit) over ratings that live elsewhere (the Beam pipelines
+// of the nested module beam/): TrainPrivateALSFrom plans, calibrates,
+// accounts and builds the model and the report as TrainPrivateALS does;
+// the source computes the statistics of the bias release (BiasSource),
+// the public counts, and the released residuals with the fit on them.
+type ALSSource interface {
+	BiasSource
+	// Counts returns every item's number of ratings (one per item of the
+	// model, in its order) and, for every number of ratings a user has,
+	// how many users have it: both public under the entry relation.
+	Counts(o *PrivateOptions) (items []int, users map[int]int, err error)
+	// FitResiduals releases every rating's residual
+	// ALSResidual(r, bias.Mean, bias.Bias[1][i], plan.Clip, o.RatingMin,
+	// o.RatingMax) plus the noise of plan.Laplace() (AddTo, from o.Noise:
+	// each rating's noise independent, from the secure source unless o's
+	// noise is seeded), and returns the user x item model of rank
+	// plan.Rank with biases (items in the model's order) fitted on the
+	// released residuals by non-private ALS: plan.Settings(), initialised
+	// by InitModel with their mean and plan.InitSource(). Only its mean,
+	// item biases and item rows are used.
+	FitResiduals(o *PrivateOptions, plan *ALSInputPlan, bias *decomposition.Model) (*decomposition.Model, error)
+}
+
+// TrainPrivateALSFrom is TrainPrivateALS at entry level (opts.Unit
+// UnitEntry, the residual route and its fallback) with the data-dependent
+// steps from src. m is a user x item CP model with biases whose items are
+// a public catalogue (the set of released rows must not depend on the
+// data); its user mode is never released (any size). It returns the
+// privacy report, the same as TrainPrivateALS's on the same ratings.
+func TrainPrivateALSFrom(src ALSSource, m *decomposition.Model, opts *PrivateOptions) (*perturb.Report, error) {
+	o, err := resolveALSOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	if o.Unit != UnitEntry {
+		return nil, errors.New("completion: private ALS from a source: user level is not supported (entry level only)")
+	}
+	if m == nil || m.Kind != decomposition.CP || !m.HasBias || m.Order() != 2 {
+		return nil, &ShapeError{Reason: "private ALS from a source needs a user x item CP model with biases"}
+	}
+	items, users, err := src.Counts(&o)
+	if err != nil {
+		return nil, err
+	}
+	if len(items) != m.Dims[1] {
+		return nil, &ShapeError{Reason: fmt.Sprintf("private ALS: %d item counts for a model of %d items", len(items), m.Dims[1])}
+	}
+	n := 0
+	for _, c := range items {
+		n += c
+	}
+	if n == 0 {
+		return nil, errors.New("completion: private ALS: no rating")
+	}
+	p := newALSPrivateParams(&o)
+	p.terms = alsTermsRuleHist(users)
+	return trainALSInputRoute(src, items, m, &o, p)
+}
+
+// trainALSInputRoute is the entry unit's residual route, or its fallback
+// to the bias mode when too few ratings lie on learnable items.
+func trainALSInputRoute(src ALSSource, counts []int, m *decomposition.Model, o *PrivateOptions, p alsPrivateParams) (*perturb.Report, error) {
+	R := m.Ranks[0]
+	plan := planALSInput(o, p, R, counts)
+	if !plan.Fallback {
+		return trainPrivateALSInput(src, counts, m, o, p, plan)
+	}
+	// Too few ratings on learnable items: the bias mode takes the whole
+	// budget, with no item step.
+	inputNote := fmt.Sprintf("learnability rule (residual route): items with n_i >= g R v/s^2 = %.4g (g = %g, noise variance of a released residual v = %.4g) carry %.1f%% of the ratings (below %g%%): no residual is released, the item rows are zero and the biases take the whole budget", plan.FallbackMinCount, p.inputFallback, plan.NoiseVar, 100*plan.FallbackShare, 100*ALSPrivateGateShare)
+	p.steps, p.biasFrac, p.gate = 0, 1, 0
+	bo := alsBiasOptions(o, p)
+	bias, err := fitPrivateBiasFrom(src, m, &bo)
 	if err != nil {
 		return nil, fmt.Errorf("completion: private ALS: %w", err)
 	}
-	vals := append([]float64(nil), train.Val...)
-	clippedResiduals(vals, train, o, wm, c)
-	if !p.noiseOff {
-		lap.AddTo(vals, rand.New(o.source(streamALSInput)))
+	return alsRelease(o, p, &bo, m, bias, nil, 0, 0, nil, "", inputNote)
+}
+
+// trainPrivateALSInput is TrainPrivateALS's residual route (entry unit).
+func trainPrivateALSInput(src ALSSource, counts []int, m *decomposition.Model, o *PrivateOptions, p alsPrivateParams, plan *ALSInputPlan) (*perturb.Report, error) {
+	R := plan.Rank
+	f, c, epsW, v, nmin, lambda, rb := plan.BiasFraction, plan.Clip, plan.ResidualEpsilon, plan.NoiseVar, plan.MinCount, plan.Reg, plan.RegBias
+	wm, brep, err := scratchBiasReleaseFrom(src, m.Dims[:2], o, plan.BiasEpsilon)
+	if err != nil {
+		return nil, fmt.Errorf("completion: private ALS (bias release): %w", err)
 	}
-	o.observe(alsInputWhat, vals, append([]float64{wm.Mean}, wm.Bias[1]...))
+	lap, err := plan.Laplace()
+	if err != nil {
+		return nil, fmt.Errorf("completion: private ALS: %w", err)
+	}
 	var acc perturb.Accountant
 	if err := addReleases(&acc, brep.Releases); err != nil {
 		return nil, err
@@ -160,19 +330,14 @@ func trainPrivateALSInput(train *data.Store, m *decomposition.Model, o *PrivateO
 	if err != nil {
 		return nil, fmt.Errorf("completion: private ALS: %w", err)
 	}
-	// Post-processing: ALS on the noisy residuals as a user x item matrix.
-	ns := &data.Store{Dims: train.Dims[:2], Idx: train.Idx[:2], Val: vals}
-	mm, err := decomposition.NewModel(decomposition.CP, ns.Dims, []int{R}, true)
+	// The residual release, then post-processing: ALS on the noisy
+	// residuals as a user x item matrix.
+	mm, err := src.FitResiduals(o, plan, wm)
 	if err != nil {
-		return nil, err
-	}
-	steps := p.inputSweeps
-	if steps == 0 {
-		steps = DefaultALSSweeps
-	}
-	rb := DefaultALSRegBias * lambda / DefaultALSReg
-	if _, err := Train(ns, nil, mm, &Settings{Solver: SolverALS, Reg: lambda, RegBias: rb, Epochs: steps, Threads: 2}, rand.NewPCG(uint64(streamALSInput), 1), nil); err != nil {
 		return nil, fmt.Errorf("completion: private ALS (fit on the noisy residuals): %w", err)
+	}
+	if mm == nil || mm.Order() != 2 || !mm.HasBias || mm.Dims[1] != m.Dims[1] || mm.Ranks[0] != R {
+		return nil, &ShapeError{Reason: "private ALS: the fit on the noisy residuals does not match the model's items and rank"}
 	}
 	m.Mean = wm.Mean + mm.Mean
 	for i := range m.Bias[1] {
@@ -184,13 +349,9 @@ func trainPrivateALSInput(train *data.Store, m *decomposition.Model, o *PrivateO
 	copy(m.Factors[1], mm.Factors[1])
 	// The learnability rule (public counts): rows of items below nmin are
 	// zero.
-	counts := make([]float64, train.Dims[1])
-	for _, i := range train.Idx[1] {
-		counts[i]++
-	}
 	zeroed := 0
 	for i, n := range counts {
-		if n < nmin {
+		if float64(n) < nmin {
 			clear(m.Factors[1][i*R : (i+1)*R])
 			zeroed++
 		}
@@ -212,8 +373,8 @@ func trainPrivateALSInput(train *data.Store, m *decomposition.Model, o *PrivateO
 	rep.Covered = []string{"global mean", "item biases", "B (item rows)", "C (time rows: constant ones, data-independent)"}
 	rep.Notes = append(rep.Notes,
 		fmt.Sprintf("not released: user rows and user biases (zero in the model); each user solves them at prediction time from the released item side and their own ratings with non-private ALS's per-rating ridge %g plus %g (billboard model)", DefaultALSReg, ALSPrivateFoldRow),
-		fmt.Sprintf("learnability rule: item rows are released for items with n_i >= g R v/s^2 = %.4g (g = %g), which carry %.1f%% of the ratings; the other %d rows are zero", nmin, p.inputGate, 100*share, zeroed),
-		fmt.Sprintf("residual route (entry unit): the bias mode's release at %g%% of epsilon, then every rating's residual from it, clipped to [-c, c], c = %g, with Laplace noise b = 2c/epsilon_w = %.4g (variance %.4g); the item side is post-processing: ALS of rank %d, %d sweeps, on the noisy residuals with a ridge of %.4g per observation (rule DefaultALSReg (s^2 + v)/s^2, s = (r_max - r_min)/4) and %.4g pseudo-observations on the biases; its user rows are dropped", 100*f, c, 2*c/epsW, v, R, steps, lambda, rb))
+		fmt.Sprintf("learnability rule: item rows are released for items with n_i >= g R v/s^2 = %.4g (g = %g), which carry %.1f%% of the ratings; the other %d rows are zero", nmin, p.inputGate, 100*plan.Share, zeroed),
+		fmt.Sprintf("residual route (entry unit): the bias mode's release at %g%% of epsilon, then every rating's residual from it, clipped to [-c, c], c = %g, with Laplace noise b = 2c/epsilon_w = %.4g (variance %.4g); the item side is post-processing: ALS of rank %d, %d sweeps, on the noisy residuals with a ridge of %.4g per observation (rule DefaultALSReg (s^2 + v)/s^2, s = (r_max - r_min)/4) and %.4g pseudo-observations on the biases; its user rows are dropped", 100*f, c, 2*c/epsW, v, R, plan.Sweeps, lambda, rb))
 	for _, n := range brep.Notes {
 		// The bias mode's own notes on its estimate and split; those on
 		// the relation, the clamp and the bias-only model's release are
@@ -224,3 +385,61 @@ func trainPrivateALSInput(train *data.Store, m *decomposition.Model, o *PrivateO
 	}
 	return rep, nil
 }
+
+// storeALSSource is the residual route over an in-memory store (noise in
+// storage order from one stream).
+type storeALSSource struct{ storeBiasSource }
+
+func (s storeALSSource) Counts(*PrivateOptions) ([]int, map[int]int, error) {
+	return itemCounts(s.st), userCountHist(s.st), nil
+}
+
+func (s storeALSSource) FitResiduals(o *PrivateOptions, plan *ALSInputPlan, bias *decomposition.Model) (*decomposition.Model, error) {
+	train := s.st
+	lap, err := plan.Laplace()
+	if err != nil {
+		return nil, err
+	}
+	vals := append([]float64(nil), train.Val...)
+	clippedResiduals(vals, train, o, bias, plan.Clip)
+	if !plan.noiseOff {
+		lap.AddTo(vals, rand.New(o.source(plan.NoiseStream)))
+	}
+	o.observe(alsInputWhat, vals, append([]float64{bias.Mean}, bias.Bias[1]...))
+	ns := &data.Store{Dims: train.Dims[:2], Idx: train.Idx[:2], Val: vals}
+	mm, err := decomposition.NewModel(decomposition.CP, ns.Dims, []int{plan.Rank}, true)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := Train(ns, nil, mm, plan.Settings(), plan.InitSource(), nil); err != nil {
+		return nil, err
+	}
+	return mm, nil
+}
+
+// itemCounts returns every item's number of ratings in train.
+func itemCounts(train *data.Store) []int {
+	counts := make([]int, train.Dims[1])
+	for _, i := range train.Idx[1] {
+		counts[i]++
+	}
+	return counts
+}
+
+// userCountHist returns, for every number of ratings a user of train has,
+// how many users have it.
+func userCountHist(train *data.Store) map[int]int {
+	n := make([]int, train.Dims[0])
+	for _, u := range train.Idx[0] {
+		n[u]++
+	}
+	h := map[int]int{}
+	for _, c := range n {
+		if c > 0 {
+			h[c]++
+		}
+	}
+	return h
+}
+
+var _ ALSSource = storeALSSource{}

@@ -275,6 +275,7 @@ func trainBiasEntry(src BiasSource, m *decomposition.Model, o *PrivateOptions, f
 	tot := []float64{total}
 	lapMu.AddTo(tot, rand.New(o.source(streamBiasMean)))
 	o.observe(relMu.What, tot, nil)
+	observeSource(src, relMu.What, tot)
 	mu := clampValue(tot[0]/float64(n), o.RatingMin, o.RatingMax)
 	sums, err := src.ResidualSums(o, mu)
 	if err != nil {
@@ -285,6 +286,7 @@ func trainBiasEntry(src BiasSource, m *decomposition.Model, o *PrivateOptions, f
 	}
 	items.addTo(sums, rand.New(o.source(streamBiasItems)))
 	o.observe(relI.What, sums, nil)
+	observeSource(src, relI.What, sums)
 	fit.counts = make([]float64, len(counts))
 	for i, n := range counts {
 		fit.counts[i] = float64(n)

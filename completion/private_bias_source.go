@@ -28,6 +28,23 @@ type BiasSource interface {
 	ResidualSums(o *PrivateOptions, mu float64) ([]float64, error)
 }
 
+// ReleaseObserver may be implemented by a BiasSource (or an ALSSource)
+// that wants to see the noisy vectors released from its statistics, for
+// statistical tests of the noise through a distributed source: Released
+// is called right after the noise is added, before any post-processing,
+// with the Release.What of the report. It must not keep or modify noisy.
+// The values are released ones (DP outputs), so seeing them costs no
+// budget.
+type ReleaseObserver interface {
+	Released(what string, noisy []float64)
+}
+
+func observeSource(src BiasSource, what string, noisy []float64) {
+	if ob, ok := src.(ReleaseObserver); ok {
+		ob.Released(what, noisy)
+	}
+}
+
 // BiasClamp is a rating clamped to the public range [lo, hi].
 func BiasClamp(v, lo, hi float64) float64 { return clampValue(v, lo, hi) }
 
@@ -43,6 +60,19 @@ func BiasResidual(v, mu, lo, hi float64) float64 {
 // under the relation, so m's items must be a public catalogue (the set of
 // released rows must not depend on the data).
 func TrainPrivateBiasFrom(src BiasSource, m *decomposition.Model, opts *PrivateOptions) (*perturb.Report, error) {
+	if m == nil || !m.HasBias || m.Order() != 2 {
+		return nil, &ShapeError{Reason: "bias mode needs a user x item model with biases"}
+	}
+	fit, err := fitPrivateBiasFrom(src, m, opts)
+	if err != nil {
+		return nil, err
+	}
+	return fit.report(m), nil
+}
+
+// fitPrivateBiasFrom validates the options and runs the entry-level bias
+// releases from src into m (whose mode sizes the caller has checked).
+func fitPrivateBiasFrom(src BiasSource, m *decomposition.Model, opts *PrivateOptions) (*biasFit, error) {
 	o, frac, err := resolveBias(opts)
 	if err != nil {
 		return nil, err
@@ -50,15 +80,25 @@ func TrainPrivateBiasFrom(src BiasSource, m *decomposition.Model, opts *PrivateO
 	if o.Unit == UnitUser {
 		return nil, errors.New("completion: bias mode from a source: user level is not supported (entry level only)")
 	}
-	if m == nil || !m.HasBias || m.Order() != 2 {
-		return nil, &ShapeError{Reason: "bias mode needs a user x item model with biases"}
-	}
 	zeroModel(m)
-	fit, err := trainBiasEntry(src, m, &o, frac)
+	return trainBiasEntry(src, m, &o, frac)
+}
+
+// scratchBiasReleaseFrom is scratchBiasRelease with the statistics from
+// src, into a new user x item bias-only model of dims.
+func scratchBiasReleaseFrom(src BiasSource, dims []int, o *PrivateOptions, eps float64) (*decomposition.Model, *perturb.Report, error) {
+	wo := *o
+	wo.Epsilon = eps
+	wo.Mechanism, wo.MeanFraction, wo.Accounting = "", 0, perturb.Basic
+	wm, err := decomposition.NewModel(decomposition.CP, []int{dims[0], dims[1]}, []int{1}, true)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return fit.report(m), nil
+	rep, err := TrainPrivateBiasFrom(src, wm, &wo)
+	if err != nil {
+		return nil, nil, err
+	}
+	return wm, rep, nil
 }
 
 // storeBiasSource computes the statistics from an in-memory store.

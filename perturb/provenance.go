@@ -86,6 +86,27 @@ func (n Noise) Source(stream uint64) rand.Source {
 	return SecureSource()
 }
 
+// KeyedSource returns the rand.Source of the element with key key of
+// stream id: for noise drawn element by element where no storage order
+// exists (a distributed release, where each worker draws the noise of its
+// own elements). Secure noise: a new SecureSource (every element's noise
+// is independent whatever the key; create one and reuse it when many are
+// drawn). Seeded noise: a PCG stream that is a function of (seed, stream,
+// key) only, independent of Source's streams, so a seeded run draws the
+// same noise for an element however the elements are split into bundles
+// (NOT private).
+func (n Noise) KeyedSource(stream, key uint64) rand.Source {
+	if n.seeded {
+		return StreamSource(splitmix64(n.seed^splitmix64(stream^0x510e527fade682d1)), key)
+	}
+	return SecureSource()
+}
+
+// Seed returns the seed of seeded noise and true, or 0 and false for
+// secure noise (the seed is what a distributed worker needs to rebuild
+// SeededNoise(seed)).
+func (n Noise) Seed() (uint64, bool) { return n.seed, n.seeded }
+
 // Provenance returns ProvenanceSecure or ProvenanceSeeded.
 func (n Noise) Provenance() Provenance {
 	if n.seeded {

@@ -60,7 +60,7 @@ func benchSweep(b *testing.B, ratings int, prism bool) {
 		b.Fatal(err)
 	}
 	work := b.TempDir()
-	prep, err := prepare(ctx, files, LoadSpec{}, work, 4, nil)
+	prep, err := prepare(ctx, files, LoadSpec{}, work, 4, nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -117,6 +117,15 @@ type biasSource struct {
 	run    Runner
 	// n counts the ratings of catalogue items, dropped the others.
 	n, dropped int64
+	// observe (tests) sees the noisy releases.
+	observe func(what string, noisy []float64)
+}
+
+// Released implements completion.ReleaseObserver for the tests' hook.
+func (b *biasSource) Released(what string, noisy []float64) {
+	if b.observe != nil {
+		b.observe(what, noisy)
+	}
 }
 
 func (b *biasSource) Totals(o *completion.PrivateOptions) (int, float64, []int, error) {
@@ -189,10 +198,10 @@ func (b *biasSource) ResidualSums(o *completion.PrivateOptions, mu float64) ([]f
 	return res, err
 }
 
-// NoUser is the one placeholder ID of a bias model's user mode: no user
-// row is released (users are folded in from their own ratings at
-// prediction time).
-const NoUser = "(no user released: bias model)"
+// NoUser is the one placeholder ID of a billboard model's user mode (the
+// private bias and ALS modes): no user row is released (users are folded
+// in from their own ratings at prediction time).
+const NoUser = "(no user released: billboard model)"
 
 // PrivateBiasOptions configure TrainPrivateBias.
 type PrivateBiasOptions struct {
@@ -210,6 +219,10 @@ type PrivateBiasOptions struct {
 	Work    string
 	Shards  int
 	Run     Runner
+
+	// observe (this package's tests) sees every noisy release right after
+	// its noise (completion.ReleaseObserver).
+	observe func(what string, noisy []float64)
 }
 
 // PrivateBiasResult is what TrainPrivateBias returns.
@@ -261,7 +274,7 @@ func TrainPrivateBias(ctx context.Context, o PrivateBiasOptions) (*PrivateBiasRe
 	if err != nil {
 		return nil, err
 	}
-	src := &biasSource{ctx: ctx, files: files, load: o.Load, items: items, work: work, shards: o.Shards, run: o.Run}
+	src := &biasSource{ctx: ctx, files: files, load: o.Load, items: items, work: work, shards: o.Shards, run: o.Run, observe: o.observe}
 	rep, err := completion.TrainPrivateBiasFrom(src, m, &o.Privacy)
 	if err != nil {
 		return nil, err

@@ -62,6 +62,7 @@ func init() {
 	register.Iter1[int32]()
 	register.Iter1[half]()
 	register.Function4x1(joinItem)
+	register.Function4x1(joinCatalogueItem)
 	register.DoFn2x1[string, func(int32, obs), error](&parseObsFn{})
 	register.Emitter2[int32, obs]()
 	register.Function2x1(parseRow)
@@ -116,6 +117,20 @@ func joinItem(item string, halves func(*half) bool, idx func(*int32) bool, emit 
 	var i int32
 	if !idx(&i) {
 		return fmt.Errorf("item %q has no dense index", item)
+	}
+	var h half
+	for halves(&h) {
+		emit(fmt.Sprintf("%d\t%d\t%s\t%d", h.U, i, fmtFloat(h.Value), h.Pos))
+	}
+	return nil
+}
+
+// joinCatalogueItem is joinItem over a public item catalogue: ratings of
+// items outside it are dropped.
+func joinCatalogueItem(item string, halves func(*half) bool, idx func(*int32) bool, emit func(string)) error {
+	var i int32
+	if !idx(&i) {
+		return nil
 	}
 	var h half
 	for halves(&h) {

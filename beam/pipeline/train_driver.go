@@ -125,7 +125,7 @@ func Train(ctx context.Context, o TrainOptions) (*TrainResult, error) {
 	}
 	res := &TrainResult{Settings: cfg}
 	t0 := time.Now()
-	prep, err := prepare(ctx, files, o.Load, work, o.Shards, o.Run)
+	prep, err := prepare(ctx, files, o.Load, work, o.Shards, o.Run, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -195,11 +195,19 @@ type prepared struct {
 // prepare runs the scan pipeline (totals and every ID's first position),
 // builds the dictionaries in the driver and runs the index pipeline
 // (ratings with dense indices, "user item value position").
-func prepare(ctx context.Context, files []string, spec LoadSpec, work string, shards int, run Runner) (*prepared, error) {
+//
+// With a catalogue (items non-nil) the item dictionary is the catalogue
+// and ratings of other items are dropped from the dense ratings (the
+// counts are still the whole log's).
+func prepare(ctx context.Context, files []string, spec LoadSpec, work string, shards int, run Runner, items *data.Dict) (*prepared, error) {
 	p, s := beam.NewPipelineWithRoot()
 	ratings, info := ReadRatings(s, files, spec)
 	countsParts(s, ratings, info, joinPath(work, "scan", "stats"))
-	for k, fn := range []any{userPos, itemPos} {
+	firsts := []any{userPos, itemPos}
+	if items != nil {
+		firsts = firsts[:1]
+	}
+	for k, fn := range firsts {
 		first := beam.CombinePerKey(s, &minIntFn{}, beam.ParDo(s, fn, ratings))
 		WriteSharded(s, joinPath(work, "scan", modeName(k)), shards, beam.ParDo(s, formatFirst, first))
 	}
@@ -214,9 +222,12 @@ func prepare(ctx context.Context, files []string, spec LoadSpec, work string, sh
 		return nil, data.ErrEmpty
 	}
 	out := &prepared{counts: c, ratings: joinPath(work, "ratings", "part") + "-*", nnz: int(c.Ratings)}
+	out.dicts[1] = items
 	for k := range out.dicts {
-		if out.dicts[k], err = buildDict(ctx, joinPath(work, "scan", modeName(k))+"-*", k, c.Shards); err != nil {
-			return nil, err
+		if out.dicts[k] == nil {
+			if out.dicts[k], err = buildDict(ctx, joinPath(work, "scan", modeName(k))+"-*", k, c.Shards); err != nil {
+				return nil, err
+			}
 		}
 		if err := writeDict(ctx, joinPath(work, "dict", modeName(k)+".tsv"), out.dicts[k]); err != nil {
 			return nil, err
@@ -228,7 +239,11 @@ func prepare(ctx context.Context, files []string, spec LoadSpec, work string, sh
 		return beam.ParDo(s, parseDictLine, textio.Read(s, joinPath(work, "dict", modeName(k)+".tsv")))
 	}
 	byItem := beam.ParDo(s, joinUser, beam.CoGroupByKey(s, beam.ParDo(s, userKeyed, ratings), dict(0)))
-	dense := beam.ParDo(s, joinItem, beam.CoGroupByKey(s, byItem, dict(1)))
+	join := joinItem
+	if items != nil {
+		join = joinCatalogueItem
+	}
+	dense := beam.ParDo(s, join, beam.CoGroupByKey(s, byItem, dict(1)))
 	WriteSharded(s, joinPath(work, "ratings", "part"), shards, dense)
 	if err := run.run(ctx, p); err != nil {
 		return nil, fmt.Errorf("index: %w", err)

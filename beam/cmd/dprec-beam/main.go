@@ -1,5 +1,6 @@
 // Command dprec-beam runs dprec jobs as Apache Beam pipelines: stats,
-// train (ALS, one pipeline per half-sweep), eval and recommend --all-users.
+// train (ALS, one pipeline per half-sweep; --privacy bias or als at entry
+// level over a public item catalogue), eval and recommend --all-users.
 // Prism runs in-process by default; --runner universal --endpoint HOST:PORT
 // submits to a Flink, Spark or Prism job server, --runner dataflow to
 // Google Cloud Dataflow (see docs/scale-out.md).
@@ -8,6 +9,7 @@
 //
 //	dprec-beam stats --data GLOB --out DIR
 //	dprec-beam train --data GLOB --out model.arrow [--rank R] [--seed S] [--epochs N]
+//	dprec-beam train --privacy bias|als --items items.csv --epsilon E [--delta D] --data GLOB --out model.arrow
 //	dprec-beam eval --model model.arrow --data GLOB [--k 10]
 //	dprec-beam recommend --all-users --model model.arrow --out DIR [--n 10]
 //	dprec-beam job-server [--job_port 8073]
@@ -75,7 +77,7 @@ func defineFlags(fs *flag.FlagSet, o *options) {
 	fs.IntVar(&o.epochs, "epochs", 0, "train: ALS sweeps (0: completion.DefaultALSSweeps)")
 	fs.IntVar(&o.patience, "patience", 0, "train: sweeps without validation improvement before stopping (0: default; negative: never)")
 	fs.IntVar(&o.shards, "shards", 0, "number of output files of sharded outputs (0: 4)")
-	fs.Uint64Var(&o.seed, "seed", 1, "train: seed of the initial factors")
+	fs.Uint64Var(&o.seed, "seed", 1, "train: seed of the initial factors; with --privacy, seeds the noise too (reproducible, NOT private)")
 	fs.Float64Var(&o.reg, "reg", 0, "train: per-observation factor penalty (0: completion.DefaultALSReg)")
 	fs.Float64Var(&o.regBias, "reg-bias", 0, "train: bias penalty (0: completion.DefaultALSRegBias; negative: none)")
 	fs.Float64Var(&o.initScale, "init-scale", 0, "train: standard deviation of the initial factors (0: default)")
@@ -90,10 +92,10 @@ func defineFlags(fs *flag.FlagSet, o *options) {
 	fs.IntVar(&o.n, "n", 10, "recommend: list length")
 	fs.Float64Var(&o.shrinkage, "shrinkage", models.DefaultShrinkage, "eval, recommend: rank by the credibility-weighted score (as dprec eval and recommend; 0: by the prediction)")
 	fs.Float64Var(&o.threshold, "threshold", 4, "eval: relevance threshold of a test rating")
-	fs.StringVar(&o.privacy, "privacy", "none", "train: privacy mode: none or bias (entry level: global mean and item biases from noisy sums)")
-	fs.StringVar(&o.items, "items", "", "train --privacy bias: public item catalogue (CSV, item ID in the first column, optional header); the model's items are exactly these")
+	fs.StringVar(&o.privacy, "privacy", "none", "train: privacy mode (entry level: one rating's value is protected, positions public): none; bias (global mean and item biases from noisy sums); als (the residual route of dprec train --privacy als: the bias release at 10% of epsilon, every rating's clipped residual from it with Laplace noise drawn in the workers, then ALS on the noisy residuals as post-processing; needs --delta > 0, of which it spends none)")
+	fs.StringVar(&o.items, "items", "", "train --privacy bias|als: public item catalogue (CSV, item ID in the first column, optional header); the model's items are exactly these (required)")
 	fs.Float64Var(&o.epsilon, "epsilon", 1, "train --privacy: total epsilon")
-	fs.Float64Var(&o.delta, "delta", 0, "train --privacy: total delta (gaussian mechanism)")
+	fs.Float64Var(&o.delta, "delta", 0, "train --privacy: total delta (bias with --mechanism gaussian; als needs > 0, as dprec train)")
 	fs.StringVar(&o.mechanism, "mechanism", "", "train --privacy bias: laplace (default) or gaussian")
 	fs.Float64Var(&o.ratingMin, "rating-min", 0.5, "train --privacy: public lower end of the rating scale (ratings are clamped to it)")
 	fs.Float64Var(&o.ratingMax, "rating-max", 5, "train --privacy: public upper end of the rating scale")
@@ -109,7 +111,8 @@ const usage = `usage: dprec-beam COMMAND [flags]
 
 commands:
   stats       users, items, ratings and per-item count and mean of a log
-  train       ALS (biases and rank-R factors), one pipeline per half-sweep
+  train       ALS (biases and rank-R factors), one pipeline per half-sweep;
+              --privacy bias|als --items CATALOGUE: private at entry level
   eval        RMSE, MAE and ranking metrics of a model on a test log
   recommend   --all-users: top-N for every user, sharded Parquet
   job-server  a Prism job server on loopback (for --runner universal)

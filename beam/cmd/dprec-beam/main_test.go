@@ -202,6 +202,41 @@ func TestCommandsInProcess(t *testing.T) {
 	if err := command("train", "--privacy", "bias", "--data", log, "--out", filepath.Join(dir, "b2.arrow")).Run(); err == nil {
 		t.Fatal("train --privacy bias without --items succeeded")
 	}
+	// Private ALS (residual route): a billboard model dprec eval --train
+	// scores as it scores dprec train's (each user folded in from their own
+	// training ratings with the report's penalties).
+	alsPath := filepath.Join(dir, "als.arrow")
+	c = command("train", "--privacy", "als", "--items", cat, "--epsilon", "50", "--delta", "1e-6", "--rank", "2", "--data", log, "--out", alsPath, "--json")
+	c.Stderr = os.Stderr
+	if b, err = c.Output(); err != nil {
+		t.Fatalf("train --privacy als: %v\n%s", err, b)
+	}
+	af, err := models.Load(alsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !af.Privacy.Private() || af.Privacy.Mode != "als" || af.Privacy.FoldPerRating == 0 || af.Model.Dims[1] != 30 || !af.Billboard() {
+		t.Fatalf("als model: private %v, mode %s, fold %v, %d items (catalogue 30)", af.Privacy.Private(), af.Privacy.Mode, af.Privacy.FoldPerRating, af.Model.Dims[1])
+	}
+	st, _, err := data.Load(log, data.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fold := completion.BillboardFoldFor(af.Privacy)
+	ev, err := models.Evaluate(models.NewPredictor(af), st, models.EvalOptions{Fold: &fold, Train: st})
+	if err != nil || !(ev.RMSE > 0 && ev.RMSE < 1.5) {
+		t.Fatalf("eval --train of the private ALS model: RMSE %v, %v", ev, err)
+	}
+	for _, args := range [][]string{
+		{"--privacy", "als", "--epsilon", "5", "--delta", "1e-6"},                                            // no --items
+		{"--privacy", "als", "--items", cat, "--epsilon", "5"},                                               // no --delta
+		{"--privacy", "als", "--items", cat, "--epsilon", "5", "--delta", "1e-6", "--mechanism", "gaussian"}, // not its mechanism
+	} {
+		c := command(append([]string{"train", "--data", log, "--out", filepath.Join(dir, "a2.arrow")}, args...)...)
+		if err := c.Run(); err == nil || c.ProcessState.ExitCode() != 2 {
+			t.Fatalf("train %v: %v, want a usage error (exit 2)", args, err)
+		}
+	}
 	if parts, _ := filepath.Glob(filepath.Join(dir, "recs", "part-*.parquet")); len(parts) != 4 {
 		t.Fatalf("recommend wrote %d files, want 4", len(parts))
 	}

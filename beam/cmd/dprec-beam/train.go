@@ -21,8 +21,10 @@ func trainCmd(ctx context.Context, o *options, w io.Writer) error {
 	case "", "none":
 	case "bias":
 		return trainBias(ctx, o, w)
+	case "als":
+		return trainALS(ctx, o, w)
 	default:
-		return usageError(fmt.Sprintf("--privacy %s: the pipelines train --privacy none and bias (entry level) so far (use dprec train --privacy on one machine)", o.privacy))
+		return usageError(fmt.Sprintf("--privacy %s: the pipelines train --privacy none, bias and als (entry level) so far (use dprec train --privacy on one machine)", o.privacy))
 	}
 	start := 0
 	res, err := pipeline.Train(ctx, pipeline.TrainOptions{
@@ -80,6 +82,44 @@ func trainBias(ctx context.Context, o *options, w io.Writer) error {
 	eps, delta := rep.Epsilon, rep.Delta
 	fmt.Fprintf(w, "trained private bias model (entry level, epsilon %g, delta %g) on %d ratings of %d catalogue items (%d ratings of other items dropped); wrote %s\n",
 		eps, delta, res.Ratings, res.File.Model.Dims[1], res.Dropped, o.out)
+	return nil
+}
+
+// trainALS trains private ALS at entry level (the residual route).
+func trainALS(ctx context.Context, o *options, w io.Writer) error {
+	if o.items == "" {
+		return usageError("train --privacy als needs --items, the public item catalogue (a CSV whose first column is the item ID)")
+	}
+	if o.mechanism != "" && o.mechanism != perturb.MechLaplace {
+		return usageError(fmt.Sprintf("--mechanism %s: train --privacy als at entry level releases the residuals with Laplace noise (--mechanism applies to --privacy bias)", o.mechanism))
+	}
+	if !(o.delta > 0) {
+		return usageError("train --privacy als needs --delta > 0, as dprec train --privacy als does (the entry unit's residual route is pure and spends none of it; use a delta well below 1/ratings, e.g. 1e-6)")
+	}
+	po := completion.PrivateOptions{Epsilon: o.epsilon, Delta: o.delta, RatingMin: o.ratingMin, RatingMax: o.ratingMax}
+	if flagSet("seed") {
+		po.Noise = perturb.SeededNoise(o.seed)
+		fmt.Fprintln(os.Stderr, "warning: --seed makes the privacy noise reproducible: the model is NOT private (never release it)")
+	}
+	res, err := pipeline.TrainPrivateALS(ctx, pipeline.PrivateALSOptions{Data: o.data, Load: o.load(), Items: o.items,
+		Rank: o.rank, Privacy: po, Out: o.out, Force: o.force, Work: o.work, Shards: o.shards,
+		Progress: func(r completion.EpochRecord) {
+			fmt.Fprintf(os.Stderr, "fit on the released residuals, sweep %d (%.1f s)\n", r.Epoch, r.Seconds)
+		}})
+	if err != nil {
+		return err
+	}
+	rep := res.File.Privacy
+	if o.jsonOut {
+		return printJSON(w, map[string]any{"out": o.out, "ratings": res.Ratings, "dropped": res.Dropped, "users": res.Users,
+			"plan": res.Plan, "privacy": rep})
+	}
+	route := "too few ratings on learnable items: the bias mode took the whole budget, item rows zero"
+	if pl := res.Plan; pl != nil {
+		route = fmt.Sprintf("residual route: clip %.4g, Laplace scale %.4g, rank %d", pl.Clip, 2*pl.Clip/pl.ResidualEpsilon, pl.Rank)
+	}
+	fmt.Fprintf(w, "trained private ALS model (entry level, epsilon %g, delta %g; %s) on %d ratings of %d catalogue items (%d ratings of other items dropped); wrote %s\n",
+		rep.Epsilon, rep.Delta, route, res.Ratings, res.File.Model.Dims[1], res.Dropped, o.out)
 	return nil
 }
 
