@@ -100,9 +100,11 @@ type Privacy struct {
 	// SelectionEpsilon is the epsilon of the private item selection,
 	// taken from Epsilon; 0 means DefaultSelectionShare of it.
 	SelectionEpsilon float64
-	// Lists says what ranks the model's top-N lists (the zero value:
-	// ListsPositions where the relation makes the positions public, the
-	// bias and als modes at the entry unit; ListsRatings otherwise).
+	// Lists says what ranks the model's top-N lists. The zero value:
+	// ListsPositions where the relation makes the positions public (the
+	// bias and als modes at the entry unit) and EASE of the positions
+	// beats most-popular by PositionListsMargin on a validation part of
+	// the positions; ListsRatings otherwise.
 	Lists ListSource
 }
 
@@ -125,6 +127,13 @@ const (
 	// (with the credibility shrinkage of models.Predictor.WithShrinkage).
 	ListsRatings ListSource = "ratings"
 )
+
+// PositionListsMargin is how much better than most-popular EASE of the
+// positions must rank held-out positions (NDCG@10 on a validation part of
+// the positions) for the default lists (an empty ListSource) to rank by
+// the positions; below it they rank by the private model's predictions.
+// An explicit ListsPositions always ranks by the positions.
+const PositionListsMargin = 1.1
 
 // ParseListSource parses a --lists value ("" is the default).
 func ParseListSource(s string) (ListSource, error) {
@@ -959,6 +968,19 @@ func (o *Options) attachPositionLists(ctx context.Context, final *data.Store, f 
 		}
 	}
 	r, err := itemitem.Train(ctx, final, s)
+	if err == nil && r.Chosen && o.Privacy.Lists == "" {
+		// A log whose positions say little of what a user rates (drawn
+		// at random, say) is ranked better by the ratings: the choice is
+		// made on the validation part of the positions (public).
+		best := 0.0
+		for _, g := range r.Grid {
+			best = max(best, g.NDCG)
+		}
+		if best < PositionListsMargin*r.PopularityNDCG {
+			f.Privacy.Notes = append(f.Privacy.Notes, fmt.Sprintf("lists: ranked by the private model's predictions: EASE of the positions scored NDCG@%d %.4f on a validation part of the positions, under %g times most-popular's %.4f (public: positions only)", itemitem.ValidationK, best, PositionListsMargin, r.PopularityNDCG))
+			return nil
+		}
+	}
 	if errors.Is(err, itemitem.ErrTooLarge) {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("lists rank by the private rating model's predictions: the item-item weights of the positions do not fit (%v)", err))
 		return nil

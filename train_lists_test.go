@@ -103,6 +103,35 @@ func TestPrivateListsPositions(t *testing.T) {
 		t.Fatalf("lists by the ratings %.4f not below those by the positions %.4f on a log whose values carry no group", m2, m)
 	}
 
+	// A log whose positions are drawn at random: the default ranks by the
+	// ratings (EASE of the positions does not beat most-popular on their
+	// validation part) and says so; an explicit ListsPositions still
+	// stores the weights.
+	var rnd strings.Builder
+	for u := 1; u <= 150; u++ {
+		for _, j := range r.Perm(120)[:12] {
+			fmt.Fprintf(&rnd, "%d,%d,%d\n", u, j+1, 1+r.IntN(5))
+		}
+	}
+	rndPath := filepath.Join(dir, "random.csv")
+	if err := os.WriteFile(rndPath, []byte(rnd.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []dprec.ListSource{"", dprec.ListsPositions} {
+		p := &dprec.Privacy{Mode: dprec.PrivacyBias, Lists: l, PrivateOptions: completion.PrivateOptions{Epsilon: 1, RatingMin: 1, RatingMax: 5}}
+		res, err := dprec.Fit(context.Background(), rndPath, &dprec.Options{TimeUnit: data.TimeNone, Seed: 5, Privacy: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		notes := strings.Join(res.File().Privacy.Notes, "\n")
+		if got, want := res.File().RankingWeights(), l != ""; got != want {
+			t.Fatalf("random positions, lists %q: ranking weights %v, want %v (notes %s)", l, got, want, notes)
+		}
+		if l == "" && !strings.Contains(notes, "ranked by the private model's predictions: EASE of the positions scored") {
+			t.Fatalf("random positions: the report does not say why the lists rank by the predictions: %s", notes)
+		}
+	}
+
 	user := func(l dprec.ListSource) (*dprec.Result, error) {
 		ids := make([]string, 125)
 		for j := range ids {

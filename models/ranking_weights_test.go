@@ -52,6 +52,9 @@ func TestRankingWeights(t *testing.T) {
 	if len(recs) != 1 || recs[0].ID != "i4" {
 		t.Fatalf("history {1}: %v, want i4 first", recs)
 	}
+	if want, _ := p.PredictRow(row, "i4", nil); recs[0].Score != 2 || recs[0].Rating != want {
+		t.Fatalf("history {1}: score %v rating %v, want the weight 2 and the prediction %v", recs[0].Score, recs[0].Rating, want)
+	}
 	row.Items = []int32{0}
 	if recs, _ = p.RecommendRow(row, nil, 1, []int32{0}); len(recs) != 1 || recs[0].ID != "i3" {
 		t.Fatalf("history {0}: %v, want i3 first", recs)

@@ -157,10 +157,19 @@ func (p *Predictor) Recommend(user string, t *int64, n int, exclude []int32) ([]
 // RecommendRow is Recommend for a user given by a Row (fold-in).
 //
 // A private rating model with ranking weights (File.RankingWeights) ranks
-// by the weights over r.Items when r has items.
+// by the weights over r.Items when r has items: Score is then the sum of
+// weights and Rating the factor model's prediction for the item.
 func (p *Predictor) RecommendRow(r Row, t *int64, n int, exclude []int32) ([]Scored, Fallback) {
 	q := p.rankRowQuery(r, t)
-	return p.recommend(&q, n, exclude), q.fb
+	out := p.recommend(&q, n, exclude)
+	if q.dense != nil && !p.f.ItemItem() {
+		pq := p.rowQuery(r, t)
+		for i := range out {
+			out[i].Rating = p.m.Clamp(p.raw(&pq, out[i].Item))
+		}
+		q.fb = pq.fb
+	}
+	return out, q.fb
 }
 
 func (p *Predictor) recommend(q *query, n int, exclude []int32) []Scored {

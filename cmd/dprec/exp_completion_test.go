@@ -79,7 +79,7 @@ func TestExpCompletionPrivacyNDCG(t *testing.T) {
 		t.Fatalf("exit code %d", code)
 	}
 	rows := expCompletionReadCSV(t, filepath.Join(out, "completion_privacy.csv"))
-	if len(rows) != 1+6 || rows[0][7] != "ndcg" {
+	if len(rows) != 1+7 || rows[0][7] != "ndcg" {
 		t.Fatalf("rows %v", rows)
 	}
 	modes := map[string]int{}
@@ -90,7 +90,7 @@ func TestExpCompletionPrivacyNDCG(t *testing.T) {
 		}
 		modes[r[2]]++
 	}
-	if modes["most-popular"] != 1 || modes["most-popular-private"] != 2 || modes["none"] != 1 || modes["bias"] != 2 {
+	if modes["most-popular"] != 1 || modes["lists-positions"] != 1 || modes["most-popular-private"] != 2 || modes["none"] != 1 || modes["bias"] != 2 {
 		t.Errorf("modes %v", modes)
 	}
 	for _, f := range []string{"completion_privacy_ratings.png", "completion_privacy_ndcg_ratings.png"} {

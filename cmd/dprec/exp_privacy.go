@@ -215,7 +215,7 @@ func expPrivacyTable(w io.Writer, o *expPrivacyOptions, summary []completionexp.
 	fmt.Fprintf(w, "dataset\tmode\tepsilon\tmean_rmse\tsd\tmean_ndcg@%s\tsd\truns\tfailed\tnote\n", k)
 	for _, s := range summary {
 		e := "-"
-		if s.Mode != completionexp.ExpNone && s.Mode != completionexp.ExpPopular {
+		if s.Mode != completionexp.ExpNone && s.Mode != completionexp.ExpPopular && s.Mode != completionexp.ExpPositions {
 			e = fmtG(s.Epsilon)
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", s.Dataset, s.Mode, e, f4(s.Mean), f4(s.SD), f4(s.NDCGMean), f4(s.NDCGSD), s.Runs, s.Failed, s.Note)
@@ -385,7 +385,7 @@ func expPrivacyNDCGPlots(dir string, force bool, k int, summary []completionexp.
 			byDS[s.Dataset] = append(byDS[s.Dataset], s)
 		}
 	}
-	names := append(slices.Clone(modes), completionexp.ExpPopularPrivate, completionexp.ExpPopular)
+	names := append(slices.Clone(modes), completionexp.ExpPositions, completionexp.ExpPopularPrivate, completionexp.ExpPopular)
 	for name, pts := range byDS {
 		var series []plotSeries
 		for _, mode := range names {
@@ -397,7 +397,7 @@ func expPrivacyNDCGPlots(dir string, force bool, k int, summary []completionexp.
 				if p.Mode != mode {
 					continue
 				}
-				if mode == completionexp.ExpNone || mode == completionexp.ExpPopular {
+				if mode == completionexp.ExpNone || mode == completionexp.ExpPopular || mode == completionexp.ExpPositions {
 					for _, e := range eps {
 						ps.X, ps.Y, ps.YErr = append(ps.X, e), append(ps.Y, p.NDCGMean), append(ps.YErr, p.NDCGSD)
 					}

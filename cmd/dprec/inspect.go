@@ -133,8 +133,11 @@ func inspectText(w io.Writer, h *models.Header) {
 	if h.Seen != nil {
 		fmt.Fprintf(w, "seen items  %d (user, item) pairs of %d users (left out of recommendations)\n", h.Seen.Pairs, h.Seen.Users)
 	}
-	if h.Weights != nil {
+	switch {
+	case h.Weights != nil && h.Objective == models.ObjectiveItemItem:
 		fmt.Fprintf(w, "item-item   %s model: %d weights over %d items; a user's scores sum the weights of their seen items (the factors are zero and carry the ids)\n", h.Objective, h.Weights.NNZ, h.Weights.Items)
+	case h.Weights != nil:
+		fmt.Fprintf(w, "lists       ranking weights: %d item-item weights over %d items; a user's list sums the weights of the items in their own history (--ratings); predictions come from the factors\n", h.Weights.NNZ, h.Weights.Items)
 	}
 	if h.Objective == models.ObjectiveImplicit {
 		var hist []completion.ImplicitRecord

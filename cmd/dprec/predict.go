@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -481,6 +482,10 @@ func predictSolve(p *models.Predictor, path string, lambda float64, items, times
 	row := models.Row{Factor: x[:R], Buckets: fu.Buckets, BucketBias: fu.BucketBias}
 	if len(x) > R {
 		row.Bias = x[R]
+	}
+	if f.RankingWeights() {
+		// Lists rank by the ranking weights over the user's history.
+		row.Items = slices.Compact(slices.Sorted(slices.Values(items)))
 	}
 	note := fmt.Sprintf("folded in %d ratings from %s (lambda %g)", len(ratings), path, lambda)
 	if pen.PerRating > 0 {

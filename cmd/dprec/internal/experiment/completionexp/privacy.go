@@ -8,6 +8,7 @@ package completionexp
 // completion-privacy`) writes the rows as CSV and plots them.
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -17,6 +18,7 @@ import (
 	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/itemitem"
 	"github.com/dprec/dprec/models"
 	"github.com/dprec/dprec/perturb"
 )
@@ -41,6 +43,11 @@ const (
 	// Their RMSE is NaN.
 	ExpPopular        = "most-popular"
 	ExpPopularPrivate = "most-popular-private"
+	// ExpPositions is the lists a private bias or als model gives at the
+	// entry unit by default (dprec.ListsPositions): EASE of the training
+	// positions, public under the value-change relation, so the same at
+	// every epsilon.
+	ExpPositions = "lists-positions"
 )
 
 // Ranking configures the ranking metrics of a dataset's runs: the lists
@@ -139,6 +146,10 @@ func RunPrivacyExperiment(cfg PrivacyExpConfig, progress func(PrivacyExpRow)) ([
 			if ds.Ranking != nil {
 				row, err := popularityRow(ds, seed)
 				if err != nil {
+					return rows, err
+				}
+				rows = append(rows, row)
+				if row, err = positionsRow(ds, seed); err != nil {
 					return rows, err
 				}
 				rows = append(rows, row)
@@ -310,6 +321,32 @@ func popularityRow(ds PrivacyExpDataset, seed uint64) (PrivacyExpRow, error) {
 	if ev.Popularity != nil {
 		row.NDCG = ev.Popularity.NDCG
 	}
+	return row, nil
+}
+
+// positionsRow scores the lists of the positions (ExpPositions): EASE
+// (itemitem.Train, lambda chosen on a validation part of the training
+// positions, seeded by seed) on the training part, as a private bias or
+// als run at the entry unit stores them (dprec.ListsPositions), each test
+// user ranked from their own training items.
+func positionsRow(ds PrivacyExpDataset, seed uint64) (PrivacyExpRow, error) {
+	row := PrivacyExpRow{Dataset: ds.Name, Kind: "positions", Mode: ExpPositions, Seed: seed, RMSE: math.NaN(), NDCG: math.NaN(), Covered: true,
+		Note: "the default lists of bias and als at the entry unit: EASE of the training positions (public under value-change; no budget, the same at every epsilon)"}
+	t0 := time.Now()
+	r, err := itemitem.Train(context.Background(), ds.Train, itemitem.Settings{Seed: seed, Threads: ds.Ranking.Threads})
+	if err != nil {
+		return row, fmt.Errorf("completion: dataset %s: lists of the positions: %w", ds.Name, err)
+	}
+	f, err := r.File(ds.Train)
+	if err != nil {
+		return row, err
+	}
+	res, err := models.Evaluate(models.NewPredictor(f), ds.Test, models.EvalOptions{K: ds.Ranking.K, Threshold: ds.Ranking.Threshold, Train: ds.Train, Threads: ds.Ranking.Threads})
+	if err != nil {
+		return row, fmt.Errorf("completion: dataset %s: %w", ds.Name, err)
+	}
+	row.NDCG = res.NDCG
+	row.Seconds = time.Since(t0).Seconds()
 	return row, nil
 }
 

@@ -172,8 +172,9 @@ func TestPrivacyExperimentNDCG(t *testing.T) {
 		got[fmt.Sprintf("%s@%g", r.Mode, r.Epsilon)] = r.NDCG
 		modes[r.Mode]++
 	}
-	// most-popular, none, bias x2, most-popular-private x2, als x2.
-	if len(rows) != 8 || modes[ExpPopular] != 1 || modes[ExpPopularPrivate] != 2 {
+	// most-popular, lists-positions, none, bias x2, most-popular-private
+	// x2, als x2.
+	if len(rows) != 9 || modes[ExpPopular] != 1 || modes[ExpPositions] != 1 || modes[ExpPopularPrivate] != 2 {
 		t.Fatalf("%d rows: %v", len(rows), modes)
 	}
 	pop, none := got[ExpPopular+"@0"], got[ExpNone+"@0"]
