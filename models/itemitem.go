@@ -168,7 +168,9 @@ func (f *File) ItemItem() bool { return f.Weights != nil && f.Header.Objective =
 // item-item weights for its lists (see "Lists of a private rating model"
 // in the package doc): predictions come from the factor model, rankings
 // of a user given by their history (a Row with Items) from the weights.
-func (f *File) RankingWeights() bool { return f.Weights != nil && f.Header.Objective != ObjectiveItemItem }
+func (f *File) RankingWeights() bool {
+	return f.Weights != nil && f.Header.Objective != ObjectiveItemItem
+}
 
 // checkWeights checks an item-item model: weights over the model's items,
 // seen items (the histories), the objective, and the shell model (order 2,
