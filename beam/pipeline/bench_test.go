@@ -14,12 +14,19 @@ import (
 // Sized benchmark families: one ALS sweep (two half-sweep pipelines) on
 // Prism against one sweep of completion's ALS on the same log, in the same
 // run. The prepare pipelines (scan and index) run once, outside the timer.
-// Run with: go test ./pipeline -run '^$' -bench Sweep -benchtime 3x
+// Run with: go test ./pipeline -run '^$' -bench Sweep -benchtime 3x; Prism's
+// parallelism follows GOMAXPROCS (-cpu 1,2). The 10^6 and 2x10^6 families
+// need minutes and several GB on Prism (docs/scale-out.md has the figures
+// and the commands that measured them with their peak memory).
 
-func BenchmarkSweepPrism1e4(b *testing.B)  { benchSweep(b, 10_000, true) }
-func BenchmarkSweepSingle1e4(b *testing.B) { benchSweep(b, 10_000, false) }
-func BenchmarkSweepPrism1e5(b *testing.B)  { benchSweep(b, 100_000, true) }
-func BenchmarkSweepSingle1e5(b *testing.B) { benchSweep(b, 100_000, false) }
+func BenchmarkSweepPrism1e4(b *testing.B)    { benchSweep(b, 10_000, true) }
+func BenchmarkSweepSingle1e4(b *testing.B)   { benchSweep(b, 10_000, false) }
+func BenchmarkSweepPrism1e5(b *testing.B)    { benchSweep(b, 100_000, true) }
+func BenchmarkSweepSingle1e5(b *testing.B)   { benchSweep(b, 100_000, false) }
+func BenchmarkSweepPrism1e6(b *testing.B)    { benchSweep(b, 1_000_000, true) }
+func BenchmarkSweepSingle1e6(b *testing.B)   { benchSweep(b, 1_000_000, false) }
+func BenchmarkSweepPrism2e6(b *testing.B)    { benchSweep(b, 2_000_000, true) }
+func BenchmarkSweepSingle2e6(b *testing.B)   { benchSweep(b, 2_000_000, false) }
 
 func benchLog(b *testing.B, ratings int) string {
 	b.Helper()
