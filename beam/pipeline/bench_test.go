@@ -19,14 +19,14 @@ import (
 // need minutes and several GB on Prism (docs/scale-out.md has the figures
 // and the commands that measured them with their peak memory).
 
-func BenchmarkSweepPrism1e4(b *testing.B)    { benchSweep(b, 10_000, true) }
-func BenchmarkSweepSingle1e4(b *testing.B)   { benchSweep(b, 10_000, false) }
-func BenchmarkSweepPrism1e5(b *testing.B)    { benchSweep(b, 100_000, true) }
-func BenchmarkSweepSingle1e5(b *testing.B)   { benchSweep(b, 100_000, false) }
-func BenchmarkSweepPrism1e6(b *testing.B)    { benchSweep(b, 1_000_000, true) }
-func BenchmarkSweepSingle1e6(b *testing.B)   { benchSweep(b, 1_000_000, false) }
-func BenchmarkSweepPrism2e6(b *testing.B)    { benchSweep(b, 2_000_000, true) }
-func BenchmarkSweepSingle2e6(b *testing.B)   { benchSweep(b, 2_000_000, false) }
+func BenchmarkSweepPrism1e4(b *testing.B)  { benchSweep(b, 10_000, true) }
+func BenchmarkSweepSingle1e4(b *testing.B) { benchSweep(b, 10_000, false) }
+func BenchmarkSweepPrism1e5(b *testing.B)  { benchSweep(b, 100_000, true) }
+func BenchmarkSweepSingle1e5(b *testing.B) { benchSweep(b, 100_000, false) }
+func BenchmarkSweepPrism1e6(b *testing.B)  { benchSweep(b, 1_000_000, true) }
+func BenchmarkSweepSingle1e6(b *testing.B) { benchSweep(b, 1_000_000, false) }
+func BenchmarkSweepPrism2e6(b *testing.B)  { benchSweep(b, 2_000_000, true) }
+func BenchmarkSweepSingle2e6(b *testing.B) { benchSweep(b, 2_000_000, false) }
 
 func benchLog(b *testing.B, ratings int) string {
 	b.Helper()
