@@ -50,7 +50,7 @@ reproducible and NOT private.`,
 			&cli.Float64Flag{Name: "rating-max", Value: 5, Usage: "public rating scale of --ratings (upper end)"},
 			&cli.StringFlag{Name: "datasets", Value: "synthetic-cp,synthetic-tucker,ratings", Usage: "which datasets to run: synthetic-cp, synthetic-tucker, ratings (the last needs --ratings)"},
 			&cli.StringFlag{Name: "epsilons", Value: "0.1,0.5,1,2,5,10", Usage: "comma-separated privacy budgets"},
-			&cli.StringFlag{Name: "modes", Value: "none,bias,als,input,gradient-C,gradient-all,output", Usage: "comma-separated modes: none, bias, als, input, gradient-C, gradient-all, output"},
+			&cli.StringFlag{Name: "modes", Value: "none,bias,als,input,gradient-C,gradient-all,output", Usage: "comma-separated modes: none (the non-private default solver), none-als (non-private ALS: the reference of als), bias, als, input, gradient-C, gradient-all, output"},
 			&cli.IntFlag{Name: "seeds", Value: 3, Usage: "number of seeds (data split, initialisation and noise) per point"},
 			&cli.Float64Flag{Name: "delta", Value: 1e-5, Usage: "delta of gradient-all"},
 			&cli.IntFlag{Name: "epochs", Value: 30, Usage: "training epochs (all modes, no early stopping)"},
@@ -215,7 +215,7 @@ func expPrivacyTable(w io.Writer, o *expPrivacyOptions, summary []completionexp.
 	fmt.Fprintf(w, "dataset\tmode\tepsilon\tmean_rmse\tsd\tmean_ndcg@%s\tsd\truns\tfailed\tnote\n", k)
 	for _, s := range summary {
 		e := "-"
-		if s.Mode != completionexp.ExpNone && s.Mode != completionexp.ExpPopular && s.Mode != completionexp.ExpPositions {
+		if !completionexp.NonPrivate(s.Mode) && s.Mode != completionexp.ExpPopular && s.Mode != completionexp.ExpPositions {
 			e = fmtG(s.Epsilon)
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", s.Dataset, s.Mode, e, f4(s.Mean), f4(s.SD), f4(s.NDCGMean), f4(s.NDCGSD), s.Runs, s.Failed, s.Note)
@@ -247,7 +247,7 @@ func expPrivacyFlags(c *cli.Context) ([]float64, []string, error) {
 	for i, m := range modes {
 		modes[i] = strings.TrimSpace(m)
 		switch modes[i] {
-		case completionexp.ExpNone, completionexp.ExpBias, completionexp.ExpALS, completionexp.ExpInput, completionexp.ExpGradientC, completionexp.ExpGradientAll, completionexp.ExpOutput:
+		case completionexp.ExpNone, completionexp.ExpNoneALS, completionexp.ExpBias, completionexp.ExpALS, completionexp.ExpInput, completionexp.ExpGradientC, completionexp.ExpGradientAll, completionexp.ExpOutput:
 		default:
 			return nil, nil, cli.Exit(fmt.Sprintf("--modes: unknown mode %q", m), exitUsage)
 		}
@@ -329,14 +329,14 @@ func expPrivacyPlots(dir string, force bool, summary []completionexp.PrivacySumm
 		var series []plotSeries
 		for _, mode := range modes {
 			ps := plotSeries{Name: mode}
-			if mode == completionexp.ExpNone {
+			if completionexp.NonPrivate(mode) {
 				ps.Name += " (non-private)"
 			}
 			for _, p := range pts {
 				if p.Mode != mode || math.IsNaN(p.Mean) {
 					continue
 				}
-				if mode == completionexp.ExpNone {
+				if completionexp.NonPrivate(mode) {
 					for _, e := range eps {
 						ps.X, ps.Y, ps.YErr = append(ps.X, e), append(ps.Y, p.Mean), append(ps.YErr, p.SD)
 					}
@@ -390,14 +390,14 @@ func expPrivacyNDCGPlots(dir string, force bool, k int, summary []completionexp.
 		var series []plotSeries
 		for _, mode := range names {
 			ps := plotSeries{Name: mode}
-			if mode == completionexp.ExpNone || mode == completionexp.ExpPopular {
+			if completionexp.NonPrivate(mode) || mode == completionexp.ExpPopular {
 				ps.Name += " (non-private)"
 			}
 			for _, p := range pts {
 				if p.Mode != mode {
 					continue
 				}
-				if mode == completionexp.ExpNone || mode == completionexp.ExpPopular || mode == completionexp.ExpPositions {
+				if completionexp.NonPrivate(mode) || mode == completionexp.ExpPopular || mode == completionexp.ExpPositions {
 					for _, e := range eps {
 						ps.X, ps.Y, ps.YErr = append(ps.X, e), append(ps.Y, p.NDCGMean), append(ps.YErr, p.NDCGSD)
 					}

@@ -26,6 +26,9 @@ import (
 // Experiment modes.
 const (
 	ExpNone        = "none"
+	// ExpNoneALS is non-private ALS (the solver family of the als mode):
+	// the reference its convergence is checked against.
+	ExpNoneALS = "none-als"
 	ExpInput       = "input"
 	ExpGradientC   = "gradient-C"
 	ExpGradientAll = "gradient-all"
@@ -156,7 +159,7 @@ func RunPrivacyExperiment(cfg PrivacyExpConfig, progress func(PrivacyExpRow)) ([
 			}
 			for _, mode := range cfg.Modes {
 				eps := cfg.Epsilons
-				if mode == ExpNone {
+				if NonPrivate(mode) {
 					eps = []float64{0}
 				}
 				for _, e := range eps {
@@ -175,6 +178,10 @@ func RunPrivacyExperiment(cfg PrivacyExpConfig, progress func(PrivacyExpRow)) ([
 	return rows, nil
 }
 
+// NonPrivate reports whether mode is a non-private reference mode (run
+// once per seed, no epsilon).
+func NonPrivate(mode string) bool { return mode == ExpNone || mode == ExpNoneALS }
+
 // privacyExpRun trains one run and returns its row, followed (bias mode
 // on a dataset with ranking) by the private most-popular row of its
 // release.
@@ -184,7 +191,7 @@ func privacyExpRun(ds PrivacyExpDataset, mode string, eps, delta, clip float64, 
 	var p completion.Privacy = completion.NoPrivacy{}
 	var err error
 	switch mode {
-	case ExpNone:
+	case ExpNone, ExpNoneALS:
 	case ExpInput:
 		p, err = completion.NewInputPerturbation(o)
 	case ExpGradientC:
@@ -223,8 +230,11 @@ func privacyExpRun(ds PrivacyExpDataset, mode string, eps, delta, clip float64, 
 	}
 	m.ClampLo, m.ClampHi = ds.RatingMin, ds.RatingMax
 	s := ds.Settings
-	if mode != ExpNone && ds.PrivateSettings != nil {
+	if !NonPrivate(mode) && ds.PrivateSettings != nil {
 		s = ds.PrivateSettings(eps)
+	}
+	if mode == ExpNoneALS {
+		s.Solver = completion.SolverALS
 	}
 	s.Privacy = p
 	s.Patience = -1
@@ -243,10 +253,10 @@ func privacyExpRun(ds PrivacyExpDataset, mode string, eps, delta, clip float64, 
 			return nil, err
 		}
 	}
-	row.Covered = mode == ExpNone || res.Privacy.FullyCovered()
+	row.Covered = NonPrivate(mode) || res.Privacy.FullyCovered()
 	if ds.Ranking != nil {
 		rep := res.Privacy
-		if mode == ExpNone {
+		if NonPrivate(mode) {
 			rep = nil
 		}
 		ev, err := rankEval(ds, m, rep, nil)
