@@ -118,6 +118,18 @@
 // checksum covers the stream after the seen items. Files with weights are
 // version 3; older readers reject them by version.
 //
+// # Lists of a private rating model (ranking weights, version 3)
+//
+// A private billboard rating model (the bias and als modes: no user rows)
+// may carry the same weights part without seen items: File.RankingWeights.
+// Its factors predict (Predict, PredictRow, the RMSE of Evaluate); a user
+// given by a Row with Items (their own history: RecommendRow, a fold-in
+// Evaluate) is ranked by the sum of W's rows of those items, and the
+// returned Rating is the factor model's prediction of the item. The file
+// is version 3 (it has weights); Billboard must hold and Seen must be nil.
+// package dprec fits W on the positions when the privacy relation makes
+// them public (dprec.ListsPositions).
+//
 // Recommend, RecommendAll, Evaluate and Predict score a known user by
 // summing the rows of W of their seen items into one dense score vector
 // (O(items) memory per user); an unknown user gets the items by training
