@@ -59,6 +59,14 @@ func TestRankingWeights(t *testing.T) {
 	if recs, _ = p.RecommendRow(row, nil, 1, []int32{0}); len(recs) != 1 || recs[0].ID != "i3" {
 		t.Fatalf("history {0}: %v, want i3 first", recs)
 	}
+	// Similar items by the weights' rows; similar users by the (zero)
+	// user rows: an error, never a crash on the missing seen items.
+	if nb, err := p.SimilarItems("i0", 1); err != nil || len(nb) != 1 {
+		t.Fatalf("similar items: %v %v", nb, err)
+	}
+	if _, err := p.SimilarUsers("100", 1); err == nil {
+		t.Fatal("similar users of a billboard model: want the zero-embedding error")
+	}
 	// Evaluate with fold-in: user 100 rated item 0 in training and item
 	// 3 (relevant) in the test: the weights rank i3 first.
 	ud := mustInts(100)

@@ -47,7 +47,9 @@ func (p *Predictor) similar(mode int, q int32, n int, id string) ([]Neighbor, er
 	if n <= 0 {
 		return nil, fmt.Errorf("models: top-N size %d must be positive", n)
 	}
-	if p.f.Weights != nil {
+	// An item-item model, and the items of a private model with ranking
+	// weights (their rows of W; its users have no history in the file).
+	if p.f.ItemItem() || (p.f.RankingWeights() && mode == 1) {
 		return p.similarSparse(mode, q, n, id)
 	}
 	m := p.m
