@@ -140,7 +140,7 @@ func trainSGD(ctx context.Context, train, valid *data.Store, m *decomposition.Mo
 		if err := cfg.Privacy.PerturbOutput(m, train); err != nil {
 			return nil, err
 		}
-		res.Privacy = cfg.Privacy.Report()
+		res.Privacy = withPublicCounts(cfg.Privacy.Report(), train)
 		return res, nil
 	}
 	// The trainer's layout takes over vals (permuting it into block order).
@@ -185,8 +185,27 @@ func trainSGD(ctx context.Context, train, valid *data.Store, m *decomposition.Mo
 	if !modelFinite(m) {
 		return nil, errors.New("completion: output perturbation left non-finite parameters")
 	}
-	res.Privacy = cfg.Privacy.Report()
+	res.Privacy = withPublicCounts(cfg.Privacy.Report(), train)
 	return res, nil
+}
+
+// withPublicCounts adds the item counts of train to the report of an
+// entry-unit private run that releases user rows (input, gradient,
+// output): their relations keep every position, so the counts are public,
+// and rankings weight by them (models.Predictor.WithShrinkage, as for the
+// bias and als modes, whose reports carry theirs); without them a private
+// model's lists put items with a handful of ratings first.
+func withPublicCounts(rep *perturb.Report, train *data.Store) *perturb.Report {
+	if !rep.Private() || rep.Billboard || len(rep.ItemCounts) > 0 || rep.Unit == string(UnitUser) || train.Order() < 2 {
+		return rep
+	}
+	counts := make([]float64, train.Dims[1])
+	for _, j := range train.Idx[1] {
+		counts[j]++
+	}
+	rep.ItemCounts = counts
+	rep.Notes = append(rep.Notes, "item counts: public under the relation (every position is kept), carried in item_counts for rankings (the credibility weighting of eval and recommend --shrinkage)")
+	return rep
 }
 
 // checkTrainInputs validates the resolved settings, the source and the
