@@ -222,6 +222,14 @@ func datasplitOptionsOf(c *cli.Context) (*datasplitOptions, error) {
 // datasplitRun splits o.File, writes the parts and lists them on ios.Out.
 func datasplitRun(o *datasplitOptions, ios *iostreams) error {
 	in, method, seed := o.File, o.Method, o.Seed
+	if o.OutDir != "" && (o.Train == "" || o.Test == "") {
+		// Made before the log is read, as the experiments make their
+		// --out: a missing folder is created, one that cannot be is
+		// refused before any work.
+		if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
+			return fmt.Errorf("--out-dir: %w", err)
+		}
+	}
 	opts := o.Load
 	opts.Builder.KeepTimestamps = true
 	s, rep, err := loadLog(ios, o.globalOptions, in, opts)

@@ -58,6 +58,16 @@ func TestDataCommands(t *testing.T) {
 	if train.NNZ() != 5 || test.NNZ() != 4 {
 		t.Errorf("split sizes %d + %d, want 5 + 4\n%s", train.NNZ(), test.NNZ(), out)
 	}
+	// A missing --out-dir is made; one under a file is refused by name.
+	nested := filepath.Join(dir, "new", "parts")
+	if _, err := dataTestRun(t, "data", "split", in, "--method", "user", "--per-user-k", "2", "--out-dir", nested); err != nil {
+		t.Errorf("split into a new folder: %v", err)
+	} else if _, err := os.Stat(filepath.Join(nested, "r.test.csv")); err != nil {
+		t.Error(err)
+	}
+	if _, err := dataTestRun(t, "data", "split", in, "--method", "user", "--per-user-k", "2", "--out-dir", filepath.Join(in, "x")); err == nil || !strings.Contains(err.Error(), "--out-dir") {
+		t.Errorf("split into a folder under a file: %v", err)
+	}
 	if _, err := dataTestRun(t, "data", "split", in, "--method", "user", "--per-user-k", "2", "--out-dir", dir); !errors.Is(err, data.ErrExists) {
 		t.Errorf("split over existing files: %v", err)
 	}
