@@ -151,3 +151,34 @@ func TestPrivateListsPositions(t *testing.T) {
 		t.Fatalf("user unit: err %v, ranking weights stored", err)
 	}
 }
+
+// TestTuneRankingCheck: the resource check of the base options runs for
+// the points of a ranking tuning, and a refusal stops the whole tuning
+// (it used to be dropped: no size guard for the implicit and EASE grids).
+func TestTuneRankingCheck(t *testing.T) {
+	st, _, err := data.Synth(data.SynthOptions{Users: 80, Items: 30, Ratings: 1200, Choice: 1}, rand.NewPCG(1, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refuse := errors.New("too large for this machine")
+	var plans int
+	metric, err := dprec.ParseMetric("ndcg@10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	grid, err := dprec.ParseGrid("rank=4,8", dprec.ObjectiveImplicit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &dprec.TuneOptions{Base: dprec.Options{Objective: dprec.ObjectiveImplicit, Seed: 3, Seeded: true,
+		Check: func(p dprec.Plan) error {
+			plans++
+			if p.Objective != dprec.ObjectiveImplicit {
+				t.Errorf("plan objective %q", p.Objective)
+			}
+			return refuse
+		}}, Grid: grid, Metric: metric}
+	if _, err := dprec.TuneRanking(context.Background(), st, o); !errors.Is(err, refuse) || plans == 0 {
+		t.Fatalf("refusing check: err %v after %d plans", err, plans)
+	}
+}

@@ -166,7 +166,9 @@ func applyImplicit(o *Options, name, v string) error {
 // TuneOptions configure TuneRanking.
 type TuneOptions struct {
 	// Base is the run every point starts from (objective, kind, rank,
-	// settings); its Validation, Privacy and Events are not used.
+	// settings); its Validation, Privacy and Events are not used. Its
+	// Check, when set, sees every point's plan, and a refusal ends the
+	// tuning with that error.
 	Base Options
 	// Grid lists the parameters (ParseGrid); every combination is a point.
 	Grid []completion.Param
@@ -265,8 +267,16 @@ func TuneRanking(ctx context.Context, st *data.Store, o *TuneOptions) ([]TunePoi
 		pop := 0.0
 		for r, p := range parts {
 			opts, err := o.Options(pt)
+			var refused error
+			if check := o.Base.Check; check != nil {
+				// The resource check refuses the whole tuning, not a point.
+				opts.Check = func(p Plan) error {
+					refused = check(p)
+					return refused
+				}
+			}
 			if err == nil {
-				opts.Validation, opts.Privacy, opts.Events, opts.Check = -1, nil, Events{}, nil
+				opts.Validation, opts.Privacy, opts.Events = -1, nil, Events{}
 				opts.Seed, opts.Seeded = seed+uint64(r), true
 				var res *Result
 				if res, err = Train(ctx, p.train, "validation training part", &opts); err == nil {
@@ -286,6 +296,9 @@ func TuneRanking(ctx context.Context, st *data.Store, o *TuneOptions) ([]TunePoi
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
+				}
+				if refused != nil {
+					return nil, refused
 				}
 				out[i].Err = err.Error()
 				break

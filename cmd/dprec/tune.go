@@ -342,6 +342,18 @@ func tuneRankingRun(o *tuneOptions, s *iostreams, st *data.Store, noRating bool,
 	base := dprec.Options{Objective: o.Objective, Kind: o.Config.Kind, Rank: o.Config.Rank, NoBias: !o.Config.Bias,
 		Settings: o.Config.Base, Seed: seed, Seeded: true, Software: trainVersion()}
 	base.Implicit.Threads = o.Config.Base.Threads
+	limit := sizeLimitBytes(o.Load.MaxMemory)
+	base.Check = func(p dprec.Plan) error {
+		if p.Objective == dprec.ObjectiveEASE {
+			return nil // itemitem refuses a catalogue too large for its closed form
+		}
+		f := trainJobFlags{Kind: o.Config.Kind, Rank: o.Config.Rank, Solver: o.Config.Base.Solver, Bias: o.Config.Bias,
+			Threads: o.Config.Base.Threads, Epochs: o.Config.Base.Epochs, Implicit: p.Objective == dprec.ObjectiveImplicit}
+		if _, err := trainJob(f, p.Dims, p.NNZ, p.Ranks).check(limit); err != nil {
+			return cli.Exit(err.Error(), exitUsage)
+		}
+		return nil
+	}
 	topt := &dprec.TuneOptions{Base: base, Grid: o.Config.Grid, Metric: o.Metric, Fraction: o.Config.Fraction,
 		Repeats: max(1, o.Config.Folds), Threshold: thr, Random: o.Config.Random}
 	bar := s.bar(o.globalOptions, 1, "tuning")
