@@ -25,10 +25,10 @@ import (
 
 // Experiment modes.
 const (
-	ExpNone        = "none"
+	ExpNone = "none"
 	// ExpNoneALS is non-private ALS (the solver family of the als mode):
 	// the reference its convergence is checked against.
-	ExpNoneALS = "none-als"
+	ExpNoneALS     = "none-als"
 	ExpInput       = "input"
 	ExpGradientC   = "gradient-C"
 	ExpGradientAll = "gradient-all"
