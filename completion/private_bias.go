@@ -164,7 +164,7 @@ func fitPrivateBias(train *data.Store, m *decomposition.Model, opts *PrivateOpti
 	}
 	zeroModel(m)
 	if o.Unit == UnitUser {
-		return trainBiasUser(train, m, &o)
+		return trainBiasUser(storeUserBiasSource{train}, m, &o)
 	}
 	return trainBiasEntry(storeBiasSource{train}, m, &o, frac)
 }
@@ -621,19 +621,22 @@ func planUserReleases(o *PrivateOptions, rels []userRelease) (*perturb.Accountan
 // trainBiasUser runs the user-unit releases: noisy numbers of users and
 // ratings, a noisy sum giving mu~, then noisy item counts and item sums of
 // residuals about mu~ (adaptive composition: mu~ is public when the sums
-// are computed).
-func trainBiasUser(train *data.Store, m *decomposition.Model, o *PrivateOptions) (*biasFit, error) {
+// are computed), with the statistics from src (the bounded log).
+func trainBiasUser(src UserBiasSource, m *decomposition.Model, o *PrivateOptions) (*biasFit, error) {
 	rels := userBiasReleases(o)
 	acc, err := planUserReleases(o, rels)
 	if err != nil {
 		return nil, err
 	}
-	return drawBiasUser(train, m, o, rels, acc)
+	return drawBiasUser(src, m, o, rels, acc)
 }
 
 // drawBiasUser draws the user-unit releases planned in rels and acc (a
-// function of the public options only) and fits m from them.
-func drawBiasUser(train *data.Store, m *decomposition.Model, o *PrivateOptions, rels []userRelease, acc *perturb.Accountant) (*biasFit, error) {
+// function of the public options only) on the statistics of src and fits
+// m from them. It is the one implementation of the user unit's bias
+// release: the in-memory store (storeUserBiasSource) and the Beam
+// pipelines (TrainPrivateBiasUserFrom) both run it.
+func drawBiasUser(src UserBiasSource, m *decomposition.Model, o *PrivateOptions, rels []userRelease, acc *perturb.Accountant) (*biasFit, error) {
 	var err error
 	fit := &biasFit{o: *o, acc: *acc, itemsVar: rels[4].noise.variance()}
 	if fit.eps, fit.delta, fit.used, err = admit(o, &fit.acc); err != nil {
@@ -641,39 +644,41 @@ func drawBiasUser(train *data.Store, m *decomposition.Model, o *PrivateOptions, 
 	}
 	r := rand.New(o.source(streamUserStats))
 	mid := (o.RatingMin + o.RatingMax) / 2
-	sc := train // the store of the scalar releases (PrivateOptions.Scalars)
-	if o.Scalars != nil {
-		if err := checkScalarsStore(o.Scalars); err != nil {
-			return nil, err
-		}
-		if err := checkUserContributions(o.Scalars, o.MaxRatingsPerUser); err != nil {
-			return nil, fmt.Errorf("completion: bias mode (scalars): %w", err)
-		}
-		sc = o.Scalars
+	users, n, total, counts, err := src.UserTotals(o)
+	if err != nil {
+		return nil, err
 	}
-	var total float64
-	for _, v := range sc.Val {
-		total += clampValue(v, o.RatingMin, o.RatingMax) - mid
+	if len(counts) != m.Dims[1] {
+		return nil, &ShapeError{Reason: fmt.Sprintf("bias mode: %d item counts for a model of %d items", len(counts), m.Dims[1])}
 	}
-	cnt := make([]float64, train.Dims[1])
-	for _, i := range train.Idx[1] {
-		cnt[i]++
+	cnt := make([]float64, len(counts))
+	for i, c := range counts {
+		cnt[i] = float64(c)
 	}
-	scal := []float64{float64(usersWithRows(sc.Idx[0], sc.Dims[0])), float64(sc.NNZ()), total}
+	scal := []float64{float64(users), float64(n), total}
 	for j := range scal {
 		rels[j].noise.addTo(scal[j:j+1], r)
 		o.observe(rels[j].what, scal[j:j+1], nil)
+		observeSource(src, rels[j].what, scal[j:j+1])
 	}
 	fit.noisyUsers, fit.noisyRatings = scal[0], scal[1]
 	mu := clampValue(mid+scal[2]/math.Max(scal[1], 1), o.RatingMin, o.RatingMax)
 	rels[3].noise.addTo(cnt, r)
 	o.observe(rels[3].what, cnt, nil)
+	observeSource(src, rels[3].what, cnt)
 	for i := range cnt {
 		cnt[i] = math.Max(cnt[i], 0) // post-processing
 	}
-	sums := biasResidualSums(train, o, mu)
+	sums, err := src.ResidualSums(o, mu)
+	if err != nil {
+		return nil, err
+	}
+	if len(sums) != m.Dims[1] {
+		return nil, &ShapeError{Reason: fmt.Sprintf("bias mode: %d item sums for a model of %d items", len(sums), m.Dims[1])}
+	}
 	rels[4].noise.addTo(sums, r)
 	o.observe(rels[4].what, sums, nil)
+	observeSource(src, rels[4].what, sums)
 	fit.counts = cnt
 	fit.setItemBiases(m, mu, sums, rels[3].noise.variance())
 	fit.notes = append(fit.notes,

@@ -2,18 +2,21 @@ package completion
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
 	"github.com/dprec/dprec/perturb"
 )
 
-// The bias mode's entry-level releases over ratings that live elsewhere
-// (the Beam pipelines of the nested module beam/): the driver runs
-// TrainPrivateBiasFrom, which calibrates, accounts, draws the noise from
-// the options' source and builds the report as TrainPrivateBias does,
-// while a BiasSource computes the two data-dependent statistics with the
-// per-rating kernels BiasClamp and BiasResidual.
+// The bias mode's releases over ratings that live elsewhere (the Beam
+// pipelines of the nested module beam/): the driver runs
+// TrainPrivateBiasFrom (entry level) or TrainPrivateBiasUserFrom (user
+// unit), which calibrate, account, draw the noise from the options'
+// source and build the report with TrainPrivateBias's own code, while a
+// BiasSource or UserBiasSource computes the data-dependent statistics with
+// the per-rating kernels BiasClamp, BiasCentred and BiasResidual (at the
+// user unit over the log bounded by ChooseUserRatings).
 
 // BiasSource supplies the statistics of the bias mode's entry-level
 // releases. TrainPrivateBiasFrom calls Totals, then ResidualSums once with
@@ -39,7 +42,7 @@ type ReleaseObserver interface {
 	Released(what string, noisy []float64)
 }
 
-func observeSource(src BiasSource, what string, noisy []float64) {
+func observeSource(src any, what string, noisy []float64) {
 	if ob, ok := src.(ReleaseObserver); ok {
 		ob.Released(what, noisy)
 	}
@@ -53,6 +56,90 @@ func BiasClamp(v, lo, hi float64) float64 { return clampValue(v, lo, hi) }
 func BiasResidual(v, mu, lo, hi float64) float64 {
 	c := BiasResidualClip * (hi - lo)
 	return clampValue(clampValue(v, lo, hi)-mu, -c, c)
+}
+
+// BiasCentred is a rating clamped to the public range [lo, hi] minus the
+// range's midpoint (lo + hi)/2: one term of the user unit's released sum.
+func BiasCentred(v, lo, hi float64) float64 { return clampValue(v, lo, hi) - (lo+hi)/2 }
+
+// UserBiasSource supplies the statistics of the bias mode's user-level
+// releases (TrainPrivateBiasUserFrom) over the BOUNDED log: every user
+// keeps at most o.MaxRatingsPerUser ratings, at most one per item
+// (ChooseUserRatings), and only ratings of the model's public item
+// catalogue count. The source is trusted to have bounded the log: the
+// sensitivities hold only then. TrainPrivateBiasUserFrom calls
+// UserTotals, then ResidualSums once with the released mean; o is the
+// resolved options.
+type UserBiasSource interface {
+	// UserTotals returns the number of users with at least one rating,
+	// the number of ratings, the sum of their BiasCentred values and
+	// every item's number of ratings (one per item of the model, in its
+	// order).
+	UserTotals(o *PrivateOptions) (users, n int, centred float64, counts []int, err error)
+	// ResidualSums returns every item's sum of BiasResidual(r, mu, ...)
+	// over its ratings r.
+	ResidualSums(o *PrivateOptions, mu float64) ([]float64, error)
+}
+
+// TrainPrivateBiasUserFrom is TrainPrivateBias at the user unit
+// (opts.Unit UnitUser, opts.MaxRatingsPerUser = k) with the statistics
+// from src: the same plan, noise draws (from o.Noise, in the same order),
+// estimate and report as TrainPrivateBias on the bounded log src
+// describes. m is a user x item model with biases whose items are a public
+// catalogue; its user mode is never released (any size: one placeholder
+// row). A private item selection (SelectedItems, Scalars) is not offered
+// from a source.
+func TrainPrivateBiasUserFrom(src UserBiasSource, m *decomposition.Model, opts *PrivateOptions) (*perturb.Report, error) {
+	if m == nil || !m.HasBias || m.Order() != 2 {
+		return nil, &ShapeError{Reason: "bias mode needs a user x item model with biases"}
+	}
+	o, _, err := resolveBias(opts)
+	if err != nil {
+		return nil, err
+	}
+	if o.Unit != UnitUser {
+		return nil, errors.New("completion: TrainPrivateBiasUserFrom is the user unit's (use TrainPrivateBiasFrom at entry level)")
+	}
+	if o.SelectedItems || o.Scalars != nil {
+		return nil, fmt.Errorf("%w: a source's items must be a public catalogue (no private item selection from a source)", ErrDomain)
+	}
+	zeroModel(m)
+	fit, err := trainBiasUser(src, m, &o)
+	if err != nil {
+		return nil, err
+	}
+	return fit.report(m), nil
+}
+
+// storeUserBiasSource computes the user-level statistics from an
+// in-memory bounded store (and o.Scalars for the three scalars when a
+// private item selection left it).
+type storeUserBiasSource struct{ st *data.Store }
+
+func (s storeUserBiasSource) UserTotals(o *PrivateOptions) (int, int, float64, []int, error) {
+	sc := s.st // the store of the scalar releases (PrivateOptions.Scalars)
+	if o.Scalars != nil {
+		if err := checkScalarsStore(o.Scalars); err != nil {
+			return 0, 0, 0, nil, err
+		}
+		if err := checkUserContributions(o.Scalars, o.MaxRatingsPerUser); err != nil {
+			return 0, 0, 0, nil, fmt.Errorf("completion: bias mode (scalars): %w", err)
+		}
+		sc = o.Scalars
+	}
+	var total float64
+	for _, v := range sc.Val {
+		total += BiasCentred(v, o.RatingMin, o.RatingMax)
+	}
+	counts := make([]int, s.st.Dims[1])
+	for _, i := range s.st.Idx[1] {
+		counts[i]++
+	}
+	return usersWithRows(sc.Idx[0], sc.Dims[0]), sc.NNZ(), total, counts, nil
+}
+
+func (s storeUserBiasSource) ResidualSums(o *PrivateOptions, mu float64) ([]float64, error) {
+	return biasResidualSums(s.st, o, mu), nil
 }
 
 // TrainPrivateBiasFrom is TrainPrivateBias at entry level (opts.Unit
@@ -78,7 +165,7 @@ func fitPrivateBiasFrom(src BiasSource, m *decomposition.Model, opts *PrivateOpt
 		return nil, err
 	}
 	if o.Unit == UnitUser {
-		return nil, errors.New("completion: bias mode from a source: user level is not supported (entry level only)")
+		return nil, errors.New("completion: bias mode from a source: TrainPrivateBiasFrom is entry level (the user unit's is TrainPrivateBiasUserFrom)")
 	}
 	zeroModel(m)
 	return trainBiasEntry(src, m, &o, frac)

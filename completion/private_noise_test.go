@@ -233,7 +233,7 @@ func TestReleasedNoiseVariance(t *testing.T) {
 				got := map[string][][]float64{}
 				oo.probe = probeInto(got)
 				m := privModel(t, decomposition.CP, []int{1, st.Dims[1]}, 1, true, 1, 1)
-				f, err := drawBiasUser(st, m, &oo, rels, acc)
+				f, err := drawBiasUser(storeUserBiasSource{st}, m, &oo, rels, acc)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -198,23 +198,51 @@ func BoundUserContributions(train *data.Store, k int, src rand.Source) (*data.St
 		return nil, nil, err
 	}
 	var keep []int
+	item := func(e int) int32 { return train.Idx[1][e] }
 	for _, es := range byUser {
-		r.Shuffle(len(es), func(i, j int) { es[i], es[j] = es[j], es[i] })
-		seen := make(map[int32]bool, len(es))
-		n := 0
-		for _, e := range es {
-			if n == k {
-				break
-			}
-			if i := train.Idx[1][e]; !seen[i] {
-				seen[i] = true
-				keep = append(keep, e)
-				n++
-			}
-		}
+		keep = ChooseUserRatings(keep, es, item, k, r)
 	}
 	slices.Sort(keep)
 	return train.Subset(keep), keep, nil
+}
+
+// ChooseUserRatings is the per-user step of the user unit's contribution
+// bounding (BoundUserContributions, and the group-by-user step of the
+// Beam pipelines): it shuffles rows, one user's ratings as the caller
+// numbers them, in place with r (always, whatever their number, so a
+// shared stream advances the same way), then scans them and keeps a row
+// whose item (item(row)) was not kept before, until k are kept. The kept
+// rows are appended to dst in shuffled order: a uniformly random subset of
+// at most k ratings, one per item, each item's rating uniform among the
+// user's ratings of it. Whether it is reproducible is r's: a caller whose
+// rows come in no fixed order (a GroupByKey iterable) must sort them
+// first.
+func ChooseUserRatings(dst, rows []int, item func(row int) int32, k int, r *rand.Rand) []int {
+	r.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
+	seen := make(map[int32]bool, len(rows))
+	n := 0
+	for _, e := range rows {
+		if n == k {
+			break
+		}
+		if i := item(e); !seen[i] {
+			seen[i] = true
+			dst = append(dst, e)
+			n++
+		}
+	}
+	return dst
+}
+
+// UserBoundSource returns the random source of the contribution bounding
+// of the user keyed by key, for bounding done user by user where no
+// storage order exists (a distributed group-by-user step): with seeded
+// noise a stream that is a function of (seed, key) only
+// (perturb.Noise.KeyedSource; NOT private), the same however the users
+// are split among workers; with secure noise a secure source (create one
+// per worker and reuse it: secure draws need no key).
+func UserBoundSource(n perturb.Noise, key uint64) rand.Source {
+	return n.KeyedSource(streamBound, key)
 }
 
 // checkUserContributions verifies the bound of BoundUserContributions. It

@@ -16,13 +16,16 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/textio"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/dprec/dprec"
 	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
 	"github.com/dprec/dprec/models"
+	"github.com/dprec/dprec/perturb"
 )
 
-// The private bias mode at entry level: the pipelines compute the two
+// The private bias mode at entry level (the user unit is in
+// private_user.go): the pipelines compute the two
 // statistics of completion's bias releases (completion.BiasSource) with
 // its per-rating kernels, and the driver runs
 // completion.TrainPrivateBiasFrom: calibration, accounting, the noise
@@ -212,7 +215,9 @@ type PrivateBiasOptions struct {
 	// are exactly these; ratings of other items are dropped.
 	Items string
 	// Privacy are completion's options: Epsilon, Delta, RatingMin,
-	// RatingMax, Mechanism, Noise (Unit must be entry).
+	// RatingMax, Mechanism, Noise, and Unit: entry, or user with
+	// MaxRatingsPerUser = k (every user bounded to at most k ratings, one
+	// per item, in the group-by-user step; private_user.go).
 	Privacy completion.PrivateOptions
 	Out     string
 	Force   bool
@@ -223,25 +228,36 @@ type PrivateBiasOptions struct {
 	// observe (this package's tests) sees every noisy release right after
 	// its noise (completion.ReleaseObserver).
 	observe func(what string, noisy []float64)
+	// trace (this package's tests, user unit) is the prefix of sharded
+	// files receiving the kept ratings, "quoted-user item value" lines.
+	trace string
 }
 
 // PrivateBiasResult is what TrainPrivateBias returns.
 type PrivateBiasResult struct {
 	File *models.File
-	// Ratings is the number of ratings of catalogue items; Dropped the
-	// number of the others.
+	// Ratings is the number of ratings of catalogue items (at the user
+	// unit: after bounding); Dropped the number of the others. At the user
+	// unit, Users is the number of users with a kept rating and Bounded
+	// the number of catalogue ratings the contribution bound dropped.
+	// They are functions of the private log, for the curator only: the
+	// model file never carries them.
 	Ratings, Dropped int64
+	Users, Bounded   int64
 }
 
-// TrainPrivateBias trains dprec train --privacy bias at entry level
-// (global mean and item biases from noisy sums; a billboard model) with
-// the statistics computed by pipelines.
+// TrainPrivateBias trains dprec train --privacy bias (global mean and
+// item biases from noisy sums; a billboard model) with the statistics
+// computed by pipelines: at entry level, or at the user unit
+// (o.Privacy.Unit user) as dprec train --privacy bias --privacy-unit user
+// --max-ratings-per-user K --items CATALOGUE --time-unit none.
 func TrainPrivateBias(ctx context.Context, o PrivateBiasOptions) (*PrivateBiasResult, error) {
 	if o.Items == "" {
 		return nil, errors.New("private training needs a public item catalogue (--items)")
 	}
-	if o.Privacy.Unit == completion.UnitUser {
-		return nil, errors.New("the pipelines' bias mode is entry level only (use dprec train --privacy-unit user on one machine)")
+	user := o.Privacy.Unit == completion.UnitUser
+	if user && o.Privacy.MaxRatingsPerUser < 1 {
+		return nil, fmt.Errorf("the user unit needs max ratings per user k >= 1, got %d", o.Privacy.MaxRatingsPerUser)
 	}
 	files, err := Expand(ctx, o.Data)
 	if err != nil {
@@ -266,7 +282,11 @@ func TrainPrivateBias(ctx context.Context, o PrivateBiasOptions) (*PrivateBiasRe
 	if o.Shards <= 0 {
 		o.Shards = 4
 	}
-	users, err := data.DictFromStrings("user", []string{NoUser})
+	placeholder := NoUser
+	if user {
+		placeholder = dprec.NoUserID
+	}
+	users, err := data.DictFromStrings("user", []string{placeholder})
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +295,14 @@ func TrainPrivateBias(ctx context.Context, o PrivateBiasOptions) (*PrivateBiasRe
 		return nil, err
 	}
 	src := &biasSource{ctx: ctx, files: files, load: o.Load, items: items, work: work, shards: o.Shards, run: o.Run, observe: o.observe}
-	rep, err := completion.TrainPrivateBiasFrom(src, m, &o.Privacy)
+	var rep *perturb.Report
+	var usrc *userBiasSource
+	if user {
+		usrc = &userBiasSource{biasSource: src, k: o.Privacy.MaxRatingsPerUser, trace: o.trace}
+		rep, err = completion.TrainPrivateBiasUserFrom(usrc, m, &o.Privacy)
+	} else {
+		rep, err = completion.TrainPrivateBiasFrom(src, m, &o.Privacy)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +315,11 @@ func TrainPrivateBias(ctx context.Context, o PrivateBiasOptions) (*PrivateBiasRe
 			return nil, err
 		}
 	}
-	return &PrivateBiasResult{File: f, Ratings: src.n, Dropped: src.dropped}, nil
+	res := &PrivateBiasResult{File: f, Ratings: src.n, Dropped: src.dropped}
+	if usrc != nil {
+		res.Users, res.Bounded = usrc.users, usrc.before-src.n
+	}
+	return res, nil
 }
 
 // readCatalogue reads a public item catalogue (first CSV column; a first

@@ -408,7 +408,7 @@ func TrainPrivateALS(ctx context.Context, o PrivateALSOptions) (*PrivateALSResul
 		return nil, errors.New("private training needs a public item catalogue (--items)")
 	}
 	if o.Privacy.Unit == completion.UnitUser {
-		return nil, errors.New("the pipelines' private ALS is entry level only (use dprec train --privacy-unit user on one machine)")
+		return nil, errors.New("the pipelines' private ALS is entry level only (user level: bias only in dprec-beam; use dprec train --privacy als --privacy-unit user on one machine)")
 	}
 	if o.Rank == 0 {
 		o.Rank = 10

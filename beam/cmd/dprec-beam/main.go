@@ -1,6 +1,7 @@
 // Command dprec-beam runs dprec jobs as Apache Beam pipelines: stats,
 // train (ALS, one pipeline per half-sweep; --privacy bias or als at entry
-// level over a public item catalogue), eval and recommend --all-users.
+// level, and bias at the user unit, over a public item catalogue), eval
+// and recommend --all-users.
 // Prism runs in-process by default; --runner universal --endpoint HOST:PORT
 // submits to a Flink, Spark or Prism job server, --runner dataflow to
 // Google Cloud Dataflow (see docs/scale-out.md).
@@ -10,6 +11,7 @@
 //	dprec-beam stats --data GLOB --out DIR
 //	dprec-beam train --data GLOB --out model.arrow [--rank R] [--seed S] [--epochs N]
 //	dprec-beam train --privacy bias|als --items items.csv --epsilon E [--delta D] --data GLOB --out model.arrow
+//	dprec-beam train --privacy bias --privacy-unit user --max-ratings-per-user K --items items.csv --epsilon E --delta D --data GLOB --out model.arrow
 //	dprec-beam eval --model model.arrow --data GLOB [--k 10]
 //	dprec-beam recommend --all-users --model model.arrow --out DIR [--n 10]
 //	dprec-beam job-server [--job_port 8073]
@@ -53,7 +55,8 @@ type options struct {
 	force, verbose, noMemoryCheck        bool
 	k, n                                 int
 	threshold, shrinkage                 float64
-	privacy, items, mechanism            string
+	privacy, items, mechanism, unit      string
+	maxPerUser                           int
 	epsilon, delta                       float64
 	ratingMin, ratingMax                 float64
 	jobPort                              int
@@ -96,7 +99,9 @@ func defineFlags(fs *flag.FlagSet, o *options) {
 	fs.StringVar(&o.items, "items", "", "train --privacy bias|als: public item catalogue (CSV, item ID in the first column, optional header); the model's items are exactly these (required)")
 	fs.Float64Var(&o.epsilon, "epsilon", 1, "train --privacy: total epsilon")
 	fs.Float64Var(&o.delta, "delta", 0, "train --privacy: total delta (bias with --mechanism gaussian; als needs > 0, as dprec train)")
-	fs.StringVar(&o.mechanism, "mechanism", "", "train --privacy bias: laplace (default) or gaussian")
+	fs.StringVar(&o.mechanism, "mechanism", "", "train --privacy bias: laplace (entry unit's default) or gaussian (user unit's default; needs --delta > 0)")
+	fs.StringVar(&o.unit, "privacy-unit", "entry", "train --privacy: privacy unit, entry (one rating's value) or user (add or remove one user with all their ratings; --privacy bias only; needs --max-ratings-per-user and --items; the model file has no user dictionary, user rows or exact counts)")
+	fs.IntVar(&o.maxPerUser, "max-ratings-per-user", 0, "train --privacy-unit user: k, the most ratings one user contributes (a random subset of k, one per item, is kept in the group-by-user step)")
 	fs.Float64Var(&o.ratingMin, "rating-min", 0.5, "train --privacy: public lower end of the rating scale (ratings are clamped to it)")
 	fs.Float64Var(&o.ratingMax, "rating-max", 5, "train --privacy: public upper end of the rating scale")
 	fs.IntVar(&o.jobPort, "job_port", 8073, "job-server: port of Prism's job management service (0: any free port)")
@@ -112,7 +117,9 @@ const usage = `usage: dprec-beam COMMAND [flags]
 commands:
   stats       users, items, ratings and per-item count and mean of a log
   train       ALS (biases and rank-R factors), one pipeline per half-sweep;
-              --privacy bias|als --items CATALOGUE: private at entry level
+              --privacy bias|als --items CATALOGUE: private at entry level;
+              --privacy bias --privacy-unit user --max-ratings-per-user K:
+              private at the user unit
   eval        RMSE, MAE and ranking metrics of a model on a test log
   recommend   --all-users: top-N for every user, sharded Parquet
   job-server  a Prism job server on loopback (for --runner universal)

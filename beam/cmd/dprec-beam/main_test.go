@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dprec/dprec"
 	"github.com/dprec/dprec/beam/pipeline"
 	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/data"
@@ -242,5 +243,75 @@ func TestCommandsInProcess(t *testing.T) {
 	}
 	if err := command("train", "--data", log).Run(); err == nil {
 		t.Fatal("train without --out succeeded")
+	}
+}
+
+// TestTrainUserUnit: train --privacy bias --privacy-unit user writes a
+// user-level billboard model (one placeholder user, the catalogue's
+// items, a report of the user unit with k), and the flags that do not go
+// together are usage errors (exit 2) before any pipeline runs: the user
+// unit with --privacy als ("user level: bias only in dprec-beam") or
+// without a privacy mode, --max-ratings-per-user without the user unit,
+// the user unit without k, without --items, or with Gaussian noise and no
+// delta, and an unknown unit.
+func TestTrainUserUnit(t *testing.T) {
+	dir := t.TempDir()
+	log := writeLog(t)
+	cat := filepath.Join(dir, "items.csv")
+	var ids strings.Builder
+	ids.WriteString("movieId\n")
+	for j := 101; j <= 130; j++ {
+		fmt.Fprintf(&ids, "%d\n", j)
+	}
+	if err := os.WriteFile(cat, []byte(ids.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "user.arrow")
+	c := command("train", "--privacy", "bias", "--privacy-unit", "user", "--max-ratings-per-user", "5", "--items", cat,
+		"--epsilon", "1", "--delta", "1e-5", "--data", log, "--out", out, "--json")
+	c.Stderr = os.Stderr
+	b, err := c.Output()
+	if err != nil {
+		t.Fatalf("train --privacy-unit user: %v\n%s", err, b)
+	}
+	var res struct {
+		Ratings, Users, Bounded int64
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	f, err := models.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.Privacy.Private() || f.Privacy.Unit != "user" || f.Model.Dims[0] != 1 || f.Model.Dims[1] != 30 || f.Dicts[0].String(0) != dprec.NoUserID {
+		t.Fatalf("user-level model: private %v, unit %q, dims %v, user %q", f.Privacy.Private(), f.Privacy.Unit, f.Model.Dims, f.Dicts[0].String(0))
+	}
+	if res.Ratings > 5*res.Users || res.Bounded == 0 {
+		t.Fatalf("%d ratings of %d users (%d dropped by the bound): more than k = 5 a user, or nothing bounded", res.Ratings, res.Users, res.Bounded)
+	}
+	base := []string{"train", "--data", log, "--out", filepath.Join(dir, "x.arrow"), "--epsilon", "1", "--delta", "1e-5"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--privacy", "als", "--privacy-unit", "user", "--max-ratings-per-user", "5", "--items", cat}, "user level: bias only in dprec-beam"},
+		{[]string{"--privacy", "none", "--privacy-unit", "user", "--max-ratings-per-user", "5", "--items", cat}, "user level: bias only in dprec-beam"},
+		{[]string{"--privacy", "bias", "--max-ratings-per-user", "5", "--items", cat}, "--max-ratings-per-user applies to --privacy-unit user only"},
+		{[]string{"--privacy", "bias", "--privacy-unit", "entry", "--max-ratings-per-user", "5", "--items", cat}, "--max-ratings-per-user applies to --privacy-unit user only"},
+		{[]string{"--privacy", "bias", "--privacy-unit", "user", "--items", cat}, "needs --max-ratings-per-user"},
+		{[]string{"--privacy", "bias", "--privacy-unit", "user", "--max-ratings-per-user", "5"}, "needs --items"},
+		{[]string{"--privacy", "bias", "--privacy-unit", "user", "--max-ratings-per-user", "5", "--items", cat, "--delta", "0"}, "needs --delta > 0"},
+		{[]string{"--privacy", "bias", "--privacy-unit", "users", "--max-ratings-per-user", "5", "--items", cat}, "want entry or user"},
+	} {
+		c := command(append(base, tc.args...)...)
+		var stderr strings.Builder
+		c.Stderr = &stderr
+		if err := c.Run(); err == nil || c.ProcessState.ExitCode() != 2 {
+			t.Fatalf("train %v: %v, want a usage error (exit 2)", tc.args, err)
+		}
+		if !strings.Contains(stderr.String(), tc.want) {
+			t.Fatalf("train %v: %q, want it to say %q", tc.args, stderr.String(), tc.want)
+		}
 	}
 }

@@ -17,6 +17,9 @@ func trainCmd(ctx context.Context, o *options, w io.Writer) error {
 	if o.data == "" || o.out == "" {
 		return usageError("train needs --data and --out")
 	}
+	if err := checkUnit(o); err != nil {
+		return err
+	}
 	switch o.privacy {
 	case "", "none":
 	case "bias":
@@ -24,7 +27,7 @@ func trainCmd(ctx context.Context, o *options, w io.Writer) error {
 	case "als":
 		return trainALS(ctx, o, w)
 	default:
-		return usageError(fmt.Sprintf("--privacy %s: the pipelines train --privacy none, bias and als (entry level) so far (use dprec train --privacy on one machine)", o.privacy))
+		return usageError(fmt.Sprintf("--privacy %s: the pipelines train --privacy none, bias (entry and user level) and als (entry level) so far (use dprec train --privacy on one machine)", o.privacy))
 	}
 	start := 0
 	res, err := pipeline.Train(ctx, pipeline.TrainOptions{
@@ -60,12 +63,20 @@ func trainCmd(ctx context.Context, o *options, w io.Writer) error {
 	return nil
 }
 
-// trainBias trains the private bias mode at entry level.
+// trainBias trains the private bias mode at entry level or at the user
+// unit.
 func trainBias(ctx context.Context, o *options, w io.Writer) error {
 	if o.items == "" {
 		return usageError("train --privacy bias needs --items, the public item catalogue (a CSV whose first column is the item ID)")
 	}
 	po := completion.PrivateOptions{Epsilon: o.epsilon, Delta: o.delta, RatingMin: o.ratingMin, RatingMax: o.ratingMax, Mechanism: o.mechanism}
+	user := o.unit == string(completion.UnitUser)
+	if user {
+		po.Unit, po.MaxRatingsPerUser = completion.UnitUser, o.maxPerUser
+		if (o.mechanism == "" || o.mechanism == perturb.MechGaussian) && !(o.delta > 0) {
+			return usageError("train --privacy bias --privacy-unit user draws Gaussian noise by default and needs --delta > 0 (or --mechanism laplace)")
+		}
+	}
 	if flagSet("seed") {
 		po.Noise = perturb.SeededNoise(o.seed)
 		fmt.Fprintln(os.Stderr, "warning: --seed makes the privacy noise reproducible: the model is NOT private (never release it)")
@@ -76,6 +87,17 @@ func trainBias(ctx context.Context, o *options, w io.Writer) error {
 		return err
 	}
 	rep := res.File.Privacy
+	if user {
+		if o.jsonOut {
+			return printJSON(w, map[string]any{"out": o.out, "ratings": res.Ratings, "dropped": res.Dropped, "users": res.Users,
+				"bounded": res.Bounded, "privacy": rep})
+		}
+		// The counts are the curator's (functions of the private log):
+		// printed here, never saved in the model file.
+		fmt.Fprintf(w, "trained private bias model (user level, k = %d, epsilon %g, delta %g) on %d ratings of %d users over %d catalogue items (%d ratings dropped by the bound of %d per user, one per item; %d ratings of other items dropped; these counts are for you only, not in the model); wrote %s\n",
+			o.maxPerUser, rep.Epsilon, rep.Delta, res.Ratings, res.Users, res.File.Model.Dims[1], res.Bounded, o.maxPerUser, res.Dropped, o.out)
+		return nil
+	}
 	if o.jsonOut {
 		return printJSON(w, map[string]any{"out": o.out, "ratings": res.Ratings, "dropped": res.Dropped, "privacy": rep})
 	}
@@ -120,6 +142,37 @@ func trainALS(ctx context.Context, o *options, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "trained private ALS model (entry level, epsilon %g, delta %g; %s) on %d ratings of %d catalogue items (%d ratings of other items dropped); wrote %s\n",
 		rep.Epsilon, rep.Delta, route, res.Ratings, res.File.Model.Dims[1], res.Dropped, o.out)
+	return nil
+}
+
+// checkUnit refuses the privacy unit flags where they do not apply, as
+// dprec train does: --privacy-unit is entry or user; the user unit is the
+// bias mode's only (here), with --max-ratings-per-user k >= 1 and a
+// catalogue; --max-ratings-per-user belongs to the user unit.
+func checkUnit(o *options) error {
+	switch o.unit {
+	case "", string(completion.UnitEntry):
+		if o.maxPerUser != 0 || flagSet("max-ratings-per-user") {
+			return usageError("--max-ratings-per-user applies to --privacy-unit user only")
+		}
+		return nil
+	case string(completion.UnitUser):
+	default:
+		return usageError(fmt.Sprintf("--privacy-unit %s: want entry or user", o.unit))
+	}
+	switch o.privacy {
+	case "bias":
+	case "als":
+		return usageError("--privacy-unit user with --privacy als: user level: bias only in dprec-beam (use dprec train --privacy als --privacy-unit user on one machine)")
+	default:
+		return usageError(fmt.Sprintf("--privacy-unit user needs --privacy bias (got --privacy %s): user level: bias only in dprec-beam", o.privacy))
+	}
+	if o.maxPerUser < 1 {
+		return usageError("--privacy-unit user needs --max-ratings-per-user k >= 1 (the sensitivities are those of one user with at most k ratings)")
+	}
+	if o.items == "" {
+		return usageError("--privacy-unit user needs --items, the public item catalogue: dprec-beam selects no items privately (the set of items in the log is private at the user unit; use dprec train without --items for a private item selection)")
+	}
 	return nil
 }
 
