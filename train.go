@@ -410,12 +410,8 @@ func (o *Options) resolveObjective(st *data.Store, name string) (Objective, stri
 	if o.Objective != ObjectiveAuto {
 		return o.Objective, o.autoNote
 	}
-	var why string
-	if o.Load.Columns.NoRating() || o.noRating {
-		why = name + " has no rating column"
-	} else if v, ok := oneValue(st); ok {
-		why = fmt.Sprintf("every rating of %s is %g", name, v)
-	} else {
+	why := o.noRatings(st, name)
+	if why == "" {
 		return ObjectiveRating, ""
 	}
 	if f := o.ratingOnly(); f != "" {
@@ -430,6 +426,18 @@ func (o *Options) resolveObjective(st *data.Store, name string) (Objective, stri
 		return ObjectiveEASE, fmt.Sprintf("note: %s: trained the EASE item-item model (every event a positive; its %d items fit the closed form, which leads on short histories and small catalogues); --objective implicit trains the factor model, --objective rating fits the ratings", why, st.Dims[1])
 	}
 	return ObjectiveImplicit, fmt.Sprintf("note: %s: trained with the implicit objective (every event a positive, every other cell a zero); --objective rating fits the ratings instead", why)
+}
+
+// noRatings says why st carries no ratings (no rating column, or one
+// value throughout), or "".
+func (o *Options) noRatings(st *data.Store, name string) string {
+	if o.Load.Columns.NoRating() || o.noRating {
+		return name + " has no rating column"
+	}
+	if v, ok := oneValue(st); ok {
+		return fmt.Sprintf("every rating of %s is %g", name, v)
+	}
+	return ""
 }
 
 // oneValue reports whether every rating of st has the same value.
@@ -512,6 +520,14 @@ func train(ctx context.Context, st *data.Store, name string, o *Options) (*Resul
 	}
 	if o.Kind != decomposition.CP && o.Kind != decomposition.Tucker {
 		return nil, optErr("model kind %q: want cp or tucker", o.Kind)
+	}
+	if private && o.Privacy.Unit != completion.UnitUser {
+		if why := o.noRatings(st, name); why != "" {
+			// A click log's events are its positions: the entry unit's
+			// relation (one rating value changes, the positions public)
+			// would protect none of it, while the report said private.
+			return nil, optErr("%s: the entry unit's relation (one rating value changes; which items each user rated is public) protects nothing of a log whose events carry no rating; train it without --privacy, or at --privacy-unit user (bias or als: whole users are protected)", why)
+		}
 	}
 	obj, note := o.resolveObjective(st, name)
 	o.note(note)

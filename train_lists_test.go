@@ -182,3 +182,43 @@ func TestTuneRankingCheck(t *testing.T) {
 		t.Fatalf("refusing check: err %v after %d plans", err, plans)
 	}
 }
+
+// TestPrivateEntryRefusesClickLogs: at the entry unit (one rating value
+// changes, the positions public) a log without ratings would have nothing
+// protected, and its lists by the positions would publish the log itself
+// under a private report: the private modes refuse it; the user unit
+// accepts it.
+func TestPrivateEntryRefusesClickLogs(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "clicks.csv")
+	var b strings.Builder
+	for u := 1; u <= 40; u++ {
+		for j := 1; j <= 8; j++ {
+			fmt.Fprintf(&b, "%d,%d\n", u, (u*j)%30+1)
+		}
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []dprec.PrivacyMode{dprec.PrivacyBias, dprec.PrivacyALS, dprec.PrivacyInput} {
+		p := &dprec.Privacy{Mode: mode, PrivateOptions: completion.PrivateOptions{Epsilon: 1, Delta: 1e-5, RatingMin: 1, RatingMax: 5}}
+		_, err := dprec.Fit(context.Background(), path, &dprec.Options{TimeUnit: data.TimeNone, Privacy: p})
+		var oe *dprec.OptionError
+		if !errors.As(err, &oe) || !strings.Contains(err.Error(), "protects nothing") {
+			t.Errorf("%s on a click log at the entry unit: %v", mode, err)
+		}
+	}
+	ids := make([]string, 30)
+	for j := range ids {
+		ids[j] = fmt.Sprint(j + 1)
+	}
+	items, err := data.DictFromStrings("item", ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &dprec.Privacy{Mode: dprec.PrivacyBias, Items: items, PrivateOptions: completion.PrivateOptions{Epsilon: 1, Delta: 1e-5, RatingMin: 1, RatingMax: 5,
+		Unit: completion.UnitUser, MaxRatingsPerUser: 8}}
+	if _, err := dprec.Fit(context.Background(), path, &dprec.Options{TimeUnit: data.TimeNone, Seed: 1, Privacy: p}); err != nil {
+		t.Errorf("user unit on a click log: %v", err)
+	}
+}

@@ -399,7 +399,8 @@ func trainError(err error) error {
 	var oe *dprec.OptionError
 	var tl *itemitem.TooLargeError
 	if errors.As(err, &oe) || errors.As(err, &tl) {
-		return cli.Exit(err.Error(), exitUsage)
+		// The command prints its own "dprec: " before the message.
+		return cli.Exit(strings.TrimPrefix(err.Error(), "dprec: "), exitUsage)
 	}
 	var div *completion.ErrDiverged
 	if errors.As(err, &div) {
