@@ -109,6 +109,17 @@ func (sumFloatFn) ExtractOutput(a float64) float64        { return a }
 
 func formatResidualSum(i int32, s float64) string { return strconv.Itoa(int(i)) + "\t" + fmtFloat(s) }
 
+// entryNeedsRatings refuses, as dprec train does, a private run at the
+// entry unit on a log whose ratings all have one value (a click log): the
+// entry unit's relation (one rating value changes, the positions public)
+// would protect nothing of it, while the report said private.
+func entryNeedsRatings(o *completion.PrivateOptions, all *Counts) error {
+	if o.Unit == completion.UnitUser || all.Ratings == 0 || all.Min != all.Max {
+		return nil
+	}
+	return fmt.Errorf("every rating of the log is %g: the entry unit's relation (one rating value changes; which items each user rated is public) protects nothing of a log whose events carry no rating; train it without --privacy, or with --privacy bias --privacy-unit user", all.Min)
+}
+
 // biasSource is completion.BiasSource over pipelines.
 type biasSource struct {
 	ctx    context.Context
@@ -177,6 +188,9 @@ func (b *biasSource) Totals(o *completion.PrivateOptions) (int, float64, []int, 
 		return 0, 0, nil, err
 	}
 	b.n, b.dropped = int64(n), all.Ratings-int64(n)
+	if err := entryNeedsRatings(o, all); err != nil {
+		return 0, 0, nil, err
+	}
 	return n, total, counts, nil
 }
 

@@ -446,6 +446,9 @@ func TrainPrivateALS(ctx context.Context, o PrivateALSOptions) (*PrivateALSResul
 	if err != nil {
 		return nil, err
 	}
+	if err := entryNeedsRatings(&o.Privacy, prep.counts); err != nil {
+		return nil, err
+	}
 	users, err := data.DictFromStrings("user", []string{NoUser})
 	if err != nil {
 		return nil, err

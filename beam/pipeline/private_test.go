@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -89,3 +90,38 @@ func abs(x float64) float64 {
 	}
 	return x
 }
+
+// TestPrivateEntryRefusesOneValue: as dprec train does, the private jobs at
+// the entry unit refuse a log whose ratings all have one value (a click
+// log): the value-change relation would protect nothing of it.
+func TestPrivateEntryRefusesOneValue(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "clicks.tsv")
+	var b strings.Builder
+	b.WriteString("userId\titemId\trating\n")
+	for u := 1; u <= 20; u++ {
+		for j := 1; j <= 5; j++ {
+			b.WriteString(strings.Join([]string{itoa(u), itoa((u+j)%8 + 1), "1"}, "\t") + "\n")
+		}
+	}
+	cat := filepath.Join(dir, "items.csv")
+	var c strings.Builder
+	for j := 1; j <= 8; j++ {
+		c.WriteString(itoa(j) + "\n")
+	}
+	if err := os.WriteFile(log, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cat, []byte(c.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	po := completion.PrivateOptions{Epsilon: 1, Delta: 1e-5, RatingMin: 1, RatingMax: 5, Noise: perturb.SeededNoise(3)}
+	if _, err := TrainPrivateBias(context.Background(), PrivateBiasOptions{Data: log, Items: cat, Privacy: po}); err == nil || !strings.Contains(err.Error(), "protects nothing") {
+		t.Errorf("bias on a one-value log: %v", err)
+	}
+	if _, err := TrainPrivateALS(context.Background(), PrivateALSOptions{Data: log, Items: cat, Rank: 2, Privacy: po}); err == nil || !strings.Contains(err.Error(), "protects nothing") {
+		t.Errorf("als on a one-value log: %v", err)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
