@@ -923,14 +923,13 @@ func trainImplicit(st *data.Store, name string, o *Options, rng rand.Source, res
 	return nil
 }
 
-// trainEASE trains the item-item model (package itemitem).
-func trainEASE(ctx context.Context, st *data.Store, o *Options, res *Result) error {
-	if o.Privacy != nil && o.Privacy.Mode != "" {
-		return optErr("the ease objective has no private mode")
-	}
+// fitEASE runs the resource check and itemitem.Train on st with the
+// options' EASE settings (seed, threads and notes from the run's when
+// unset): the ease objective and the lists by the positions.
+func (o *Options) fitEASE(ctx context.Context, st *data.Store, seed uint64) (*itemitem.Result, error) {
 	s := o.EASE
 	if s.Seed == 0 {
-		s.Seed = res.Seed
+		s.Seed = seed
 	}
 	if s.Threads == 0 {
 		s.Threads = o.Settings.Threads
@@ -940,10 +939,18 @@ func trainEASE(ctx context.Context, st *data.Store, o *Options, res *Result) err
 	}
 	if o.Check != nil {
 		if err := o.Check(Plan{Objective: ObjectiveEASE, Dims: st.Dims[:2], NNZ: st.NNZ()}); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	r, err := itemitem.Train(ctx, st, s)
+	return itemitem.Train(ctx, st, s)
+}
+
+// trainEASE trains the item-item model (package itemitem).
+func trainEASE(ctx context.Context, st *data.Store, o *Options, res *Result) error {
+	if o.Privacy != nil && o.Privacy.Mode != "" {
+		return optErr("the ease objective has no private mode")
+	}
+	r, err := o.fitEASE(ctx, st, res.Seed)
 	if err != nil {
 		return err
 	}
@@ -968,22 +975,7 @@ func (o *Options) attachPositionLists(ctx context.Context, final *data.Store, f 
 	if err != nil || !use || f.Privacy == nil || !f.Privacy.Billboard {
 		return err
 	}
-	s := o.EASE
-	if s.Seed == 0 {
-		s.Seed = res.Seed
-	}
-	if s.Threads == 0 {
-		s.Threads = o.Settings.Threads
-	}
-	if s.Note == nil {
-		s.Note = o.Events.Note
-	}
-	if o.Check != nil {
-		if err := o.Check(Plan{Objective: ObjectiveEASE, Dims: final.Dims[:2], NNZ: final.NNZ()}); err != nil {
-			return err
-		}
-	}
-	r, err := itemitem.Train(ctx, final, s)
+	r, err := o.fitEASE(ctx, final, res.Seed)
 	if err == nil && r.Chosen && o.Privacy.Lists == "" {
 		// A log whose positions say little of what a user rates (drawn
 		// at random, say) is ranked better by the ratings: the choice is
