@@ -145,6 +145,11 @@ type alsPrivateParams struct {
 	inputGate     float64
 	inputFallback float64
 	inputNoCorr   bool
+	// noPositions (measurement) skips the positions stage; posBias and
+	// posReg (measurement) replace ALSPositionsBiasFraction and
+	// ALSPositionsReg.
+	noPositions     bool
+	posBias, posReg float64
 }
 
 func newALSPrivateParams(o *PrivateOptions) alsPrivateParams {
@@ -505,9 +510,22 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 		tweak(&p)
 	}
 	if o.Unit == UnitEntry && p.input {
-		// The residual route, or its fallback to the bias mode
-		// (private_als_input.go).
-		return trainALSInputRoute(storeALSSource{storeBiasSource{train}}, itemCounts(train), m, &o, p)
+		// The positions stage when the positions have structure
+		// (private_als_positions.go); otherwise the residual route, or
+		// its fallback to the bias mode (private_als_input.go).
+		note := "positions stage: off (ALSPositionsOff)"
+		if o.ALSPositions != ALSPositionsOff && !p.noPositions {
+			pe := planPositions(train, min(R, ALSPositionsMaxRank))
+			if pe.pass() {
+				return trainALSPositions(train, m, &o, p, pe)
+			}
+			note = fmt.Sprintf("positions stage: not run (spectral gate: the largest non-trivial singular value of the normalised position matrix, %.4g, is below %g x %.4g, that of the same degrees with shuffled items: the positions carry no structure to use)", pe.Top, ALSPositionsGate, pe.Floor)
+		}
+		rep, err := trainALSInputRoute(storeALSSource{storeBiasSource{train}}, itemCounts(train), m, &o, p)
+		if err == nil {
+			rep.Notes = append(rep.Notes, note)
+		}
+		return rep, err
 	}
 	sens, deriv := alsStepSensitivity(&o, p, by)
 	// Under the entry unit the item counts are public: when, at the sigma

@@ -251,7 +251,9 @@ type ALSSource interface {
 
 // TrainPrivateALSFrom is TrainPrivateALS at entry level (opts.Unit
 // UnitEntry, the residual route and its fallback) with the data-dependent
-// steps from src. m is a user x item CP model with biases whose items are
+// steps from src. It never runs the positions stage
+// (private_als_positions.go): with opts.ALSPositions = ALSPositionsOff
+// its result is TrainPrivateALS's on the same ratings. m is a user x item CP model with biases whose items are
 // a public catalogue (the set of released rows must not depend on the
 // data); its user mode is never released (any size). It returns the
 // privacy report, the same as TrainPrivateALS's on the same ratings.
@@ -282,7 +284,15 @@ func TrainPrivateALSFrom(src ALSSource, m *decomposition.Model, opts *PrivateOpt
 	}
 	p := newALSPrivateParams(&o)
 	p.terms = alsTermsRuleHist(users)
-	return trainALSInputRoute(src, items, m, &o, p)
+	rep, err := trainALSInputRoute(src, items, m, &o, p)
+	if err == nil {
+		note := "positions stage: off (ALSPositionsOff)"
+		if o.ALSPositions != ALSPositionsOff {
+			note = "positions stage: not run (a source supplies no pass over the positions; TrainPrivateALS on a store runs it when its spectral gate passes)"
+		}
+		rep.Notes = append(rep.Notes, note)
+	}
+	return rep, err
 }
 
 // trainALSInputRoute is the entry unit's residual route, or its fallback

@@ -20,7 +20,7 @@ func TestPrivateALSFromStore(t *testing.T) {
 		eps      float64
 		fallback bool
 	}{{1, true}, {10, false}, {100, false}} {
-		o := &PrivateOptions{Epsilon: tc.eps, Delta: 1e-5, RatingMin: 1, RatingMax: 5, Noise: perturb.SeededNoise(3)}
+		o := &PrivateOptions{Epsilon: tc.eps, Delta: 1e-5, RatingMin: 1, RatingMax: 5, Noise: perturb.SeededNoise(3), ALSPositions: ALSPositionsOff}
 		plan, err := PlanALSInput(o, 3, itemCounts(st))
 		if err != nil {
 			t.Fatal(err)

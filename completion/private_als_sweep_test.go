@@ -86,7 +86,7 @@ func TestPrivateALSSweep(t *testing.T) {
 				start := time.Now()
 				var rep *perturb.Report
 				if mode == "als" {
-					rep, err = TrainPrivateALS(fit, m, o)
+					rep, err = trainPrivateALS(fit, m, o, sweepTweak())
 				} else {
 					rep, err = TrainPrivateBias(fit, m, o)
 				}
@@ -94,7 +94,12 @@ func TestPrivateALSSweep(t *testing.T) {
 					t.Fatal(err)
 				}
 				secs := time.Since(start).Seconds()
-				got, err := FoldInRMSE(m, tr, va, BillboardFoldFor(rep))
+				pen := BillboardFoldFor(rep)
+				if os.Getenv("DPREC_ALS_FOLDROW") != "" {
+					pen.Row, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_FOLDROW"), 64)
+					pen.PerRating, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_FOLDPER"), 64)
+				}
+				got, err := FoldInRMSE(m, tr, va, pen)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -105,6 +110,16 @@ func TestPrivateALSSweep(t *testing.T) {
 				t.Logf("%s %s epsilon %g (%s level): %.4f (%.2f s)", name, mode, e, unit, got, secs)
 			}
 		}
+	}
+}
+
+// sweepTweak reads measurement overrides of private ALS's rules from the
+// environment (DPREC_ALS_NOPOS=1, DPREC_ALS_POSREG=x, DPREC_ALS_POSBIAS=f).
+func sweepTweak() func(*alsPrivateParams) {
+	return func(p *alsPrivateParams) {
+		p.noPositions = os.Getenv("DPREC_ALS_NOPOS") != ""
+		p.posReg, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_POSREG"), 64)
+		p.posBias, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_POSBIAS"), 64)
 	}
 }
 
@@ -130,6 +145,14 @@ func sweepData(t *testing.T, name string) (tr, va *data.Store, lo, hi float64) {
 		}
 		st, _, err = data.Load(mlPath, data.LoadOptions{Builder: data.BuilderOptions{TimeUnit: data.TimeNone}})
 		lo, hi = 0.5, 5
+	case "ml100k":
+		path := os.Getenv("DPREC_ML100K")
+		if path == "" {
+			t.Logf("ml100k: skipped (set DPREC_ML100K to MovieLens-100K's u.data)")
+			return nil, nil, 0, 0
+		}
+		st, _, err = data.Load(path, data.LoadOptions{Builder: data.BuilderOptions{TimeUnit: data.TimeNone}})
+		lo, hi = 1, 5
 	case "joke":
 		st, _, err = data.Synth(data.SynthOptions{Users: 5000, Items: 100, Ratings: 250000, Rank: 5, Bias: true, Mean: 3.5, Noise: 1.5, Skew: 0.3}, rand.NewPCG(7, 7))
 		lo, hi = 0.1, 6.9

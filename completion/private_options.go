@@ -199,6 +199,11 @@ type PrivateOptions struct {
 	// DefaultWarmFraction) and the first release of the input mode's
 	// residual release (default DefaultInputBiasFraction).
 	WarmFraction float64
+	// ALSPositions (als mode, entry unit) selects whether private ALS runs
+	// its positions stage (ALSPositionsAuto, the zero value: when the
+	// spectral gate passes; private_als_positions.go) or not
+	// (ALSPositionsOff).
+	ALSPositions ALSPositions
 	// Noise selects the noise source: the zero value is secure
 	// (perturb.SecureSource); perturb.SeededNoise(seed) gives reproducible
 	// streams (NOT private). Its provenance is what the report records.

@@ -132,7 +132,8 @@ func TestPrivateALSMatchesSingleMachine(t *testing.T) {
 		eps      float64
 		fallback bool
 	}{{20, false}, {1, true}} {
-		po := completion.PrivateOptions{Epsilon: tc.eps, Delta: 1e-5, RatingMin: 0.5, RatingMax: 5, Noise: perturb.SeededNoise(17)}
+		// The pipelines have no positions stage: the single machine without it.
+		po := completion.PrivateOptions{Epsilon: tc.eps, Delta: 1e-5, RatingMin: 0.5, RatingMax: 5, Noise: perturb.SeededNoise(17), ALSPositions: completion.ALSPositionsOff}
 		newModel := func(users int) *decomposition.Model {
 			m, err := decomposition.NewModel(decomposition.CP, []int{users, st.Dims[1]}, []int{rank}, true)
 			if err != nil {

@@ -1,0 +1,301 @@
+package completion
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/perturb"
+)
+
+// groupStore returns a user x item log whose positions carry the users'
+// taste: user u belongs to group u mod g, item i to group i mod g; a user
+// rates perUser items, each from their own group's items with
+// probability 0.7 (otherwise any item), and rates an item of their group
+// 4, any other 2, plus noise of sd 0.5, rounded to half stars on [1, 5].
+func groupStore(users, items, g, perUser int, seed uint64) *data.Store {
+	rng := rand.New(rand.NewPCG(seed, 5))
+	st := &data.Store{Dims: []int{users, items}, Idx: make([][]int32, 2)}
+	for u := 0; u < users; u++ {
+		seen := map[int]bool{}
+		for len(seen) < perUser {
+			i := rng.IntN(items)
+			if rng.Float64() < 0.7 {
+				i = (rng.IntN(items/g))*g + u%g
+			}
+			if seen[i] {
+				continue
+			}
+			seen[i] = true
+			v := 2.0
+			if i%g == u%g {
+				v = 4
+			}
+			v += 0.5 * rng.NormFloat64()
+			st.Idx[0] = append(st.Idx[0], int32(u))
+			st.Idx[1] = append(st.Idx[1], int32(i))
+			st.Val = append(st.Val, math.Round(clampValue(v, 1, 5)*2)/2)
+		}
+	}
+	return st
+}
+
+// TestPositionsGate: the spectral gate passes where the positions carry
+// the users' groups and fails where they are random (privStore) or
+// shuffled; the embedding is a function of the positions only, with rows
+// of norm at most 1.
+func TestPositionsGate(t *testing.T) {
+	t.Parallel()
+	grp := groupStore(600, 120, 4, 30, 1)
+	pe := planPositions(grp, 5)
+	if !pe.pass() {
+		t.Fatalf("group log: gate fails (top %.4f, floor %.4f)", pe.Top, pe.Floor)
+	}
+	for _, rows := range [][]float64{pe.P, pe.Q} {
+		mx := 0.0
+		for r := 0; r < len(rows); r += 5 {
+			mx = math.Max(mx, math.Sqrt(dot(rows[r:r+5], rows[r:r+5])))
+		}
+		if mx > 1+1e-12 || mx < 1-1e-12 {
+			t.Fatalf("largest row norm %v, want 1", mx)
+		}
+	}
+	shuf := &data.Store{Dims: grp.Dims, Idx: [][]int32{grp.Idx[0], slices.Clone(grp.Idx[1])}, Val: grp.Val}
+	rand.New(rand.NewPCG(8, 8)).Shuffle(len(shuf.Val), func(a, b int) {
+		shuf.Idx[1][a], shuf.Idx[1][b] = shuf.Idx[1][b], shuf.Idx[1][a]
+	})
+	if pe := planPositions(shuf, 5); pe.pass() {
+		t.Errorf("shuffled positions: gate passes (top %.4f, floor %.4f)", pe.Top, pe.Floor)
+	}
+	if pe := planPositions(privStore([]int{300, 60}, 4000, 2), 5); pe.pass() {
+		t.Errorf("random positions: gate passes (top %.4f, floor %.4f)", pe.Top, pe.Floor)
+	}
+	// Values do not enter the embedding.
+	nb := &data.Store{Dims: grp.Dims, Idx: grp.Idx, Val: slices.Clone(grp.Val)}
+	for e := range nb.Val {
+		nb.Val[e] = 6 - nb.Val[e]
+	}
+	pn := planPositions(nb, 5)
+	if !slices.Equal(pn.P, pe.P) || !slices.Equal(pn.Q, pe.Q) || pn.Top != pe.Top || pn.Floor != pe.Floor {
+		t.Fatal("the embedding depends on the values")
+	}
+}
+
+// TestALSPositionsSensitivity: changing one rating's value (to anything,
+// in or out of the range) moves the positions statistic S by at most
+// 2c in Frobenius norm, and by 2c |p_u| |q_i| at the extremes (the bound
+// is reached); the Gram matrix G does not move.
+func TestALSPositionsSensitivity(t *testing.T) {
+	t.Parallel()
+	st := groupStore(300, 60, 3, 20, 2)
+	o := baseOpts()
+	o.RatingMin, o.RatingMax = 1, 5
+	p := newALSPrivateParams(&o)
+	c := p.inputClip
+	pe := planPositions(st, 4)
+	K := pe.K
+	r := rand.New(rand.NewPCG(4, 4))
+	wm := privModel(t, decomposition.CP, st.Dims, 1, true, 1, 1)
+	wm.Mean = 3
+	for i := range wm.Bias[1] {
+		wm.Bias[1][i] = 0.5 * r.NormFloat64()
+	}
+	S, G := positionsStats(st, &o, wm, pe, c)
+	worst := 0.0
+	for trial := 0; trial < 200; trial++ {
+		nb := &data.Store{Dims: st.Dims, Idx: st.Idx, Val: slices.Clone(st.Val)}
+		e := r.IntN(len(nb.Val))
+		switch trial % 3 {
+		case 0:
+			nb.Val[e] = o.RatingMin - 5
+		case 1:
+			nb.Val[e] = o.RatingMax + 5
+		default:
+			nb.Val[e] = 30 * r.NormFloat64()
+		}
+		S2, G2 := positionsStats(nb, &o, wm, pe, c)
+		if !slices.Equal(G, G2) {
+			t.Fatal("the Gram matrix moved with a value")
+		}
+		d := 0.0
+		for k := range S {
+			d += (S[k] - S2[k]) * (S[k] - S2[k])
+		}
+		d = math.Sqrt(d)
+		if d > 2*c*(1+1e-9) {
+			t.Fatalf("S moved by %v > 2c = %v", d, 2*c)
+		}
+		u, i := int(st.Idx[0][e]), int(st.Idx[1][e])
+		pq := math.Sqrt(dot(pe.P[u*K:u*K+K], pe.P[u*K:u*K+K]) * dot(pe.Q[i*K:i*K+K], pe.Q[i*K:i*K+K]))
+		if pq > 0 && trial%3 != 2 {
+			worst = math.Max(worst, d/(2*c*pq))
+		}
+	}
+	if worst < 0.99 {
+		t.Errorf("worst move %.3f of 2c |p_u| |q_i|: the bound is never reached", worst)
+	}
+}
+
+// TestALSPositionsRelease: on a log whose positions pass the gate, private
+// ALS takes the positions stage: the report has the bias releases and the
+// Gaussian release of S, each with a derivation, recomposing within the
+// budget; user rows are zero, columns past K are zero, users fold in with
+// the bias mode's penalties; ALSPositionsOff gives the residual route.
+// The noise of S matches the report (variance over seeds).
+func TestALSPositionsRelease(t *testing.T) {
+	t.Parallel()
+	st := groupStore(600, 120, 4, 30, 3)
+	o := baseOpts()
+	o.RatingMin, o.RatingMax = 1, 5
+	const R = 12
+	m := privModel(t, decomposition.CP, st.Dims, R, true, 1, 1)
+	rep, err := TrainPrivateALS(st, m, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rel *perturb.Release
+	for k := range rep.Releases {
+		if rep.Releases[k].What == alsPositionsWhat {
+			rel = &rep.Releases[k]
+		}
+	}
+	if rel == nil || rel.Mechanism != perturb.MechGaussian || rel.Sensitivity != 2*alsInputClip(&o) {
+		t.Fatalf("positions release %+v", rel)
+	}
+	checkDerivations(t, "als", rep)
+	var acc perturb.Accountant
+	for _, r := range rep.Releases {
+		_ = acc.Add(r, r.Count)
+	}
+	if e, _, _ := acc.Total(o.Delta); e > o.Epsilon*(1+1e-9) || rep.Delta > o.Delta {
+		t.Errorf("releases recompose to epsilon %v > %v", e, o.Epsilon)
+	}
+	if !strings.Contains(strings.Join(rep.Notes, "\n"), "positions stage (entry unit") || rep.FoldPerRating != 0 {
+		t.Fatalf("report notes %q, fold per rating %v", rep.Notes, rep.FoldPerRating)
+	}
+	for _, x := range m.Factors[0] {
+		if x != 0 {
+			t.Fatal("user rows released")
+		}
+	}
+	K := min(R, ALSPositionsMaxRank)
+	nonzero := 0
+	for i := 0; i < m.Dims[1]; i++ {
+		row := m.Row(1, i)
+		for j, x := range row {
+			if j >= K && x != 0 {
+				t.Fatalf("item %d column %d = %v past K = %d", i, j, x, K)
+			}
+			if x != 0 {
+				nonzero++
+			}
+		}
+	}
+	if nonzero == 0 {
+		t.Fatal("every item row is zero")
+	}
+	off := o
+	off.ALSPositions = ALSPositionsOff
+	rep2, err := TrainPrivateALS(st, privModel(t, decomposition.CP, st.Dims, R, true, 1, 1), &off)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep2.Releases {
+		if r.What == alsPositionsWhat {
+			t.Fatal("ALSPositionsOff released S")
+		}
+	}
+	// The noise of S, over seeds: the truth is S at the same bias release
+	// (deterministic for a seed).
+	nt := newNoiseTally()
+	pe := planPositions(st, K)
+	for seed := uint64(0); seed < 60; seed++ {
+		oo := o
+		oo.Noise = perturb.SeededNoise(seed)
+		var noisy []float64
+		oo.probe = &releaseProbe{seen: func(what string, x, _ []float64) {
+			if what == alsPositionsWhat {
+				noisy = slices.Clone(x)
+			}
+		}}
+		m := privModel(t, decomposition.CP, st.Dims, R, true, 1, 1)
+		r, err := TrainPrivateALS(st, m, &oo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rr, err := resolveALS(st, m, &oo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wm, _, err := scratchBiasReleaseFrom(storeBiasSource{st}, st.Dims[:2], &rr, ALSPositionsBiasFraction*oo.Epsilon)
+		if err != nil {
+			t.Fatal(err)
+		}
+		truth, _ := positionsStats(st, &rr, wm, pe, alsInputClip(&rr))
+		nt.add(t, alsPositionsWhat, noisy, truth)
+		rep = r
+	}
+	nt.check(t, "als positions", rep, alsPositionsWhat)
+}
+
+// TestPrivateALSPositionsConverges: on a log whose positions carry the
+// users' groups, private ALS (entry level, the positions stage) at
+// epsilon 100 scores within 2% of non-private ALS of the same rank on a
+// held-out part, and at epsilon 1 below the private bias model.
+func TestPrivateALSPositionsConverges(t *testing.T) {
+	t.Parallel()
+	st := groupStore(1500, 200, 5, 40, 4)
+	perm := rand.New(rand.NewPCG(9, 9)).Perm(st.NNZ())
+	nva := st.NNZ() / 10
+	tr, va := st.Subset(perm[nva:]), st.Subset(perm[:nva])
+	const R = 5
+	np, err := decomposition.NewModel(decomposition.CP, tr.Dims, []int{R}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	np.ClampLo, np.ClampHi = 1, 5
+	if _, err := Train(tr, nil, np, &Settings{Threads: 2, Solver: SolverALS}, rand.NewPCG(1, 1), nil); err != nil {
+		t.Fatal(err)
+	}
+	ref := RMSE(np, va, 2)
+	score := func(mode string, eps float64) float64 {
+		rank := R
+		if mode == "bias" {
+			rank = 1
+		}
+		m, err := decomposition.NewModel(decomposition.CP, tr.Dims, []int{rank}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := &PrivateOptions{Epsilon: eps, Delta: 1e-5, RatingMin: 1, RatingMax: 5, Noise: perturb.SeededNoise(2)}
+		var rep *perturb.Report
+		if mode == "als" {
+			rep, err = TrainPrivateALS(tr, m, o)
+		} else {
+			rep, err = TrainPrivateBias(tr, m, o)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mode == "als" && !strings.Contains(strings.Join(rep.Notes, "\n"), "positions stage (entry unit") {
+			t.Fatalf("epsilon %g: the positions stage did not run: %q", eps, rep.Notes)
+		}
+		got, err := FoldInRMSE(m, tr, va, BillboardFoldFor(rep))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	als100, als1, bias1 := score("als", 100), score("als", 1), score("bias", 1)
+	t.Logf("non-private ALS %.4f; private ALS %.4f at epsilon 100, %.4f at 1; bias %.4f at 1", ref, als100, als1, bias1)
+	if als100 > 1.02*ref {
+		t.Errorf("epsilon 100: private ALS %.4f, more than 2%% above non-private ALS %.4f", als100, ref)
+	}
+	if als1 >= bias1 {
+		t.Errorf("epsilon 1: private ALS %.4f, not below the bias model %.4f", als1, bias1)
+	}
+}
