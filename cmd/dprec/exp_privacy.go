@@ -180,12 +180,16 @@ func expPrivacyRun(o *expPrivacyOptions, ios *iostreams) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	csvPath := filepath.Join(dir, "completion_privacy.csv")
+	if _, err := os.Stat(csvPath); err == nil && !o.Force {
+		// Refuse before the runs, not after them.
+		return fmt.Errorf("%s: file exists (use --force to overwrite)", csvPath)
+	}
 	all, baselines, err := expPrivacyRows(o, ios)
 	if err != nil {
 		return err
 	}
 	force := o.Force
-	csvPath := filepath.Join(dir, "completion_privacy.csv")
 	if err := expPrivacyWriteCSV(csvPath, force, all); err != nil {
 		return err
 	}
