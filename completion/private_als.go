@@ -517,9 +517,15 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 		if o.ALSPositions != ALSPositionsOff && !p.noPositions {
 			pe := planPositions(train, min(R, ALSPositionsMaxRank))
 			if pe.pass() {
-				return trainALSPositions(train, m, &o, p, pe)
+				rep, err := trainALSPositions(train, m, &o, p, pe)
+				var shrunk *positionsShrunk
+				if !errors.As(err, &shrunk) {
+					return rep, err
+				}
+				note = shrunk.Error()
+			} else {
+				note = fmt.Sprintf("positions stage: not run (spectral gate: the largest non-trivial singular value of the normalised position matrix, %.4g, is below %g x %.4g, that of the same degrees with shuffled items: the positions carry no structure to use)", pe.Top, ALSPositionsGate, pe.Floor)
 			}
-			note = fmt.Sprintf("positions stage: not run (spectral gate: the largest non-trivial singular value of the normalised position matrix, %.4g, is below %g x %.4g, that of the same degrees with shuffled items: the positions carry no structure to use)", pe.Top, ALSPositionsGate, pe.Floor)
 		}
 		rep, err := trainALSInputRoute(storeALSSource{storeBiasSource{train}}, itemCounts(train), m, &o, p)
 		if err == nil {

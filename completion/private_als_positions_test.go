@@ -209,6 +209,23 @@ func TestALSPositionsRelease(t *testing.T) {
 			t.Fatal("ALSPositionsOff released S")
 		}
 	}
+	// At a tiny epsilon the ridge the noise calls for would shrink W to
+	// about zero: the shrinkage gate sends the run to the residual route
+	// (here its fallback, the bias mode) without releasing S.
+	tiny := o
+	tiny.Epsilon = 0.01
+	rep3, err := TrainPrivateALS(st, privModel(t, decomposition.CP, st.Dims, R, true, 1, 1), &tiny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep3.Releases {
+		if r.What == alsPositionsWhat {
+			t.Fatal("epsilon 0.01: S released past the shrinkage gate")
+		}
+	}
+	if !strings.Contains(strings.Join(rep3.Notes, "\n"), "shrinkage gate") {
+		t.Fatalf("epsilon 0.01: notes %q", rep3.Notes)
+	}
 	// The noise of S, over seeds: the truth is S at the same bias release
 	// (deterministic for a seed).
 	nt := newNoiseTally()
