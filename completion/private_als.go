@@ -150,6 +150,7 @@ type alsPrivateParams struct {
 	// ALSPositionsReg.
 	noPositions     bool
 	posBias, posReg float64
+	posNoScale      bool
 }
 
 func newALSPrivateParams(o *PrivateOptions) alsPrivateParams {

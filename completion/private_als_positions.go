@@ -25,8 +25,12 @@ package completion
 //     variance of one entry of S~ (a noisy statistic calls for a ridge in
 //     proportion to its noise; the factor was fitted on validation parts
 //     of ml-latest-small and MovieLens-100K). Post-processing.
-//  4. The released item rows' first K columns are v_i = W q_i; each user
-//     folds in from them and their own ratings (billboard model).
+//  4. The released item rows' first K columns are v_i = W q_i / s, s =
+//     (r_max - r_min)/4 the public spread (in these units the fold-in's
+//     fixed ridge on a user's row scales with s^2, as the data term does;
+//     in rating units the fold-in overfits on wide scales:
+//     TestPrivateALSPositionsWideScale); each user folds in from them and
+//     their own ratings (billboard model).
 //
 // The stage runs only when the positions have structure beyond their
 // degrees (the spectral gate, also public): the largest non-trivial
@@ -440,8 +444,16 @@ func trainALSPositions(train *data.Store, m *decomposition.Model, o *PrivateOpti
 	m.Mean = wm.Mean
 	copy(m.Bias[1], wm.Bias[1])
 	clear(m.Factors[1])
+	// Released in units of the public spread s: the fold-in's ridge on
+	// the user's row then scales with s^2, as the data term does.
+	s := o.ratingRange() / biasSpreadDivisor
+	if p.posNoScale {
+		s = 1
+	}
 	for i := 0; i < m.Dims[1]; i++ {
-		copy(m.Factors[1][i*R:i*R+K], v[i*K:i*K+K])
+		for j := 0; j < K; j++ {
+			m.Factors[1][i*R+j] = v[i*K+j] / s
+		}
 	}
 	clear(m.Factors[0])
 	clear(m.Bias[0])
@@ -459,7 +471,7 @@ func trainALSPositions(train *data.Store, m *decomposition.Model, o *PrivateOpti
 	rep.Covered = []string{"global mean", "item biases", "B (item rows)", "C (time rows: constant ones, data-independent)"}
 	rep.Notes = append(rep.Notes,
 		fmt.Sprintf("not released: user rows and user biases (zero in the model); each user solves them at prediction time from the released item side and their own ratings with a ridge of %g on the row and bias (the bias mode's fold-in; billboard model)", BiasUserPenalty),
-		fmt.Sprintf("positions stage (entry unit; the positions are public): P, Q the rank-%d spectral embedding of the degree-normalised position matrix (%d subspace iterations, rows scaled to norm <= 1); spectral gate: its largest non-trivial singular value %.4g >= %g x %.4g, that of the same degrees with shuffled items; residuals clipped to [-c, c], c = %g; W = (G + rho I)^-1 S~ with G the public Gram matrix and rho = %g (1 + v_S/c^2) = %.4g (v_S = %.4g the noise variance of an entry of S~); shrinkage gate: G's mean diagonal entry %.4g >= %g rho; the item rows' first %d columns are W q_i, the other %d zero", K, ALSPositionsIters, pe.Top, ALSPositionsGate, pe.Floor, c, reg, rho, vS, gbar, ALSPositionsShrinkGate, K, R-K))
+		fmt.Sprintf("positions stage (entry unit; the positions are public): P, Q the rank-%d spectral embedding of the degree-normalised position matrix (%d subspace iterations, rows scaled to norm <= 1); spectral gate: its largest non-trivial singular value %.4g >= %g x %.4g, that of the same degrees with shuffled items; residuals clipped to [-c, c], c = %g; W = (G + rho I)^-1 S~ with G the public Gram matrix and rho = %g (1 + v_S/c^2) = %.4g (v_S = %.4g the noise variance of an entry of S~); shrinkage gate: G's mean diagonal entry %.4g >= %g rho; the item rows' first %d columns are W q_i / s (s = (r_max - r_min)/4 = %g: in these units the fold-in's ridge on a user's row scales with s^2, as the data term does), the other %d zero", K, ALSPositionsIters, pe.Top, ALSPositionsGate, pe.Floor, c, reg, rho, vS, gbar, ALSPositionsShrinkGate, K, o.ratingRange()/biasSpreadDivisor, R-K))
 	for _, n := range brep.Notes {
 		if strings.HasPrefix(n, "item bias") || strings.HasPrefix(n, "epsilon split") {
 			rep.Notes = append(rep.Notes, "bias release: "+n)

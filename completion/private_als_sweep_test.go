@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,7 +49,10 @@ func TestPrivateALSSweep(t *testing.T) {
 		eps = append(eps, x)
 	}
 	userK, _ := strconv.Atoi(os.Getenv("DPREC_ALS_USERK"))
-	const R = 10
+	R := 10
+	if r, err := strconv.Atoi(os.Getenv("DPREC_ALS_RANK")); err == nil {
+		R = r
+	}
 	for _, name := range sets {
 		tr, va, lo, hi := sweepData(t, name)
 		if tr == nil {
@@ -118,8 +122,16 @@ func TestPrivateALSSweep(t *testing.T) {
 func sweepTweak() func(*alsPrivateParams) {
 	return func(p *alsPrivateParams) {
 		p.noPositions = os.Getenv("DPREC_ALS_NOPOS") != ""
+		p.noiseOff = os.Getenv("DPREC_ALS_NOISEOFF") != ""
+		p.posNoScale = os.Getenv("DPREC_ALS_POSNOSCALE") != ""
 		p.posReg, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_POSREG"), 64)
 		p.posBias, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_POSBIAS"), 64)
+		if g, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_FALLBACK"), 64); err == nil {
+			p.inputFallback = g
+		}
+		if g, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_GATE"), 64); err == nil {
+			p.inputGate = g
+		}
 	}
 }
 
@@ -161,11 +173,14 @@ func sweepData(t *testing.T, name string) (tr, va *data.Store, lo, hi float64) {
 				st.Val[i] = math.Max(lo, math.Min(hi, v))
 			}
 		}
+	case "jokeexp":
+		st = jokeExposureLog(rand.New(rand.NewPCG(11, 11)))
+		lo, hi = -10, 10
 	case "synth":
 		st, _, err = data.Synth(data.SynthOptions{Users: 1000, Items: 1700, Ratings: 100000, Rank: 5, Bias: true, Noise: 0.5, Scale: "0.5-5", Skew: 0.5}, rand.NewPCG(8, 8))
 		lo, hi = 0.5, 5
 	default:
-		t.Fatalf("unknown log %q (joke, ml, synth)", name)
+		t.Fatalf("unknown log %q (joke, jokeexp, ml, ml100k, synth)", name)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -174,4 +189,74 @@ func sweepData(t *testing.T, name string) (tr, va *data.Store, lo, hi float64) {
 	rest := perm[st.NNZ()/10:]
 	nVa := len(rest) / 10
 	return st.Subset(rest[nVa:]), st.Subset(rest[:nVa]), lo, hi
+}
+
+// jokeExposureLog is a joke-shaped log whose positions carry taste, as
+// a recommender's exposure leaves them (Jester's Eigentaste): 5,000 users,
+// 100 items, ratings on [-10, 10] = 0.5 + b_u (sd 2) + b_i (sd 1.5) +
+// u.v (rank 5, sd about 1.6) + noise (sd 4), clamped. Every user rates
+// the 10 gauge items, then the items their cluster (the signs of their
+// first two factors) rates best, with noise, n_u - 10 of them, n_u
+// uniform on [36, 100].
+func jokeExposureLog(rng *rand.Rand) *data.Store {
+	const n, m, R = 5000, 100, 5
+	sc := math.Sqrt(1.6 / math.Sqrt(R))
+	U := make([]float64, n*R)
+	V := make([]float64, m*R)
+	for i := range U {
+		U[i] = sc * rng.NormFloat64()
+	}
+	for i := range V {
+		V[i] = sc * rng.NormFloat64()
+	}
+	bu := make([]float64, n)
+	bi := make([]float64, m)
+	for u := range bu {
+		bu[u] = 2 * rng.NormFloat64()
+	}
+	for i := range bi {
+		bi[i] = 1.5 * rng.NormFloat64()
+	}
+	cluster := func(u int) int {
+		c := 0
+		if U[u*R] > 0 {
+			c++
+		}
+		if U[u*R+1] > 0 {
+			c += 2
+		}
+		return c
+	}
+	score := make([][]float64, 4)
+	cnt := make([]float64, 4)
+	for c := range score {
+		score[c] = make([]float64, m)
+	}
+	for u := 0; u < n; u++ {
+		c := cluster(u)
+		cnt[c]++
+		for i := 0; i < m; i++ {
+			score[c][i] += bi[i] + dot(U[u*R:u*R+R], V[i*R:i*R+R])
+		}
+	}
+	st := &data.Store{Dims: []int{n, m}, Idx: make([][]int32, 2)}
+	order := make([]int, m-10)
+	key := make([]float64, m)
+	for u := 0; u < n; u++ {
+		c := cluster(u)
+		for i := 10; i < m; i++ {
+			order[i-10] = i
+			key[i] = score[c][i]/cnt[c] + 0.7*rng.NormFloat64()
+		}
+		slices.SortFunc(order, func(a, b int) int { return cmpFloat(key[b], key[a]) })
+		nu := 36 + rng.IntN(65)
+		items := append([]int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, order[:nu-10]...)
+		for _, i := range items {
+			v := 0.5 + bu[u] + bi[i] + dot(U[u*R:u*R+R], V[i*R:i*R+R]) + 4*rng.NormFloat64()
+			st.Idx[0] = append(st.Idx[0], int32(u))
+			st.Idx[1] = append(st.Idx[1], int32(i))
+			st.Val = append(st.Val, math.Max(-10, math.Min(10, v)))
+		}
+	}
+	return st
 }
