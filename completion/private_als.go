@@ -515,7 +515,10 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 		// (private_als_positions.go); otherwise the residual route, or
 		// its fallback to the bias mode (private_als_input.go).
 		note := "positions stage: off (ALSPositionsOff)"
-		if o.ALSPositions != ALSPositionsOff && !p.noPositions {
+		counts := itemCounts(train)
+		if rich, why := alsResidualRegime(&o, p, R, counts); rich && o.ALSPositions != ALSPositionsOff && !p.noPositions {
+			note = why
+		} else if o.ALSPositions != ALSPositionsOff && !p.noPositions {
 			pe := planPositions(train, min(R, ALSPositionsMaxRank))
 			if pe.pass() {
 				rep, err := trainALSPositions(train, m, &o, p, pe)
@@ -528,7 +531,7 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 				note = fmt.Sprintf("positions stage: not run (spectral gate: the largest non-trivial singular value of the normalised position matrix, %.4g, is below %g x %.4g, that of the same degrees with shuffled items: the positions carry no structure to use)", pe.Top, ALSPositionsGate, pe.Floor)
 			}
 		}
-		rep, err := trainALSInputRoute(storeALSSource{storeBiasSource{train}}, itemCounts(train), m, &o, p)
+		rep, err := trainALSInputRoute(storeALSSource{storeBiasSource{train}}, counts, m, &o, p)
 		if err == nil {
 			rep.Notes = append(rep.Notes, note)
 		}

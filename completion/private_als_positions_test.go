@@ -265,7 +265,7 @@ func TestALSPositionsRelease(t *testing.T) {
 // held-out part, and at epsilon 1 below the private bias model.
 func TestPrivateALSPositionsConverges(t *testing.T) {
 	t.Parallel()
-	st := groupStore(1500, 200, 5, 40, 4)
+	st := groupStore(1500, 600, 5, 40, 4) // 100 ratings an item: not the residual route's regime
 	perm := rand.New(rand.NewPCG(9, 9)).Perm(st.NNZ())
 	nva := st.NNZ() / 10
 	tr, va := st.Subset(perm[nva:]), st.Subset(perm[:nva])
@@ -320,7 +320,8 @@ func TestPrivateALSPositionsConverges(t *testing.T) {
 // TestPrivateALSPositionsWideScale: on a joke-shaped log whose positions
 // carry taste (jokeExposureLog: ratings on [-10, 10], exposure by the
 // users' clusters), private ALS by the positions stage beats the private
-// bias model at epsilon 10. Its item rows are released in units of the
+// bias model at epsilon 1 (at 3 and above, 2,700 ratings an item put
+// the log in the residual route's regime). Its item rows are released in units of the
 // public spread s = (r_max - r_min)/4, so that the fold-in's ridge on a
 // user's row scales with s^2 as the data term does; with the item rows in
 // rating units (posNoScale) the fold-in overfits and the stage scored
@@ -340,7 +341,7 @@ func TestPrivateALSPositionsWideScale(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := &PrivateOptions{Epsilon: 10, Delta: 1e-5, RatingMin: lo, RatingMax: hi, Noise: perturb.SeededNoise(5)}
+		o := &PrivateOptions{Epsilon: 1, Delta: 1e-5, RatingMin: lo, RatingMax: hi, Noise: perturb.SeededNoise(5)}
 		var rep *perturb.Report
 		if mode == "als" {
 			rep, err = trainPrivateALS(tr, m, o, func(p *alsPrivateParams) { p.posNoScale = noScale })
@@ -363,5 +364,31 @@ func TestPrivateALSPositionsWideScale(t *testing.T) {
 	t.Logf("private ALS %.4f, bias %.4f (rating units: %.4f)", als, bias, score("als", true))
 	if als >= bias {
 		t.Errorf("private ALS %.4f, not below the bias model %.4f", als, bias)
+	}
+}
+
+// TestALSResidualRegime: the residual route's regime needs both many
+// ratings an item (>= ALSResidualRichRatio R) and a small residual noise
+// (v <= ALSResidualRichNoise s^2), on public counts and the plan only.
+func TestALSResidualRegime(t *testing.T) {
+	t.Parallel()
+	many := slices.Repeat([]int{2700}, 100)
+	few := slices.Repeat([]int{48}, 1000)
+	for _, tc := range []struct {
+		counts []int
+		eps    float64
+		want   bool
+	}{
+		{many, 10, true}, {many, 3, true}, {many, 1, false}, {few, 10, false}, {few, 100, false},
+	} {
+		o := &PrivateOptions{Epsilon: tc.eps, Delta: 1e-5, RatingMin: -10, RatingMax: 10}
+		r, err := resolveALSOptions(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, why := alsResidualRegime(&r, newALSPrivateParams(&r), 10, tc.counts)
+		if got != tc.want || got != (why != "") {
+			t.Errorf("%d items of %d ratings, epsilon %g: regime %v (%q), want %v", len(tc.counts), tc.counts[0], tc.eps, got, why, tc.want)
+		}
 	}
 }

@@ -174,7 +174,10 @@ func sweepData(t *testing.T, name string) (tr, va *data.Store, lo, hi float64) {
 			}
 		}
 	case "jokeexp":
-		st = jokeExposureLog(rand.New(rand.NewPCG(11, 11)))
+		st = jokeExposureLog(rand.New(rand.NewPCG(11, 11)), 1.6)
+		lo, hi = -10, 10
+	case "jokeexp3":
+		st = jokeExposureLog(rand.New(rand.NewPCG(11, 11)), 3)
 		lo, hi = -10, 10
 	case "synth":
 		st, _, err = data.Synth(data.SynthOptions{Users: 1000, Items: 1700, Ratings: 100000, Rank: 5, Bias: true, Noise: 0.5, Scale: "0.5-5", Skew: 0.5}, rand.NewPCG(8, 8))
@@ -194,13 +197,14 @@ func sweepData(t *testing.T, name string) (tr, va *data.Store, lo, hi float64) {
 // jokeExposureLog is a joke-shaped log whose positions carry taste, as
 // a recommender's exposure leaves them (Jester's Eigentaste): 5,000 users,
 // 100 items, ratings on [-10, 10] = 0.5 + b_u (sd 2) + b_i (sd 1.5) +
-// u.v (rank 5, sd about 1.6) + noise (sd 4), clamped. Every user rates
+// u.v (rank 5, sd about sd: 1.6 for "jokeexp", 3 for "jokeexp3") + noise
+// (sd 4), clamped. Every user rates
 // the 10 gauge items, then the items their cluster (the signs of their
 // first two factors) rates best, with noise, n_u - 10 of them, n_u
 // uniform on [36, 100].
-func jokeExposureLog(rng *rand.Rand) *data.Store {
+func jokeExposureLog(rng *rand.Rand, sd float64) *data.Store {
 	const n, m, R = 5000, 100, 5
-	sc := math.Sqrt(1.6 / math.Sqrt(R))
+	sc := math.Sqrt(sd / math.Sqrt(R))
 	U := make([]float64, n*R)
 	V := make([]float64, m*R)
 	for i := range U {
