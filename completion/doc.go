@@ -150,10 +150,14 @@
 // private_als_positions.go; billboard model). Under the entry relation the
 // positions (who rated what) are public, so anything computed from them
 // alone costs no budget. P (users x K) and Q (items x K), K = min(R,
-// ALSPositionsMaxRank), are the top singular vectors of the
-// degree-normalised position matrix D_u^-1/2 B D_i^-1/2 (subspace
-// iteration from a data-independent start), each scaled by its largest
-// row norm (|p_u|, |q_i| <= 1). Two releases, basic composition: the bias
+// ALSPositionsMaxRank), are the top singular vectors (P = A Q, the left
+// ones times the singular values) of the degree-normalised position
+// matrix A = D_u^-1/2 B D_i^-1/2 on the largest connected component of
+// the position graph (any other component has a singular value of
+// exactly 1 of its own; users and items outside get zero rows), by
+// subspace iteration from a data-independent start, each scaled by its
+// largest row norm (|p_u|, |q_i| <= 1), K clamped to the columns with a
+// nonzero singular value. Two releases, basic composition: the bias
 // mode's at ALSPositionsBiasFraction = 0.35 of epsilon, then S = sum over
 // ratings of z_ui p_u q_i^T, z_ui = clip(clamp(r_ui) - mu~ - beta~_i, -c,
 // c) (c the residual route's clip), with Gaussian noise at the remaining

@@ -515,6 +515,9 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 		// (private_als_positions.go); otherwise the residual route, or
 		// its fallback to the bias mode (private_als_input.go).
 		note := "positions stage: off (ALSPositionsOff)"
+		if p.noPositions {
+			note = "positions stage: off (measurement)"
+		}
 		counts := itemCounts(train)
 		if rich, why := alsResidualRegime(&o, p, R, counts); rich && o.ALSPositions != ALSPositionsOff && !p.noPositions {
 			note = why
@@ -752,6 +755,9 @@ func resolveALSOptions(opts *PrivateOptions) (PrivateOptions, error) {
 	}
 	if err := perturb.CheckPositiveDelta(o.Delta); err != nil {
 		return o, fmt.Errorf("completion: private ALS: %w", err)
+	}
+	if o.ALSPositions != ALSPositionsAuto && o.ALSPositions != ALSPositionsOff {
+		return o, fmt.Errorf("completion: private ALS: ALSPositions %q: want %q (auto) or %q", o.ALSPositions, ALSPositionsAuto, ALSPositionsOff)
 	}
 	return o, nil
 }

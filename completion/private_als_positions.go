@@ -8,11 +8,14 @@ package completion
 // MovieLens). The positions stage turns them into item rows at a privacy
 // cost that does not grow with the number of ratings:
 //
-//  1. P (users x K) and Q (items x K): the top K singular vectors of the
-//     degree-normalised position matrix D_u^-1/2 B D_i^-1/2 (B_ui = 1 when
-//     u rated i), by subspace iteration from a data-independent start,
+//  1. Q (items x K): the top K right singular vectors of the
+//     degree-normalised position matrix A = D_u^-1/2 B D_i^-1/2 (B_ui = 1
+//     when u rated i) on the largest connected component of the position
+//     graph, by subspace iteration from a data-independent start; P = A Q
+//     (users x K: the left singular vectors times the singular values);
 //     each scaled by its largest row norm so that |p_u| <= 1 and
-//     |q_i| <= 1. They are functions of the positions only: public.
+//     |q_i| <= 1; K is clamped to the columns with a nonzero singular
+//     value. They are functions of the positions only: public.
 //  2. z_ui = clip(clamp(r_ui) - mu~ - b~_i, -c, c), the residual from the
 //     released mean and item biases, and the K x K statistic
 //     S = sum over ratings of z_ui p_u q_i^T. One rating's value moves one
@@ -296,49 +299,109 @@ func scaleRows(A []float64, K int) {
 // spectral gate (public: positions only).
 func planPositions(train *data.Store, K int) *positionsEmbed {
 	n, m := train.Dims[0], train.Dims[1]
-	P, Q, sv := embedPositions(n, m, train.Idx[0], train.Idx[1], K)
-	pe := &positionsEmbed{K: K, P: P, Q: Q}
+	// The largest connected component of the bipartite position graph:
+	// every other component has a singular value of exactly 1 of its own
+	// (one user who alone rated one item is one), which would pass the
+	// gate and, being the largest rows, shrink every other row in the
+	// scaling. Users and items outside it get zero rows.
+	users, items := largestComponent(n, m, train.Idx[0], train.Idx[1])
+	P, Q, sv := embedPositions(n, m, users, items, K)
+	// Columns beyond the positions' rank carry nothing: K is clamped to
+	// the columns with a nonzero singular value.
+	k := 0
+	for k < len(sv) && k < K && sv[k] > 1e-9 {
+		k++
+	}
+	pe := &positionsEmbed{K: k, P: firstCols(P, K, k), Q: firstCols(Q, K, k)}
 	if len(sv) > 1 {
 		pe.Top = sv[1]
 	}
 	// The shuffled twin: the same user and item degrees, items assigned
 	// to the ratings by a data-independent permutation.
-	items := append([]int32(nil), train.Idx[1]...)
+	shuf := append([]int32(nil), items...)
 	rng := rand.New(rand.NewPCG(streamALSPositions, 2))
-	rng.Shuffle(len(items), func(a, b int) { items[a], items[b] = items[b], items[a] })
-	_, _, rsv := embedPositions(n, m, train.Idx[0], items, K)
+	rng.Shuffle(len(shuf), func(a, b int) { shuf[a], shuf[b] = shuf[b], shuf[a] })
+	su, si := largestComponent(n, m, users, shuf)
+	_, _, rsv := embedPositions(n, m, su, si, K)
 	if len(rsv) > 1 {
 		pe.Floor = rsv[1]
 	}
 	return pe
 }
 
-// pass reports whether the spectral gate passes.
-func (pe *positionsEmbed) pass() bool {
-	return pe.Floor > 0 && pe.Top >= ALSPositionsGate*pe.Floor
+// largestComponent returns the ratings (users[e], items[e]) of the
+// largest connected component of the bipartite graph they form (ties:
+// the one with the smallest user or item index).
+func largestComponent(n, m int, users, items []int32) ([]int32, []int32) {
+	parent := make([]int, n+m)
+	for i := range parent {
+		parent[i] = i
+	}
+	var find func(int) int
+	find = func(x int) int {
+		for parent[x] != x {
+			parent[x] = parent[parent[x]]
+			x = parent[x]
+		}
+		return x
+	}
+	for e := range users {
+		a, b := find(int(users[e])), find(n+int(items[e]))
+		if a != b {
+			parent[max(a, b)] = min(a, b)
+		}
+	}
+	size := make([]int, n+m)
+	for e := range users {
+		size[find(int(users[e]))]++
+	}
+	best := 0
+	for r, c := range size {
+		if c > size[best] {
+			best = r
+		}
+	}
+	if len(users) > 0 && size[best] == len(users) {
+		return users, items
+	}
+	var ou, oi []int32
+	for e := range users {
+		if find(int(users[e])) == best {
+			ou = append(ou, users[e])
+			oi = append(oi, items[e])
+		}
+	}
+	return ou, oi
 }
 
-// positionsStats returns S (K x K, row-major: S[a K + b] multiplies
-// p_ua q_ib) and the public Gram matrix G (K^2 x K^2) of the fit
-// z_ui ~ p_u^T W q_i over train's ratings, z the residuals from the
-// released mean and item biases clipped to [-c, c] (bias nil: G only, S
-// zero).
-func positionsStats(train *data.Store, o *PrivateOptions, bias *decomposition.Model, pe *positionsEmbed, c float64) (S, G []float64) {
+// firstCols returns the first K of the k columns of the row-major A.
+func firstCols(A []float64, k, K int) []float64 {
+	if K == k {
+		return A
+	}
+	rows := len(A) / k
+	out := make([]float64, rows*K)
+	for r := 0; r < rows; r++ {
+		copy(out[r*K:r*K+K], A[r*k:r*k+K])
+	}
+	return out
+}
+
+// pass reports whether the spectral gate passes.
+func (pe *positionsEmbed) pass() bool {
+	return pe.K >= 1 && pe.Top > 1e-9 && pe.Floor > 0 && pe.Top >= ALSPositionsGate*pe.Floor
+}
+
+// positionsGram returns the public Gram matrix G (K^2 x K^2, row
+// (a K + b), column (a2 K + b2): the sum over train's ratings of
+// p_ua p_ua2 q_ib q_ib2) of the fit z_ui ~ p_u^T W q_i; by lists each
+// user's ratings (alsUsers).
+func positionsGram(train *data.Store, by [][]int, pe *positionsEmbed) []float64 {
 	K := pe.K
 	k2 := K * K
-	S = make([]float64, k2)
-	G = make([]float64, k2*k2)
-	byUser := make([][]int, train.Dims[0])
-	for e, u := range train.Idx[0] {
-		byUser[u] = append(byUser[u], e)
-	}
+	G := make([]float64, k2*k2)
 	M := make([]float64, k2)
-	z := make([]float64, len(train.Val))
-	if bias != nil {
-		copy(z, train.Val)
-		clippedResiduals(z, train, o, bias, c)
-	}
-	for u, es := range byUser {
+	for u, es := range by {
 		if len(es) == 0 {
 			continue
 		}
@@ -348,9 +411,7 @@ func positionsStats(train *data.Store, o *PrivateOptions, bias *decomposition.Mo
 			i := int(train.Idx[1][e])
 			qi := pe.Q[i*K : i*K+K]
 			for a := 0; a < K; a++ {
-				za := z[e] * pu[a]
 				for b := 0; b < K; b++ {
-					S[a*K+b] += za * qi[b]
 					M[a*K+b] += qi[a] * qi[b]
 				}
 			}
@@ -371,14 +432,37 @@ func positionsStats(train *data.Store, o *PrivateOptions, bias *decomposition.Mo
 			}
 		}
 	}
-	return S, G
+	return G
+}
+
+// positionsS returns S (K x K, row-major: S[a K + b] multiplies
+// p_ua q_ib), the sum over train's ratings of z_ui p_u q_i^T, z the
+// residuals from the released mean and item biases clipped to [-c, c].
+func positionsS(train *data.Store, o *PrivateOptions, bias *decomposition.Model, pe *positionsEmbed, c float64) []float64 {
+	K := pe.K
+	S := make([]float64, K*K)
+	z := append([]float64(nil), train.Val...)
+	clippedResiduals(z, train, o, bias, c)
+	for e, ze := range z {
+		pu := pe.P[int(train.Idx[0][e])*K : int(train.Idx[0][e])*K+K]
+		qi := pe.Q[int(train.Idx[1][e])*K : int(train.Idx[1][e])*K+K]
+		for a := 0; a < K; a++ {
+			za := ze * pu[a]
+			for b := 0; b < K; b++ {
+				S[a*K+b] += za * qi[b]
+			}
+		}
+	}
+	return S
 }
 
 // positionsMechanism returns the positions release's mechanism at
 // epsilon eps: Gaussian of l2 sensitivity 2c at (eps, o.Delta) (private
-// ALS requires delta > 0), and its noise variance per entry.
+// ALS requires delta > 0), calibrated analytically (Balle and Wang 2018;
+// o.Calibration is input mode's setting), and its noise variance per
+// entry.
 func positionsMechanism(o *PrivateOptions, c, eps float64) (*perturb.Gaussian, perturb.Release, float64, error) {
-	g, err := perturb.NewGaussian(2*c, eps, o.Delta, o.Calibration)
+	g, err := perturb.NewGaussian(2*c, eps, o.Delta, perturb.Analytic)
 	if err != nil {
 		return nil, perturb.Release{}, 0, err
 	}
@@ -443,7 +527,7 @@ func trainALSPositions(train *data.Store, m *decomposition.Model, o *PrivateOpti
 		rho = reg
 	}
 	// The shrinkage gate (public: G is a function of the positions).
-	_, G := positionsStats(train, o, nil, pe, c)
+	G := positionsGram(train, alsUsers(train), pe)
 	gbar := 0.0
 	for a := 0; a < K*K; a++ {
 		gbar += G[a*K*K+a]
@@ -467,7 +551,7 @@ func trainALSPositions(train *data.Store, m *decomposition.Model, o *PrivateOpti
 	if err != nil {
 		return nil, fmt.Errorf("completion: private ALS: %w", err)
 	}
-	S, _ := positionsStats(train, o, wm, pe, c)
+	S := positionsS(train, o, wm, pe, c)
 	if !p.noiseOff {
 		g.AddTo(S, rand.New(o.source(streamALSPositions)))
 	}

@@ -104,7 +104,7 @@ func TestALSPositionsSensitivity(t *testing.T) {
 	for i := range wm.Bias[1] {
 		wm.Bias[1][i] = 0.5 * r.NormFloat64()
 	}
-	S, G := positionsStats(st, &o, wm, pe, c)
+	S, G := positionsS(st, &o, wm, pe, c), positionsGram(st, alsUsers(st), pe)
 	worst := 0.0
 	for trial := 0; trial < 200; trial++ {
 		nb := &data.Store{Dims: st.Dims, Idx: st.Idx, Val: slices.Clone(st.Val)}
@@ -117,7 +117,7 @@ func TestALSPositionsSensitivity(t *testing.T) {
 		default:
 			nb.Val[e] = 30 * r.NormFloat64()
 		}
-		S2, G2 := positionsStats(nb, &o, wm, pe, c)
+		S2, G2 := positionsS(nb, &o, wm, pe, c), positionsGram(nb, alsUsers(nb), pe)
 		if !slices.Equal(G, G2) {
 			t.Fatal("the Gram matrix moved with a value")
 		}
@@ -252,7 +252,7 @@ func TestALSPositionsRelease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		truth, _ := positionsStats(st, &rr, wm, pe, alsInputClip(&rr))
+		truth := positionsS(st, &rr, wm, pe, alsInputClip(&rr))
 		nt.add(t, alsPositionsWhat, noisy, truth)
 		rep = r
 	}
@@ -390,5 +390,50 @@ func TestALSResidualRegime(t *testing.T) {
 		if got != tc.want || got != (why != "") {
 			t.Errorf("%d items of %d ratings, epsilon %g: regime %v (%q), want %v", len(tc.counts), tc.counts[0], tc.eps, got, why, tc.want)
 		}
+	}
+}
+
+// TestPositionsEdgeCases: a component apart from the rest (one user who
+// alone rated one item has a singular value of exactly 1) neither passes
+// the gate on random positions nor changes the embedding of structured
+// ones; K is clamped to the positions' rank; a classic calibration (input
+// mode's setting) does not stop the positions stage; an unknown
+// ALSPositions value is refused.
+func TestPositionsEdgeCases(t *testing.T) {
+	t.Parallel()
+	addPair := func(st *data.Store) *data.Store {
+		out := &data.Store{Dims: []int{st.Dims[0] + 1, st.Dims[1] + 1}, Idx: [][]int32{
+			append(slices.Clone(st.Idx[0]), int32(st.Dims[0])), append(slices.Clone(st.Idx[1]), int32(st.Dims[1]))},
+			Val: append(slices.Clone(st.Val), 3)}
+		return out
+	}
+	rnd := privStore([]int{300, 60}, 4000, 2)
+	if pe := planPositions(addPair(rnd), 5); pe.pass() {
+		t.Errorf("random positions with an isolated pair: gate passes (top %.4f, floor %.4f)", pe.Top, pe.Floor)
+	}
+	grp := groupStore(600, 120, 4, 30, 1)
+	a, b := planPositions(grp, 5), planPositions(addPair(grp), 5)
+	if !b.pass() || math.Abs(a.Top-b.Top) > 1e-9 {
+		t.Errorf("group log with an isolated pair: top %.4f (%.4f without), pass %v", b.Top, a.Top, b.pass())
+	}
+	for i := 0; i < 120*5; i++ {
+		if math.Abs(a.Q[i]-b.Q[i]) > 1e-9 {
+			t.Fatalf("group log with an isolated pair: Q[%d] %v, %v without", i, b.Q[i], a.Q[i])
+		}
+	}
+	tiny := &data.Store{Dims: []int{4, 3}, Idx: [][]int32{{0, 0, 1, 2, 3}, {0, 1, 1, 2, 2}}, Val: []float64{1, 2, 3, 4, 5}}
+	if pe := planPositions(tiny, 6); pe.K > 3 || len(pe.Q) != 3*pe.K || len(pe.P) != 4*pe.K {
+		t.Errorf("3 items, K 6: K %d, |P| %d, |Q| %d", pe.K, len(pe.P), len(pe.Q))
+	}
+	st := groupStore(600, 120, 4, 30, 3)
+	o := baseOpts()
+	o.RatingMin, o.RatingMax, o.Epsilon, o.Calibration = 1, 5, 3, perturb.Classic
+	rep, err := TrainPrivateALS(st, privModel(t, decomposition.CP, st.Dims, 5, true, 1, 1), &o)
+	if err != nil || !strings.Contains(strings.Join(rep.Notes, "\n"), "positions stage (entry unit") {
+		t.Fatalf("classic calibration: %v", err)
+	}
+	o.ALSPositions = "on"
+	if _, err := TrainPrivateALS(st, privModel(t, decomposition.CP, st.Dims, 5, true, 1, 1), &o); err == nil {
+		t.Error("ALSPositions \"on\" accepted")
 	}
 }
