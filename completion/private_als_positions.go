@@ -337,8 +337,7 @@ func largestComponent(n, m int, users, items []int32) ([]int32, []int32) {
 	for i := range parent {
 		parent[i] = i
 	}
-	var find func(int) int
-	find = func(x int) int {
+	find := func(x int) int {
 		for parent[x] != x {
 			parent[x] = parent[parent[x]]
 			x = parent[x]
