@@ -43,6 +43,7 @@ func trainPrivacyFlags() []cli.Flag {
 		&cli.StringFlag{Name: "time-to", Category: cat, Usage: "--privacy-unit user with a time mode: end of the public time range (inclusive)"},
 		&cli.Float64Flag{Name: "selection-epsilon", Category: cat, Usage: fmt.Sprintf("--privacy-unit user without --items: epsilon of the private item selection, taken from --epsilon (default %g of it; half of --delta goes with it)", dprec.DefaultSelectionShare)},
 		&cli.StringFlag{Name: "lists", Category: cat, DefaultText: "positions for bias and als at the entry unit when EASE of the positions beats most-popular on their validation part, else ratings", Usage: "what ranks the private model's top-N lists: positions (EASE item-item weights fitted on which items each user rated, stored in the model; the entry unit's relation makes the positions public, so they spend no budget; predictions still come from the private model) or ratings (the private model's predictions)"},
+		&cli.StringFlag{Name: "als-positions", Category: cat, Value: "auto", Usage: "--privacy als at the entry unit: auto (learn the item rows from a spectral embedding of the public positions when they have structure and the residual route is not in its regime: docs/privacy.md, \"Private ALS\") or off (the residual route only, as dprec-beam runs it)"},
 		&cli.Float64Flag{Name: "output-lambda", Category: cat, Usage: fmt.Sprintf("output mode: ridge penalty of the refit (default %g); Delta_O = (r_max - r_min) max|z| / lambda", completion.DefaultOutputLambda)},
 	}
 }
@@ -105,6 +106,13 @@ func trainPrivacyOf(c *cli.Context) (*dprec.Privacy, []string, error) {
 		Lambda:            c.Float64("output-lambda"),
 		DPSGD:             variant,
 	}
+	switch v := c.String("als-positions"); v {
+	case "auto":
+	case "off":
+		o.ALSPositions = completion.ALSPositionsOff
+	default:
+		return nil, nil, cli.Exit(fmt.Sprintf("--als-positions %q: want auto or off", v), exitUsage)
+	}
 	var notes []string
 	if _, ok := seedOf(c); ok {
 		// The library seeds the noise from the run's seed.
@@ -159,7 +167,7 @@ func trainPrivacyOf(c *cli.Context) (*dprec.Privacy, []string, error) {
 }
 
 // trainUserFlags are the privacy flags that need --privacy.
-var trainUserFlags = []string{"lists", "epsilon", "delta", "protect", "dp-sgd", "clip", "mechanism", "privacy-unit", "max-ratings-per-user", "output-lambda", "items", "time-from", "time-to", "selection-epsilon", "rating-min", "rating-max"}
+var trainUserFlags = []string{"lists", "als-positions", "epsilon", "delta", "protect", "dp-sgd", "clip", "mechanism", "privacy-unit", "max-ratings-per-user", "output-lambda", "items", "time-from", "time-to", "selection-epsilon", "rating-min", "rating-max"}
 
 // trainCheckUnit refuses unit flags that do not fit the unit and mode.
 func trainCheckUnit(c *cli.Context, o *completion.PrivateOptions) error {
@@ -228,6 +236,7 @@ func trainCheckModeFlags(c *cli.Context, mode string, o *completion.PrivateOptio
 		{"dp-sgd", mode == "gradient" && o.Protect == completion.ProtectAll, "--privacy gradient --protect all"},
 		{"clip", mode == "gradient" || mode == "output", "--privacy gradient and output"},
 		{"output-lambda", mode == "output", "--privacy output"},
+		{"als-positions", mode == "als" && o.Unit == completion.UnitEntry, "--privacy als at the entry unit"},
 		{"mechanism", mode == "input" || mode == "bias", "--privacy input and bias (als picks its own: Laplace biases at entry level, Gaussian at user level)"},
 		{"calibration", (mode == "input" || mode == "bias") && entryGaussian || perEntryGaussian,
 			"Gaussian noise calibrated to one (epsilon, delta) at entry level: --mechanism gaussian (input, bias), or gradient --dp-sgd per-entry with --accounting basic or advanced (every other Gaussian release, the user unit's included, is calibrated by its noise multiplier and accounted by RDP or GDP)"},
