@@ -20,7 +20,7 @@ var (
 		"solver", "clamp", "time-biases", "privacy", "protect", "dp-sgd", "mechanism", "calibration",
 		"accounting", "privacy-unit", "time-from", "time-to", "objective", "confidence", "only", "fractions",
 		"sizes", "threads", "datasets", "epsilons", "modes", "ns", "listen", "aggregator", "noise", "job",
-		"estimator", "budget-split", "metric", "lists",
+		"estimator", "budget-split", "metric", "lists", "als-positions",
 	}
 	notPathIn = map[string][]string{
 		"dprec train":               {"model"},
