@@ -524,7 +524,7 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 		} else if o.ALSPositions != ALSPositionsOff && !p.noPositions {
 			pe := planPositions(train, min(R, ALSPositionsMaxRank))
 			if pe.pass() {
-				rep, err := trainALSPositions(train, m, &o, p, pe)
+				rep, err := trainALSPositions(train, by, m, &o, p, pe)
 				var shrunk *positionsShrunk
 				if !errors.As(err, &shrunk) {
 					return rep, err

@@ -366,6 +366,23 @@ func trainPrivateALSInput(src ALSSource, counts []int, m *decomposition.Model, o
 			zeroed++
 		}
 	}
+	rep := entryALSReport(o, m, &acc, eps, delta, used, brep)
+	rep.Composition = fmt.Sprintf("bias release (epsilon %g) then the residual release (epsilon %g), %s", f*o.Epsilon, epsW, used)
+	rep.FoldPerRating = DefaultALSReg
+	rep.Notes = append(rep.Notes,
+		fmt.Sprintf("not released: user rows and user biases (zero in the model); each user solves them at prediction time from the released item side and their own ratings with non-private ALS's per-rating ridge %g plus %g (billboard model)", DefaultALSReg, ALSPrivateFoldRow),
+		fmt.Sprintf("learnability rule: item rows are released for items with n_i >= g R v/s^2 = %.4g (g = %g), which carry %.1f%% of the ratings; the other %d rows are zero", nmin, p.inputGate, 100*plan.Share, zeroed),
+		fmt.Sprintf("residual route (entry unit): the bias mode's release at %g%% of epsilon, then every rating's residual from it, clipped to [-c, c], c = %g, with Laplace noise b = 2c/epsilon_w = %.4g (variance %.4g); the item side is post-processing: ALS of rank %d, %d sweeps, on the noisy residuals with a ridge of %.4g per observation (rule DefaultALSReg (s^2 + v)/s^2, s = (r_max - r_min)/4) and %.4g pseudo-observations on the biases; its user rows are dropped", 100*f, c, 2*c/epsW, v, R, plan.Sweeps, lambda, rb))
+	appendBiasReleaseNotes(rep, brep)
+	return rep, nil
+}
+
+// entryALSReport zeroes the user side of an entry-level private ALS model
+// m (user rows and biases; time rows of ones, time biases zero: all
+// data-independent) and starts its report: the billboard model, the
+// public item counts of the bias release brep, the public clamp and the
+// covered parameters.
+func entryALSReport(o *PrivateOptions, m *decomposition.Model, acc *perturb.Accountant, eps, delta float64, used perturb.Composition, brep *perturb.Report) *perturb.Report {
 	clear(m.Factors[0])
 	clear(m.Bias[0])
 	if m.Order() == 3 {
@@ -374,26 +391,23 @@ func trainPrivateALSInput(src ALSSource, counts []int, m *decomposition.Model, o
 		}
 		clear(m.Bias[2])
 	}
-	rep := baseReport(o, "als", &acc, eps, delta, used)
-	rep.Composition = fmt.Sprintf("bias release (epsilon %g) then the residual release (epsilon %g), %s", f*o.Epsilon, epsW, used)
+	rep := baseReport(o, "als", acc, eps, delta, used)
 	rep.Billboard = true
 	rep.ItemCounts = brep.ItemCounts
-	rep.FoldPerRating = DefaultALSReg
 	publicClamp(o, m, rep)
 	rep.Covered = []string{"global mean", "item biases", "B (item rows)", "C (time rows: constant ones, data-independent)"}
-	rep.Notes = append(rep.Notes,
-		fmt.Sprintf("not released: user rows and user biases (zero in the model); each user solves them at prediction time from the released item side and their own ratings with non-private ALS's per-rating ridge %g plus %g (billboard model)", DefaultALSReg, ALSPrivateFoldRow),
-		fmt.Sprintf("learnability rule: item rows are released for items with n_i >= g R v/s^2 = %.4g (g = %g), which carry %.1f%% of the ratings; the other %d rows are zero", nmin, p.inputGate, 100*plan.Share, zeroed),
-		fmt.Sprintf("residual route (entry unit): the bias mode's release at %g%% of epsilon, then every rating's residual from it, clipped to [-c, c], c = %g, with Laplace noise b = 2c/epsilon_w = %.4g (variance %.4g); the item side is post-processing: ALS of rank %d, %d sweeps, on the noisy residuals with a ridge of %.4g per observation (rule DefaultALSReg (s^2 + v)/s^2, s = (r_max - r_min)/4) and %.4g pseudo-observations on the biases; its user rows are dropped", 100*f, c, 2*c/epsW, v, R, plan.Sweeps, lambda, rb))
+	return rep
+}
+
+// appendBiasReleaseNotes adds the bias release's own notes on its estimate
+// and split to rep; those on the relation, the clamp and the bias-only
+// model's release are stated in rep for its model.
+func appendBiasReleaseNotes(rep, brep *perturb.Report) {
 	for _, n := range brep.Notes {
-		// The bias mode's own notes on its estimate and split; those on
-		// the relation, the clamp and the bias-only model's release are
-		// stated above for this model.
 		if strings.HasPrefix(n, "item bias") || strings.HasPrefix(n, "epsilon split") {
 			rep.Notes = append(rep.Notes, "bias release: "+n)
 		}
 	}
-	return rep, nil
 }
 
 // storeALSSource is the residual route over an in-memory store (noise in

@@ -57,11 +57,11 @@ package completion
 // epsilon 1 on MovieLens-100K).
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -181,7 +181,7 @@ func embedPositions(n, m int, users, items []int32, K int) (P, Q, sv []float64) 
 		order[j] = j
 		sv[j] = math.Sqrt(sv[j])
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return -cmpFloat(sv[a], sv[b]) })
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(sv[b], sv[a]) })
 	pick := func(A []float64, rows int) []float64 {
 		out := make([]float64, rows*K)
 		for r := 0; r < rows; r++ {
@@ -269,16 +269,6 @@ type positionsShrunk struct{ gbar, rho float64 }
 
 func (e *positionsShrunk) Error() string {
 	return fmt.Sprintf("positions stage: not run (shrinkage gate: the public Gram matrix's mean diagonal entry %.4g is below %g x the ridge %.4g that the noise of S calls for at this epsilon: W would be about zero)", e.gbar, ALSPositionsShrinkGate, e.rho)
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // scaleRows divides every row of A (K columns) by the largest row norm.
@@ -505,7 +495,7 @@ func solvePositions(S, G []float64, pe *positionsEmbed, rho float64) ([]float64,
 // trainALSPositions is the entry unit's private ALS by the positions
 // stage (the spectral gate has passed): the bias release, then the
 // positions release and W's solve.
-func trainALSPositions(train *data.Store, m *decomposition.Model, o *PrivateOptions, p alsPrivateParams, pe *positionsEmbed) (*perturb.Report, error) {
+func trainALSPositions(train *data.Store, by [][]int, m *decomposition.Model, o *PrivateOptions, p alsPrivateParams, pe *positionsEmbed) (*perturb.Report, error) {
 	R, K := m.Ranks[0], pe.K
 	fb := ALSPositionsBiasFraction
 	if p.posBias > 0 {
@@ -526,7 +516,7 @@ func trainALSPositions(train *data.Store, m *decomposition.Model, o *PrivateOpti
 		rho = reg
 	}
 	// The shrinkage gate (public: G is a function of the positions).
-	G := positionsGram(train, alsUsers(train), pe)
+	G := positionsGram(train, by, pe)
 	gbar := 0.0
 	for a := 0; a < K*K; a++ {
 		gbar += G[a*K*K+a]
@@ -573,27 +563,11 @@ func trainALSPositions(train *data.Store, m *decomposition.Model, o *PrivateOpti
 			m.Factors[1][i*R+j] = v[i*K+j] / s
 		}
 	}
-	clear(m.Factors[0])
-	clear(m.Bias[0])
-	if m.Order() == 3 {
-		for i := range m.Factors[2] {
-			m.Factors[2][i] = 1
-		}
-		clear(m.Bias[2])
-	}
-	rep := baseReport(o, "als", &acc, eps, delta, used)
+	rep := entryALSReport(o, m, &acc, eps, delta, used, brep)
 	rep.Composition = fmt.Sprintf("bias release (epsilon %g) then the positions release (epsilon %g), %s", fb*o.Epsilon, fp*o.Epsilon, used)
-	rep.Billboard = true
-	rep.ItemCounts = brep.ItemCounts
-	publicClamp(o, m, rep)
-	rep.Covered = []string{"global mean", "item biases", "B (item rows)", "C (time rows: constant ones, data-independent)"}
 	rep.Notes = append(rep.Notes,
 		fmt.Sprintf("not released: user rows and user biases (zero in the model); each user solves them at prediction time from the released item side and their own ratings with a ridge of %g on the row and bias (the bias mode's fold-in; billboard model)", BiasUserPenalty),
 		fmt.Sprintf("positions stage (entry unit; the positions are public): P, Q the rank-%d spectral embedding of the degree-normalised position matrix (%d subspace iterations, rows scaled to norm <= 1); spectral gate: its largest non-trivial singular value %.4g >= %g x %.4g, that of the same degrees with shuffled items; residuals clipped to [-c, c], c = %g; W = (G + rho I)^-1 S~ with G the public Gram matrix and rho = %g (1 + v_S/c^2) = %.4g (v_S = %.4g the noise variance of an entry of S~); shrinkage gate: G's mean diagonal entry %.4g >= %g rho; the item rows' first %d columns are W q_i / s (s = (r_max - r_min)/4 = %g: in these units the fold-in's ridge on a user's row scales with s^2, as the data term does), the other %d zero", K, ALSPositionsIters, pe.Top, ALSPositionsGate, pe.Floor, c, reg, rho, vS, gbar, ALSPositionsShrinkGate, K, o.ratingRange()/biasSpreadDivisor, R-K))
-	for _, n := range brep.Notes {
-		if strings.HasPrefix(n, "item bias") || strings.HasPrefix(n, "epsilon split") {
-			rep.Notes = append(rep.Notes, "bias release: "+n)
-		}
-	}
+	appendBiasReleaseNotes(rep, brep)
 	return rep, nil
 }

@@ -280,30 +280,9 @@ func TestPrivateALSPositionsConverges(t *testing.T) {
 	}
 	ref := RMSE(np, va, 2)
 	score := func(mode string, eps float64) float64 {
-		rank := R
-		if mode == "bias" {
-			rank = 1
-		}
-		m, err := decomposition.NewModel(decomposition.CP, tr.Dims, []int{rank}, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o := &PrivateOptions{Epsilon: eps, Delta: 1e-5, RatingMin: 1, RatingMax: 5, Noise: perturb.SeededNoise(2)}
-		var rep *perturb.Report
-		if mode == "als" {
-			rep, err = TrainPrivateALS(tr, m, o)
-		} else {
-			rep, err = TrainPrivateBias(tr, m, o)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		got, rep := privateFoldScore(t, tr, va, mode, R, &PrivateOptions{Epsilon: eps, Delta: 1e-5, RatingMin: 1, RatingMax: 5, Noise: perturb.SeededNoise(2)}, nil)
 		if mode == "als" && !strings.Contains(strings.Join(rep.Notes, "\n"), "positions stage (entry unit") {
 			t.Fatalf("epsilon %g: the positions stage did not run: %q", eps, rep.Notes)
-		}
-		got, err := FoldInRMSE(m, tr, va, BillboardFoldFor(rep))
-		if err != nil {
-			t.Fatal(err)
 		}
 		return got
 	}
@@ -333,30 +312,10 @@ func TestPrivateALSPositionsWideScale(t *testing.T) {
 	t.Parallel()
 	tr, va, lo, hi := sweepData(t, "jokeexp")
 	score := func(mode string, noScale bool) float64 {
-		rank := 10
-		if mode == "bias" {
-			rank = 1
-		}
-		m, err := decomposition.NewModel(decomposition.CP, tr.Dims, []int{rank}, true)
-		if err != nil {
-			t.Fatal(err)
-		}
 		o := &PrivateOptions{Epsilon: 1, Delta: 1e-5, RatingMin: lo, RatingMax: hi, Noise: perturb.SeededNoise(5)}
-		var rep *perturb.Report
-		if mode == "als" {
-			rep, err = trainPrivateALS(tr, m, o, func(p *alsPrivateParams) { p.posNoScale = noScale })
-		} else {
-			rep, err = TrainPrivateBias(tr, m, o)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		got, rep := privateFoldScore(t, tr, va, mode, 10, o, func(p *alsPrivateParams) { p.posNoScale = noScale })
 		if mode == "als" && !strings.Contains(strings.Join(rep.Notes, "\n"), "positions stage (entry unit") {
 			t.Fatalf("the positions stage did not run: %q", rep.Notes)
-		}
-		got, err := FoldInRMSE(m, tr, va, BillboardFoldFor(rep))
-		if err != nil {
-			t.Fatal(err)
 		}
 		return got
 	}

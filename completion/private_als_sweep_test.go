@@ -1,6 +1,7 @@
 package completion
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -252,7 +253,7 @@ func jokeExposureLog(rng *rand.Rand, sd float64) *data.Store {
 			order[i-10] = i
 			key[i] = score[c][i]/cnt[c] + 0.7*rng.NormFloat64()
 		}
-		slices.SortFunc(order, func(a, b int) int { return cmpFloat(key[b], key[a]) })
+		slices.SortFunc(order, func(a, b int) int { return cmp.Compare(key[b], key[a]) })
 		nu := 36 + rng.IntN(65)
 		items := append([]int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, order[:nu-10]...)
 		for _, i := range items {

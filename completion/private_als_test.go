@@ -377,28 +377,7 @@ func TestPrivateALSConvergesMovieLensShaped(t *testing.T) {
 	}
 	ref := RMSE(np, va, 2)
 	score := func(mode string, eps float64) float64 {
-		rank := R
-		if mode == "bias" {
-			rank = 1
-		}
-		m, err := decomposition.NewModel(decomposition.CP, tr.Dims, []int{rank}, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o := &PrivateOptions{Epsilon: eps, Delta: 1e-5, RatingMin: lo, RatingMax: hi, Noise: perturb.SeededNoise(1)}
-		var rep *perturb.Report
-		if mode == "als" {
-			rep, err = TrainPrivateALS(tr, m, o)
-		} else {
-			rep, err = TrainPrivateBias(tr, m, o)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := FoldInRMSE(m, tr, va, BillboardFoldFor(rep))
-		if err != nil {
-			t.Fatal(err)
-		}
+		got, _ := privateFoldScore(t, tr, va, mode, R, &PrivateOptions{Epsilon: eps, Delta: 1e-5, RatingMin: lo, RatingMax: hi, Noise: perturb.SeededNoise(1)}, nil)
 		return got
 	}
 	als100, als10, bias10 := score("als", 100), score("als", 10), score("bias", 10)
@@ -409,4 +388,34 @@ func TestPrivateALSConvergesMovieLensShaped(t *testing.T) {
 	if als10 > bias10-0.5*(bias10-ref) {
 		t.Errorf("epsilon 10: private ALS %.4f closes less than half the gap between the bias model %.4f and non-private ALS %.4f", als10, bias10, ref)
 	}
+}
+
+// privateFoldScore trains a private model on tr (mode "als", rank R, with
+// the rules adjusted by tweak, nil for none; or "bias", rank 1) with
+// options o and returns its fold-in RMSE on va (BillboardFoldFor) and its
+// report.
+func privateFoldScore(t *testing.T, tr, va *data.Store, mode string, R int, o *PrivateOptions, tweak func(*alsPrivateParams)) (float64, *perturb.Report) {
+	t.Helper()
+	rank := R
+	if mode == "bias" {
+		rank = 1
+	}
+	m, err := decomposition.NewModel(decomposition.CP, tr.Dims, []int{rank}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep *perturb.Report
+	if mode == "als" {
+		rep, err = trainPrivateALS(tr, m, o, tweak)
+	} else {
+		rep, err = TrainPrivateBias(tr, m, o)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := FoldInRMSE(m, tr, va, BillboardFoldFor(rep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, rep
 }
