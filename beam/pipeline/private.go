@@ -159,29 +159,9 @@ func (b *biasSource) Totals(o *completion.PrivateOptions) (int, float64, []int, 
 	if err := b.run.run(ctx, p); err != nil {
 		return 0, 0, nil, fmt.Errorf("bias totals: %w", err)
 	}
-	counts := make([]int, b.items.Len())
-	itemSums := make([]float64, b.items.Len())
-	err := ReadLines(ctx, joinPath(b.work, "totals", "part")+"-*", func(line string) error {
-		f := strings.Split(line, "\t")
-		if len(f) != 3 {
-			return fmt.Errorf("item total %q", line)
-		}
-		i, err1 := strconv.Atoi(f[0])
-		n, err2 := strconv.Atoi(f[1])
-		v, err3 := strconv.ParseFloat(f[2], 64)
-		if err := errors.Join(err1, err2, err3); err != nil {
-			return err
-		}
-		counts[i], itemSums[i] = n, v
-		return nil
-	})
+	counts, n, total, err := readItemTotals(ctx, joinPath(b.work, "totals", "part")+"-*", b.items.Len())
 	if err != nil {
 		return 0, 0, nil, err
-	}
-	n, total := 0, 0.0
-	for i, c := range counts {
-		n += c
-		total += itemSums[i]
 	}
 	all, err := readCounts(ctx, joinPath(b.work, "all"))
 	if err != nil {
@@ -394,3 +374,33 @@ func readCatalogue(ctx context.Context, path string) (*data.Dict, error) {
 }
 
 var _ completion.BiasSource = (*biasSource)(nil)
+
+// readItemTotals reads the "item\tcount\tsum" lines of the item totals
+// at pattern (items in [0, items)): every item's count, and the total
+// count and sum.
+func readItemTotals(ctx context.Context, pattern string, items int) (counts []int, n int, total float64, err error) {
+	counts = make([]int, items)
+	sums := make([]float64, items)
+	err = ReadLines(ctx, pattern, func(line string) error {
+		f := strings.Split(line, "\t")
+		if len(f) != 3 {
+			return fmt.Errorf("item total %q", line)
+		}
+		i, err1 := strconv.Atoi(f[0])
+		c, err2 := strconv.Atoi(f[1])
+		v, err3 := strconv.ParseFloat(f[2], 64)
+		if err := errors.Join(err1, err2, err3); err != nil || i < 0 || i >= items {
+			return fmt.Errorf("item total %q: %v", line, err)
+		}
+		counts[i], sums[i] = c, v
+		return nil
+	})
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	for i, c := range counts {
+		n += c
+		total += sums[i]
+	}
+	return counts, n, total, nil
+}

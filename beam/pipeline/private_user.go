@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -200,29 +199,9 @@ func (b *userBiasSource) UserTotals(o *completion.PrivateOptions) (int, int, flo
 	if err := b.run.run(ctx, p); err != nil {
 		return 0, 0, 0, nil, fmt.Errorf("contribution bounding: %w", err)
 	}
-	counts := make([]int, b.items.Len())
-	itemSums := make([]float64, b.items.Len())
-	err := ReadLines(ctx, joinPath(b.work, "totals", "part")+"-*", func(line string) error {
-		f := strings.Split(line, "\t")
-		if len(f) != 3 {
-			return fmt.Errorf("item total %q", line)
-		}
-		i, err1 := strconv.Atoi(f[0])
-		n, err2 := strconv.Atoi(f[1])
-		v, err3 := strconv.ParseFloat(f[2], 64)
-		if err := errors.Join(err1, err2, err3); err != nil || i < 0 || i >= len(counts) {
-			return fmt.Errorf("item total %q: %v", line, err)
-		}
-		counts[i], itemSums[i] = n, v
-		return nil
-	})
+	counts, n, total, err := readItemTotals(ctx, joinPath(b.work, "totals", "part")+"-*", b.items.Len())
 	if err != nil {
 		return 0, 0, 0, nil, err
-	}
-	n, total := 0, 0.0
-	for i, c := range counts {
-		n += c
-		total += itemSums[i]
 	}
 	if n == 0 {
 		return 0, 0, 0, nil, fmt.Errorf("%w: no rating of the log is of a catalogue item", completion.ErrDomain)
