@@ -416,6 +416,26 @@
 // bias mode's noisy counts.
 // TestALSUserSensitivityNeighbours checks it on neighbouring logs.
 //
+// Private ALS, user unit, when the learnability rule fails on the noisy
+// counts (alsUserFallback): the steps' share goes to one Gaussian release
+// of the vector (a n_i, S_i) over the items (n_i the count, S_i the sum
+// of the clipped residuals about the released mean, a = c
+// sqrt(share_counts/share_sums)). Removing a user removes at most k
+// ratings, one per item, each lowering one n_i by 1 and moving one S_i by
+// at most c, so
+//
+//	Delta_2 = sqrt(k (a^2 + c^2)).
+//
+// Its noise multiplier is that of the T planned steps composed: T
+// Gaussians of sensitivity Delta and noise sigma have a Gaussian privacy
+// loss with mu = sqrt(T) Delta/sigma (Dong, Roth and Su 2022), the same
+// as one Gaussian of multiplier sigma/(Delta sqrt(T)), so whichever
+// branch the released counts choose, the composition is the one planned
+// (an accounting that needs more raises the noise until the budget fits).
+// Each released value is pooled with the bias mode's release of it by
+// inverse variance (post-processing). TestALSUserFallback checks the
+// sensitivity on neighbouring logs and that the budget is spent.
+//
 // Private item selection (SelectItems), when no catalogue is given: each
 // user adds 1/sqrt(n_u) to each item they rated (l2 norm 1), Gaussian
 // noise calibrated to (epsilon_sel, delta_sel/2) at sensitivity 1, and

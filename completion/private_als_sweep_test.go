@@ -69,6 +69,27 @@ func TestPrivateALSSweep(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("%s: %d training ratings, %v; non-private ALS rank %d: %.4f (%.2f s)", name, tr.NNZ(), tr.Dims, R, RMSE(np, va, 2), time.Since(start).Seconds())
+		if userK > 0 {
+			// The same non-private ALS on the k-bounded log: the part of
+			// the gap that is the bound's, not the noise's.
+			bounded, _, err := BoundUserContributions(tr, userK, rand.NewPCG(1, 77))
+			if err != nil {
+				t.Fatal(err)
+			}
+			nb, err := decomposition.NewModel(decomposition.CP, tr.Dims, []int{R}, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nb.ClampLo, nb.ClampHi = lo, hi
+			if _, err := Train(bounded, nil, nb, &Settings{Threads: 2, Solver: SolverALS}, rand.NewPCG(1, 1), nil); err != nil {
+				t.Fatal(err)
+			}
+			got, err := FoldInRMSE(nb, tr, va, decomposition.FoldPenalties{PerRating: 0.15})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: non-private ALS rank %d on the log bounded to k = %d (%d ratings), users folded in from all their ratings: %.4f", name, R, userK, bounded.NNZ(), got)
+		}
 		for _, e := range eps {
 			for _, mode := range []string{"bias", "als"} {
 				o := &PrivateOptions{Epsilon: e, Delta: 1e-5, RatingMin: lo, RatingMax: hi, Noise: perturb.SeededNoise(1)}
@@ -113,6 +134,13 @@ func TestPrivateALSSweep(t *testing.T) {
 					unit = fmt.Sprintf("user, k = %d", userK)
 				}
 				t.Logf("%s %s epsilon %g (%s level): %.4f (%.2f s)", name, mode, e, unit, got, secs)
+				if os.Getenv("DPREC_ALS_NOTES") != "" {
+					for _, n := range rep.Notes {
+						if strings.HasPrefix(n, "learnability") || strings.HasPrefix(n, "positions") {
+							t.Logf("  %s", n)
+						}
+					}
+				}
 			}
 		}
 	}
@@ -127,6 +155,28 @@ func sweepTweak() func(*alsPrivateParams) {
 		p.posNoScale = os.Getenv("DPREC_ALS_POSNOSCALE") != ""
 		p.posReg, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_POSREG"), 64)
 		p.posBias, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_POSBIAS"), 64)
+		p.exactGram = os.Getenv("DPREC_ALS_EXACTGRAM") != ""
+		if x, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_USERGATE"), 64); err == nil {
+			p.userGateShare = x
+		}
+		if x, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_NOISERIDGE"), 64); err == nil {
+			p.noiseRidge = x
+		}
+		if n, err := strconv.Atoi(os.Getenv("DPREC_ALS_STEPS")); err == nil {
+			p.steps = n
+		}
+		if x, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_LAMBDA"), 64); err == nil {
+			p.lambda = x
+		}
+		if x, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_ITEMREG"), 64); err == nil {
+			p.itemLambda = x
+		}
+		if x, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_GU"), 64); err == nil {
+			p.gu, p.gv = x, p.c/x
+		}
+		if x, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_BIASFRAC"), 64); err == nil {
+			p.biasFrac = x
+		}
 		if g, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_FALLBACK"), 64); err == nil {
 			p.inputFallback = g
 		}

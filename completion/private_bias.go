@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
@@ -150,6 +151,14 @@ type biasFit struct {
 	frac         float64
 	noisyUsers   float64 // user unit: the released number of users
 	noisyRatings float64 // user unit: the released number of ratings
+	// User unit: the released mean, noisy item sums (before the item
+	// bias estimate) and the noise variance of a count, kept so that a
+	// second release of the sums can be pooled with them (private ALS's
+	// fallback, alsUserFallback).
+	mu        float64
+	sums      []float64
+	rawCounts []float64 // the noisy counts before negative ones are set to 0
+	countVar  float64
 }
 
 // fitPrivateBias validates its inputs and runs the bias releases of the
@@ -374,8 +383,11 @@ func (f *biasFit) setItemBiases(m *decomposition.Model, mu float64, resid []floa
 	if f.lapScale > 0 {
 		est = "n_i tau^2/s_i^2 (Y_i - E[L | Y_i]), s_i^2 = n_i^2 tau^2 + n_i sigma_r^2 (the posterior mean under the Gaussian prior and the exact Laplace noise L)"
 	}
-	f.notes = append(f.notes, fmt.Sprintf("item bias = %s with Y_i the noisy sum of residuals, sigma_r = (r_max-r_min)/4, v = %.4g the noise variance of a sum, tau^2 = %.4g estimated from the released noisy sums and counts (post-processing; completion/private_bias.go)", est, v, tau2))
+	f.notes = append(f.notes, fmt.Sprintf(itemBiasNote+"%s with Y_i the noisy sum of residuals, sigma_r = (r_max-r_min)/4, v = %.4g the noise variance of a sum, tau^2 = %.4g estimated from the released noisy sums and counts (post-processing; completion/private_bias.go)", est, v, tau2))
 }
+
+// itemBiasNote begins the report's note on the item bias estimate.
+const itemBiasNote = "item bias = "
 
 // report builds the privacy report of a bias-mode run.
 func (f *biasFit) report(m *decomposition.Model) *perturb.Report {
@@ -666,6 +678,7 @@ func drawBiasUser(src UserBiasSource, m *decomposition.Model, o *PrivateOptions,
 	rels[3].noise.addTo(cnt, r)
 	o.observe(rels[3].what, cnt, nil)
 	observeSource(src, rels[3].what, cnt)
+	fit.rawCounts = slices.Clone(cnt)
 	for i := range cnt {
 		cnt[i] = math.Max(cnt[i], 0) // post-processing
 	}
@@ -680,7 +693,8 @@ func drawBiasUser(src UserBiasSource, m *decomposition.Model, o *PrivateOptions,
 	o.observe(rels[4].what, sums, nil)
 	observeSource(src, rels[4].what, sums)
 	fit.counts = cnt
-	fit.setItemBiases(m, mu, sums, rels[3].noise.variance())
+	fit.mu, fit.sums, fit.countVar = mu, slices.Clone(sums), rels[3].noise.variance()
+	fit.setItemBiases(m, mu, sums, fit.countVar)
 	fit.notes = append(fit.notes,
 		fmt.Sprintf("released with noise: number of users %.1f, number of ratings %.1f (after bounding each user to %d ratings, one per item%s); global mean %.4g = (r_min+r_max)/2 + noisy centred sum / noisy count", scal[0], scal[1], o.MaxRatingsPerUser, scalarsScope(o), mu),
 		fmt.Sprintf("budget shares (%s): users %g, ratings %g, sum %g, item counts %g, item sums %g", o.Mechanism, userShareUsers, userShareRatings, userShareSum, userShareCounts, userShareSums))

@@ -1,0 +1,88 @@
+package completion
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/perturb"
+)
+
+// TestALSUserFallback: under the user unit, when the learnability rule
+// fails on the noisy counts, the item steps' share of the budget goes to a
+// second release of the item counts and sums (alsUserFallback): the
+// released vector moves by at most its declared l2 sensitivity when any
+// one user is removed (and a user with k ratings at the clip comes close
+// to it), the whole budget is spent (the report's epsilon is the one
+// asked for, not the bias releases' share), the release is in the report
+// and its noise has the variance the report states.
+func TestALSUserFallback(t *testing.T) {
+	t.Parallel()
+	const k, R = 5, 3
+	o := userOpts(k)
+	o.Epsilon = 3
+	raw := userStore([]int{40, 60}, 400, 12)
+	for e := range raw.Val {
+		raw.Val[e] = []float64{o.RatingMin, o.RatingMax}[e%2]
+	}
+	st, err := BoundForUnit(raw, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sensitivity on neighbouring logs, at several released means.
+	_, l2 := alsFallbackWeight(&o)
+	worst := 0.0
+	for _, mu := range []float64{o.RatingMin, 3, o.RatingMax} {
+		a := alsFallbackStats(st, &o, mu, st.Dims[1])
+		for u := int32(0); u < int32(st.Dims[0]); u++ {
+			b := alsFallbackStats(withoutUser(st, u), &o, mu, st.Dims[1])
+			var d float64
+			for i := range a {
+				d += (a[i] - b[i]) * (a[i] - b[i])
+			}
+			if d = math.Sqrt(d); d > l2+1e-9 {
+				t.Fatalf("mu %g, user %d: the release moved by %v > %v", mu, u, d, l2)
+			}
+			worst = math.Max(worst, d)
+		}
+	}
+	if worst < 0.8*l2 {
+		t.Errorf("worst change %v, far below the bound %v: the bound is loose or the statistic wrong", worst, l2)
+	}
+	nt := newNoiseTally()
+	var rep *perturb.Report
+	for seed := uint64(0); seed < 40; seed++ {
+		oo := o
+		oo.Noise = perturb.SeededNoise(seed)
+		var noisy []float64
+		oo.probe = &releaseProbe{seen: func(what string, x, _ []float64) {
+			if what == alsFallbackWhat {
+				noisy = slices.Clone(x)
+			}
+		}}
+		m := privModel(t, decomposition.CP, []int{1, st.Dims[1]}, R, true, 1, 1)
+		r, err := TrainPrivateALS(st, m, &oo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if noisy == nil {
+			t.Fatalf("seed %d: no fallback release; notes %q", seed, r.Notes)
+		}
+		if !strings.Contains(strings.Join(r.Notes, "\n"), "second release of the item counts and sums") {
+			t.Fatalf("seed %d: the report does not say the steps' share was spent on the fallback: %q", seed, r.Notes)
+		}
+		if r.Epsilon > oo.Epsilon*(1+1e-9) || r.Epsilon < 0.98*oo.Epsilon {
+			t.Fatalf("seed %d: epsilon spent %v, budget %v: the steps' share is not spent", seed, r.Epsilon, oo.Epsilon)
+		}
+		for _, v := range m.Factors[1] {
+			if v != 0 {
+				t.Fatalf("seed %d: item rows are not zero after the fallback", seed)
+			}
+		}
+		nt.add(t, alsFallbackWhat, noisy, alsFallbackStats(st, &oo, m.Mean, st.Dims[1]))
+		rep = r
+	}
+	nt.check(t, "als user fallback", rep, alsFallbackWhat)
+}
