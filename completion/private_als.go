@@ -501,7 +501,12 @@ func projectBall(x []float64, g float64) {
 // of the noisy Gram matrix and its noisy right-hand side (penalty
 // ALSPrivateItemReg t_i + sigma), projected onto the ball of radius
 // Gamma_v, or zero when its count fails the learnability rule (package
-// doc, "Private ALS"). User rows and biases are zero in m (not released).
+// doc, "Private ALS"). When the items whose noisy counts pass the rule
+// carry less than ALSPrivateUserGateShare of the noisy count total, no
+// step runs and their share of the budget goes to a second release of
+// the item counts and sums, pooled with the bias mode's (alsUserFallback;
+// the same privacy loss as the steps). User rows and biases are zero in m
+// (not released).
 //
 // Under the entry unit n_i and the user counts are public. Under the user
 // unit (add or remove one user; train re-indexed onto a public domain and
@@ -683,6 +688,10 @@ func alsRelease(o *PrivateOptions, p alsPrivateParams, bo *PrivateOptions, m *de
 		// counts.
 		rep.Covered = append(rep.Covered, "number of users", "number of ratings", "item counts (noisy; used by the bias estimate, the item solve and the learnability rule, and saved as the report's item_counts for rankings)")
 	}
+	rest := "the Gaussian item steps"
+	if p.steps == 0 && p.biasFrac < 1 {
+		rest = "the second release of the item counts and sums (no item step ran)"
+	}
 	fold := fmt.Sprintf("with the training's per-rating ridge %g plus %g", p.lambda, ALSPrivateFoldRow)
 	if p.steps == 0 {
 		fold = "with the bias mode's penalties (no item step ran)"
@@ -702,7 +711,7 @@ func alsRelease(o *PrivateOptions, p alsPrivateParams, bo *PrivateOptions, m *de
 	}
 	rep.Notes = append(rep.Notes,
 		fmt.Sprintf("public constants and their rules: residual clip c = (r_max - r_min)/3 = %g; user vector norm <= Gamma_u = %g; item row norm <= Gamma_v = c/Gamma_u = %g; user-solve ridge %g per observation; item-solve ridge %g per term plus %g sigma (post-processing; each item's Gram matrix is its share t_i/sum t_j of the released shared one); at most k = %d terms a user (%s); %d item steps; items learnt when n_i Gamma_u^2 / R >= %g sigma, else zero rows; rank %d", p.c, p.gu, p.gv, p.lambda, p.itemLambda, p.noiseRidge, p.terms, alsTermsSource(o), p.steps, p.gate, R),
-		fmt.Sprintf("epsilon: %g%% of it calibrates the bias releases (%s; rule: 80%% up to epsilon 1, 30%% from 10, log-linear between, all of it when no item step runs); the Gaussian steps take the rest under %s composition", 100*p.biasFrac, bo.Mechanism, used))
+		fmt.Sprintf("epsilon: %g%% of it calibrates the bias releases (%s; rule: 80%% up to epsilon 1, 30%% from 10, log-linear between, all of it when no item step runs at the entry unit); %s take the rest under %s composition", 100*p.biasFrac, bo.Mechanism, rest, used))
 	rep.Notes = append(rep.Notes, bias.notes...)
 	return rep, nil
 }
