@@ -674,7 +674,7 @@ func alsRelease(o *PrivateOptions, p alsPrivateParams, bo *PrivateOptions, m *de
 	}
 	rep := baseReport(o, "als", acc, eps, delta, used)
 	rep.Billboard = true
-	rep.ItemCounts = bias.releasedCounts()
+	rep.ItemCounts, rep.ItemCountsSD = bias.releasedCounts(), bias.countsSD()
 	if p.steps > 0 {
 		// Users fold in with the training's user solve; without item
 		// steps the model is the bias mode's and folds in as it does.

@@ -398,7 +398,7 @@ func (f *biasFit) report(m *decomposition.Model) *perturb.Report {
 	if f.o.Unit == UnitUser {
 		rep.Covered = append(rep.Covered, "number of users", "number of ratings", "item counts (noisy; used by the estimate and saved as the report's item_counts for rankings)")
 	}
-	rep.ItemCounts = f.releasedCounts()
+	rep.ItemCounts, rep.ItemCountsSD = f.releasedCounts(), f.countsSD()
 	rep.Notes = append(rep.Notes,
 		"not released: user biases and user factor rows (zero in the model); each user's bias and the user's biases on the time buckets of their own ratings are solved at prediction time from the released item biases and that user's own ratings (billboard model; `dprec predict --ratings`)",
 		"factors, core and time biases are zero (bias-only model)")
@@ -415,6 +415,15 @@ func (f *biasFit) releasedCounts() []float64 {
 		out[i] = math.Max(n, 0)
 	}
 	return out
+}
+
+// countsSD is the noise standard deviation of the released counts (0 when
+// public: entry unit).
+func (f *biasFit) countsSD() float64 {
+	if f.o.Unit != UnitUser {
+		return 0
+	}
+	return math.Sqrt(f.countVar)
 }
 
 // BillboardFold returns the fold-in penalties of the billboard modes (bias

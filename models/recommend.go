@@ -104,7 +104,11 @@ func (p *Predictor) sorted(h *topN) []Scored {
 	})
 	for i := range out {
 		out[i].ID = p.items.String(out[i].Item)
-		out[i].Rating = p.m.Clamp(out[i].Score)
+		if p.relevance != nil {
+			out[i].Rating = p.m.Clamp(p.relevance.prediction(out[i].Item, out[i].Score))
+		} else {
+			out[i].Rating = p.m.Clamp(out[i].Score)
+		}
 	}
 	h.reset()
 	return out
@@ -125,10 +129,74 @@ func (e *Exclusions) allowed(j int32) bool {
 // shrinkage base + z_j (raw - base) (see WithShrinkage).
 func (p *Predictor) rank(q *query, j int32) float64 {
 	s := p.raw(q, j)
-	if p.rankWeight != nil && !q.noBias {
+	switch {
+	case q.noBias:
+	case p.relevance != nil:
+		s = p.relevance.score(j, s)
+	case p.rankWeight != nil:
 		s = q.base + p.rankWeight[j]*(s-q.base)
 	}
 	return s
+}
+
+// relevanceScore is the ranking of a private model with noisy item
+// counts (Predictor.WithShrinkage): log(n~_j + 1 + sd) + log Phi((r -
+// t)/s).
+type relevanceScore struct {
+	logN []float64
+	t, s float64
+}
+
+func newRelevanceScore(counts []float64, sd, lo, hi float64) *relevanceScore {
+	r := &relevanceScore{logN: make([]float64, len(counts)), t: hi - (hi-lo)/4, s: (hi - lo) / 4}
+	for j, n := range counts {
+		r.logN[j] = math.Log(math.Max(n, 0) + 1 + sd)
+	}
+	return r
+}
+
+// score is item j's ranking score for the prediction r.
+func (r *relevanceScore) score(j int32, pred float64) float64 {
+	return r.logN[j] + logPhi((pred-r.t)/r.s)
+}
+
+// prediction inverts score: the prediction that gives item j the score
+// sc (-Inf when the probability underflows).
+func (r *relevanceScore) prediction(j int32, sc float64) float64 {
+	return r.t + r.s*invLogPhi(sc-r.logN[j])
+}
+
+// logPhi is log Phi(x) for the standard normal CDF, accurate in the lower
+// tail (the asymptotic series below -30, where Phi underflows).
+func logPhi(x float64) float64 {
+	if x < -30 {
+		// Phi(x) ~ phi(x)/(-x) (1 - 1/x^2 + 3/x^4)
+		x2 := x * x
+		return -x2/2 - math.Log(-x) - 0.5*math.Log(2*math.Pi) + math.Log1p(-1/x2+3/(x2*x2))
+	}
+	return math.Log(0.5 * math.Erfc(-x/math.Sqrt2))
+}
+
+// invLogPhi returns x with log Phi(x) = l (l <= 0): Phi^-1(exp(l)) where
+// exp(l) is not small, else Newton steps on logPhi from the tail's
+// leading term (math.Erfcinv loses its precision below about 1e-16).
+func invLogPhi(l float64) float64 {
+	if l >= 0 {
+		return math.Inf(1)
+	}
+	if l > -30 {
+		return -math.Sqrt2 * math.Erfcinv(2*math.Exp(l))
+	}
+	x := -math.Sqrt(-2 * l) // log Phi(x) ~ -x^2/2
+	for range 100 {
+		// d/dx log Phi(x) = phi(x)/Phi(x)
+		d := (logPhi(x) - l) / math.Exp(-x*x/2-0.5*math.Log(2*math.Pi)-logPhi(x))
+		x -= d
+		if math.Abs(d) < 1e-13*math.Abs(x) {
+			break
+		}
+	}
+	return x
 }
 
 // scan streams every item through the heap of q, skipping items in the
@@ -360,7 +428,7 @@ func (p *Predictor) scanBlock(qs []query, hs []topN, exs [][]int32, excl *Exclus
 	if m.HasBias && len(qs) > 0 {
 		ib = p.itemBiasAt(qs[0].k) // one bucket for the whole call
 	}
-	z := p.rankWeight
+	z, rel := p.rankWeight, p.relevance
 	thr := make([]float64, len(qs))
 	for i := range thr {
 		thr[i] = math.Inf(-1)
@@ -402,6 +470,8 @@ func (p *Predictor) scanBlock(qs []query, hs []topN, exs [][]int32, excl *Exclus
 			}
 			if z != nil {
 				s0, s1, s2, s3 = qs[i].base+z[j]*s0, qs[i+1].base+z[j]*s1, qs[i+2].base+z[j]*s2, qs[i+3].base+z[j]*s3
+			} else if rel != nil {
+				s0, s1, s2, s3 = rel.score(int32(j), s0), rel.score(int32(j), s1), rel.score(int32(j), s2), rel.score(int32(j), s3)
 			}
 			for d, s := range [4]float64{s0, s1, s2, s3} {
 				if s >= thr[i+d] {
@@ -420,6 +490,8 @@ func (p *Predictor) scanBlock(qs []query, hs []topN, exs [][]int32, excl *Exclus
 			}
 			if z != nil {
 				s = qs[i].base + z[j]*s
+			} else if rel != nil {
+				s = rel.score(int32(j), s)
 			}
 			if s >= thr[i] {
 				p.offer(&hs[i], &thr[i], exs[i], excl, s, int32(j))

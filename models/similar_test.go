@@ -158,3 +158,88 @@ func TestShrinkagePrivateCounts(t *testing.T) {
 		t.Error("item counts of the wrong length used")
 	}
 }
+
+// TestRelevanceNoisyCounts: a private model whose report carries item
+// counts released with noise (ItemCountsSD > 0) ranks by log(n~ + 1 + sd)
+// + log Phi((prediction - t)/s), t and s from its public range, in
+// Recommend and RecommendAll alike; its lists' Rating is the clamped
+// prediction; exact counts (sd 0) keep the credibility score.
+func TestRelevanceNoisyCounts(t *testing.T) {
+	f := testFile(t, decomposition.CP, []int{4, 6}, []int{2}, true, 8)
+	f.Model.ClampLo, f.Model.ClampHi = 1, 5
+	f.Model.Mean = 4
+	f.Seen = nil
+	counts := []float64{2, 0, 700, 1, 30, 5}
+	const sd = 3.5
+	f.Privacy = &perturb.Report{Mode: "bias", Billboard: true, ItemCounts: counts, ItemCountsSD: sd}
+	p := NewPredictor(f).WithShrinkage(500)
+	if p.relevance == nil || p.rankWeight != nil || p.Shrinkage() != 500 {
+		t.Fatalf("relevance %v, weights %v, shrinkage %v", p.relevance, p.rankWeight, p.Shrinkage())
+	}
+	m := f.Model
+	for u := 0; u < 4; u++ {
+		type sc struct {
+			j       int32
+			s, pred float64
+		}
+		var all []sc
+		for j := range counts {
+			raw := m.Raw([]int32{int32(u), int32(j)})
+			phi := 0.5 * math.Erfc(-(raw-4)/1/math.Sqrt2) // t = 5 - 4/4, s = 4/4
+			all = append(all, sc{int32(j), math.Log(counts[j]+1+sd) + math.Log(phi), raw})
+		}
+		sort.SliceStable(all, func(a, c int) bool { return all[a].s > all[c].s })
+		recs, _ := p.Recommend(p.UserID(int32(u)), nil, len(counts), nil)
+		for k := range recs {
+			if recs[k].Item != all[k].j || math.Abs(recs[k].Score-all[k].s) > 1e-9 {
+				t.Fatalf("user %d rank %d: %+v, want %+v", u, k, recs[k], all[k])
+			}
+			if want := m.Clamp(all[k].pred); math.Abs(recs[k].Rating-want) > 1e-9 {
+				t.Fatalf("user %d item %d: rating %v, want the clamped prediction %v", u, recs[k].Item, recs[k].Rating, want)
+			}
+		}
+	}
+	err := p.RecommendAll(len(counts), nil, 2, nil, func(u int32, recs []Scored) error {
+		one, _ := p.Recommend(p.UserID(u), nil, len(counts), nil)
+		if !slices.Equal(items(one), items(recs)) {
+			t.Fatalf("user %d: RecommendAll %v, Recommend %v", u, items(recs), items(one))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Privacy.ItemCountsSD = 0
+	if q := NewPredictor(f).WithShrinkage(500); q.relevance != nil || q.rankWeight == nil {
+		t.Error("exact counts: want the credibility score")
+	}
+	f.Privacy.ItemCountsSD = sd
+	if q := NewPredictor(f).WithShrinkage(0); q.relevance != nil || q.rankWeight != nil {
+		t.Error("kappa 0: want the plain prediction")
+	}
+}
+
+// TestLogPhi: logPhi matches log(Phi) where Phi is representable, is
+// finite and decreasing far in the tail, and invLogPhi inverts it.
+func TestLogPhi(t *testing.T) {
+	for x := -60.0; x <= 8; x += 0.37 {
+		l := logPhi(x)
+		if x > -30 {
+			if want := math.Log(0.5 * math.Erfc(-x/math.Sqrt2)); math.Abs(l-want) > 1e-12*math.Max(1, math.Abs(want)) {
+				t.Fatalf("logPhi(%v) = %v, want %v", x, l, want)
+			}
+		}
+		if math.IsInf(l, 0) || math.IsNaN(l) || (x < -30 && logPhi(x-0.01) >= l) {
+			t.Fatalf("logPhi(%v) = %v", x, l)
+		}
+		if x < 7 {
+			if back := invLogPhi(l); math.Abs(back-x) > 1e-6*math.Max(1, math.Abs(x)) {
+				t.Fatalf("invLogPhi(logPhi(%v)) = %v", x, back)
+			}
+		}
+	}
+	// Continuity at the switch to the asymptotic series.
+	if d := math.Abs(logPhi(-30-1e-9) - logPhi(-30+1e-9)); d > 1e-6 {
+		t.Fatalf("logPhi jumps by %v at -30", d)
+	}
+}

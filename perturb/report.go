@@ -56,6 +56,10 @@ type Report struct {
 	// public), the released noisy counts under add-remove (user level,
 	// negative values set to 0). Empty: none.
 	ItemCounts []float64 `json:"item_counts,omitempty"`
+	// ItemCountsSD is the standard deviation of the noise in ItemCounts
+	// (before negative values were set to 0): 0 when they are exact.
+	// Rankings that use the counts as evidence discount them by it.
+	ItemCountsSD float64 `json:"item_counts_sd,omitempty"`
 }
 
 // Relation kinds (Report.RelationKind).
