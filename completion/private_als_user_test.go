@@ -17,7 +17,8 @@ import (
 // one user is removed (and a user with k ratings at the clip comes close
 // to it), the whole budget is spent (the report's epsilon is the one
 // asked for, not the bias releases' share), the release is in the report
-// and its noise has the variance the report states.
+// and its noise has the variance the report states; the report's
+// item_counts_sd is the pooled counts' noise.
 func TestALSUserFallback(t *testing.T) {
 	t.Parallel()
 	const k, R = 5, 3
@@ -81,8 +82,55 @@ func TestALSUserFallback(t *testing.T) {
 				t.Fatalf("seed %d: item rows are not zero after the fallback", seed)
 			}
 		}
+		// The counts' noise in the report: the two releases pooled, so
+		// below the first release's.
+		var first float64
+		for _, rel := range r.Releases {
+			if rel.What == "per-item rating counts" {
+				first = rel.Scale
+			}
+		}
+		if !(r.ItemCountsSD > 0 && r.ItemCountsSD < first) {
+			t.Fatalf("seed %d: item_counts_sd %v, the first release's count noise %v", seed, r.ItemCountsSD, first)
+		}
 		nt.add(t, alsFallbackWhat, noisy, alsFallbackStats(st, &oo, m.Mean, st.Dims[1]))
 		rep = r
 	}
 	nt.check(t, "als user fallback", rep, alsFallbackWhat)
+}
+
+// TestItemCountsSD: the bias mode's report states the noise of the item
+// counts it carries: the counts release's sigma at the user unit, 0 at the
+// entry unit (public counts).
+func TestItemCountsSD(t *testing.T) {
+	t.Parallel()
+	o := userOpts(5)
+	st, err := BoundForUnit(userStore([]int{30, 20}, 300, 13), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := privModel(t, decomposition.CP, []int{1, st.Dims[1]}, 1, true, 1, 1)
+	rep, err := TrainPrivateBias(st, m, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want float64
+	for _, rel := range rep.Releases {
+		if rel.What == "per-item rating counts" {
+			want = rel.Scale
+		}
+	}
+	if want == 0 || math.Abs(rep.ItemCountsSD-want) > 1e-12*want {
+		t.Fatalf("user unit: item_counts_sd %v, the counts release's sigma %v", rep.ItemCountsSD, want)
+	}
+	e := baseOpts()
+	es := privStore([]int{30, 20}, 300, 13)
+	em := privModel(t, decomposition.CP, es.Dims, 1, true, 1, 1)
+	erep, err := TrainPrivateBias(es, em, &e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if erep.ItemCountsSD != 0 || len(erep.ItemCounts) == 0 {
+		t.Fatalf("entry unit: item_counts_sd %v with %d counts", erep.ItemCountsSD, len(erep.ItemCounts))
+	}
 }
