@@ -156,6 +156,9 @@ func sweepTweak() func(*alsPrivateParams) {
 		p.posReg, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_POSREG"), 64)
 		p.posBias, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_POSBIAS"), 64)
 		p.exactGram = os.Getenv("DPREC_ALS_EXACTGRAM") != ""
+		if os.Getenv("DPREC_ALS_STATS") != "" {
+			p.input = false // the item-statistics route at the entry unit
+		}
 		if x, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_USERGATE"), 64); err == nil {
 			p.userGateShare = x
 		}

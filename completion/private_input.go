@@ -156,6 +156,12 @@ func (p *InputPerturbation) Plan(train *data.Store, s *Settings) error {
 // capEpochs caps the step (capStep) and cuts the epochs for noise of
 // variance s2/4 per value (s2: the variance of a bias's data gradient).
 func (p *InputPerturbation) capEpochs(s *Settings, s2 float64) {
+	if s.Solver != SolverSGD {
+		// Gibbs and ALS solve on the noisy values as they are: the
+		// sampler's noise precision, or ALS's ridge, absorbs the noise;
+		// neither has a step.
+		return
+	}
 	if note := capStep(&p.o, s, s2); note != "" {
 		p.report.Notes = append(p.report.Notes, note)
 	}

@@ -393,8 +393,9 @@ func TestReleasedNoiseVariance(t *testing.T) {
 	})
 	t.Run("input", func(t *testing.T) {
 		t.Parallel()
-		// 5000 ratings: enough for the models with biases not to fall
-		// back at epsilon 1 and 5 (private_input_fallback.go).
+		// 5000 ratings, and epsilons where the noise of a value stays
+		// below the rating spread: the models with biases do not fall
+		// back (private_input_fallback.go).
 		st := privStore([]int{100, 60, 5}, 5000, 1)
 		for _, tc := range []struct {
 			name     string
@@ -405,8 +406,8 @@ func TestReleasedNoiseVariance(t *testing.T) {
 		}{
 			{"laplace", perturb.MechLaplace, false, 1, false},
 			{"gaussian", perturb.MechGaussian, false, 1, false},
-			{"gaussian with biases", perturb.MechGaussian, true, 5, false},
-			{"residual release", perturb.MechLaplace, true, 1, false},
+			{"gaussian with biases", perturb.MechGaussian, true, 30, false},
+			{"residual release", perturb.MechLaplace, true, 10, false},
 			{"bias-only fallback", perturb.MechLaplace, true, 0.05, true},
 		} {
 			nt := newNoiseTally()

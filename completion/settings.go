@@ -217,7 +217,10 @@ func (s *Settings) resolved() Settings { return s.resolvedFor(decomposition.CP) 
 // become 0 (penalties, decay) or stay negative (Patience). The default
 // solver is the Gibbs sampler for CP and Tucker without privacy (chosen on
 // validation data, package doc "Defaults"; resolvedForModel takes ALS for
-// a Tucker core above MaxGibbsCore), SGD with a privacy plug-in.
+// a Tucker core above MaxGibbsCore) and with input perturbation (the
+// solver is post-processing of the noisy values, so the non-private
+// default applies: InputPerturbation), SGD with the other privacy
+// plug-ins.
 func (s *Settings) resolvedFor(kind decomposition.Kind) Settings {
 	var r Settings
 	if s != nil {
@@ -228,7 +231,9 @@ func (s *Settings) resolvedFor(kind decomposition.Kind) Settings {
 	if r.Solver == SolverDefault {
 		r.Solver = SolverGibbs
 		if r.Privacy != nil {
-			if _, none := r.Privacy.(NoPrivacy); !none {
+			_, none := r.Privacy.(NoPrivacy)
+			_, input := r.Privacy.(*InputPerturbation)
+			if !none && !input {
 				r.Solver = SolverSGD
 			}
 		}

@@ -97,17 +97,31 @@ func TrainContext(ctx context.Context, train, valid *data.Store, m *decompositio
 			return nil, fmt.Errorf("completion: training value %d is %g (not finite)", e, v)
 		}
 	}
-	if cfg.Solver == SolverGibbs {
-		if _, none := cfg.Privacy.(NoPrivacy); !none {
-			return nil, &SettingsError{Field: "Solver", Value: float64(cfg.Solver), Rule: "the Gibbs sampler has no privacy plug points: use SolverSGD with a privacy mode"}
+	ip, input := cfg.Privacy.(*InputPerturbation)
+	if (cfg.Solver == SolverGibbs || cfg.Solver == SolverALS) && !(input && ip.fallback != nil) {
+		// Input perturbation's bias-only fallback trains nothing: its
+		// loop (trainSGD's loop owner) writes the released biases.
+		_, none := cfg.Privacy.(NoPrivacy)
+		if !none && !input {
+			return nil, &SettingsError{Field: "Solver", Value: float64(cfg.Solver), Rule: "the Gibbs sampler and ALS have no privacy plug points: use SolverSGD with a privacy mode other than input"}
 		}
-		return trainGibbs(ctx, train, valid, m, &cfg, vals, src, progress)
-	}
-	if cfg.Solver == SolverALS {
-		if _, none := cfg.Privacy.(NoPrivacy); !none {
-			return nil, &SettingsError{Field: "Solver", Value: float64(cfg.Solver), Rule: "ALS has no privacy plug points: use SolverSGD with a privacy mode"}
+		var res *Result
+		var err error
+		if cfg.Solver == SolverGibbs {
+			res, err = trainGibbs(ctx, train, valid, m, &cfg, vals, src, progress)
+		} else {
+			res, err = trainALS(ctx, train, valid, m, &cfg, vals, src, progress)
 		}
-		return trainALS(ctx, train, valid, m, &cfg, vals, src, progress)
+		if err != nil || none {
+			return res, err
+		}
+		// Input perturbation: the solver is post-processing of the noisy
+		// values; the plug-in records what is covered.
+		if err := cfg.Privacy.PerturbOutput(m, train); err != nil {
+			return nil, err
+		}
+		res.Privacy = withPublicCounts(cfg.Privacy.Report(), train)
+		return res, nil
 	}
 	res, err := trainSGD(ctx, train, valid, m, &cfg, vals, src, progress)
 	var div *ErrDiverged

@@ -35,7 +35,7 @@ func trainCmd() *cli.Command {
 		&cli.BoolFlag{Name: "bias", Category: cat, Value: true, Usage: "global mean and per-user/item/time biases"},
 		&cli.BoolFlag{Name: "no-bias", Category: cat, Usage: "no bias terms (same as --bias=false)"},
 		&cli.StringFlag{Name: "clamp", Category: cat, Value: "data", Usage: `prediction range "lo,hi", "data" (the training ratings' min and max; for private models the public --rating-min/--rating-max) or "none"`},
-		&cli.StringFlag{Name: "solver", Category: "Training", Value: "default", Usage: "optimiser: gibbs (Bayesian CP/Tucker sampler), als (alternating least squares) or sgd; default: gibbs (als for a Tucker core above " + strconv.Itoa(completion.MaxGibbsCore) + " entries), sgd for the --privacy modes"},
+		&cli.StringFlag{Name: "solver", Category: "Training", Value: "default", Usage: "optimiser: gibbs (Bayesian CP/Tucker sampler), als (alternating least squares) or sgd; default: gibbs (als for a Tucker core above " + strconv.Itoa(completion.MaxGibbsCore) + " entries), also for --privacy input (the solver is post-processing of the noisy ratings); sgd for the other --privacy modes"},
 		&cli.IntFlag{Name: "epochs", Category: "Training", Usage: fmt.Sprintf("maximum number of epochs (SGD) or sweeps (ALS, Gibbs) (default: %d SGD, %d ALS, %d Gibbs)", completion.DefaultEpochs, completion.DefaultALSSweeps, completion.DefaultGibbsSweeps)},
 		&cli.Float64Flag{Name: "lr", Category: "Training", Value: completion.DefaultLearningRate, Usage: "initial learning rate (SGD)"},
 		&cli.Float64Flag{Name: "decay", Category: "Training", Value: completion.DefaultDecay, Usage: "learning-rate decay (SGD): lr_t = lr / (1 + decay t); negative for a constant rate"},

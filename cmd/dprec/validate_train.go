@@ -55,7 +55,10 @@ func checkTrainValues(c *cli.Context) error {
 	}
 	switch s := strings.ToLower(c.String("solver")); s {
 	case "gibbs", "als":
-		return fmt.Errorf("--solver %s is for non-private training: each --privacy mode brings its own solver (private ALS is --privacy als; input, gradient and output train by SGD, bias from noisy sums)", s)
+		if mode == "input" {
+			break
+		}
+		return fmt.Errorf("--solver %s is for non-private training and --privacy input: the other --privacy modes bring their own solver (private ALS is --privacy als; gradient and output train by SGD, bias from noisy sums)", s)
 	}
 	if lo, hi := c.Float64("rating-min"), c.Float64("rating-max"); !(lo < hi) {
 		return fmt.Errorf("--rating-min %g, --rating-max %g: the public rating scale needs min < max", lo, hi)
