@@ -215,12 +215,12 @@ func (p *InputPerturbation) GradientTransform(int) GradientTransform { return ni
 func (p *InputPerturbation) PerturbOutput(m *decomposition.Model, train *data.Store) error {
 	if p.fallback != nil {
 		publicClamp(&p.o, m, p.report)
-		p.report.Covered = paramNames(m.Order(), m.Kind == decomposition.Tucker, m.HasBias)
+		p.report.Covered = inputCovered(m)
 		return nil
 	}
 	if p.res != nil {
 		publicClamp(&p.o, m, p.report)
-		p.report.Covered = paramNames(m.Order(), m.Kind == decomposition.Tucker, m.HasBias)
+		p.report.Covered = inputCovered(m)
 		p.report.Notes = append(p.report.Notes,
 			fmt.Sprintf("input perturbation, residual release (completion/private_input_residual.go): the bias mode's global mean and item biases at epsilon %g, then every rating's residual from them clipped to [-%g, %g] with Laplace noise of scale %g; the model is trained on mean + item bias + noisy residual, so every released parameter is post-processing of the two releases", p.res.biasEps, p.res.clip, p.res.clip, p.res.lap.Scale()),
 			fmt.Sprintf("noise: laplace with scale %g on each of the %d observed residuals", p.res.lap.Scale(), train.NNZ()))
@@ -228,12 +228,23 @@ func (p *InputPerturbation) PerturbOutput(m *decomposition.Model, train *data.St
 	}
 	if p.report != nil {
 		publicClamp(&p.o, m, p.report)
-		p.report.Covered = paramNames(m.Order(), m.Kind == decomposition.Tucker, m.HasBias)
+		p.report.Covered = inputCovered(m)
 		p.report.Notes = append(p.report.Notes,
 			"input perturbation (Wei et al. 2021 Algorithm 1): every released parameter is post-processing of the noisy ratings",
 			fmt.Sprintf("noise: %s with scale %g on each of the %d observed values", p.mechName(), p.scale(), train.NNZ()))
 	}
 	return nil
+}
+
+// inputCovered names the parameters of m an input-perturbation run
+// releases: all of them, post-processing of the noisy values (the Gibbs
+// sampler and ALS also fit the pair biases of a time model).
+func inputCovered(m *decomposition.Model) []string {
+	out := paramNames(m.Order(), m.Kind == decomposition.Tucker, m.HasBias)
+	if len(m.Pairs) > 0 {
+		out = append(out, "pair biases (user x time bucket, item x period)")
+	}
+	return out
 }
 
 func (p *InputPerturbation) mechName() string {

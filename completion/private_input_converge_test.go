@@ -3,6 +3,7 @@ package completion
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/dprec/dprec/data"
@@ -65,5 +66,34 @@ func TestInputConverges(t *testing.T) {
 		if got > bias-0.5*(bias-ref) {
 			t.Errorf("epsilon %g: input %.4f closes less than half the gap between the bias-only model %.4f and the non-private model %.4f", eps, got, bias, ref)
 		}
+	}
+}
+
+// TestInputCoversPairBiases: input perturbation on a time log trains by
+// the Gibbs sampler, which also fits pair biases; the report names them
+// among the covered parameters.
+func TestInputCoversPairBiases(t *testing.T) {
+	t.Parallel()
+	st := privStore([]int{60, 40, 5}, 3000, 4)
+	o := baseOpts()
+	o.Epsilon = 20
+	p, err := NewInputPerturbation(&o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := privModel(t, decomposition.CP, st.Dims, 2, true, 1, 1)
+	res, err := Train(st, nil, m, &Settings{Threads: 1, Epochs: 8, Privacy: p}, rand.NewPCG(1, 2), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Settings.Solver != SolverGibbs || len(m.Pairs) == 0 {
+		t.Fatalf("solver %v, %d pair biases", res.Settings.Solver, len(m.Pairs))
+	}
+	found := false
+	for _, c := range res.Privacy.Covered {
+		found = found || strings.HasPrefix(c, "pair biases")
+	}
+	if !found {
+		t.Fatalf("covered %q: the pair biases are released and not named", res.Privacy.Covered)
 	}
 }
