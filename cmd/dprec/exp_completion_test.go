@@ -101,4 +101,18 @@ func TestExpCompletionPrivacyNDCG(t *testing.T) {
 	if code := run(append(args, "--force", "--threshold", "NaN")); code == exitOK {
 		t.Error("--threshold NaN accepted")
 	}
+	// The user unit: bias rows at unit "user"; a mode without one is a
+	// usage error.
+	if code := run(append(args, "--force", "--max-ratings-per-user", "20")); code != exitOK {
+		t.Fatalf("--max-ratings-per-user 20: exit code %d", code)
+	}
+	rows = expCompletionReadCSV(t, filepath.Join(out, "completion_privacy.csv"))
+	for _, r := range rows[1:] {
+		if r[2] == "bias" && r[12] != "user" {
+			t.Errorf("row %v: unit %q, want user", r, r[12])
+		}
+	}
+	if code := run(append(args, "--force", "--max-ratings-per-user", "20", "--modes", "bias,input")); code != exitUsage {
+		t.Errorf("--max-ratings-per-user with input: exit code %d, want %d", code, exitUsage)
+	}
 }

@@ -52,7 +52,8 @@ reproducible and NOT private.`,
 			&cli.StringFlag{Name: "epsilons", Value: "0.1,0.5,1,2,5,10", Usage: "comma-separated privacy budgets"},
 			&cli.StringFlag{Name: "modes", Value: "none,bias,als,input,gradient-C,gradient-all,output", Usage: "comma-separated modes: none (the non-private default solver), none-als (non-private ALS: the reference of als), bias, als, input, gradient-C, gradient-all, output"},
 			&cli.IntFlag{Name: "seeds", Value: 3, Usage: "number of seeds (data split, initialisation and noise) per point"},
-			&cli.Float64Flag{Name: "delta", Value: 1e-5, Usage: "delta of gradient-all"},
+			&cli.Float64Flag{Name: "delta", Value: 1e-5, Usage: "delta of gradient-all, of als, and of bias at the user unit"},
+			&cli.IntFlag{Name: "max-ratings-per-user", Usage: "k > 0: run bias and als at the user unit (add or remove one user with all their ratings, each user bounded to k, one per item; the other private modes have no user unit and are refused); 0: the entry unit"},
 			&cli.IntFlag{Name: "epochs", Value: 30, Usage: "training epochs (all modes, no early stopping)"},
 			&cli.Float64Flag{Name: "lr", Usage: "learning rate (default: the trainer's)"},
 			&cli.Float64Flag{Name: "reg", Usage: "lambda_o (default: the trainer's)"},
@@ -118,6 +119,7 @@ type expPrivacyOptions struct {
 	Seeds     int     // --seeds: seeds per point
 	Delta     float64 // --delta of gradient-all
 	Clip      float64 // --clip (0: the default)
+	UserK     int     // --max-ratings-per-user (0: the entry unit)
 	Rank      int     // --rank of the rating-log model
 	Force     bool    // --force
 	Seed      uint64  // --seed: the base seed (0 when not given)
@@ -146,7 +148,7 @@ func expPrivacyOptionsOf(c *cli.Context) (*expPrivacyOptions, error) {
 	}
 	o := &expPrivacyOptions{globalOptions: globalOptionsOf(c), Out: c.String("out"), Ratings: c.String("ratings"),
 		RatingMin: c.Float64("rating-min"), RatingMax: c.Float64("rating-max"), Epsilons: eps, Modes: modes,
-		Seeds: c.Int("seeds"), Delta: c.Float64("delta"), Clip: c.Float64("clip"), Rank: c.Int("rank"), Force: c.Bool("force"),
+		Seeds: c.Int("seeds"), Delta: c.Float64("delta"), Clip: c.Float64("clip"), UserK: c.Int("max-ratings-per-user"), Rank: c.Int("rank"), Force: c.Bool("force"),
 		Settings: completion.Settings{Epochs: c.Int("epochs"), Threads: c.Int("threads"), LearningRate: c.Float64("lr"),
 			Reg: c.Float64("reg"), InitScale: c.Float64("init-scale")},
 		InitScaleSet: c.IsSet("init-scale"), LRSet: c.IsSet("lr"),
@@ -168,6 +170,16 @@ func expPrivacyOptionsOf(c *cli.Context) (*expPrivacyOptions, error) {
 	}
 	if o.Load, err = dataLoadOptions(c); err != nil {
 		return nil, err
+	}
+	if o.UserK < 0 {
+		return nil, cli.Exit(fmt.Sprintf("--max-ratings-per-user %d: want k >= 1, or 0 for the entry unit", o.UserK), exitUsage)
+	}
+	if o.UserK > 0 {
+		for _, m := range o.Modes {
+			if !completionexp.NonPrivate(m) && m != completionexp.ExpBias && m != completionexp.ExpALS {
+				return nil, cli.Exit(fmt.Sprintf("--max-ratings-per-user: mode %s has no user unit (only bias and als do): drop it from --modes", m), exitUsage)
+			}
+		}
 	}
 	return o, nil
 }
@@ -295,7 +307,7 @@ func expPrivacyRows(o *expPrivacyOptions, ios *iostreams) ([]completionexp.Priva
 			bar := ios.bar(o.globalOptions, int64(len(modes)*len(eps)), fmt.Sprintf("%s seed %d", name, seed))
 			rows, err := completionexp.RunPrivacyExperiment(completionexp.PrivacyExpConfig{
 				Datasets: []completionexp.PrivacyExpDataset{*ds}, Modes: modes, Epsilons: eps,
-				Seeds: []uint64{seed}, Delta: o.Delta, Clip: o.Clip,
+				Seeds: []uint64{seed}, Delta: o.Delta, Clip: o.Clip, MaxRatingsPerUser: o.UserK,
 			}, func(completionexp.PrivacyExpRow) { _ = bar.Add(1) })
 			_ = bar.Finish()
 			if err != nil {
@@ -311,10 +323,10 @@ func expPrivacyRows(o *expPrivacyOptions, ios *iostreams) ([]completionexp.Priva
 func expPrivacyWriteCSV(path string, force bool, all []completionexp.PrivacyExpRow) error {
 	return data.WriteFileAtomic(path, force, func(w io.Writer) error {
 		cw := csv.NewWriter(w)
-		_ = cw.Write([]string{"dataset", "kind", "mode", "epsilon", "delta", "seed", "rmse", "ndcg", "covered", "seconds", "error", "note"})
+		_ = cw.Write([]string{"dataset", "kind", "mode", "epsilon", "delta", "seed", "rmse", "ndcg", "covered", "seconds", "error", "note", "unit"})
 		for _, r := range all {
 			_ = cw.Write([]string{r.Dataset, r.Kind, r.Mode, fmtG(r.Epsilon), fmtG(r.Delta), strconv.FormatUint(r.Seed, 10),
-				fmtNaN(r.RMSE), fmtNaN(r.NDCG), strconv.FormatBool(r.Covered), fmtG(r.Seconds), r.Err, r.Note})
+				fmtNaN(r.RMSE), fmtNaN(r.NDCG), strconv.FormatBool(r.Covered), fmtG(r.Seconds), r.Err, r.Note, r.Unit})
 		}
 		cw.Flush()
 		return cw.Error()

@@ -115,6 +115,9 @@ type PrivacyExpRow struct {
 	NDCG float64 `json:"ndcg"`
 	// Note says what a reference row stands for.
 	Note string `json:"note,omitempty"`
+	// Unit is the privacy unit of a private run ("entry" or "user"; empty
+	// for the reference rows).
+	Unit string `json:"unit,omitempty"`
 	// Covered says whether the guarantee covers every released parameter.
 	Covered bool    `json:"covered"`
 	Seconds float64 `json:"seconds"`
@@ -133,6 +136,12 @@ type PrivacyExpConfig struct {
 	Delta float64
 	// Clip is the gradient clipping norm (0: default).
 	Clip float64
+	// MaxRatingsPerUser k > 0 runs the bias and als modes at the user
+	// unit (add or remove one user with all their ratings, each user
+	// bounded to k, one per item; delta Delta): the relation is
+	// add-remove and the item counts are released with noise. The other
+	// private modes have no user unit and are refused.
+	MaxRatingsPerUser int
 }
 
 // RunPrivacyExperiment trains every (dataset, mode, epsilon, seed)
@@ -143,6 +152,13 @@ type PrivacyExpConfig struct {
 // and NOT private: this is a utility study. progress, if non-nil, is
 // called after each training run.
 func RunPrivacyExperiment(cfg PrivacyExpConfig, progress func(PrivacyExpRow)) ([]PrivacyExpRow, error) {
+	if cfg.MaxRatingsPerUser > 0 {
+		for _, mode := range cfg.Modes {
+			if !NonPrivate(mode) && mode != ExpBias && mode != ExpALS {
+				return nil, fmt.Errorf("completion: experiment mode %q has no user unit (MaxRatingsPerUser): only bias and als do", mode)
+			}
+		}
+	}
 	var rows []PrivacyExpRow
 	for _, ds := range cfg.Datasets {
 		for _, seed := range cfg.Seeds {
@@ -163,7 +179,7 @@ func RunPrivacyExperiment(cfg PrivacyExpConfig, progress func(PrivacyExpRow)) ([
 					eps = []float64{0}
 				}
 				for _, e := range eps {
-					out, err := privacyExpRun(ds, mode, e, cfg.Delta, cfg.Clip, seed)
+					out, err := privacyExpRun(ds, mode, e, cfg.Delta, cfg.Clip, cfg.MaxRatingsPerUser, seed)
 					if err != nil {
 						return rows, err
 					}
@@ -185,9 +201,16 @@ func NonPrivate(mode string) bool { return mode == ExpNone || mode == ExpNoneALS
 // privacyExpRun trains one run and returns its row, followed (bias mode
 // on a dataset with ranking) by the private most-popular row of its
 // release.
-func privacyExpRun(ds PrivacyExpDataset, mode string, eps, delta, clip float64, seed uint64) ([]PrivacyExpRow, error) {
-	row := PrivacyExpRow{Dataset: ds.Name, Kind: string(ds.Kind), Mode: mode, Epsilon: eps, Seed: seed, NDCG: math.NaN()}
+func privacyExpRun(ds PrivacyExpDataset, mode string, eps, delta, clip float64, userK int, seed uint64) ([]PrivacyExpRow, error) {
+	row := PrivacyExpRow{Dataset: ds.Name, Kind: string(ds.Kind), Mode: mode, Epsilon: eps, Seed: seed, NDCG: math.NaN(), Unit: string(completion.UnitEntry)}
+	if NonPrivate(mode) {
+		row.Unit = ""
+	}
 	o := &completion.PrivateOptions{Epsilon: eps, RatingMin: ds.RatingMin, RatingMax: ds.RatingMax, Noise: perturb.SeededNoise(seed ^ 0x5eed), Clip: clip}
+	if userK > 0 && (mode == ExpBias || mode == ExpALS) {
+		o.Unit, o.MaxRatingsPerUser, o.Delta = completion.UnitUser, userK, delta
+		row.Unit, row.Delta = string(completion.UnitUser), delta
+	}
 	var p completion.Privacy = completion.NoPrivacy{}
 	var err error
 	switch mode {
@@ -489,7 +512,15 @@ func statsExpRun(ds PrivacyExpDataset, row PrivacyExpRow, o *completion.PrivateO
 		return nil, err
 	}
 	t0 := time.Now()
-	rep, err := fit(ds.Train, m, o)
+	train := ds.Train
+	if o.Unit == completion.UnitUser {
+		// Each user bounded to k ratings (a public pseudo-random choice
+		// per user); users still fold in from all their ratings below.
+		if train, _, err = completion.BoundUserContributions(ds.Train, o.MaxRatingsPerUser, rand.NewPCG(row.Seed, 0xb0d)); err != nil {
+			return nil, err
+		}
+	}
+	rep, err := fit(train, m, o)
 	if err != nil {
 		row.RMSE, row.Err = math.NaN(), err.Error()
 		return []PrivacyExpRow{row}, nil
@@ -516,7 +547,7 @@ func statsExpRun(ds PrivacyExpDataset, row PrivacyExpRow, o *completion.PrivateO
 	out := []PrivacyExpRow{row}
 	if popular && ev.Popularity != nil {
 		pr := PrivacyExpRow{Dataset: row.Dataset, Kind: "popularity", Mode: ExpPopularPrivate, Epsilon: row.Epsilon, Delta: row.Delta,
-			Seed: row.Seed, RMSE: math.NaN(), NDCG: ev.Popularity.NDCG, Covered: row.Covered, Note: popularNote(rep)}
+			Seed: row.Seed, RMSE: math.NaN(), NDCG: ev.Popularity.NDCG, Unit: row.Unit, Covered: row.Covered, Note: popularNote(rep)}
 		out = append(out, pr)
 	}
 	return out, nil

@@ -60,6 +60,40 @@ func TestPrivacyExperimentBillboardModes(t *testing.T) {
 	}
 }
 
+// TestPrivacyExperimentUserUnit: with MaxRatingsPerUser the bias and als
+// runs are at the user unit (add-remove, delta given, each user bounded
+// to k) and still score by fold-in; a mode without a user unit is
+// refused before anything runs.
+func TestPrivacyExperimentUserUnit(t *testing.T) {
+	t.Parallel()
+	ds := PrivacyExpDataset{Name: "small", Train: smallStore([]int{30, 20, 5}, 400, 51), Test: smallStore([]int{30, 20, 5}, 80, 52),
+		RatingMin: 1, RatingMax: 5, Kind: decomposition.CP, Rank: 2, Bias: true, Settings: completion.Settings{Epochs: 2, Threads: 1}}
+	cfg := PrivacyExpConfig{Datasets: []PrivacyExpDataset{ds}, Modes: []string{ExpBias, ExpALS}, Epsilons: []float64{5}, Seeds: []uint64{1}, Delta: 1e-5, MaxRatingsPerUser: 4}
+	rows, err := RunPrivacyExperiment(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	for _, r := range rows {
+		if r.Err != "" || math.IsNaN(r.RMSE) || !(r.RMSE > 0) || !r.Covered || r.Unit != string(completion.UnitUser) || r.Delta != 1e-5 {
+			t.Errorf("row %+v", r)
+		}
+	}
+	entry, err := RunPrivacyExperiment(PrivacyExpConfig{Datasets: []PrivacyExpDataset{ds}, Modes: []string{ExpBias}, Epsilons: []float64{5}, Seeds: []uint64{1}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entry[0].Unit != string(completion.UnitEntry) || entry[0].RMSE == rows[0].RMSE {
+		t.Errorf("entry unit row %+v against the user unit's %+v", entry[0], rows[0])
+	}
+	cfg.Modes = []string{ExpBias, ExpInput}
+	if _, err := RunPrivacyExperiment(cfg, nil); err == nil {
+		t.Error("input at the user unit: no error")
+	}
+}
+
 // TestPrivacyExperimentModes: every SGD mode runs on a small set-up and
 // gives a finite RMSE; non-private runs once per seed.
 func TestPrivacyExperimentModes(t *testing.T) {
