@@ -85,8 +85,9 @@ type Workload struct {
 	// fills them; Settings.Privacy is not read: see Mode).
 	Settings Settings
 	// Mode is the privacy mode as the command line names it: "" or "none",
-	// "bias", "als" (the statistics modes, which run no SGD), "input",
-	// "gradient", "output" (SGD plug-ins). MinibatchDPSGD says the gradient
+	// "bias", "als" (the statistics modes, which run no SGD), "input" (by
+	// default the non-private default solver), "gradient", "output" (SGD
+	// plug-ins). MinibatchDPSGD says the gradient
 	// mode runs minibatch DP-SGD (--protect all --dp-sgd minibatch, the
 	// default), whose loop holds a gradient copy per worker instead of the
 	// SGD layout.
@@ -128,8 +129,8 @@ func EstimateTrain(w Workload) Estimate {
 	}
 	s := w.Settings
 	s.Privacy = nil
-	if w.Mode != "" && w.Mode != "none" && s.Solver == SolverDefault {
-		s.Solver = SolverSGD
+	if w.Mode != "" && w.Mode != "none" && w.Mode != "input" && s.Solver == SolverDefault {
+		s.Solver = SolverSGD // input trains by the non-private default
 	}
 	core := 0.0
 	if w.Kind == decomposition.Tucker {

@@ -84,6 +84,14 @@ func TestEstimateTrain(t *testing.T) {
 	if e := EstimateTrain(g); e.Bytes < 2*2*2000*2000*8.0 || e.Flops < 200*1500*2000.0*2000*2000/3 {
 		t.Errorf("Gibbs rank 2000: %g bytes, %g flops", e.Bytes, e.Flops)
 	}
+	// Input perturbation trains by the non-private default (Gibbs) unless
+	// a solver is named: its estimate is the Gibbs sampler's.
+	g.Settings.Solver = SolverDefault
+	none, in := EstimateTrain(g), g
+	in.Mode = "input"
+	if e := EstimateTrain(in); e != none {
+		t.Errorf("input at the default solver: %+v, the non-private default's %+v", e, none)
+	}
 }
 
 // TestNewModelTooLarge: a Tucker model whose core overflows int (rank

@@ -233,8 +233,8 @@ func (j sizeJob) epochs() int {
 		return j.implicit.Resolved().Iterations
 	}
 	s := j.w.Settings
-	if j.w.Mode != "" && j.w.Mode != "none" && s.Solver == completion.SolverDefault {
-		s.Solver = completion.SolverSGD
+	if j.w.Mode != "" && j.w.Mode != "none" && j.w.Mode != "input" && s.Solver == completion.SolverDefault {
+		s.Solver = completion.SolverSGD // input trains by the non-private default
 	}
 	return s.ResolvedFor(j.w.Kind).Epochs
 }
