@@ -98,6 +98,11 @@
 // Result.Privacy carries Report(). RefitFactor is the exact ridge refit of
 // one factor with the others fixed that output perturbation relies on.
 //
+// Input perturbation uses only PerturbInput and PerturbOutput, so Train
+// also runs it with the Gibbs sampler (its default, the non-private one)
+// and ALS: either is post-processing of the noisy values. The Gibbs
+// sampler and ALS refuse every other plug-in.
+//
 // Two private modes do not train by SGD and have no plug points:
 // StatisticsMode.Fit runs the bias mode (TrainPrivateBias) or private ALS
 // (TrainPrivateALS), which release noisy statistics and leave user rows
