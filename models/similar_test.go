@@ -163,7 +163,8 @@ func TestShrinkagePrivateCounts(t *testing.T) {
 // counts released with noise (ItemCountsSD > 0) ranks by log(n~ + 1 + sd)
 // + log Phi((prediction - t)/s), t and s from its public range, in
 // Recommend and RecommendAll alike; its lists' Rating is the clamped
-// prediction; exact counts (sd 0) keep the credibility score.
+// prediction; exact counts (sd 0) rank the same way with log(n + 1), and a
+// model without a public range keeps the credibility score.
 func TestRelevanceNoisyCounts(t *testing.T) {
 	f := testFile(t, decomposition.CP, []int{4, 6}, []int{2}, true, 8)
 	f.Model.ClampLo, f.Model.ClampHi = 1, 5
@@ -210,9 +211,14 @@ func TestRelevanceNoisyCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Privacy.ItemCountsSD = 0
-	if q := NewPredictor(f).WithShrinkage(500); q.relevance != nil || q.rankWeight == nil {
-		t.Error("exact counts: want the credibility score")
+	if q := NewPredictor(f).WithShrinkage(500); q.relevance == nil || q.relevance.logN[2] != math.Log(701) {
+		t.Error("exact counts: want the relevance score with log(n + 1)")
 	}
+	f.Model.ClampLo, f.Model.ClampHi = 0, 0
+	if q := NewPredictor(f).WithShrinkage(500); q.relevance != nil || q.rankWeight == nil {
+		t.Error("no public rating range: want the credibility score")
+	}
+	f.Model.ClampLo, f.Model.ClampHi = 1, 5
 	f.Privacy.ItemCountsSD = sd
 	if q := NewPredictor(f).WithShrinkage(0); q.relevance != nil || q.rankWeight != nil {
 		t.Error("kappa 0: want the plain prediction")
