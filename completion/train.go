@@ -218,7 +218,7 @@ func withPublicCounts(rep *perturb.Report, train *data.Store) *perturb.Report {
 		counts[j]++
 	}
 	rep.ItemCounts = counts
-	rep.Notes = append(rep.Notes, "item counts: public under the relation (every position is kept), carried in item_counts for rankings (the credibility weighting of eval and recommend --shrinkage)")
+	rep.Notes = append(rep.Notes, "item counts: public under the relation (every position is kept), carried in item_counts for rankings (the relevance ranking of eval and recommend: models.Predictor.WithShrinkage)")
 	return rep
 }
 

@@ -198,7 +198,10 @@
 // CLI (Predictor.WithShrinkage, DefaultShrinkage): the item-dependent part
 // of the score is multiplied by n_j / (n_j + kappa), n_j the item's number
 // of training users, so items with a handful of ratings no longer fill
-// every list. Implicit-objective models (Header.Objective) score
+// every list. A private model whose report carries item counts ranks by
+// relevance instead: log(n_j + 1 + sd) + log Phi((prediction - t)/s), the
+// log-probability that the user rates the item and likes it
+// (WithShrinkage). Implicit-objective models (Header.Objective) score
 // preferences x_u . y_j directly; an unknown user of such a model gets the
 // items by training popularity.
 //
