@@ -8,13 +8,20 @@ import (
 
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/perturb"
 )
 
 // benchRecommendAll times RecommendAll top-10 over every user of a random
 // CP rank-10 model with biases of the given shape and reports users/s.
 func benchRecommendAll(b *testing.B, users, items, threads int) {
+	benchRecommendAllWith(b, users, items, threads, func(f *File) *Predictor { return NewPredictor(f) })
+}
+
+// benchRecommendAllWith is benchRecommendAll with the predictor built by
+// mk from the model file.
+func benchRecommendAllWith(b *testing.B, users, items, threads int, mk func(*File) *Predictor) {
 	f := testFile(b, decomposition.CP, []int{users, items}, []int{10}, true, 1)
-	p := NewPredictor(f)
+	p := mk(f)
 	b.ResetTimer()
 	cpu0 := benchCPU()
 	for i := 0; i < b.N; i++ {
@@ -46,6 +53,34 @@ func BenchmarkRecommendAllML25M(b *testing.B) { benchRecommendAll(b, 162541, 624
 // The first 4,096 users of the ML-25M shape: same per-user cost, quick.
 func BenchmarkRecommendAllML25MUsers4096(b *testing.B)         { benchRecommendAll(b, 4096, 62423, 0) }
 func BenchmarkRecommendAllML25MUsers4096Threads1(b *testing.B) { benchRecommendAll(b, 4096, 62423, 1) }
+
+// The same 4,096 users ranked as a private model with item counts is:
+// by relevance (Predictor.WithShrinkage), an Erfc and a Log per pair;
+// and with the credibility score, for the ratio in the same run.
+func BenchmarkRecommendAllML25MUsers4096Relevance(b *testing.B) {
+	benchRecommendAllWith(b, 4096, 62423, 1, func(f *File) *Predictor {
+		f.Model.ClampLo, f.Model.ClampHi = 0.5, 5
+		f.Privacy = &perturb.Report{Mode: "bias", ItemCounts: benchCounts(62423), ItemCountsSD: 10}
+		return NewPredictor(f).WithShrinkage(DefaultShrinkage)
+	})
+}
+
+func BenchmarkRecommendAllML25MUsers4096Credibility(b *testing.B) {
+	benchRecommendAllWith(b, 4096, 62423, 1, func(f *File) *Predictor {
+		f.Model.ClampLo, f.Model.ClampHi = 0, 0 // no public range: the credibility score
+		f.Privacy = &perturb.Report{Mode: "bias", ItemCounts: benchCounts(62423)}
+		return NewPredictor(f).WithShrinkage(DefaultShrinkage)
+	})
+}
+
+// benchCounts returns n Zipf-like item counts.
+func benchCounts(n int) []float64 {
+	c := make([]float64, n)
+	for j := range c {
+		c[j] = 1e5 / float64(j+1)
+	}
+	return c
+}
 
 // BenchmarkRecommendOne is one user's top-10 over 62,423 items.
 func BenchmarkRecommendOne(b *testing.B) {

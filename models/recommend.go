@@ -1,6 +1,7 @@
 package models
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -126,7 +127,8 @@ func (e *Exclusions) allowed(j int32) bool {
 }
 
 // rank is the ranking score of item j for q: the raw score, or with
-// shrinkage base + z_j (raw - base) (see WithShrinkage).
+// shrinkage base + z_j (raw - base), or for a private model with item
+// counts the relevance score (see WithShrinkage).
 func (p *Predictor) rank(q *query, j int32) float64 {
 	s := p.raw(q, j)
 	switch {
@@ -139,19 +141,30 @@ func (p *Predictor) rank(q *query, j int32) float64 {
 	return s
 }
 
-// relevanceScore is the ranking of a private model with noisy item
-// counts (Predictor.WithShrinkage): log(n~_j + 1 + sd) + log Phi((r -
-// t)/s).
+// relevanceScore is the ranking of a private model with item counts
+// (Predictor.WithShrinkage): log(n~_j + 1 + sd) + log Phi((r - t)/s). An
+// Erfc and a Log per (user, item) pair made a full scan 16 times slower
+// than the credibility score's; the scan by popularity (scanOne) visits a
+// few hundred items a user instead: BenchmarkRecommendAllML25MUsers4096
+// Relevance against Credibility, same run, one thread, Zipf counts:
+// 187,615 against 2,358 users per CPU-second (207 before the pruning).
 type relevanceScore struct {
 	logN []float64
-	t, s float64
+	// order lists the items by logN, highest first (ties by index): an
+	// item's score is at most its logN (log Phi <= 0), so a scan in this
+	// order stops at the first item whose logN is below the heap's
+	// minimum (scanOne).
+	order []int32
+	t, s  float64
 }
 
 func newRelevanceScore(counts []float64, sd, lo, hi float64) *relevanceScore {
-	r := &relevanceScore{logN: make([]float64, len(counts)), t: hi - (hi-lo)/4, s: (hi - lo) / 4}
+	r := &relevanceScore{logN: make([]float64, len(counts)), order: make([]int32, len(counts)), t: hi - (hi-lo)/4, s: (hi - lo) / 4}
 	for j, n := range counts {
 		r.logN[j] = math.Log(math.Max(n, 0) + 1 + sd)
+		r.order[j] = int32(j)
 	}
+	slices.SortStableFunc(r.order, func(a, b int32) int { return cmp.Compare(r.logN[b], r.logN[a]) })
 	return r
 }
 
@@ -202,10 +215,33 @@ func invLogPhi(l float64) float64 {
 // scan streams every item through the heap of q, skipping items in the
 // sorted list ex.
 func (p *Predictor) scan(q *query, h *topN, ex []int32) {
+	p.scanOne(q, h, ex, nil)
+}
+
+// scanOne is scan that also skips the items excl does not allow. With the
+// relevance score it visits the items by popularity and stops once the
+// popularity term, an upper bound of every later item's score, is below
+// the heap's minimum: the heap's content is the same as a full scan's
+// (its order is total, score then index), at a fraction of the cost.
+func (p *Predictor) scanOne(q *query, h *topN, ex []int32, excl *Exclusions) {
+	if rel := p.relevance; rel != nil && !q.noBias && q.dense == nil {
+		for _, j := range rel.order {
+			if len(h.score) == h.n && rel.logN[j] < h.score[0] {
+				return
+			}
+			if excluded(ex, j) || !excl.allowed(j) {
+				continue
+			}
+			if s := rel.score(j, p.raw(q, j)); h.admits(s, j) {
+				h.push(s, j)
+			}
+		}
+		return
+	}
 	J := int32(p.m.Dims[1])
 	for j := int32(0); j < J; j++ {
 		s := p.rank(q, j)
-		if h.admits(s, j) && !excluded(ex, j) {
+		if h.admits(s, j) && !excluded(ex, j) && excl.allowed(j) {
 			h.push(s, j)
 		}
 	}
@@ -395,7 +431,13 @@ func (p *Predictor) RecommendAll(n int, t *int64, threads int, excl *Exclusions,
 					for i := range qs {
 						exs[i] = excl.Items(int32(lo + i))
 					}
-					p.scanBlock(qs, heaps[:len(qs)], exs, excl)
+					if p.relevance != nil {
+						for i := range qs {
+							p.scanOne(&qs[i], &heaps[i], exs[i], excl)
+						}
+					} else {
+						p.scanBlock(qs, heaps[:len(qs)], exs, excl)
+					}
 					out := make([][]Scored, len(qs))
 					for i := range qs {
 						out[i] = p.sorted(&heaps[i])
@@ -428,7 +470,7 @@ func (p *Predictor) scanBlock(qs []query, hs []topN, exs [][]int32, excl *Exclus
 	if m.HasBias && len(qs) > 0 {
 		ib = p.itemBiasAt(qs[0].k) // one bucket for the whole call
 	}
-	z, rel := p.rankWeight, p.relevance
+	z := p.rankWeight // the relevance score ranks user by user (scanOne)
 	thr := make([]float64, len(qs))
 	for i := range thr {
 		thr[i] = math.Inf(-1)
@@ -470,8 +512,6 @@ func (p *Predictor) scanBlock(qs []query, hs []topN, exs [][]int32, excl *Exclus
 			}
 			if z != nil {
 				s0, s1, s2, s3 = qs[i].base+z[j]*s0, qs[i+1].base+z[j]*s1, qs[i+2].base+z[j]*s2, qs[i+3].base+z[j]*s3
-			} else if rel != nil {
-				s0, s1, s2, s3 = rel.score(int32(j), s0), rel.score(int32(j), s1), rel.score(int32(j), s2), rel.score(int32(j), s3)
 			}
 			for d, s := range [4]float64{s0, s1, s2, s3} {
 				if s >= thr[i+d] {
@@ -490,8 +530,6 @@ func (p *Predictor) scanBlock(qs []query, hs []topN, exs [][]int32, excl *Exclus
 			}
 			if z != nil {
 				s = qs[i].base + z[j]*s
-			} else if rel != nil {
-				s = rel.score(int32(j), s)
 			}
 			if s >= thr[i] {
 				p.offer(&hs[i], &thr[i], exs[i], excl, s, int32(j))

@@ -3,6 +3,7 @@ package models
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"testing"
@@ -247,5 +248,64 @@ func TestLogPhi(t *testing.T) {
 	// Continuity at the switch to the asymptotic series.
 	if d := math.Abs(logPhi(-30-1e-9) - logPhi(-30+1e-9)); d > 1e-6 {
 		t.Fatalf("logPhi jumps by %v at -30", d)
+	}
+}
+
+// TestRelevancePruned: the relevance scan stops early (items by
+// popularity, the popularity term bounding every later score), yet its
+// lists are a full ranking's, in Recommend and in RecommendAll with a
+// candidate filter.
+func TestRelevancePruned(t *testing.T) {
+	const U, J, n = 5, 400, 7
+	f := testFile(t, decomposition.CP, []int{U, J}, []int{3}, true, 12)
+	f.Model.ClampLo, f.Model.ClampHi = 1, 5
+	f.Model.Mean = 3.5
+	f.Seen = nil
+	r := rand.New(rand.NewPCG(3, 4))
+	counts := make([]float64, J)
+	for j := range counts {
+		counts[j] = math.Floor(2000*r.Float64()*r.Float64()) - 20 // some negative: released noise
+	}
+	const sd = 15
+	f.Privacy = &perturb.Report{Mode: "bias", Billboard: true, ItemCounts: counts, ItemCountsSD: sd}
+	p := NewPredictor(f).WithShrinkage(500)
+	allowed := make([]bool, J)
+	for j := range allowed {
+		allowed[j] = j%3 != 0
+	}
+	full := func(u int, keep func(int) bool) []int32 {
+		type sc struct {
+			j int32
+			s float64
+		}
+		var all []sc
+		for j := 0; j < J; j++ {
+			if !keep(j) {
+				continue
+			}
+			raw := f.Model.Raw([]int32{int32(u), int32(j)})
+			all = append(all, sc{int32(j), math.Log(math.Max(counts[j], 0)+1+sd) + logPhi((raw-4)/1)})
+		}
+		sort.SliceStable(all, func(a, c int) bool { return all[a].s > all[c].s })
+		out := make([]int32, n)
+		for k := range out {
+			out[k] = all[k].j
+		}
+		return out
+	}
+	for u := 0; u < U; u++ {
+		recs, _ := p.Recommend(p.UserID(int32(u)), nil, n, nil)
+		if want := full(u, func(int) bool { return true }); !slices.Equal(items(recs), want) {
+			t.Fatalf("user %d: Recommend %v, full ranking %v", u, items(recs), want)
+		}
+	}
+	err := p.RecommendAll(n, nil, 2, &Exclusions{Allowed: allowed}, func(u int32, recs []Scored) error {
+		if want := full(int(u), func(j int) bool { return allowed[j] }); !slices.Equal(items(recs), want) {
+			t.Fatalf("user %d: RecommendAll %v, full ranking %v", u, items(recs), want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
