@@ -54,7 +54,7 @@ func TestTrainEASE(t *testing.T) {
 	dir := t.TempDir()
 	train, test := easeBlockLog(t, dir)
 	model := filepath.Join(dir, "ease.arrow")
-	out, _, err := trainTestRun(t, "-q", "train", "--objective", "ease", "--columns", "user,item", "--data", train, "--out", model, "--json")
+	out, _, err := trainTestRun(t, "-q", "train", "--objective", "ease", "--columns", "user,item", "--data", train, "--out", model, "--json", "--seed", "1")
 	if err != nil {
 		t.Fatal(err)
 	}
