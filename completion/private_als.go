@@ -741,12 +741,7 @@ func alsUserFallback(train *data.Store, m *decomposition.Model, o *PrivateOption
 	deriv := fmt.Sprintf("at most k = %d items, each count moving by 1 (weighted a = %.4g) and each sum by a term in [-c, c], c = %g: l2 sqrt(k (a^2 + c^2)); noise multiplier that of the %d planned item steps composed, sigma/(Delta sqrt(T)) (completion doc, Sensitivities, User unit)", o.MaxRatingsPerUser, a, c, p.steps)
 	budget := perturb.Budget{Epsilon: o.Epsilon, Delta: o.Delta}
 	accWith := func(s float64) *perturb.Accountant {
-		var acc perturb.Accountant
-		for _, r := range bias.acc.Releases() {
-			_ = acc.Add(r, r.Count)
-		}
-		_ = acc.Add(perturb.Release{What: what, Mechanism: perturb.MechGaussian, SensitivityNorm: "l2", Sensitivity: l2, Derivation: deriv, Scale: s, Calibration: "sigma"}, 1)
-		return &acc
+		return withGaussian(bias.acc.Releases(), what, l2, s, deriv, 1)
 	}
 	s := l2 * sigma / (sens * math.Sqrt(float64(p.steps)))
 	for !budget.Fits(accWith(s), o.Accounting) {
@@ -919,18 +914,24 @@ func alsStepSensitivity(o *PrivateOptions, p alsPrivateParams, by [][]int) (floa
 	return sens, fmt.Sprintf("one changed rating of a user with n public ratings (t = min(n, k) terms, k = %d) moves the user's vector by delta_u <= min(2 Gamma_u, 2 c Gamma_z/(lambda n), c/sqrt(lambda n)), Gamma_z = sqrt(Gamma_v^2 + 1), and only that user's terms: the right-hand sides by Delta_h = min(sqrt(a^2 + (t - 1) delta_u^2 (Gamma_u + c')^2), 2 sqrt(t) Gamma_u c'), a = (2c + delta_u) Gamma_u + c' delta_u, and the shared Gram matrix G = sum_u t_u x_u x_u^T, released at weight w = %.4g, by Delta_G = 2 t Gamma_u min(delta_u, Gamma_u): Delta_2 = sqrt(Delta_h^2 + w^2 Delta_G^2), c' = c + Gamma_u, c = %g, Gamma_u = %g, Gamma_v = %g, lambda = %g; largest over the public user counts at n = %d: %g (completion.ALSSensitivity; completion doc, Sensitivities, Private ALS)", p.terms, p.gramWeight(), p.c, p.gu, p.gv, p.lambda, arg, sens)
 }
 
+// withGaussian returns an accountant of rels (each Count times) followed
+// by count Gaussian releases of l2 sensitivity sens and noise sigma.
+func withGaussian(rels []perturb.Release, what string, sens, sigma float64, deriv string, count int) *perturb.Accountant {
+	var acc perturb.Accountant
+	for _, r := range rels {
+		_ = acc.Add(r, r.Count)
+	}
+	_ = acc.Add(perturb.Release{What: what, Mechanism: perturb.MechGaussian, SensitivityNorm: "l2", Sensitivity: sens, Derivation: deriv, Scale: sigma, Calibration: "sigma"}, count)
+	return &acc
+}
+
 // planALSSteps returns the smallest sigma for which the bias releases and
 // ALSPrivateSteps Gaussian steps of l2 sensitivity sens (derived by
 // deriv) compose within o's budget, and their accountant.
 func planALSSteps(o *PrivateOptions, biasRels []perturb.Release, sens float64, deriv string, steps int) (float64, *perturb.Accountant, error) {
 	budget := perturb.Budget{Epsilon: o.Epsilon, Delta: o.Delta}
 	accWith := func(sigma float64) *perturb.Accountant {
-		var acc perturb.Accountant
-		for _, r := range biasRels {
-			_ = acc.Add(r, r.Count)
-		}
-		_ = acc.Add(perturb.Release{What: alsStatsWhat, Mechanism: perturb.MechGaussian, SensitivityNorm: "l2", Sensitivity: sens, Derivation: deriv, Scale: sigma, Calibration: "sigma"}, steps)
-		return &acc
+		return withGaussian(biasRels, alsStatsWhat, sens, sigma, deriv, steps)
 	}
 	hi := sens
 	for !budget.Fits(accWith(hi), o.Accounting) {

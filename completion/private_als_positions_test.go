@@ -233,12 +233,8 @@ func TestALSPositionsRelease(t *testing.T) {
 	for seed := uint64(0); seed < 60; seed++ {
 		oo := o
 		oo.Noise = perturb.SeededNoise(seed)
-		var noisy []float64
-		oo.probe = &releaseProbe{seen: func(what string, x, _ []float64) {
-			if what == alsPositionsWhat {
-				noisy = slices.Clone(x)
-			}
-		}}
+		got := map[string][][]float64{}
+		oo.probe = probeInto(got)
 		m := privModel(t, decomposition.CP, st.Dims, R, true, 1, 1)
 		r, err := TrainPrivateALS(st, m, &oo)
 		if err != nil {
@@ -253,7 +249,10 @@ func TestALSPositionsRelease(t *testing.T) {
 			t.Fatal(err)
 		}
 		truth := positionsS(st, &rr, wm, pe, alsInputClip(&rr))
-		nt.add(t, alsPositionsWhat, noisy, truth)
+		if len(got[alsPositionsWhat]) != 1 {
+			t.Fatalf("seed %d: %d releases of S", seed, len(got[alsPositionsWhat]))
+		}
+		nt.add(t, alsPositionsWhat, got[alsPositionsWhat][0], truth)
 		rep = r
 	}
 	nt.check(t, "als positions", rep, alsPositionsWhat)

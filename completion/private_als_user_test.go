@@ -2,7 +2,6 @@ package completion
 
 import (
 	"math"
-	"slices"
 	"strings"
 	"testing"
 
@@ -57,20 +56,17 @@ func TestALSUserFallback(t *testing.T) {
 	for seed := uint64(0); seed < 40; seed++ {
 		oo := o
 		oo.Noise = perturb.SeededNoise(seed)
-		var noisy []float64
-		oo.probe = &releaseProbe{seen: func(what string, x, _ []float64) {
-			if what == alsFallbackWhat {
-				noisy = slices.Clone(x)
-			}
-		}}
+		got := map[string][][]float64{}
+		oo.probe = probeInto(got)
 		m := privModel(t, decomposition.CP, []int{1, st.Dims[1]}, R, true, 1, 1)
 		r, err := TrainPrivateALS(st, m, &oo)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if noisy == nil {
-			t.Fatalf("seed %d: no fallback release; notes %q", seed, r.Notes)
+		if len(got[alsFallbackWhat]) != 1 {
+			t.Fatalf("seed %d: %d fallback releases; notes %q", seed, len(got[alsFallbackWhat]), r.Notes)
 		}
+		noisy := got[alsFallbackWhat][0]
 		if !strings.Contains(strings.Join(r.Notes, "\n"), "second release of the item counts and sums") {
 			t.Fatalf("seed %d: the report does not say the steps' share was spent on the fallback: %q", seed, r.Notes)
 		}

@@ -25,16 +25,8 @@ func TestDPSGDConverges(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short mode")
 	}
-	st, _, err := data.Synth(data.SynthOptions{Users: 1500, Items: 150, Ratings: 45000, Rank: 3, Bias: true, Mean: 3.5, Noise: 0.5, Skew: 0.3}, rand.NewPCG(3, 4))
-	if err != nil {
-		t.Fatal(err)
-	}
-	const lo, hi = 0.5, 5.0
-	for i, v := range st.Val {
-		st.Val[i] = math.Max(lo, math.Min(hi, v))
-	}
-	perm := rand.New(rand.NewPCG(5, 6)).Perm(st.NNZ())
-	test, train := st.Subset(perm[:4500]), st.Subset(perm[4500:])
+	train, test := plantedConvergenceLog(t)
+	const lo, hi = plantedLo, plantedHi
 	const R, epochs = 3, 30
 	fit := func(p Privacy, solver Solver) float64 {
 		m, err := decomposition.NewModel(decomposition.CP, train.Dims, []int{R}, true)
@@ -63,6 +55,26 @@ func TestDPSGDConverges(t *testing.T) {
 	if got > bias-0.5*(bias-ref) {
 		t.Errorf("epsilon 100: DP-SGD %.4f closes less than half the gap between the bias-only model %.4f and the non-private model %.4f", got, bias, ref)
 	}
+}
+
+// The public range of plantedConvergenceLog.
+const plantedLo, plantedHi = 0.5, 5.0
+
+// plantedConvergenceLog is the planted low-rank log of the convergence
+// checks (1,500 users, 150 items, 45,000 ratings, rank 3 plus biases,
+// noise 0.5, values clamped to [plantedLo, plantedHi]) split into a
+// training part and a held-out part of 4,500 ratings.
+func plantedConvergenceLog(t *testing.T) (train, test *data.Store) {
+	t.Helper()
+	st, _, err := data.Synth(data.SynthOptions{Users: 1500, Items: 150, Ratings: 45000, Rank: 3, Bias: true, Mean: 3.5, Noise: 0.5, Skew: 0.3}, rand.NewPCG(3, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range st.Val {
+		st.Val[i] = math.Max(plantedLo, math.Min(plantedHi, v))
+	}
+	perm := rand.New(rand.NewPCG(5, 6)).Perm(st.NNZ())
+	return st.Subset(perm[4500:]), st.Subset(perm[:4500])
 }
 
 // biasOnlyRMSE fits mu + b_u + b_i (ridge 5 pseudo-observations, 20

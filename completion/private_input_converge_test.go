@@ -1,12 +1,10 @@
 package completion
 
 import (
-	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
-	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
 	"github.com/dprec/dprec/perturb"
 )
@@ -25,16 +23,8 @@ func TestInputConverges(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short mode")
 	}
-	st, _, err := data.Synth(data.SynthOptions{Users: 1500, Items: 150, Ratings: 45000, Rank: 3, Bias: true, Mean: 3.5, Noise: 0.5, Skew: 0.3}, rand.NewPCG(3, 4))
-	if err != nil {
-		t.Fatal(err)
-	}
-	const lo, hi = 0.5, 5.0
-	for i, v := range st.Val {
-		st.Val[i] = math.Max(lo, math.Min(hi, v))
-	}
-	perm := rand.New(rand.NewPCG(5, 6)).Perm(st.NNZ())
-	test, train := st.Subset(perm[:4500]), st.Subset(perm[4500:])
+	train, test := plantedConvergenceLog(t)
+	const lo, hi = plantedLo, plantedHi
 	const R = 3
 	fit := func(p Privacy) (float64, *Result) {
 		m, err := decomposition.NewModel(decomposition.CP, train.Dims, []int{R}, true)
