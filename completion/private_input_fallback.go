@@ -27,8 +27,11 @@ package completion
 // The fallback spends the whole budget on the bias mode's release instead
 // (TrainPrivateBias: a noisy global sum and noisy per-item sums of clipped
 // residuals, Laplace, basic composition) and releases its global mean and
-// item biases; factors, core, user and time biases are zero (released as
-// constants). The report names the mechanism actually used.
+// item biases; user rows, user and time biases are zero (released as
+// constants), and a CP model's item rows carry the slope column of
+// private ALS (biasSlopeColumn: the item biases over s, on which each user
+// fits a slope of their own when folding in; post-processing) with time
+// rows of ones. The report names the mechanism actually used.
 
 import (
 	"context"
@@ -69,7 +72,7 @@ func (p *InputPerturbation) planFallback(train *data.Store, v float64) error {
 	rep.Mode = "input"
 	rep.Composition = "basic (bias-only fallback)"
 	s := p.o.ratingRange() / biasSpreadDivisor
-	rep.Notes = append(rep.Notes, fmt.Sprintf("input perturbation fell back to the bias-only release: the noise variance of a value, v = %.4g, is at least s^2 = %.4g (s = (r_max - r_min)/4, the public spread of a rating), or the noise of the mean of the noisy values, sqrt(v/N) = %.4g (N = %d), exceeds half the prior spread of a bias, %.4g (completion/private_input_fallback.go); factors, core, user and time biases are released as zero", v, s*s, math.Sqrt(v/float64(train.NNZ())), train.NNZ(), s/dpsgdPriorDivisor/2))
+	rep.Notes = append(rep.Notes, fmt.Sprintf("input perturbation fell back to the bias-only release: the noise variance of a value, v = %.4g, is at least s^2 = %.4g (s = (r_max - r_min)/4, the public spread of a rating), or the noise of the mean of the noisy values, sqrt(v/N) = %.4g (N = %d), exceeds half the prior spread of a bias, %.4g (completion/private_input_fallback.go); user and time biases and user rows are released as zero; a CP model's item rows are the slope column (column 1 the released item biases over s, the others zero; post-processing: each user fits a slope of their own on it when folding in) and its time rows ones, a Tucker model's factors and core zero", v, s*s, math.Sqrt(v/float64(train.NNZ())), train.NNZ(), s/dpsgdPriorDivisor/2))
 	rep.Covered, rep.NotCovered = nil, nil
 	p.report = rep
 	return nil
@@ -88,6 +91,18 @@ func (p *InputPerturbation) runLoop(_ context.Context, _, _ *data.Store, m *deco
 	}
 	m.Mean = p.fallback.Mean
 	copy(m.Bias[1], p.fallback.Bias[1])
+	if m.Kind == decomposition.CP {
+		// The slope column, as private ALS releases it when no item step
+		// runs (biasSlopeColumn): the item biases over s as the first
+		// item column, time rows of ones; users fold in a slope of their
+		// own on it. Post-processing of the bias release.
+		for _, f := range m.Factors[2:] {
+			for i := range f {
+				f[i] = 1
+			}
+		}
+		biasSlopeColumn(m, 0, &p.o)
+	}
 	res.BestEpoch = 0
 	return nil
 }
