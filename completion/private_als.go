@@ -584,7 +584,7 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 		share := alsGateShare(train, p, R, sigma0)
 		gateNote = fmt.Sprintf("learnability rule: at the planned item-step sigma %.4g, items with n_i Gamma_u^2 / R >= %g sigma carry %.1f%% of the ratings", sigma0, p.gate, 100*share)
 		if share < ALSPrivateGateShare {
-			gateNote += fmt.Sprintf(" (below %g%%): no item step is run, the item rows are zero and the biases take the whole budget", 100*ALSPrivateGateShare)
+			gateNote += fmt.Sprintf(" (below %g%%): no item step is run, the item rows are the slope column alone and the biases take the whole budget", 100*ALSPrivateGateShare)
 			p.steps, p.biasFrac = 0, 1
 		}
 	}
@@ -623,7 +623,7 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 			if err != nil {
 				return nil, err
 			}
-			gateNote += fmt.Sprintf(" (below %g%%): no item step is run and the item rows are zero; %s", 100*p.userGateShare, note)
+			gateNote += fmt.Sprintf(" (below %g%%): no item step is run and the item rows are the slope column alone; %s", 100*p.userGateShare, note)
 			p.steps, acc = 0, fb
 		}
 	}
