@@ -441,30 +441,41 @@
 // inverse variance (post-processing). TestALSUserFallback checks the
 // sensitivity on neighbouring logs and that the budget is spent.
 //
-// Private ALS, the slope column: whenever no item step runs (the user
+// Private ALS, the free columns: whenever no item step runs (the user
 // unit's fallback above, the entry unit's residual-route fallback and
-// the item-statistics route's gate), the first column of the released
-// item rows is v_i1 = b~_i / s, the released item biases over the public
-// spread s = (r_max - r_min)/4 (biasSlopeColumn), the others zero. It is
+// the item-statistics route's gate), the released item rows are
+// (freeItemColumns)
+//
+//	v_i1 = b~_i / s                            (the slope column)
+//	v_i2 = sd(v_.1) (l_i - mean(l)) / sd(l),  l_i = log(1 + n~_i)  (the popularity column)
+//
+// and zero in the other columns, with s = (r_max - r_min)/4, b~ the
+// released item biases and n~ the item counts (public at the entry
+// unit, the released noisy ones at the user unit). Both are
 // post-processing of the bias release: no budget, no sensitivity. Each
-// user's fold-in then solves (b_u, x_u) from their own ratings with the
-// bias mode's penalties, and predicts mu~ + b_u + b~_i (1 + x_u1/s): a
-// slope of their own on the item consensus. Real rating logs have that
-// rank-one structure (users differ in how far they follow it: some rate
-// the well-liked items far above the rest, some barely), which a
-// biases-only model misses. Validation parts (TestPrivateALSSweep's;
-// the bias mode's release with and without the column, fold-in as
-// BillboardFoldFor): MovieLens-100K 0.9362 -> 0.9219 at epsilon 1 and
-// 0.9327 -> 0.9171 at 100 (entry unit), 0.9571 -> 0.9487 at 10 and
-// 0.9401 -> 0.9261 at 100 (user unit, k = 100); ml-latest-small 0.8750
-// -> 0.8688 at 1 (entry), 0.9017 -> 0.8977 at 10 and 0.8845 -> 0.8776 at
-// 100 (user); the planted logs of data synth, which have no such
-// structure, moved by at most 0.0007. Adding it to the positions stage
-// (its rank K = min(R, 10) lowered by one for it) was tried and not
-// kept: MovieLens-100K gained 0.002, ml-latest-small 0.006 at epsilon 1
-// but lost 0.003 at 30 and 100. TestALSSlopeColumn checks the column
-// and its gain on a log with per-user slopes (0.83 -> 0.80 at the user
-// unit, 0.59 -> 0.48 at the entry unit).
+// user's fold-in solves (b_u, x_u) from their own ratings with the bias
+// mode's penalties and predicts mu~ + b_u + b~_i (1 + x_u1/s) + x_u2
+// v_i2: a slope of their own on the item consensus (users differ in how
+// far they follow it: some rate the well-liked items far above the rest,
+// some barely) and on popularity (mainstream against niche taste). Real
+// rating logs have both rank-one structures, which a biases-only model
+// misses. The popularity column is scaled to the slope column's spread
+// so that the fold-in's one ridge treats the two alike; scales 0.25,
+// 0.5 and 1 were tried: larger ones gained up to 0.003 more on the
+// MovieLens logs and cost up to 0.006 more on the planted logs, which
+// have neither structure. Validation parts (TestPrivateALSSweep's; the
+// bias mode's release, then with the slope column, then with both;
+// fold-in as BillboardFoldFor): MovieLens-100K 0.9362 / 0.9219 / 0.9148
+// at epsilon 1 and 0.9327 / 0.9171 / 0.9108 at 100 (entry unit), 0.9571
+// / 0.9487 / 0.9405 at 10 and 0.9401 / 0.9261 / 0.9184 at 100 (user
+// unit, k = 100); ml-latest-small 0.8750 / 0.8688 / 0.8578 at 1 (entry),
+// 0.9017 / 0.8977 / 0.8957 at 10 and 0.8845 / 0.8776 / 0.8697 at 100
+// (user); the planted logs of data synth moved by at most 0.0016. Adding
+// the slope column to the positions stage (its rank K = min(R, 10)
+// lowered by one for it) was tried and not kept: MovieLens-100K gained
+// 0.002, ml-latest-small 0.006 at epsilon 1 but lost 0.003 at 30 and
+// 100. TestALSSlopeColumn checks the columns and their gains on a log
+// with per-user slopes on both.
 //
 // Private item selection (SelectItems), when no catalogue is given: each
 // user adds 1/sqrt(n_u) to each item they rated (l2 norm 1), Gaussian

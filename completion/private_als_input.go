@@ -305,7 +305,7 @@ func trainALSInputRoute(src ALSSource, counts []int, m *decomposition.Model, o *
 	}
 	// Too few ratings on learnable items: the bias mode takes the whole
 	// budget, with no item step.
-	inputNote := fmt.Sprintf("learnability rule (residual route): items with n_i >= g R v/s^2 = %.4g (g = %g, noise variance of a released residual v = %.4g) carry %.1f%% of the ratings (below %g%%): no residual is released, the item rows are the slope column alone and the biases take the whole budget", plan.FallbackMinCount, p.inputFallback, plan.NoiseVar, 100*plan.FallbackShare, 100*ALSPrivateGateShare)
+	inputNote := fmt.Sprintf("learnability rule (residual route): items with n_i >= g R v/s^2 = %.4g (g = %g, noise variance of a released residual v = %.4g) carry %.1f%% of the ratings (below %g%%): no residual is released, the item rows are the free columns alone and the biases take the whole budget", plan.FallbackMinCount, p.inputFallback, plan.NoiseVar, 100*plan.FallbackShare, 100*ALSPrivateGateShare)
 	p.steps, p.biasFrac, p.gate = 0, 1, 0
 	bo := alsBiasOptions(o, p)
 	bias, err := fitPrivateBiasFrom(src, m, &bo)

@@ -11,23 +11,41 @@ import (
 	"github.com/dprec/dprec/perturb"
 )
 
-// slopeLog is a planted log whose users follow the item consensus each to
-// their own degree: r_ui = 3 + b_u + (1 + a_u) b_i + noise (a_u sd 0.6,
-// b_i sd 0.8, b_u sd 0.4, noise sd 0.4), clamped to [1, 5]; 600 users
-// rate 30 random items of 300 each. It returns a training part and a
-// test part (a random tenth).
+// slopeLog is a planted log whose users follow the item consensus and
+// the items' popularity each to their own degree: r_ui = 3 + b_u + (1 +
+// a_u) b_i + c_u z_i + noise (a_u sd 0.6, c_u sd 0.5, b_i sd 0.8, b_u sd
+// 0.4, noise sd 0.4; z_i the standardised log of item i's expected
+// count), clamped to [1, 5]; 600 users rate 30 distinct items of 300 each,
+// drawn with probability proportional to 1/(i + 10). It returns a
+// training part and a test part (a random tenth).
 func slopeLog() (train, test *data.Store) {
 	const n, m, per = 600, 300, 30
 	rng := rand.New(rand.NewPCG(21, 22))
 	bi := make([]float64, m)
+	w := make([]float64, m)
+	lw := make([]float64, m)
+	var tot float64
 	for i := range bi {
 		bi[i] = 0.8 * rng.NormFloat64()
+		w[i] = 1 / float64(i+10)
+		tot += w[i]
+		lw[i] = math.Log(w[i])
 	}
+	mean, sd := meanSD(lw)
 	st := &data.Store{Dims: []int{n, m}, Idx: make([][]int32, 2)}
 	for u := 0; u < n; u++ {
-		bu, au := 0.4*rng.NormFloat64(), 0.6*rng.NormFloat64()
-		for _, i := range rng.Perm(m)[:per] {
-			v := 3 + bu + (1+au)*bi[i] + 0.4*rng.NormFloat64()
+		bu, au, cu := 0.4*rng.NormFloat64(), 0.6*rng.NormFloat64(), 0.5*rng.NormFloat64()
+		seen := map[int]bool{}
+		for len(seen) < per {
+			x, i := rng.Float64()*tot, 0
+			for ; i < m-1 && x > w[i]; i++ {
+				x -= w[i]
+			}
+			if seen[i] {
+				continue
+			}
+			seen[i] = true
+			v := 3 + bu + (1+au)*bi[i] + cu*(lw[i]-mean)/sd + 0.4*rng.NormFloat64()
 			st.Idx[0] = append(st.Idx[0], int32(u))
 			st.Idx[1] = append(st.Idx[1], int32(i))
 			st.Val = append(st.Val, math.Max(1, math.Min(5, v)))
@@ -39,19 +57,20 @@ func slopeLog() (train, test *data.Store) {
 
 // TestALSSlopeColumn: when private ALS releases no factor learnt from the
 // ratings (the user unit's fallback, the entry unit's residual-route
-// fallback), the first column of its item rows is the released item
-// biases over s (biasSlopeColumn: post-processing), the other columns are
-// zero, the report says so, and on a log whose users follow the item
-// consensus each to their own degree the users' fold-in turns it into a
+// fallback), its item rows are the free columns (freeItemColumns:
+// post-processing): the released item biases over s, then the
+// standardised log counts at the first column's spread, the other columns
+// zero; the report says so, and on a log whose users follow the item
+// consensus each to their own degree the users' fold-in turns them into a
 // clear gain over the bias mode at the same budget (it fails without the
-// column: the model is then the bias mode's).
+// columns: the model is then the bias mode's).
 func TestALSSlopeColumn(t *testing.T) {
 	t.Parallel()
 	train, test := slopeLog()
 	const R = 4
 	for _, unit := range []Unit{UnitUser, UnitEntry} {
 		o := baseOpts()
-		o.Epsilon, o.Delta, o.Noise = 3, 1e-5, perturb.SeededNoise(5)
+		o.Epsilon, o.Delta, o.Noise = 1, 1e-5, perturb.SeededNoise(5)
 		o.RatingMin, o.RatingMax = 1, 5
 		if unit == UnitUser {
 			o.Epsilon = 1
@@ -79,16 +98,10 @@ func TestALSSlopeColumn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(strings.Join(rep.Notes, "\n"), "slope column") {
-			t.Fatalf("%v: no item step should run on this log, and the report should name the slope column: %q", unit, rep.Notes)
+		if notes := strings.Join(rep.Notes, "\n"); !strings.Contains(notes, "slope column") || !strings.Contains(notes, "popularity column") {
+			t.Fatalf("%v: no item step should run on this log, and the report should name the free columns: %q", unit, rep.Notes)
 		}
-		s := (o.RatingMax - o.RatingMin) / biasSpreadDivisor
-		for i := 0; i < ma.Dims[1]; i++ {
-			row := ma.Factors[1][i*R : i*R+R]
-			if math.Abs(row[0]-ma.Bias[1][i]/s) > 1e-12 || row[1] != 0 || row[2] != 0 || row[3] != 0 {
-				t.Fatalf("%v: item %d: row %v, want [b_i/s 0 0 0] with b_i/s = %v", unit, i, row, ma.Bias[1][i]/s)
-			}
-		}
+		checkFreeColumns(t, ma, &o, rep.ItemCounts)
 		bias, err := FoldInRMSE(mb, train, test, BillboardFoldFor(brep))
 		if err != nil {
 			t.Fatal(err)
@@ -97,9 +110,50 @@ func TestALSSlopeColumn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%v: bias mode %.4f, private ALS with the slope column %.4f", unit, bias, als)
-		if als > bias-0.03 {
-			t.Errorf("%v: private ALS %.4f, bias mode %.4f: the slope column should gain at least 0.03", unit, als, bias)
+		// The same model without the popularity column.
+		for i := 0; i < ma.Dims[1]; i++ {
+			ma.Factors[1][i*R+1] = 0
+		}
+		slope, err := FoldInRMSE(ma, train, test, BillboardFoldFor(rep))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%v: bias mode %.4f, private ALS with the slope column %.4f, with both free columns %.4f", unit, bias, slope, als)
+		if slope > bias-0.015 || als > slope-0.008 {
+			t.Errorf("%v: bias mode %.4f, slope column %.4f, both columns %.4f: the slope column should gain at least 0.015 and the popularity column 0.008 more", unit, bias, slope, als)
+		}
+	}
+}
+
+// checkFreeColumns checks that m's item rows are freeItemColumns' columns
+// computed here from m's released biases and counts: b_i/s, then the
+// standardised log(1 + n_i) at the first column's standard deviation,
+// then zeros.
+func checkFreeColumns(t *testing.T, m *decomposition.Model, o *PrivateOptions, counts []float64) {
+	t.Helper()
+	R, I := m.Ranks[0], m.Dims[1]
+	s := (o.RatingMax - o.RatingMin) / biasSpreadDivisor
+	var lg, c0 []float64
+	for i := 0; i < I; i++ {
+		lg = append(lg, math.Log1p(math.Max(counts[i], 0)))
+		c0 = append(c0, m.Bias[1][i]/s)
+	}
+	_, sd0 := meanSD(c0)
+	mean, sd := meanSD(lg)
+	if sd0 == 0 || sd == 0 {
+		t.Fatalf("degenerate log: column spreads %v, %v", sd0, sd)
+	}
+	for i := 0; i < I; i++ {
+		row := m.Factors[1][i*R : i*R+R]
+		want := []float64{c0[i], sd0 * (lg[i] - mean) / sd}
+		for j, v := range row {
+			w := 0.0
+			if j < len(want) {
+				w = want[j]
+			}
+			if math.Abs(v-w) > 1e-9 {
+				t.Fatalf("item %d: row %v, column %d want %v (the free columns, then zeros)", i, row, j, w)
+			}
 		}
 	}
 }

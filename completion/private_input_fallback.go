@@ -28,10 +28,10 @@ package completion
 // (TrainPrivateBias: a noisy global sum and noisy per-item sums of clipped
 // residuals, Laplace, basic composition) and releases its global mean and
 // item biases; user rows, user and time biases are zero (released as
-// constants), and a CP model's item rows carry the slope column of
-// private ALS (biasSlopeColumn: the item biases over s, on which each user
-// fits a slope of their own when folding in; post-processing) with time
-// rows of ones. The report names the mechanism actually used.
+// constants), and a CP model's item rows carry private ALS's free
+// columns (freeItemColumns: the item biases over s and the standardised
+// log counts, on which each user fits a slope of their own when folding
+// in; post-processing) with time rows of ones. The report names the mechanism actually used.
 
 import (
 	"context"
@@ -72,7 +72,7 @@ func (p *InputPerturbation) planFallback(train *data.Store, v float64) error {
 	rep.Mode = "input"
 	rep.Composition = "basic (bias-only fallback)"
 	s := p.o.ratingRange() / biasSpreadDivisor
-	rep.Notes = append(rep.Notes, fmt.Sprintf("input perturbation fell back to the bias-only release: the noise variance of a value, v = %.4g, is at least s^2 = %.4g (s = (r_max - r_min)/4, the public spread of a rating), or the noise of the mean of the noisy values, sqrt(v/N) = %.4g (N = %d), exceeds half the prior spread of a bias, %.4g (completion/private_input_fallback.go); user and time biases and user rows are released as zero; a CP model's item rows are the slope column (column 1 the released item biases over s, the others zero; post-processing: each user fits a slope of their own on it when folding in) and its time rows ones, a Tucker model's factors and core zero", v, s*s, math.Sqrt(v/float64(train.NNZ())), train.NNZ(), s/dpsgdPriorDivisor/2))
+	rep.Notes = append(rep.Notes, fmt.Sprintf("input perturbation fell back to the bias-only release: the noise variance of a value, v = %.4g, is at least s^2 = %.4g (s = (r_max - r_min)/4, the public spread of a rating), or the noise of the mean of the noisy values, sqrt(v/N) = %.4g (N = %d), exceeds half the prior spread of a bias, %.4g (completion/private_input_fallback.go); user and time biases and user rows are released as zero; a CP model's item rows are private ALS's free columns (column 1 the released item biases over s, column 2 the standardised log(1 + n_i) of the public counts at the first column's spread, the others zero; post-processing: each user fits a slope of their own on each when folding in) and its time rows ones, a Tucker model's factors and core zero", v, s*s, math.Sqrt(v/float64(train.NNZ())), train.NNZ(), s/dpsgdPriorDivisor/2))
 	rep.Covered, rep.NotCovered = nil, nil
 	p.report = rep
 	return nil
@@ -92,16 +92,17 @@ func (p *InputPerturbation) runLoop(_ context.Context, _, _ *data.Store, m *deco
 	m.Mean = p.fallback.Mean
 	copy(m.Bias[1], p.fallback.Bias[1])
 	if m.Kind == decomposition.CP {
-		// The slope column, as private ALS releases it when no item step
-		// runs (biasSlopeColumn): the item biases over s as the first
-		// item column, time rows of ones; users fold in a slope of their
-		// own on it. Post-processing of the bias release.
+		// The free columns, as private ALS releases them when no item
+		// step runs (freeItemColumns): the item biases over s and the
+		// items' standardised log counts as the first item columns, time
+		// rows of ones; users fold in a slope of their own on each.
+		// Post-processing of the bias release.
 		for _, f := range m.Factors[2:] {
 			for i := range f {
 				f[i] = 1
 			}
 		}
-		biasSlopeColumn(m, 0, &p.o)
+		freeItemColumns(m, &p.o, p.report.ItemCounts)
 	}
 	res.BestEpoch = 0
 	return nil
