@@ -175,6 +175,7 @@ type alsPrivateParams struct {
 	noPositions     bool
 	posBias, posReg float64
 	posNoScale      bool
+	posNoFree       bool // measurement: the positions stage without the free columns
 }
 
 func newALSPrivateParams(o *PrivateOptions) alsPrivateParams {
@@ -552,7 +553,7 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 		if rich, why := alsResidualRegime(&o, p, R, counts); rich && o.ALSPositions != ALSPositionsOff && !p.noPositions {
 			note = why
 		} else if o.ALSPositions != ALSPositionsOff && !p.noPositions {
-			pe := planPositions(train, min(R, ALSPositionsMaxRank))
+			pe := planPositions(train, positionsRank(R, p))
 			if pe.pass() {
 				rep, err := trainALSPositions(train, by, m, &o, p, pe)
 				var shrunk *positionsShrunk
@@ -1077,41 +1078,49 @@ func alsPrivateSteps(train *data.Store, by [][]int, m *decomposition.Model, coun
 }
 
 // freeItemColumns sets the first columns of m's item rows from released
-// (or public) item statistics only, post-processing with no budget, for
-// the branches that learn no factor from the ratings (package doc, "the
-// free columns"); the other columns are left as they are:
+// (or public) item statistics only (freeItemColumnsAt at column 0).
+func freeItemColumns(m *decomposition.Model, o *PrivateOptions, counts []float64) {
+	freeItemColumnsAt(m, o, counts, 0)
+}
+
+// freeItemColumnsAt sets columns col and col+1 (those below the rank) of
+// m's item rows from released (or public) item statistics only,
+// post-processing with no budget (package doc, "the free columns"); the
+// other columns are left as they are. The branches that learn no factor
+// from the ratings release them at column 0, the positions stage after
+// its own columns:
 //
-//   - column 1, the slope column: v_i1 = b~_i / s, the released item
-//     biases over the public spread s = (r_max - r_min)/4. A user folding
-//     in fits a slope a_u on it, predicting mu~ + b_u + (1 + a_u) b~_i:
-//     users differ in how far they follow the consensus.
-//   - column 2 (rank >= 2), the popularity column: the standardised
-//     log(1 + n~_i) of counts (the public counts at the entry unit, the
-//     released noisy ones at the user unit), scaled to the slope
-//     column's standard deviation so that the fold-in's one ridge treats
-//     the two alike. A user fits how much more or less they like the
-//     items many others rated: mainstream against niche taste.
+//   - the slope column: v_i = b~_i / s, the released item biases over the
+//     public spread s = (r_max - r_min)/4. A user folding in fits a slope
+//     a_u on it, predicting mu~ + b_u + (1 + a_u) b~_i: users differ in
+//     how far they follow the consensus.
+//   - the popularity column: the standardised log(1 + n~_i) of counts
+//     (the public counts at the entry unit, the released noisy ones at the
+//     user unit), scaled to the slope column's standard deviation so that
+//     the fold-in's one ridge treats the two alike. A user fits how much
+//     more or less they like the items many others rated: mainstream
+//     against niche taste.
 //
 // Both are rank-one structures of real logs that a biases-only model
 // misses. Validation parts (completion doc): on MovieLens-100K the
 // bias release's RMSE at epsilon 100 falls from 0.9327 to 0.9171 (slope)
 // and 0.9108 (both) at the entry unit, from 0.9401 to 0.9261 and 0.9184
 // at the user unit (k = 100); the planted synthetic logs, which have
-// neither structure, move by at most 0.0015.
-func freeItemColumns(m *decomposition.Model, o *PrivateOptions, counts []float64) {
+// neither structure, move by at most 0.0016.
+func freeItemColumnsAt(m *decomposition.Model, o *PrivateOptions, counts []float64, col int) {
 	R := m.Ranks[0]
-	if R < 1 {
+	if col >= R {
 		return
 	}
 	I := m.Dims[1]
 	s := o.ratingRange() / biasSpreadDivisor
 	for i := 0; i < I; i++ {
-		m.Factors[1][i*R] = m.Bias[1][i] / s
+		m.Factors[1][i*R+col] = m.Bias[1][i] / s
 	}
-	if R < 2 || len(counts) != I || I < 2 {
+	if col+1 >= R || len(counts) != I || I < 2 {
 		return
 	}
-	slopeSD := columnSD(m.Factors[1], R, 0)
+	slopeSD := columnSD(m.Factors[1], R, col)
 	lg := make([]float64, I)
 	for i, n := range counts {
 		lg[i] = math.Log1p(math.Max(n, 0))
@@ -1122,7 +1131,7 @@ func freeItemColumns(m *decomposition.Model, o *PrivateOptions, counts []float64
 		if sd > 0 {
 			v = slopeSD * (lg[i] - mean) / sd
 		}
-		m.Factors[1][i*R+1] = v
+		m.Factors[1][i*R+col+1] = v
 	}
 }
 

@@ -143,7 +143,8 @@ func TestALSPositionsSensitivity(t *testing.T) {
 // TestALSPositionsRelease: on a log whose positions pass the gate, private
 // ALS takes the positions stage: the report has the bias releases and the
 // Gaussian release of S, each with a derivation, recomposing within the
-// budget; user rows are zero, columns past K are zero, users fold in with
+// budget; user rows are zero, the two columns after the positions' K are
+// the free columns and the rest zero, users fold in with
 // the bias mode's penalties; ALSPositionsOff gives the residual route.
 // The noise of S matches the report (variance over seeds).
 func TestALSPositionsRelease(t *testing.T) {
@@ -182,22 +183,23 @@ func TestALSPositionsRelease(t *testing.T) {
 			t.Fatal("user rows released")
 		}
 	}
-	K := min(R, ALSPositionsMaxRank)
+	K := min(R-ALSPositionsFreeColumns, ALSPositionsMaxRank)
+	if K != positionsRank(R, alsPrivateParams{}) {
+		t.Fatalf("K = %d, positionsRank %d", K, positionsRank(R, alsPrivateParams{}))
+	}
 	nonzero := 0
 	for i := 0; i < m.Dims[1]; i++ {
-		row := m.Row(1, i)
-		for j, x := range row {
-			if j >= K && x != 0 {
-				t.Fatalf("item %d column %d = %v past K = %d", i, j, x, K)
-			}
+		for _, x := range m.Row(1, i)[:K] {
 			if x != 0 {
 				nonzero++
 			}
 		}
 	}
 	if nonzero == 0 {
-		t.Fatal("every item row is zero")
+		t.Fatal("every item row is zero in the positions' columns")
 	}
+	// After the positions' K columns, the free columns, then zeros.
+	checkFreeColumns(t, m, &o, rep.ItemCounts, K)
 	off := o
 	off.ALSPositions = ALSPositionsOff
 	rep2, err := TrainPrivateALS(st, privModel(t, decomposition.CP, st.Dims, R, true, 1, 1), &off)
