@@ -176,6 +176,7 @@ type alsPrivateParams struct {
 	posBias, posReg float64
 	posNoScale      bool
 	posNoFree       bool // measurement: the positions stage without the free columns
+	inputNoFree     bool // measurement: the residual route without the free columns
 }
 
 func newALSPrivateParams(o *PrivateOptions) alsPrivateParams {

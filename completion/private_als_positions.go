@@ -106,25 +106,26 @@ const (
 	ALSPositionsShrinkGate = 0.03
 )
 
-// ALSPositionsFreeColumns is the number of free columns (freeItemColumnsAt:
-// the slope and popularity columns, post-processing of the bias release)
-// the positions stage releases after its own K columns from rank
-// ALSPositionsMaxRank up: K = min(R - 2, ALSPositionsMaxRank). Validation
-// parts, rank 10 (K = 8 and the free columns against K = 10), epsilon 1 /
-// 3 / 10 / 30 / 100: MovieLens-100K 0.8998 / 0.8895 / 0.8870 / 0.8879 /
-// 0.8882 against 0.9036 / 0.8886 / 0.8871 / 0.8881 / 0.8890,
-// ml-latest-small 0.8657 / 0.8488 / 0.8422 / 0.8402 / 0.8391 against
-// 0.8763 / 0.8550 / 0.8441 / 0.8409 / 0.8395; on the joke-shaped logs
-// with exposure-biased positions, which have no slope or popularity
-// structure, 4.1205 against 4.1169 and 4.4658 against 4.4663 at epsilon
-// 1. The slope column alone (K = 9) gained on MovieLens-100K but lost
-// 0.003 on ml-latest-small at epsilon 30 and 100.
-const ALSPositionsFreeColumns = 2
+// ALSFreeColumns is the number of free columns (freeItemColumnsAt: the
+// slope and popularity columns, post-processing of the bias release)
+// that private ALS's positions stage and residual route release after
+// the columns they fit, from rank ALSPositionsMaxRank up: they fit R - 2
+// columns (the positions stage at most ALSPositionsMaxRank). Validation
+// parts, rank 10, epsilon 1 / 3 / 10 / 30 / 100, the positions stage
+// (K = 8 and the free columns against K = 10): MovieLens-100K 0.8998 /
+// 0.8895 / 0.8870 / 0.8879 / 0.8882 against 0.9036 / 0.8886 / 0.8871 /
+// 0.8881 / 0.8890, ml-latest-small 0.8657 / 0.8488 / 0.8422 / 0.8402 /
+// 0.8391 against 0.8763 / 0.8550 / 0.8441 / 0.8409 / 0.8395; on the
+// joke-shaped logs with exposure-biased positions 4.1205 against 4.1169
+// and 4.4658 against 4.4663 at epsilon 1. The slope column alone (K = 9)
+// gained on MovieLens-100K but lost 0.003 on ml-latest-small at epsilon
+// 30 and 100. The residual route: see alsInputFree.
+const ALSFreeColumns = 2
 
 // positionsRank is K, the positions stage's own columns at rank R.
 func positionsRank(R int, p alsPrivateParams) int {
 	if positionsFree(R, p) {
-		return min(R-ALSPositionsFreeColumns, ALSPositionsMaxRank)
+		return min(R-ALSFreeColumns, ALSPositionsMaxRank)
 	}
 	return min(R, ALSPositionsMaxRank)
 }
@@ -597,7 +598,7 @@ func trainALSPositions(train *data.Store, by [][]int, m *decomposition.Model, o 
 	}
 	free := 0
 	if positionsFree(R, p) {
-		free = min(ALSPositionsFreeColumns, R-K)
+		free = min(ALSFreeColumns, R-K)
 		freeItemColumnsAt(m, o, brep.ItemCounts, K)
 	}
 	rep := entryALSReport(o, m, &acc, eps, delta, used, brep)

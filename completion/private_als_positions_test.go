@@ -183,7 +183,7 @@ func TestALSPositionsRelease(t *testing.T) {
 			t.Fatal("user rows released")
 		}
 	}
-	K := min(R-ALSPositionsFreeColumns, ALSPositionsMaxRank)
+	K := min(R-ALSFreeColumns, ALSPositionsMaxRank)
 	if K != positionsRank(R, alsPrivateParams{}) {
 		t.Fatalf("K = %d, positionsRank %d", K, positionsRank(R, alsPrivateParams{}))
 	}

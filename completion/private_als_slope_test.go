@@ -157,3 +157,48 @@ func checkFreeColumns(t *testing.T, m *decomposition.Model, o *PrivateOptions, c
 		}
 	}
 }
+
+// TestALSResidualFreeColumns: from rank 10 up the residual route fits R -
+// 2 columns on the noisy residuals and releases the free columns after
+// them (alsInputFree); below rank 10 it fits every column.
+func TestALSResidualFreeColumns(t *testing.T) {
+	t.Parallel()
+	train, _ := slopeLog()
+	o := baseOpts()
+	o.Epsilon, o.Delta, o.Noise = 30, 1e-5, perturb.SeededNoise(5)
+	o.RatingMin, o.RatingMax = 1, 5
+	o.ALSPositions = ALSPositionsOff
+	counts := make([]float64, train.Dims[1])
+	for _, i := range train.Idx[1] {
+		counts[i]++
+	}
+	for _, R := range []int{4, 10} {
+		m, err := decomposition.NewModel(decomposition.CP, train.Dims, []int{R}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := TrainPrivateALS(train, m, &o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		notes := strings.Join(rep.Notes, "\n")
+		if !strings.Contains(notes, "residual route (entry unit)") {
+			t.Fatalf("rank %d: the residual route did not run: %q", R, rep.Notes)
+		}
+		if want := R >= ALSPositionsMaxRank; strings.Contains(notes, "free columns") != want {
+			t.Fatalf("rank %d: free columns in the notes %v, want %v: %q", R, !want, want, rep.Notes)
+		}
+		if R >= ALSPositionsMaxRank {
+			checkFreeColumns(t, m, &o, counts, R-ALSFreeColumns)
+			continue
+		}
+		// Below rank 10 the fit fills the last column.
+		last := 0.0
+		for i := 0; i < m.Dims[1]; i++ {
+			last += math.Abs(m.Factors[1][i*R+R-1])
+		}
+		if last == 0 {
+			t.Fatalf("rank %d: the last column is zero", R)
+		}
+	}
+}

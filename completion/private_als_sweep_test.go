@@ -154,6 +154,7 @@ func sweepTweak() func(*alsPrivateParams) {
 		p.noiseOff = os.Getenv("DPREC_ALS_NOISEOFF") != ""
 		p.posNoScale = os.Getenv("DPREC_ALS_POSNOSCALE") != ""
 		p.posNoFree = os.Getenv("DPREC_ALS_POSNOFREE") != ""
+		p.inputNoFree = os.Getenv("DPREC_ALS_INPUTNOFREE") != ""
 		p.posReg, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_POSREG"), 64)
 		p.posBias, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_POSBIAS"), 64)
 		p.exactGram = os.Getenv("DPREC_ALS_EXACTGRAM") != ""
