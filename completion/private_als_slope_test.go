@@ -202,3 +202,37 @@ func TestALSResidualFreeColumns(t *testing.T) {
 		}
 	}
 }
+
+// TestALSStepsFreeColumns: from rank 10 up the user unit's item steps fit
+// R - 2 columns and the free columns follow (alsStepsFree).
+func TestALSStepsFreeColumns(t *testing.T) {
+	t.Parallel()
+	train, _ := slopeLog()
+	o := userOpts(30)
+	o.Epsilon, o.Delta, o.Noise = 100, 1e-5, perturb.SeededNoise(5)
+	o.RatingMin, o.RatingMax = 1, 5
+	const R = 10
+	m, err := decomposition.NewModel(decomposition.CP, []int{1, train.Dims[1]}, []int{R}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := TrainPrivateALS(train, m, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if notes := strings.Join(rep.Notes, "\n"); !strings.Contains(notes, "item steps: ") || !strings.Contains(notes, "the last 2 are the free columns") {
+		t.Fatalf("the item steps should run and the report name the free columns: %q", rep.Notes)
+	}
+	checkFreeColumns(t, m, &o, rep.ItemCounts, R-ALSFreeColumns)
+	nonzero := 0
+	for i := 0; i < m.Dims[1]; i++ {
+		for _, x := range m.Factors[1][i*R : i*R+R-ALSFreeColumns] {
+			if x != 0 {
+				nonzero++
+			}
+		}
+	}
+	if nonzero == 0 {
+		t.Fatal("the steps' columns are all zero")
+	}
+}

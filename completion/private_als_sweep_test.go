@@ -155,6 +155,7 @@ func sweepTweak() func(*alsPrivateParams) {
 		p.posNoScale = os.Getenv("DPREC_ALS_POSNOSCALE") != ""
 		p.posNoFree = os.Getenv("DPREC_ALS_POSNOFREE") != ""
 		p.inputNoFree = os.Getenv("DPREC_ALS_INPUTNOFREE") != ""
+		p.stepsNoFree = os.Getenv("DPREC_ALS_STEPSNOFREE") != ""
 		p.posReg, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_POSREG"), 64)
 		p.posBias, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_POSBIAS"), 64)
 		p.exactGram = os.Getenv("DPREC_ALS_EXACTGRAM") != ""
