@@ -441,7 +441,7 @@
 // inverse variance (post-processing). TestALSUserFallback checks the
 // sensitivity on neighbouring logs and that the budget is spent.
 //
-// Private ALS, the free columns: whenever no item step runs (the user
+// Private ALS, the free columns: whenever no factor is learnt (the user
 // unit's fallback above, the entry unit's residual-route fallback and
 // the item-statistics route's gate), the released item rows are
 // (freeItemColumns)
@@ -470,12 +470,19 @@
 // / 0.9487 / 0.9405 at 10 and 0.9401 / 0.9261 / 0.9184 at 100 (user
 // unit, k = 100); ml-latest-small 0.8750 / 0.8688 / 0.8578 at 1 (entry),
 // 0.9017 / 0.8977 / 0.8957 at 10 and 0.8845 / 0.8776 / 0.8697 at 100
-// (user); the planted logs of data synth moved by at most 0.0016. Adding
-// the slope column to the positions stage (its rank K = min(R, 10)
-// lowered by one for it) was tried and not kept: MovieLens-100K gained
-// 0.002, ml-latest-small 0.006 at epsilon 1 but lost 0.003 at 30 and
-// 100. TestALSSlopeColumn checks the columns and their gains on a log
-// with per-user slopes on both.
+// (user); the planted logs of data synth moved by at most 0.0016.
+//
+// From rank 10 up the routes that do learn factors release the free
+// columns too, after the columns they fit: the positions stage fits K =
+// min(R - 2, 10) (ALSFreeColumns), the residual route's fit on the noisy
+// residuals and the user unit's item steps R - 2 (alsInputFree,
+// alsStepsFree); their figures are at those names. The slope column alone
+// in the positions stage (K lowered by one) was tried first and not
+// kept: MovieLens-100K gained 0.002, ml-latest-small 0.006 at epsilon 1
+// but lost 0.003 at 30 and 100. TestALSSlopeColumn checks the columns and
+// their gains on a log with per-user slopes on both;
+// TestALSResidualFreeColumns and TestALSStepsFreeColumns check them after
+// the fitted columns.
 //
 // Private item selection (SelectItems), when no catalogue is given: each
 // user adds 1/sqrt(n_u) to each item they rated (l2 norm 1), Gaussian
