@@ -20,6 +20,8 @@ import (
 	"slices"
 	"strings"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
 	"github.com/dprec/dprec/perturb"
@@ -1151,7 +1153,7 @@ func freeItemColumnsAt(m *decomposition.Model, o *PrivateOptions, counts []float
 	for i, n := range counts {
 		lg[i] = math.Log1p(math.Max(n, 0))
 	}
-	mean, sd := meanSD(lg)
+	mean, sd := stat.PopMeanStdDev(lg, nil)
 	for i := 0; i < I; i++ {
 		v := 0.0
 		if sd > 0 {
@@ -1161,30 +1163,15 @@ func freeItemColumnsAt(m *decomposition.Model, o *PrivateOptions, counts []float
 	}
 }
 
-// columnSD is the standard deviation of column c of the row-major
-// R-column matrix A.
+// columnSD is the (population) standard deviation of column c of the
+// row-major R-column matrix A.
 func columnSD(A []float64, R, c int) float64 {
 	col := make([]float64, 0, len(A)/R)
 	for i := c; i < len(A); i += R {
 		col = append(col, A[i])
 	}
-	_, sd := meanSD(col)
+	_, sd := stat.PopMeanStdDev(col, nil)
 	return sd
-}
-
-// meanSD returns the mean and (population) standard deviation of x.
-func meanSD(x []float64) (mean, sd float64) {
-	if len(x) == 0 {
-		return 0, 0
-	}
-	for _, v := range x {
-		mean += v
-	}
-	mean /= float64(len(x))
-	for _, v := range x {
-		sd += (v - mean) * (v - mean)
-	}
-	return mean, math.Sqrt(sd / float64(len(x)))
 }
 
 // freeColumnsNote states freeItemColumns' columns in a report.

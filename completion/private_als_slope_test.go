@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
 	"github.com/dprec/dprec/perturb"
@@ -31,7 +33,7 @@ func slopeLog() (train, test *data.Store) {
 		tot += w[i]
 		lw[i] = math.Log(w[i])
 	}
-	mean, sd := meanSD(lw)
+	mean, sd := stat.PopMeanStdDev(lw, nil)
 	st := &data.Store{Dims: []int{n, m}, Idx: make([][]int32, 2)}
 	for u := 0; u < n; u++ {
 		bu, au, cu := 0.4*rng.NormFloat64(), 0.6*rng.NormFloat64(), 0.5*rng.NormFloat64()
@@ -138,8 +140,8 @@ func checkFreeColumns(t *testing.T, m *decomposition.Model, o *PrivateOptions, c
 		lg = append(lg, math.Log1p(math.Max(counts[i], 0)))
 		c0 = append(c0, m.Bias[1][i]/s)
 	}
-	_, sd0 := meanSD(c0)
-	mean, sd := meanSD(lg)
+	_, sd0 := stat.PopMeanStdDev(c0, nil)
+	mean, sd := stat.PopMeanStdDev(lg, nil)
 	if sd0 == 0 || sd == 0 {
 		t.Fatalf("degenerate log: column spreads %v, %v", sd0, sd)
 	}
