@@ -798,7 +798,8 @@ type Selection struct {
 // a per-user hold-out of st, or returns nil when the choice does not apply
 // (settings given, NoSelect, a log too large, or no user with two events).
 func selectImplicit(ctx context.Context, st *data.Store, o *Options, seed uint64) (*Selection, error) {
-	if o.NoSelect || o.Rank != 0 || o.Implicit.Reg != 0 || o.Implicit.Alpha != 0 || st.NNZ() > SelectMaxEvents {
+	if o.NoSelect || o.Rank != 0 || o.Implicit.Reg != 0 || o.Implicit.Alpha != 0 || st.NNZ() > SelectMaxEvents || o.Privacy != nil && o.Privacy.Mode != "" {
+		// A private run never chooses on the private log without budget.
 		return nil, nil
 	}
 	grid, err := ParseGrid(SelectGrid, ObjectiveImplicit)
@@ -849,7 +850,7 @@ func trainImplicit(st *data.Store, name string, o *Options, rng rand.Source, res
 		return optErr("the implicit objective trains a CP (matrix factorisation) model")
 	}
 	if o.Privacy != nil && o.Privacy.Mode != "" {
-		return optErr("the implicit objective has no private mode")
+		return trainPrivateImplicit(st, o, res)
 	}
 	def := completion.DefaultImplicitRank
 	if st.Order() >= 2 {
@@ -920,6 +921,94 @@ func trainImplicit(st *data.Store, name string, o *Options, rng rand.Source, res
 	res.Implicit = r
 	res.TrainRatings = st.NNZ()
 	res.TimeCollapsed = st.Order() == 3
+	return nil
+}
+
+// trainPrivateImplicit trains the implicit objective's private mode
+// (completion.TrainPrivateImplicit): privacy mode als at the user unit,
+// on the public item domain (a catalogue, or a private selection), each
+// user bounded to k items. The model file carries one placeholder user
+// and no seen items.
+func trainPrivateImplicit(st *data.Store, o *Options, res *Result) error {
+	if o.Privacy.Mode != PrivacyALS {
+		return optErr("the implicit objective's private mode is als (weighted ALS under add/remove-one-user privacy), not %s", o.Privacy.Mode)
+	}
+	if o.Privacy.Unit != completion.UnitUser {
+		return optErr("the implicit objective is private at the user unit only (--privacy-unit user --max-ratings-per-user k): its events are its positions, which the entry unit treats as public")
+	}
+	if len(st.Dicts) < 2 || st.Dicts[0] == nil || st.Dicts[1] == nil {
+		return optErr("the log has no user and item dictionaries")
+	}
+	po := o.Privacy.PrivateOptions
+	if res.Seeded {
+		po.Noise = perturb.SeededNoise(res.Seed)
+	}
+	ul, err := prepareUserLevel(st, o, &po)
+	if err != nil {
+		return err
+	}
+	bst := ul.store
+	def := max(1, min(completion.DefaultPrivateImplicitRank, bst.Dims[1]))
+	ranks, err := o.ranks(1, def)
+	if err != nil {
+		return err
+	}
+	s := o.Implicit
+	if s.Threads == 0 {
+		s.Threads = o.Settings.Threads
+	}
+	if o.Check != nil {
+		if err := o.Check(Plan{Objective: ObjectiveImplicit, Dims: bst.Dims[:2], NNZ: bst.NNZ(), Ranks: ranks}); err != nil {
+			return err
+		}
+	}
+	fit, err := decomposition.NewModel(decomposition.CP, bst.Dims[:2], ranks, false)
+	if err != nil {
+		return err
+	}
+	if o.Events.Start != nil {
+		o.Events.Start(completion.ImplicitPrivateSteps, "training (private implicit ALS)")
+	}
+	rep, err := completion.TrainPrivateImplicit(bst, fit, &s, &po)
+	if o.Events.Done != nil {
+		o.Events.Done()
+	}
+	if err != nil {
+		return err
+	}
+	// The released model: one placeholder user (zero row), the item rows.
+	m, err := decomposition.NewModel(decomposition.CP, []int{1, bst.Dims[1]}, ranks, false)
+	if err != nil {
+		return err
+	}
+	copy(m.Factors[1], fit.Factors[1])
+	cfg := completion.PrivateImplicitSettings(&s)
+	settings, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	dicts, info, err := ul.release(bst.Dicts[:2], m, rep)
+	if err != nil {
+		return err
+	}
+	f := &models.File{
+		Header: models.Header{
+			Objective: models.ObjectiveImplicit,
+			Settings:  settings,
+			History:   json.RawMessage("[]"),
+			Data:      info,
+			Created:   time.Now().UTC().Truncate(time.Second),
+			Software:  o.software(),
+		},
+		Model:   m,
+		Dicts:   dicts,
+		Privacy: rep,
+	}
+	res.Model = &Model{f: f, p: models.NewPredictor(f)}
+	res.Implicit = &completion.ImplicitResult{Model: m, Settings: cfg, Events: bst.NNZ()}
+	res.TrainRatings = bst.NNZ()
+	res.UserLevel = true
+	res.TimeCollapsed = bst.Order() == 3
 	return nil
 }
 

@@ -41,6 +41,11 @@ type EvalOptions struct {
 	// test user without training ratings of known items is an unknown
 	// user.
 	Fold *decomposition.FoldPenalties
+	// FoldRow, when set with Fold, solves a test user's row instead of
+	// decomposition.FoldInUser: from the model items of the user's
+	// training events and their values (the implicit objective's fold-in,
+	// which the models package cannot call itself).
+	FoldRow func(items []int32, values []float64) (Row, error)
 	// PopularityCounts, when set, replaces the training support of the
 	// most-popular baseline (EvalResult.Popularity): items are ranked by
 	// these per-item counts, indexed like the model's items (one per
@@ -116,7 +121,7 @@ func Evaluate(p *Predictor, test *data.Store, opt EvalOptions) (*EvalResult, err
 		if opt.Train == nil {
 			return nil, errors.New("models: a fold-in evaluation needs the training log (each user is folded in from their own ratings)")
 		}
-		if folded, err = foldUsers(p, test, opt.Train, *opt.Fold); err != nil {
+		if folded, err = foldUsers(p, test, opt.Train, *opt.Fold, opt.FoldRow); err != nil {
 			return nil, err
 		}
 	}

@@ -23,7 +23,7 @@ type foldedUser struct {
 // without usable training ratings. Users are matched by external id,
 // items through the model's dictionary and times through its bucketing
 // (train.Timestamps, or the start of train's own bucket).
-func foldUsers(p *Predictor, test, train *data.Store, pen decomposition.FoldPenalties) ([]*foldedUser, error) {
+func foldUsers(p *Predictor, test, train *data.Store, pen decomposition.FoldPenalties, foldRow func([]int32, []float64) (Row, error)) ([]*foldedUser, error) {
 	if len(train.Dicts) < 2 || train.Dicts[0] == nil || train.Dicts[1] == nil {
 		return nil, fmt.Errorf("models: the training store has no user and item dictionaries")
 	}
@@ -59,6 +59,21 @@ func foldUsers(p *Predictor, test, train *data.Store, pen decomposition.FoldPena
 			if times != nil {
 				times[i] = p.trainBucket(train, e)
 			}
+		}
+		if foldRow != nil {
+			// The values as logged (an implicit model's confidences use
+			// them; it has no clamp to apply).
+			for i, e := range es {
+				ratings[i] = train.Val[e]
+			}
+			row, err := foldRow(items, ratings)
+			if err != nil {
+				return nil, fmt.Errorf("models: fold-in of user %s: %w", test.Dicts[0].String(int32(u)), err)
+			}
+			slices.Sort(items)
+			row.Items = slices.Compact(items)
+			out[u] = &foldedUser{row: row, items: row.Items}
+			continue
 		}
 		f, err := decomposition.FoldInUser(m, items, times, ratings, pen)
 		if err != nil {

@@ -116,6 +116,13 @@ func evalRun(o *evalOptions, s *iostreams) error {
 		}
 		fold := completion.BillboardFoldFor(p.File().Privacy)
 		eo.Fold = &fold
+		if f := p.File(); f.Header.Objective == models.ObjectiveImplicit {
+			// Users fold in as the training's user half-steps solved them.
+			eo.FoldRow = func(items []int32, values []float64) (models.Row, error) {
+				row, _, err := implicitFoldIn(f, o.Model, items, values, 0)
+				return row, err
+			}
+		}
 	}
 	if o.Train != "" {
 		tl := o.Load
@@ -135,7 +142,9 @@ func evalRun(o *evalOptions, s *iostreams) error {
 		return enc.Encode(res)
 	}
 	fmt.Fprintf(w, "test ratings   %d\n", res.N)
-	if eo.Fold != nil {
+	if eo.FoldRow != nil {
+		fmt.Fprintf(w, "fold-in        every test user solved from their own --train events (the implicit objective's user half-step): the billboard model's lists\n")
+	} else if eo.Fold != nil {
 		fmt.Fprintf(w, "fold-in        every test user solved from their own --train ratings (lambda %g, time-bucket lambda %g): the billboard model's predictions\n", eo.Fold.Row, eo.Fold.Bucket)
 	}
 	note := ""

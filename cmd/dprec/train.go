@@ -210,7 +210,11 @@ func trainOptionsOf(c *cli.Context) (*trainOptions, error) {
 	if f.Privacy, o.Notes, err = trainPrivacyOf(c); err != nil {
 		return nil, err
 	}
-	if f.Privacy != nil {
+	if f.Privacy != nil && f.Objective == dprec.ObjectiveImplicit {
+		// The implicit objective's private mode uses no rating scale and
+		// holds nothing out: the rating notes do not apply.
+		o.Notes = nil
+	} else if f.Privacy != nil {
 		if f.Clamp == (dprec.Clamp{}) && !(f.Privacy.RatingMin < f.Privacy.RatingMax) {
 			return nil, cli.Exit(`a private model needs a public rating scale: give --clamp lo,hi or --clamp none`, exitUsage)
 		}

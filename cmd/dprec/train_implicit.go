@@ -12,6 +12,7 @@ import (
 	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/decomposition"
 	"github.com/dprec/dprec/models"
+	"github.com/dprec/dprec/perturb"
 	"github.com/urfave/cli/v2"
 )
 
@@ -39,8 +40,17 @@ func trainImplicitSettings(c *cli.Context, strict bool) (completion.ImplicitSett
 		if c.String("model") != string(decomposition.CP) {
 			return completion.ImplicitSettings{}, cli.Exit("--objective implicit trains a CP (matrix factorisation) model: drop --model tucker", exitUsage)
 		}
-		if p := c.String("privacy"); p != "" && p != "none" {
-			return completion.ImplicitSettings{}, cli.Exit("--objective implicit has no private mode: drop --privacy", exitUsage)
+		if p := c.String("privacy"); p != "" && p != "none" && p != "als" {
+			return completion.ImplicitSettings{}, cli.Exit(fmt.Sprintf("--objective implicit has one private mode, als (weighted ALS under add/remove-one-user privacy), not %s", p), exitUsage)
+		}
+		if c.String("privacy") == "als" {
+			// The private mode fixes the confidence (binary: the values are
+			// not used) and its number of released steps.
+			for _, f := range []string{"confidence", "iterations", "select"} {
+				if c.IsSet(f) {
+					return completion.ImplicitSettings{}, cli.Exit(fmt.Sprintf("--%s is not used by --objective implicit --privacy als (binary confidence, %d released item steps, no selection on the private log)", f, completion.ImplicitPrivateSteps), exitUsage)
+				}
+			}
 		}
 		for _, f := range trainRatingOnlyFlags {
 			if c.IsSet(f) {
@@ -98,7 +108,8 @@ func trainImplicitSummarize(out, src string, res *dprec.Result, took time.Durati
 	r, m := res.Implicit, res.File().Model
 	sum := &trainImplicitSummary{Out: out, Data: src, Objective: models.ObjectiveImplicit, Dims: m.Dims, Rank: m.Ranks[0],
 		Events: r.Events, Cells: r.Cells, TimeCollapsed: res.TimeCollapsed, Settings: r.Settings,
-		History: r.History, Seconds: took.Seconds(), ObjectiveNote: res.ObjectiveNote, seen: res.File().Seen.Pairs(), Selection: res.Selection}
+		History: r.History, Seconds: took.Seconds(), ObjectiveNote: res.ObjectiveNote, seen: res.File().Seen.Pairs(), Selection: res.Selection,
+		Privacy: res.File().Privacy}
 	if n := len(r.History); n > 0 {
 		sum.Loss = r.History[n-1].Loss
 	}
@@ -112,6 +123,14 @@ func trainImplicitPrint(w io.Writer, asJSON bool, sum *trainImplicitSummary) err
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(sum)
+	}
+	if sum.Privacy != nil {
+		fmt.Fprintf(w, "trained private implicit-feedback CP model, rank %d, on %s: %d items (the public domain), %d events after the bound; no user is released (users fold in from their own events)\n", sum.Rank, sum.Data, sum.Dims[1], sum.Events)
+		fmt.Fprintf(w, "confidence      1 + %g (binary), unobserved weight %g, reg %g\n", sum.Settings.Alpha, sum.Settings.UnobservedWeight, sum.Settings.Reg)
+		fmt.Fprintf(w, "item steps      %d released, %.3gs\n", completion.ImplicitPrivateSteps, sum.Seconds)
+		fmt.Fprintf(w, "saved           %s\n", sum.Out)
+		inspectPrivacyText(w, sum.Privacy)
+		return nil
 	}
 	fmt.Fprintf(w, "trained implicit-feedback CP model, rank %d, on %s: %d users x %d items, %d stored observations in %d (user, item) cells", sum.Rank, sum.Data, sum.Dims[0], sum.Dims[1], sum.Events, sum.Cells)
 	if sum.TimeCollapsed {
@@ -147,6 +166,8 @@ type trainImplicitSummary struct {
 	Seconds       float64                     `json:"seconds"`
 	Settings      completion.ImplicitSettings `json:"settings"`
 	History       []completion.ImplicitRecord `json:"history"`
+	// Privacy is the private mode's report (nil: not private).
+	Privacy *perturb.Report `json:"privacy,omitempty"`
 	// Selection says how rank, reg and alpha were chosen (absent when
 	// they were given or --select=false).
 	Selection *dprec.Selection `json:"selection,omitempty"`

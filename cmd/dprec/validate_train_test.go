@@ -31,7 +31,7 @@ func TestFlagValuesBeforeLoad(t *testing.T) {
 		{implicit + "--unobserved-weight -1", "--unobserved-weight -1: must be positive"},
 		{implicit + "--reg -5", "--reg -5: must be positive"},
 		{implicit + "--validation 0.2", "--validation is not used by --objective implicit"},
-		{implicit + "--privacy input --epsilon 1", "--objective implicit has no private mode"},
+		{implicit + "--privacy input --epsilon 1", "--objective implicit has one private mode, als"},
 		{train + "--objective implict", `did you mean "implicit"?`},
 		{train + "--privacy gradient --epsilon 1 --delta 1e-5 --solver gibbs", "--solver gibbs is for non-private training and --privacy input"},
 		{train + "--privacy output --epsilon 1 --solver als", "--solver als is for non-private training and --privacy input"},
