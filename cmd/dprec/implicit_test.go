@@ -261,3 +261,72 @@ func TestTimelessModelTime(t *testing.T) {
 		t.Errorf("a model with a time mode: exit %d %s %s", code, out, errs)
 	}
 }
+
+// TestImplicitPrivateTrainEval runs the private implicit workflow: train
+// --objective implicit --privacy als at the user unit on a public
+// catalogue (a billboard model: one placeholder user, no seen items, the
+// report), eval folding every test user in from --train, and the
+// refusals (entry unit, a fixed confidence).
+func TestImplicitPrivateTrainEval(t *testing.T) {
+	dir := t.TempDir()
+	train, test := trainTestLog(t, dir)
+	cat := filepath.Join(dir, "items.csv")
+	var b strings.Builder
+	for j := 0; j < 25; j++ {
+		b.WriteString(itoa(500+j) + "\n")
+	}
+	if err := os.WriteFile(cat, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(dir, "pimp.arrow")
+	base := []string{"-q", "train", "--objective", "implicit", "--data", train, "--privacy", "als", "--epsilon", "5", "--delta", "1e-5", "--time-unit", "none", "--rank", "3", "--seed", "3"}
+	out, _, err := trainTestRun(t, append(base, "--privacy-unit", "user", "--max-ratings-per-user", "25", "--items", cat, "--out", model, "--json")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum trainImplicitSummary
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Privacy == nil || sum.Privacy.Mode != "implicit" || sum.Privacy.Unit != "user" || sum.Privacy.Epsilon > 5+1e-9 || sum.Dims[0] != 1 || sum.Dims[1] != 25 {
+		t.Fatalf("summary %+v, privacy %+v", sum, sum.Privacy)
+	}
+	f, err := models.Load(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Seen != nil || f.Dicts[0].Len() != 1 || !f.Billboard() || f.Header.Data.HasStats() {
+		t.Fatalf("the model file releases users: seen %v, %d users, billboard %v", f.Seen, f.Dicts[0].Len(), f.Billboard())
+	}
+	for _, v := range f.Model.Factors[0] {
+		if v != 0 {
+			t.Fatal("a user row was released")
+		}
+	}
+	out, _, err = trainTestRun(t, "-q", "eval", "--model", model, "--data", test, "--train", train, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res models.EvalResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.RankedUsers == 0 || res.SkippedUsers != 0 || !(res.NDCG > 0) {
+		t.Fatalf("eval of the private model: %+v", res)
+	}
+	if _, _, err := trainTestRun(t, "-q", "eval", "--model", model, "--data", test); err == nil {
+		t.Error("eval of a billboard model without --train was accepted")
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--out", filepath.Join(dir, "x.arrow")}, "user unit only"},
+		{[]string{"--privacy-unit", "user", "--max-ratings-per-user", "25", "--items", cat, "--confidence", "log", "--out", filepath.Join(dir, "y.arrow")}, "--confidence is not used"},
+	} {
+		_, _, err := trainTestRun(t, append(base, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want %q", c.args, err, c.want)
+		}
+	}
+}

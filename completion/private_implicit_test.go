@@ -1,0 +1,249 @@
+package completion
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/perturb"
+)
+
+// clusteredClicks is a planted click log: U users in C clusters, each
+// cluster clicking mostly its own block of the I items (and popular
+// items across blocks); each user has n events, one per item, split into
+// training and validation events (one in five to validation).
+func clusteredClicks(U, I, C, n int, seed uint64) (tr, va *data.Store) {
+	r := rand.New(rand.NewPCG(seed, 5))
+	tr = &data.Store{Dims: []int{U, I}, Idx: [][]int32{nil, nil}}
+	va = &data.Store{Dims: []int{U, I}, Idx: [][]int32{nil, nil}}
+	block := I / C
+	for u := 0; u < U; u++ {
+		c := u % C
+		seen := map[int]bool{}
+		for len(seen) < n {
+			var j int
+			if r.Float64() < 0.8 {
+				// Within the block, skewed to its first items.
+				j = c*block + int(float64(block)*math.Pow(r.Float64(), 2))
+			} else {
+				j = int(float64(I) * math.Pow(r.Float64(), 3))
+			}
+			if seen[j] {
+				continue
+			}
+			seen[j] = true
+			dst := tr
+			if len(seen)%5 == 0 {
+				dst = va
+			}
+			dst.Idx[0] = append(dst.Idx[0], int32(u))
+			dst.Idx[1] = append(dst.Idx[1], int32(j))
+			dst.Val = append(dst.Val, 5)
+		}
+	}
+	return tr, va
+}
+
+func privateImplicitOpts(eps float64, k int) *PrivateOptions {
+	return &PrivateOptions{Epsilon: eps, Delta: 1e-5, Unit: UnitUser, MaxRatingsPerUser: k, Noise: perturb.SeededNoise(3)}
+}
+
+// TestPrivateImplicitSensitivity: removing any one user from the log
+// moves the released statistic of an item step (before noise) by at most
+// the l2 sensitivity sqrt(2k) the noise is calibrated to, for a fixed
+// released Y (the other users' rows depend on the data only through it).
+func TestPrivateImplicitSensitivity(t *testing.T) {
+	const R, k = 4, 12
+	tr, _ := clusteredClicks(60, 40, 3, k+3, 1) // 12 training events a user: each user has exactly k items
+	cfg := PrivateImplicitSettings(&ImplicitSettings{Threads: 1})
+	full, err := newImplicitProblem(tr, &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(9, 9))
+	Y := make([]float64, 40*R)
+	for i := range Y {
+		Y[i] = r.NormFloat64()
+	}
+	stats := func(pr *implicitProblem) []float64 {
+		X := make([]float64, 60*R)
+		s := make([]float64, 40*R+R*(R+1)/2)
+		implicitStepStats(pr, X, Y, R, k, s)
+		return s
+	}
+	base := stats(full)
+	worst := 0.0
+	for u := 0; u < 60; u++ {
+		var keep []int
+		for e, v := range tr.Idx[0] {
+			if int(v) != u {
+				keep = append(keep, e)
+			}
+		}
+		pr, err := newImplicitProblem(tr.Subset(keep), &cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := 0.0
+		for i, v := range stats(pr) {
+			d += (v - base[i]) * (v - base[i])
+		}
+		worst = math.Max(worst, math.Sqrt(d))
+	}
+	bound := math.Sqrt(2 * k)
+	if worst > bound*(1+1e-12) {
+		t.Fatalf("removing one user moved the step statistic by %.4g, above the sensitivity %.4g", worst, bound)
+	}
+	// Unit-norm rows in k sums each: the bound is nearly attained.
+	if worst < 0.6*bound {
+		t.Errorf("largest change %.4g is far below the bound %.4g: the statistic is not the one calibrated", worst, bound)
+	}
+}
+
+// TestPrivateImplicitNoise: the released counts and step statistics
+// carry Gaussian noise of the reported sigma, centred on the statistic
+// computed from the data (a chi-square check of the variance).
+func TestPrivateImplicitNoise(t *testing.T) {
+	const R, k = 6, 20
+	tr, _ := clusteredClicks(400, 120, 4, k+5, 2)
+	cfg := PrivateImplicitSettings(&ImplicitSettings{Threads: 1})
+	pr, err := newImplicitProblem(tr, &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := privateImplicitOpts(2, k)
+	var resid = map[string][]float64{}
+	o.probe = &releaseProbe{seen: func(what string, noisy, public []float64) {
+		exact := make([]float64, len(noisy))
+		if what == implicitCountsWhat {
+			for i := range exact {
+				exact[i] = float64(pr.byItem.ptr[i+1] - pr.byItem.ptr[i])
+			}
+		} else {
+			X := make([]float64, 400*R)
+			implicitStepStats(pr, X, slices.Clone(public), R, k, exact)
+		}
+		for i, v := range noisy {
+			resid[what] = append(resid[what], v-exact[i])
+		}
+	}}
+	m, _ := decomposition.NewModel(decomposition.CP, tr.Dims, []int{R}, false)
+	rep, err := TrainPrivateImplicit(tr, m, &cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range rep.Releases {
+		res := resid[rel.What]
+		if len(res) == 0 {
+			t.Fatalf("release %q never reached the probe", rel.What)
+		}
+		var s, s2 float64
+		for _, v := range res {
+			s += v
+			s2 += v * v
+		}
+		n := float64(len(res))
+		mean, vr := s/n, s2/n
+		want := rel.Scale * rel.Scale
+		// The variance estimate of n normals has relative sd sqrt(2/n).
+		if math.Abs(vr/want-1) > 5*math.Sqrt(2/n)+0.01 || math.Abs(mean) > 5*rel.Scale/math.Sqrt(n) {
+			t.Errorf("%s: %d noise values with mean %.4g and variance %.4g, want 0 and %.4g", rel.What, len(res), mean, vr, want)
+		}
+	}
+	if rep.Epsilon > 2*(1+1e-9) || rep.Delta > 1e-5 {
+		t.Errorf("report (%g, %g) above the budget (2, 1e-5)", rep.Epsilon, rep.Delta)
+	}
+}
+
+// TestPrivateImplicitLists: on a planted click log the private model's
+// lists approach non-private weighted ALS's with little noise, beat
+// most-popular at epsilon 10, and at a tiny epsilon fall back to the
+// private most-popular list (as the report says).
+func TestPrivateImplicitLists(t *testing.T) {
+	const R, k = 8, 40
+	tr, va := clusteredClicks(3000, 200, 4, 30, 4)
+	s := PrivateImplicitSettings(&ImplicitSettings{Threads: 2})
+	np, _ := decomposition.NewModel(decomposition.CP, tr.Dims, []int{R}, false)
+	if _, err := TrainImplicit(tr, np, &s, rand.NewPCG(1, 1), nil); err != nil {
+		t.Fatal(err)
+	}
+	pop := make([]float64, 200)
+	for _, j := range tr.Idx[1] {
+		pop[j]++
+	}
+	// Relevance: every validation event (values are 5).
+	ndNP := implicitListNDCG(np.Factors[1], R, tr, va, &s, 1)
+	ndPop := implicitListNDCG(nil, 0, tr, va, &s, 1, pop...)
+	got := map[float64]float64{}
+	for _, eps := range []float64{0.3, 10, 500} {
+		m, _ := decomposition.NewModel(decomposition.CP, tr.Dims, []int{R}, false)
+		rep, err := TrainPrivateImplicit(tr, m, &s, privateImplicitOpts(eps, k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(m.Factors[0], func(v float64) bool { return v != 0 }) {
+			t.Fatalf("eps %g: user rows released", eps)
+		}
+		got[eps] = implicitListNDCG(m.Factors[1], R, tr, va, &s, 1)
+		fallback := slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "most-popular list") })
+		if fallback != (eps < 1) {
+			t.Errorf("eps %g: fallback to most-popular %v", eps, fallback)
+		}
+		t.Logf("eps %g: NDCG@10 %.4f (non-private %.4f, most-popular %.4f)", eps, got[eps], ndNP, ndPop)
+	}
+	if ndNP < 1.5*ndPop {
+		t.Fatalf("planted log: non-private %.4f vs most-popular %.4f: the log does not test learning", ndNP, ndPop)
+	}
+	if got[500] < 0.9*ndNP {
+		t.Errorf("eps 500: %.4f, below 0.9 x non-private %.4f: the private steps do not converge", got[500], ndNP)
+	}
+	if got[10] < 1.2*ndPop {
+		t.Errorf("eps 10: %.4f, not 1.2 x most-popular %.4f", got[10], ndPop)
+	}
+	if got[0.3] < 0.8*ndPop {
+		t.Errorf("eps 0.3: %.4f, the fallback is below 0.8 x most-popular %.4f", got[0.3], ndPop)
+	}
+}
+
+// TestPrivateImplicitRejects: the entry unit, an unbounded user, a zero
+// delta and a model with biases are refused; the same seeded noise gives
+// the same model.
+func TestPrivateImplicitRejects(t *testing.T) {
+	tr, _ := clusteredClicks(50, 30, 2, 10, 5)
+	s := &ImplicitSettings{Threads: 1}
+	newM := func() *decomposition.Model {
+		m, _ := decomposition.NewModel(decomposition.CP, tr.Dims, []int{3}, false)
+		return m
+	}
+	o := privateImplicitOpts(1, 10)
+	o.Unit = UnitEntry
+	if _, err := TrainPrivateImplicit(tr, newM(), s, o); !errors.Is(err, ErrImplicitUnit) {
+		t.Errorf("entry unit: %v", err)
+	}
+	if _, err := TrainPrivateImplicit(tr, newM(), s, privateImplicitOpts(1, 5)); !errors.Is(err, ErrUserBound) {
+		t.Errorf("users above k: %v", err)
+	}
+	o = privateImplicitOpts(1, 10)
+	o.Delta = 0
+	if _, err := TrainPrivateImplicit(tr, newM(), s, o); !errors.Is(err, perturb.ErrDelta) {
+		t.Errorf("delta 0: %v", err)
+	}
+	mb, _ := decomposition.NewModel(decomposition.CP, tr.Dims, []int{3}, true)
+	if _, err := TrainPrivateImplicit(tr, mb, s, privateImplicitOpts(1, 10)); err == nil {
+		t.Error("a model with biases was accepted")
+	}
+	a, b := newM(), newM()
+	for _, m := range []*decomposition.Model{a, b} {
+		if _, err := TrainPrivateImplicit(tr, m, s, privateImplicitOpts(50, 10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(a.Factors[1], b.Factors[1]) {
+		t.Error("the same seeded noise gave different item rows")
+	}
+}
