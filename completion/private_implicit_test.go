@@ -116,47 +116,60 @@ func TestPrivateImplicitNoise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := privateImplicitOpts(2, k)
-	var resid = map[string][]float64{}
-	o.probe = &releaseProbe{seen: func(what string, noisy, public []float64) {
-		exact := make([]float64, len(noisy))
-		if what == implicitCountsWhat {
-			for i := range exact {
-				exact[i] = float64(pr.byItem.ptr[i+1] - pr.byItem.ptr[i])
+	// eps 2 learns (counts, then the steps); eps 0.2 falls back (the
+	// counts twice).
+	for _, c := range []struct {
+		eps      float64
+		fallback bool
+	}{{2, false}, {0.2, true}} {
+		o := privateImplicitOpts(c.eps, k)
+		resid := map[string][]float64{}
+		o.probe = &releaseProbe{seen: func(what string, noisy, public []float64) {
+			exact := make([]float64, len(noisy))
+			if what == implicitCountsWhat || what == implicitCounts2What {
+				for i := range exact {
+					exact[i] = float64(pr.byItem.ptr[i+1] - pr.byItem.ptr[i])
+				}
+			} else {
+				X := make([]float64, 400*R)
+				implicitStepStats(pr, X, slices.Clone(public), R, k, exact)
 			}
-		} else {
-			X := make([]float64, 400*R)
-			implicitStepStats(pr, X, slices.Clone(public), R, k, exact)
+			for i, v := range noisy {
+				resid[what] = append(resid[what], v-exact[i])
+			}
+		}}
+		m, _ := decomposition.NewModel(decomposition.CP, tr.Dims, []int{R}, false)
+		rep, err := TrainPrivateImplicit(tr, m, &cfg, o)
+		if err != nil {
+			t.Fatal(err)
 		}
-		for i, v := range noisy {
-			resid[what] = append(resid[what], v-exact[i])
+		if got := len(resid[implicitCounts2What]) > 0; got != c.fallback {
+			t.Fatalf("eps %g: second count release %v, want %v", c.eps, got, c.fallback)
 		}
-	}}
-	m, _ := decomposition.NewModel(decomposition.CP, tr.Dims, []int{R}, false)
-	rep, err := TrainPrivateImplicit(tr, m, &cfg, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, rel := range rep.Releases {
-		res := resid[rel.What]
-		if len(res) == 0 {
-			t.Fatalf("release %q never reached the probe", rel.What)
+		if len(rep.Releases) != 2 || len(resid) != 2 {
+			t.Fatalf("eps %g: %d releases in the report, %d seen", c.eps, len(rep.Releases), len(resid))
 		}
-		var s, s2 float64
-		for _, v := range res {
-			s += v
-			s2 += v * v
+		for _, rel := range rep.Releases {
+			res := resid[rel.What]
+			if len(res) == 0 {
+				t.Fatalf("eps %g: release %q never reached the probe", c.eps, rel.What)
+			}
+			var s, s2 float64
+			for _, v := range res {
+				s += v
+				s2 += v * v
+			}
+			n := float64(len(res))
+			mean, vr := s/n, s2/n
+			want := rel.Scale * rel.Scale
+			// The variance estimate of n normals has relative sd sqrt(2/n).
+			if math.Abs(vr/want-1) > 5*math.Sqrt(2/n)+0.01 || math.Abs(mean) > 5*rel.Scale/math.Sqrt(n) {
+				t.Errorf("eps %g, %s: %d noise values with mean %.4g and variance %.4g, want 0 and %.4g", c.eps, rel.What, len(res), mean, vr, want)
+			}
 		}
-		n := float64(len(res))
-		mean, vr := s/n, s2/n
-		want := rel.Scale * rel.Scale
-		// The variance estimate of n normals has relative sd sqrt(2/n).
-		if math.Abs(vr/want-1) > 5*math.Sqrt(2/n)+0.01 || math.Abs(mean) > 5*rel.Scale/math.Sqrt(n) {
-			t.Errorf("%s: %d noise values with mean %.4g and variance %.4g, want 0 and %.4g", rel.What, len(res), mean, vr, want)
+		if rep.Epsilon > c.eps*(1+1e-9) || rep.Epsilon < c.eps*0.99 || rep.Delta > 1e-5 {
+			t.Errorf("eps %g: report (%g, %g), want the budget (%g, 1e-5)", c.eps, rep.Epsilon, rep.Delta, c.eps)
 		}
-	}
-	if rep.Epsilon > 2*(1+1e-9) || rep.Delta > 1e-5 {
-		t.Errorf("report (%g, %g) above the budget (2, 1e-5)", rep.Epsilon, rep.Delta)
 	}
 }
 
