@@ -943,6 +943,13 @@ func trainPrivateImplicit(st *data.Store, o *Options, res *Result) error {
 	if res.Seeded {
 		po.Noise = perturb.SeededNoise(res.Seed)
 	}
+	collapsed := st.Order() == 3
+	if collapsed {
+		// The model is users x items whatever the log's time mode, so no
+		// public time range is needed: the time mode is dropped before
+		// the bound (which then keeps one event per item).
+		st = &data.Store{Dims: st.Dims[:2], Idx: st.Idx[:2], Val: st.Val, Dicts: st.Dicts[:2]}
+	}
 	ul, err := prepareUserLevel(st, o, &po)
 	if err != nil {
 		return err
@@ -1008,7 +1015,7 @@ func trainPrivateImplicit(st *data.Store, o *Options, res *Result) error {
 	res.Implicit = &completion.ImplicitResult{Model: m, Settings: cfg, Events: bst.NNZ()}
 	res.TrainRatings = bst.NNZ()
 	res.UserLevel = true
-	res.TimeCollapsed = bst.Order() == 3
+	res.TimeCollapsed = collapsed
 	return nil
 }
 

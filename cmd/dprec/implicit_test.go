@@ -317,6 +317,14 @@ func TestImplicitPrivateTrainEval(t *testing.T) {
 	if _, _, err := trainTestRun(t, "-q", "eval", "--model", model, "--data", test); err == nil {
 		t.Error("eval of a billboard model without --train was accepted")
 	}
+	// A dated log needs no public time range: the time mode is dropped.
+	out, _, err = trainTestRun(t, "-q", "train", "--objective", "implicit", "--data", train, "--privacy", "als", "--epsilon", "5", "--delta", "1e-5", "--rank", "3", "--privacy-unit", "user", "--max-ratings-per-user", "25", "--items", cat, "--out", filepath.Join(dir, "dated.arrow"), "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil || !sum.TimeCollapsed || sum.Privacy == nil {
+		t.Fatalf("dated log: %v, summary %+v", err, sum)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
