@@ -396,6 +396,8 @@ func Train(ctx context.Context, st *data.Store, name string, opts *Options) (*Re
 // ratingOnly returns why the rating objective was asked for, or "".
 func (o *Options) ratingOnly() string {
 	switch {
+	case o.privateImplicit():
+		// The implicit objective's private mode.
 	case o.Privacy != nil && o.Privacy.Mode != "":
 		return "privacy mode " + string(o.Privacy.Mode)
 	case o.Kind != "" && o.Kind != decomposition.CP:
@@ -417,6 +419,9 @@ func (o *Options) resolveObjective(st *data.Store, name string) (Objective, stri
 	if f := o.ratingOnly(); f != "" {
 		return ObjectiveRating, fmt.Sprintf("note: %s, but %s applies to the rating objective only: trained with the rating objective (--objective implicit for the implicit one)", why, f)
 	}
+	if o.privateImplicit() {
+		return ObjectiveImplicit, fmt.Sprintf("note: %s: trained the implicit objective's private mode (weighted ALS at the user unit; every event a positive, users folded in from their own events); --objective rating fits the ratings instead", why)
+	}
 	maxItems := o.EASE.MaxItems
 	if maxItems == 0 {
 		maxItems = itemitem.DefaultMaxItems
@@ -426,6 +431,12 @@ func (o *Options) resolveObjective(st *data.Store, name string) (Objective, stri
 		return ObjectiveEASE, fmt.Sprintf("note: %s: trained the EASE item-item model (every event a positive; its %d items fit the closed form, which leads on short histories and small catalogues); --objective implicit trains the factor model, --objective rating fits the ratings", why, st.Dims[1])
 	}
 	return ObjectiveImplicit, fmt.Sprintf("note: %s: trained with the implicit objective (every event a positive, every other cell a zero); --objective rating fits the ratings instead", why)
+}
+
+// privateImplicit reports whether the options ask for the mode the
+// implicit objective has a private version of: als at the user unit.
+func (o *Options) privateImplicit() bool {
+	return o.Privacy != nil && o.Privacy.Mode == PrivacyALS && o.Privacy.Unit == completion.UnitUser
 }
 
 // noRatings says why st carries no ratings (no rating column, or one

@@ -32,6 +32,14 @@ func TestFitAutoTopN(t *testing.T) {
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	cat := filepath.Join(dir, "items.csv")
+	var cb strings.Builder
+	for j := 1; j <= 60; j++ {
+		fmt.Fprintf(&cb, "%d\n", j)
+	}
+	if err := os.WriteFile(cat, []byte(cb.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		opts dprec.Options
@@ -43,6 +51,8 @@ func TestFitAutoTopN(t *testing.T) {
 		{"implicit settings", dprec.Options{Implicit: completion.ImplicitSettings{Iterations: 3}}, dprec.ObjectiveImplicit, "implicit objective"},
 		{"catalogue above the cap", dprec.Options{EASE: itemitem.Settings{MaxItems: 10}}, dprec.ObjectiveImplicit, "implicit objective"},
 		{"rating objective asked", dprec.Options{RatingOnly: "--epochs"}, dprec.ObjectiveRating, "applies to the rating objective only"},
+		{"private als at the user unit", dprec.Options{Privacy: &dprec.Privacy{Mode: dprec.PrivacyALS, PrivateOptions: completion.PrivateOptions{Epsilon: 5, Delta: 1e-5, Unit: completion.UnitUser, MaxRatingsPerUser: 6}, ItemsFile: cat}}, dprec.ObjectiveImplicit, "implicit objective's private mode"},
+		{"private bias", dprec.Options{Privacy: &dprec.Privacy{Mode: dprec.PrivacyBias, PrivateOptions: completion.PrivateOptions{Epsilon: 5, Delta: 1e-5, RatingMin: 0, RatingMax: 1, Unit: completion.UnitUser, MaxRatingsPerUser: 6}, ItemsFile: cat}}, dprec.ObjectiveRating, "applies to the rating objective only"},
 	} {
 		o := tc.opts
 		o.Seed = 1

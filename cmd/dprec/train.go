@@ -210,7 +210,7 @@ func trainOptionsOf(c *cli.Context) (*trainOptions, error) {
 	if f.Privacy, o.Notes, err = trainPrivacyOf(c); err != nil {
 		return nil, err
 	}
-	if f.Privacy != nil && f.Objective == dprec.ObjectiveImplicit {
+	if f.Privacy != nil && (f.Objective == dprec.ObjectiveImplicit || f.Objective == dprec.ObjectiveAuto && trainNoRatingColumn(c) && trainRatingOnlyFlag(c) == "") {
 		// The implicit objective's private mode uses no rating scale and
 		// holds nothing out: the rating notes do not apply.
 		o.Notes = nil

@@ -13,7 +13,9 @@ var trainRatingOnlyFlags = []string{"ranks", "solver", "lr", "decay", "reg-core"
 // objective uses ("--privacy", "--model tucker" or one of
 // trainRatingOnlyFlags), or "".
 func trainRatingOnlyFlag(c *cli.Context) string {
-	if p := c.String("privacy"); p != "" && p != "none" {
+	if p := c.String("privacy"); p != "" && p != "none" && !(p == "als" && c.String("privacy-unit") == "user") {
+		// als at the user unit is the implicit objective's private mode
+		// too.
 		return "--privacy " + p
 	}
 	if c.String("model") != string(decomposition.CP) {
