@@ -89,6 +89,9 @@ func TestPrivateImplicitSweep(t *testing.T) {
 				if strings.Contains(n, "most-popular list") {
 					route = "most-popular"
 				}
+				if c, ok := strings.CutPrefix(n, "learnability: "); ok {
+					route += ", learnable " + strings.Fields(strings.TrimPrefix(c, "only "))[0]
+				}
 			}
 			t.Logf("%s eps %g, user k = %d: private NDCG@10 %.4f (%.2fx most-popular; %s; %.2f s)", name, e, k, got, got/mp, route, time.Since(start).Seconds())
 		}

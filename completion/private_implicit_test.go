@@ -116,12 +116,12 @@ func TestPrivateImplicitNoise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// eps 2 learns (counts, then the steps); eps 0.2 falls back (the
+	// eps 8 learns (counts, then the steps); eps 0.2 falls back (the
 	// counts twice).
 	for _, c := range []struct {
 		eps      float64
 		fallback bool
-	}{{2, false}, {0.2, true}} {
+	}{{8, false}, {0.2, true}} {
 		o := privateImplicitOpts(c.eps, k)
 		resid := map[string][]float64{}
 		o.probe = &releaseProbe{seen: func(what string, noisy, public []float64) {
