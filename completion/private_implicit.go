@@ -273,7 +273,7 @@ func TrainPrivateImplicit(train *data.Store, m *decomposition.Model, s *Implicit
 		ItemCountsSD: countsSD,
 		Covered:      []string{"B (item rows)", "item counts (noisy; used by the learnability rule and saved as the report's item_counts)"},
 		Notes: []string{
-			fmt.Sprintf("public: the item catalogue (%d items), k = %d, rank %d, the settings (binary confidence 1 + alpha = %g, unobserved weight %g, lambda %g), epsilon and delta; not released: the users, their number and their rows", I, k, R, 1+cfg.Alpha, cfg.UnobservedWeight, cfg.Reg),
+			fmt.Sprintf("public: the item domain (%d items: a public catalogue, or the private selection the report lists first), k = %d, rank %d, the settings (binary confidence 1 + alpha = %g, unobserved weight %g, lambda %g), epsilon and delta; not released: the users, their number and their rows", I, k, R, 1+cfg.Alpha, cfg.UnobservedWeight, cfg.Reg),
 			"not released: user rows (zero in the model); each user solves theirs at prediction time from the released item rows and their own events, as a user half-step of weighted ALS (billboard model, joint DP)",
 			fmt.Sprintf("item steps: %d, from data-independent random item rows; each user row scaled to unit norm; each step releases every item's sum of its users' rows and sqrt(k) times the upper triangle of the Gram matrix with Gaussian noise sigma %.4g at l2 sensitivity sqrt(2k) = %.4g (completion.TrainPrivateImplicit)", ImplicitPrivateSteps, sigma, sens),
 			fmt.Sprintf("item counts: Gaussian noise sigma %.4g at l2 sensitivity sqrt(k) = %.4g (one user moves at most k counts by 1)", sigC, math.Sqrt(float64(k))),
