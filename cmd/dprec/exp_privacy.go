@@ -50,7 +50,7 @@ reproducible and NOT private.`,
 			&cli.Float64Flag{Name: "rating-max", Value: 5, Usage: "public rating scale of --ratings (upper end)"},
 			&cli.StringFlag{Name: "datasets", Value: "synthetic-cp,synthetic-tucker,ratings", Usage: "which datasets to run: synthetic-cp, synthetic-tucker, ratings (the last needs --ratings)"},
 			&cli.StringFlag{Name: "epsilons", Value: "0.1,0.5,1,2,5,10", Usage: "comma-separated privacy budgets"},
-			&cli.StringFlag{Name: "modes", Value: "none,bias,als,input,gradient-C,gradient-all,output", Usage: "comma-separated modes: none (the non-private default solver), none-als (non-private ALS: the reference of als), bias, als, input, gradient-C, gradient-all, output"},
+			&cli.StringFlag{Name: "modes", Value: "none,bias,als,input,gradient-C,gradient-all,output", Usage: "comma-separated modes: none (the non-private default solver), none-als (non-private ALS: the reference of als), bias, als, input, gradient-C, gradient-all, output; implicit (the implicit objective's private mode, lists only, needs --max-ratings-per-user) and none-implicit (its non-private reference)"},
 			&cli.IntFlag{Name: "seeds", Value: 3, Usage: "number of seeds (data split, initialisation and noise) per point"},
 			&cli.Float64Flag{Name: "delta", Value: 1e-5, Usage: "delta of gradient-all, of als, and of bias at the user unit"},
 			&cli.IntFlag{Name: "max-ratings-per-user", Usage: "k > 0: run bias and als at the user unit (add or remove one user with all their ratings, each user bounded to k, one per item; the other private modes have no user unit and are refused); 0: the entry unit"},
@@ -176,10 +176,12 @@ func expPrivacyOptionsOf(c *cli.Context) (*expPrivacyOptions, error) {
 	}
 	if o.UserK > 0 {
 		for _, m := range o.Modes {
-			if !completionexp.NonPrivate(m) && m != completionexp.ExpBias && m != completionexp.ExpALS {
-				return nil, cli.Exit(fmt.Sprintf("--max-ratings-per-user: mode %s has no user unit (only bias and als do): drop it from --modes", m), exitUsage)
+			if !completionexp.NonPrivate(m) && m != completionexp.ExpBias && m != completionexp.ExpALS && m != completionexp.ExpImplicit {
+				return nil, cli.Exit(fmt.Sprintf("--max-ratings-per-user: mode %s has no user unit (only bias, als and implicit do): drop it from --modes", m), exitUsage)
 			}
 		}
+	} else if slices.Contains(o.Modes, completionexp.ExpImplicit) {
+		return nil, cli.Exit("--modes implicit is private at the user unit only: give --max-ratings-per-user k", exitUsage)
 	}
 	return o, nil
 }
@@ -263,7 +265,7 @@ func expPrivacyFlags(c *cli.Context) ([]float64, []string, error) {
 	for i, m := range modes {
 		modes[i] = strings.TrimSpace(m)
 		switch modes[i] {
-		case completionexp.ExpNone, completionexp.ExpNoneALS, completionexp.ExpBias, completionexp.ExpALS, completionexp.ExpInput, completionexp.ExpGradientC, completionexp.ExpGradientAll, completionexp.ExpOutput:
+		case completionexp.ExpNone, completionexp.ExpNoneALS, completionexp.ExpBias, completionexp.ExpALS, completionexp.ExpInput, completionexp.ExpGradientC, completionexp.ExpGradientAll, completionexp.ExpOutput, completionexp.ExpImplicit, completionexp.ExpNoneImplicit:
 		default:
 			return nil, nil, cli.Exit(fmt.Sprintf("--modes: unknown mode %q", m), exitUsage)
 		}

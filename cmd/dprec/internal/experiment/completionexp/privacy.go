@@ -9,6 +9,7 @@ package completionexp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -51,6 +52,14 @@ const (
 	// positions, public under the value-change relation, so the same at
 	// every epsilon.
 	ExpPositions = "lists-positions"
+	// ExpImplicit is the implicit objective's private mode
+	// (TrainPrivateImplicit: weighted ALS at the user unit, needs
+	// MaxRatingsPerUser) and ExpNoneImplicit non-private weighted ALS with
+	// the same settings, its reference. Both score lists only: every
+	// event a positive, users folded in from their training events (the
+	// private one) or with their own rows; their RMSE is NaN.
+	ExpImplicit     = "implicit"
+	ExpNoneImplicit = "none-implicit"
 )
 
 // Ranking configures the ranking metrics of a dataset's runs: the lists
@@ -152,11 +161,12 @@ type PrivacyExpConfig struct {
 // and NOT private: this is a utility study. progress, if non-nil, is
 // called after each training run.
 func RunPrivacyExperiment(cfg PrivacyExpConfig, progress func(PrivacyExpRow)) ([]PrivacyExpRow, error) {
-	if cfg.MaxRatingsPerUser > 0 {
-		for _, mode := range cfg.Modes {
-			if !NonPrivate(mode) && mode != ExpBias && mode != ExpALS {
-				return nil, fmt.Errorf("completion: experiment mode %q has no user unit (MaxRatingsPerUser): only bias and als do", mode)
-			}
+	for _, mode := range cfg.Modes {
+		if cfg.MaxRatingsPerUser > 0 && !NonPrivate(mode) && mode != ExpBias && mode != ExpALS && mode != ExpImplicit {
+			return nil, fmt.Errorf("completion: experiment mode %q has no user unit (MaxRatingsPerUser): only bias, als and implicit do", mode)
+		}
+		if cfg.MaxRatingsPerUser <= 0 && mode == ExpImplicit {
+			return nil, fmt.Errorf("completion: experiment mode %q is private at the user unit only: set MaxRatingsPerUser", mode)
 		}
 	}
 	var rows []PrivacyExpRow
@@ -196,7 +206,9 @@ func RunPrivacyExperiment(cfg PrivacyExpConfig, progress func(PrivacyExpRow)) ([
 
 // NonPrivate reports whether mode is a non-private reference mode (run
 // once per seed, no epsilon).
-func NonPrivate(mode string) bool { return mode == ExpNone || mode == ExpNoneALS }
+func NonPrivate(mode string) bool {
+	return mode == ExpNone || mode == ExpNoneALS || mode == ExpNoneImplicit
+}
 
 // privacyExpRun trains one run and returns its row, followed (bias mode
 // on a dataset with ranking) by the private most-popular row of its
@@ -214,6 +226,8 @@ func privacyExpRun(ds PrivacyExpDataset, mode string, eps, delta, clip float64, 
 	var p completion.Privacy = completion.NoPrivacy{}
 	var err error
 	switch mode {
+	case ExpImplicit, ExpNoneImplicit:
+		return implicitExpRun(ds, row, delta, userK)
 	case ExpNone, ExpNoneALS:
 	case ExpInput:
 		p, err = completion.NewInputPerturbation(o)
@@ -551,6 +565,69 @@ func statsExpRun(ds PrivacyExpDataset, row PrivacyExpRow, o *completion.PrivateO
 		out = append(out, pr)
 	}
 	return out, nil
+}
+
+// implicitExpRun trains the implicit objective at the private mode's
+// defaults, privately (ExpImplicit: each user bounded to k items, user
+// unit, delta) or not (ExpNoneImplicit), and scores its lists.
+func implicitExpRun(ds PrivacyExpDataset, row PrivacyExpRow, delta float64, k int) ([]PrivacyExpRow, error) {
+	row.Kind, row.RMSE = string(decomposition.CP), math.NaN()
+	tr := ds.Train
+	R := min(completion.DefaultPrivateImplicitRank, tr.Dims[1])
+	m, err := decomposition.NewModel(decomposition.CP, tr.Dims[:2], []int{R}, false)
+	if err != nil {
+		return nil, err
+	}
+	s := completion.PrivateImplicitSettings(&completion.ImplicitSettings{Threads: 2})
+	var rep *perturb.Report
+	t0 := time.Now()
+	if row.Mode == ExpImplicit {
+		row.Unit, row.Delta = string(completion.UnitUser), delta
+		bounded, _, err := completion.BoundUserContributions(tr, k, rand.NewPCG(row.Seed, 0xb0d))
+		if err != nil {
+			return nil, err
+		}
+		o := &completion.PrivateOptions{Epsilon: row.Epsilon, Delta: delta, Unit: completion.UnitUser, MaxRatingsPerUser: k, Noise: perturb.SeededNoise(row.Seed ^ 0x5eed)}
+		if rep, err = completion.TrainPrivateImplicit(bounded, m, &s, o); err != nil {
+			row.Err = err.Error()
+			return []PrivacyExpRow{row}, nil
+		}
+		row.Covered = rep.FullyCovered()
+	} else {
+		if _, err := completion.TrainImplicit(tr, m, &s, rand.NewPCG(row.Seed, 7), nil); err != nil {
+			row.Err = err.Error()
+			return []PrivacyExpRow{row}, nil
+		}
+		row.Covered = true
+	}
+	row.Seconds = time.Since(t0).Seconds()
+	if ds.Ranking == nil {
+		return []PrivacyExpRow{row}, nil
+	}
+	settings, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	f := &models.File{Header: models.Header{Objective: models.ObjectiveImplicit, Settings: settings}, Model: m, Dicts: tr.Dicts[:2], Privacy: rep}
+	r := ds.Ranking
+	eo := models.EvalOptions{K: r.K, Threshold: r.Threshold, Train: tr, Threads: r.Threads}
+	if rep == nil {
+		if f.Seen, err = models.SeenFromStore(tr, m.Dims[0], m.Dims[1]); err != nil {
+			return nil, err
+		}
+	} else {
+		eo.Fold = &decomposition.FoldPenalties{}
+		eo.FoldRow = func(items []int32, values []float64) (models.Row, error) {
+			x, err := completion.ImplicitFoldIn(m.Factors[1], R, items, values, &s)
+			return models.Row{Factor: x}, err
+		}
+	}
+	ev, err := models.Evaluate(models.NewPredictor(f), ds.Test, eo)
+	if err != nil {
+		return nil, fmt.Errorf("completion: dataset %s: %w", ds.Name, err)
+	}
+	row.NDCG = ev.NDCG
+	return []PrivacyExpRow{row}, nil
 }
 
 // popularNote says what the private most-popular list ranks by.

@@ -231,3 +231,38 @@ func TestPrivacyExperimentNDCG(t *testing.T) {
 		t.Fatalf("%v %+v", err, rows)
 	}
 }
+
+// TestPrivacyExperimentImplicit: the implicit modes score lists only (RMSE
+// NaN, NDCG in (0, 1]), the private one at the user unit (add-remove, the
+// report covering its release), its lists approaching the non-private
+// reference's at a large epsilon; without a user bound it is refused.
+func TestPrivacyExperimentImplicit(t *testing.T) {
+	t.Parallel()
+	ds := plantedDataset(t)
+	cfg := PrivacyExpConfig{Datasets: []PrivacyExpDataset{ds}, Modes: []string{ExpNoneImplicit, ExpImplicit}, Epsilons: []float64{300}, Seeds: []uint64{1}, Delta: 1e-5}
+	if _, err := RunPrivacyExperiment(cfg, nil); err == nil {
+		t.Fatal("the implicit mode ran without a user bound")
+	}
+	cfg.MaxRatingsPerUser = 60
+	rows, err := RunPrivacyExperiment(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]PrivacyExpRow{}
+	for _, r := range rows {
+		got[r.Mode] = r
+	}
+	np, p := got[ExpNoneImplicit], got[ExpImplicit]
+	for _, r := range []PrivacyExpRow{np, p} {
+		if r.Err != "" || !math.IsNaN(r.RMSE) || !(r.NDCG > 0 && r.NDCG <= 1) || !r.Covered {
+			t.Fatalf("row %+v", r)
+		}
+	}
+	if p.Unit != string(completion.UnitUser) || p.Delta != 1e-5 {
+		t.Errorf("private row unit %q delta %g", p.Unit, p.Delta)
+	}
+	if p.NDCG < 0.8*np.NDCG {
+		t.Errorf("private implicit at epsilon 300: NDCG %.4f, non-private %.4f", p.NDCG, np.NDCG)
+	}
+	t.Logf("NDCG@10: private %.4f, non-private %.4f, most-popular %.4f", p.NDCG, np.NDCG, got[ExpPopular].NDCG)
+}
