@@ -288,7 +288,8 @@ func TrainPrivateImplicit(train *data.Store, m *decomposition.Model, s *Implicit
 // PrivateImplicitSettings returns the settings TrainPrivateImplicit
 // trains with and its users fold in with: s's, with the private defaults
 // for a zero Alpha and Reg, resolved, with the binary confidence (the
-// values of the events are not used).
+// values of the events are not used) and ImplicitPrivateSteps as the
+// number of sweeps.
 func PrivateImplicitSettings(s *ImplicitSettings) ImplicitSettings {
 	var r ImplicitSettings
 	if s != nil {
@@ -302,6 +303,7 @@ func PrivateImplicitSettings(s *ImplicitSettings) ImplicitSettings {
 	}
 	cfg := r.resolved()
 	cfg.Confidence = ConfidenceBinary
+	cfg.Iterations = ImplicitPrivateSteps
 	return cfg
 }
 
