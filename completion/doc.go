@@ -107,6 +107,10 @@
 // StatisticsMode.Fit runs the bias mode (TrainPrivateBias) or private ALS
 // (TrainPrivateALS), which release noisy statistics and leave user rows
 // and biases out of the model (billboard model; FoldInRMSE scores them).
+// The implicit objective has one private mode, TrainPrivateImplicit
+// (weighted ALS item steps released under add/remove-one-user privacy,
+// users folded in with ImplicitFoldIn); its relation, sensitivities and
+// fallback are derived on the function.
 // The SGD modes cap their learning rate from public quantities (StepCap)
 // and `--protect all` hands Train its released mean (so losses and
 // validation figures never use the raw one).
