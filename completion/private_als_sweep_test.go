@@ -236,6 +236,16 @@ func sweepData(t *testing.T, name string) (tr, va *data.Store, lo, hi float64) {
 	case "jokeexp3":
 		st = jokeExposureLog(rand.New(rand.NewPCG(11, 11)), 3)
 		lo, hi = -10, 10
+	case "clickshort", "clicklong":
+		// Click logs whose positions follow a planted taste (data.Synth's
+		// Choice): short histories (5,000 users, 10 events each) or long
+		// ones (1,000 users, 100 each). Every event has value 1.
+		o := data.SynthOptions{Users: 5000, Items: 2000, Ratings: 50000, Rank: 5, Bias: true, Noise: 0.5, Scale: "0.5-5", Skew: 0.5, Choice: 1.5}
+		if name == "clicklong" {
+			o.Users, o.Items, o.Ratings = 1000, 1700, 100000
+		}
+		st, _, err = data.Synth(o, rand.NewPCG(9, 9))
+		lo, hi = 0, 1
 	case "synth":
 		st, _, err = data.Synth(data.SynthOptions{Users: 1000, Items: 1700, Ratings: 100000, Rank: 5, Bias: true, Noise: 0.5, Scale: "0.5-5", Skew: 0.5}, rand.NewPCG(8, 8))
 		lo, hi = 0.5, 5

@@ -116,14 +116,18 @@ func TestPrivateImplicitNoise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// eps 8 learns (counts, then the steps); eps 0.2 falls back (the
-	// counts twice).
+	// eps 8 runs the long run, 3 the short one (its last step at less
+	// noise), 0.2 the fallback.
 	for _, c := range []struct {
-		eps      float64
-		fallback bool
-	}{{8, false}, {0.2, true}} {
+		eps   float64
+		steps int // 0: the fallback (the counts twice)
+	}{{8, ImplicitPrivateMaxSteps}, {3, ImplicitPrivateSteps}, {0.2, 0}} {
 		o := privateImplicitOpts(c.eps, k)
-		resid := map[string][]float64{}
+		type call struct {
+			what string
+			res  []float64
+		}
+		var calls []call
 		o.probe = &releaseProbe{seen: func(what string, noisy, public []float64) {
 			exact := make([]float64, len(noisy))
 			if what == implicitCountsWhat || what == implicitCounts2What {
@@ -134,25 +138,37 @@ func TestPrivateImplicitNoise(t *testing.T) {
 				X := make([]float64, 400*R)
 				implicitStepStats(pr, X, slices.Clone(public), R, k, exact)
 			}
+			cl := call{what: what}
 			for i, v := range noisy {
-				resid[what] = append(resid[what], v-exact[i])
+				cl.res = append(cl.res, v-exact[i])
 			}
+			calls = append(calls, cl)
 		}}
 		m, _ := decomposition.NewModel(decomposition.CP, tr.Dims, []int{R}, false)
 		rep, err := TrainPrivateImplicit(tr, m, &cfg, o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := len(resid[implicitCounts2What]) > 0; got != c.fallback {
-			t.Fatalf("eps %g: second count release %v, want %v", c.eps, got, c.fallback)
-		}
-		if len(rep.Releases) != 2 || len(resid) != 2 {
-			t.Fatalf("eps %g: %d releases in the report, %d seen", c.eps, len(rep.Releases), len(resid))
-		}
+		steps := 0
 		for _, rel := range rep.Releases {
-			res := resid[rel.What]
-			if len(res) == 0 {
-				t.Fatalf("eps %g: release %q never reached the probe", c.eps, rel.What)
+			if rel.What == implicitStepsWhat {
+				steps += rel.Count
+			}
+		}
+		if steps != c.steps {
+			t.Fatalf("eps %g: %d steps, want %d", c.eps, steps, c.steps)
+		}
+		// Each release of the report, in order, against the probe's
+		// calls (a release repeated Count times is Count calls).
+		next := 0
+		for _, rel := range rep.Releases {
+			var res []float64
+			for range rel.Count {
+				if next >= len(calls) || calls[next].what != rel.What {
+					t.Fatalf("eps %g: release %q not seen in order", c.eps, rel.What)
+				}
+				res = append(res, calls[next].res...)
+				next++
 			}
 			var s, s2 float64
 			for _, v := range res {
@@ -166,6 +182,9 @@ func TestPrivateImplicitNoise(t *testing.T) {
 			if math.Abs(vr/want-1) > 5*math.Sqrt(2/n)+0.01 || math.Abs(mean) > 5*rel.Scale/math.Sqrt(n) {
 				t.Errorf("eps %g, %s: %d noise values with mean %.4g and variance %.4g, want 0 and %.4g", c.eps, rel.What, len(res), mean, vr, want)
 			}
+		}
+		if next != len(calls) {
+			t.Errorf("eps %g: %d noisy releases, the report lists %d", c.eps, len(calls), next)
 		}
 		if rep.Epsilon > c.eps*(1+1e-9) || rep.Epsilon < c.eps*0.99 || rep.Delta > 1e-5 {
 			t.Errorf("eps %g: report (%g, %g), want the budget (%g, 1e-5)", c.eps, rep.Epsilon, rep.Delta, c.eps)
@@ -182,7 +201,9 @@ func TestPrivateImplicitLists(t *testing.T) {
 	tr, va := clusteredClicks(3000, 200, 4, 30, 4)
 	s := PrivateImplicitSettings(&ImplicitSettings{Threads: 2})
 	np, _ := decomposition.NewModel(decomposition.CP, tr.Dims, []int{R}, false)
-	if _, err := TrainImplicit(tr, np, &s, rand.NewPCG(1, 1), nil); err != nil {
+	ns := s // the non-private reference sweeps to convergence
+	ns.Iterations = DefaultImplicitIterations
+	if _, err := TrainImplicit(tr, np, &ns, rand.NewPCG(1, 1), nil); err != nil {
 		t.Fatal(err)
 	}
 	pop := make([]float64, 200)
@@ -193,7 +214,8 @@ func TestPrivateImplicitLists(t *testing.T) {
 	ndNP := implicitListNDCG(np.Factors[1], R, tr, va, &s, 1)
 	ndPop := implicitListNDCG(nil, 0, tr, va, &s, 1, pop...)
 	got := map[float64]float64{}
-	for _, eps := range []float64{0.3, 10, 500} {
+	steps := map[int]int{}
+	for _, eps := range []float64{0.3, 0.7, 10, 500} {
 		m, _ := decomposition.NewModel(decomposition.CP, tr.Dims, []int{R}, false)
 		rep, err := TrainPrivateImplicit(tr, m, &s, privateImplicitOpts(eps, k))
 		if err != nil {
@@ -202,12 +224,29 @@ func TestPrivateImplicitLists(t *testing.T) {
 		if slices.ContainsFunc(m.Factors[0], func(v float64) bool { return v != 0 }) {
 			t.Fatalf("eps %g: user rows released", eps)
 		}
+		// Every branch (fallback, 2 or 4 steps) has the planned privacy
+		// loss: the report's epsilon is the budget.
+		if rep.Epsilon > eps*(1+1e-9) || rep.Epsilon < 0.99*eps {
+			t.Errorf("eps %g: report epsilon %g", eps, rep.Epsilon)
+		}
+		n := 0
+		for _, r := range rep.Releases {
+			if r.What == implicitStepsWhat {
+				n += r.Count
+			}
+		}
+		if n > 0 {
+			steps[n]++
+		}
 		got[eps] = implicitListNDCG(m.Factors[1], R, tr, va, &s, 1)
 		fallback := slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "most-popular list") })
-		if fallback != (eps < 1) {
+		if fallback != (eps < 0.5) {
 			t.Errorf("eps %g: fallback to most-popular %v", eps, fallback)
 		}
 		t.Logf("eps %g: NDCG@10 %.4f (non-private %.4f, most-popular %.4f)", eps, got[eps], ndNP, ndPop)
+	}
+	if steps[ImplicitPrivateSteps]+steps[ImplicitPrivateMaxSteps] != 3 || steps[ImplicitPrivateMaxSteps] < 2 {
+		t.Errorf("step counts of the learnt runs %v: want learnt rows at epsilon 0.7, 10 and 500, %d steps at 10 and 500", steps, ImplicitPrivateMaxSteps)
 	}
 	if ndNP < 1.5*ndPop {
 		t.Fatalf("planted log: non-private %.4f vs most-popular %.4f: the log does not test learning", ndNP, ndPop)
@@ -224,7 +263,7 @@ func TestPrivateImplicitLists(t *testing.T) {
 }
 
 // TestPrivateImplicitRejects: the entry unit, an unbounded user, a zero
-// delta and a model with biases are refused; the same seeded noise gives
+// delta, basic accounting and a model with biases are refused; the same seeded noise gives
 // the same model.
 func TestPrivateImplicitRejects(t *testing.T) {
 	tr, _ := clusteredClicks(50, 30, 2, 10, 5)
@@ -245,6 +284,11 @@ func TestPrivateImplicitRejects(t *testing.T) {
 	o.Delta = 0
 	if _, err := TrainPrivateImplicit(tr, newM(), s, o); !errors.Is(err, perturb.ErrDelta) {
 		t.Errorf("delta 0: %v", err)
+	}
+	o = privateImplicitOpts(1, 10)
+	o.Accounting = perturb.Basic
+	if _, err := TrainPrivateImplicit(tr, newM(), s, o); err == nil || !strings.Contains(err.Error(), "exact for the Gaussian mechanism") {
+		t.Errorf("basic accounting: %v", err)
 	}
 	mb, _ := decomposition.NewModel(decomposition.CP, tr.Dims, []int{3}, true)
 	if _, err := TrainPrivateImplicit(tr, mb, s, privateImplicitOpts(1, 10)); err == nil {

@@ -594,6 +594,7 @@ func implicitExpRun(ds PrivacyExpDataset, row PrivacyExpRow, delta float64, k in
 		}
 		row.Covered = rep.FullyCovered()
 	} else {
+		s.Iterations = completion.DefaultImplicitIterations // to convergence
 		if _, err := completion.TrainImplicit(tr, m, &s, rand.NewPCG(row.Seed, 7), nil); err != nil {
 			row.Err = err.Error()
 			return []PrivacyExpRow{row}, nil
