@@ -244,10 +244,7 @@ func TrainPrivateImplicit(train *data.Store, m *decomposition.Model, s *Implicit
 	if err != nil {
 		return nil, fmt.Errorf("completion: private implicit: %w", err)
 	}
-	counts := make([]float64, I)
-	for i := range counts {
-		counts[i] = float64(pr.byItem.ptr[i+1] - pr.byItem.ptr[i])
-	}
+	counts := pr.itemCounts()
 	gc.AddTo(counts, rand.New(o.source(streamImplicitCounts)))
 	o.observe(implicitCountsWhat, counts, nil)
 	sens := math.Sqrt(2 * float64(k))
@@ -308,10 +305,7 @@ func TrainPrivateImplicit(train *data.Store, m *decomposition.Model, s *Implicit
 		if err != nil {
 			return nil, fmt.Errorf("completion: private implicit: %w", err)
 		}
-		c2 := make([]float64, I)
-		for i := range c2 {
-			c2[i] = float64(pr.byItem.ptr[i+1] - pr.byItem.ptr[i])
-		}
+		c2 := pr.itemCounts()
 		g2.AddTo(c2, rand.New(o.source(streamImplicitCounts2)))
 		o.observe(implicitCounts2What, c2, nil)
 		w1, w2 := 1/(sigC*sigC), 1/(sig2*sig2)
@@ -381,12 +375,13 @@ func PrivateImplicitSettings(s *ImplicitSettings) ImplicitSettings {
 // ImplicitPrivateSteps step releases at the smallest common noise
 // multiplier z (sigma = z Delta for each) that fits o's budget.
 func planImplicit(o *PrivateOptions, k int) (*perturb.Accountant, float64, error) {
-	sc, ss := math.Sqrt(float64(k)), math.Sqrt(2*float64(k))
+	ss := math.Sqrt(2 * float64(k))
+	sigmas := make([]float64, ImplicitPrivateMaxSteps)
 	accAt := func(z float64) *perturb.Accountant {
-		var acc perturb.Accountant
-		_ = acc.Add(perturb.Release{What: implicitCountsWhat, Mechanism: perturb.MechGaussian, SensitivityNorm: "l2", Sensitivity: sc, Derivation: "one user adds or removes 1 in at most k counts: sqrt(k)", Scale: z * sc, Calibration: "sigma"}, 1)
-		_ = acc.Add(perturb.Release{What: implicitStepsWhat, Mechanism: perturb.MechGaussian, SensitivityNorm: "l2", Sensitivity: ss, Derivation: implicitStepsDeriv, Scale: z * ss, Calibration: "sigma"}, ImplicitPrivateMaxSteps)
-		return &acc
+		for t := range sigmas {
+			sigmas[t] = z * ss
+		}
+		return implicitAccountant(z, k, sigmas)
 	}
 	budget := perturb.Budget{Epsilon: o.Epsilon, Delta: o.Delta}
 	acct := o.Accounting
@@ -414,12 +409,20 @@ func planImplicit(o *PrivateOptions, k int) (*perturb.Accountant, float64, error
 
 const implicitStepsDeriv = "one user's unit-norm row in at most k item sums (sqrt(k)) and its outer product in the Gram matrix at weight sqrt(k) (upper triangle norm <= 1, times sqrt(k)): sqrt(2k) (completion.TrainPrivateImplicit)"
 
+// implicitCountsRelease is a Gaussian release of the item counts (l2
+// sensitivity sqrt(k)) at noise sigma.
+func implicitCountsRelease(what, deriv string, k int, sigma float64) perturb.Release {
+	return perturb.Release{What: what, Mechanism: perturb.MechGaussian, SensitivityNorm: "l2", Sensitivity: math.Sqrt(float64(k)), Derivation: deriv, Scale: sigma, Calibration: "sigma"}
+}
+
+const implicitCountsDeriv = "one user adds or removes 1 in at most k counts: sqrt(k)"
+
 // implicitAccountant is the accountant of the count release (noise
 // multiplier z) and a run of steps at the given noises.
 func implicitAccountant(z float64, k int, sigmas []float64) *perturb.Accountant {
-	sc, ss := math.Sqrt(float64(k)), math.Sqrt(2*float64(k))
+	ss := math.Sqrt(2 * float64(k))
 	var acc perturb.Accountant
-	_ = acc.Add(perturb.Release{What: implicitCountsWhat, Mechanism: perturb.MechGaussian, SensitivityNorm: "l2", Sensitivity: sc, Derivation: "one user adds or removes 1 in at most k counts: sqrt(k)", Scale: z * sc, Calibration: "sigma"}, 1)
+	_ = acc.Add(implicitCountsRelease(implicitCountsWhat, implicitCountsDeriv, k, z*math.Sqrt(float64(k))), 1)
 	for i := 0; i < len(sigmas); {
 		j := i
 		for j < len(sigmas) && sigmas[j] == sigmas[i] {
@@ -434,10 +437,9 @@ func implicitAccountant(z float64, k int, sigmas []float64) *perturb.Accountant 
 // implicitFallbackAccountant is the accountant of the fallback branch:
 // the first count release and the second one in the steps' place.
 func implicitFallbackAccountant(sigC, sig2 float64, k int) *perturb.Accountant {
-	sc := math.Sqrt(float64(k))
 	var acc perturb.Accountant
-	_ = acc.Add(perturb.Release{What: implicitCountsWhat, Mechanism: perturb.MechGaussian, SensitivityNorm: "l2", Sensitivity: sc, Derivation: "one user adds or removes 1 in at most k counts: sqrt(k)", Scale: sigC, Calibration: "sigma"}, 1)
-	_ = acc.Add(perturb.Release{What: implicitCounts2What, Mechanism: perturb.MechGaussian, SensitivityNorm: "l2", Sensitivity: sc, Derivation: "as the first release: sqrt(k); noise sigma_1/sqrt(T), the T steps' Gaussian privacy loss", Scale: sig2, Calibration: "sigma"}, 1)
+	_ = acc.Add(implicitCountsRelease(implicitCountsWhat, implicitCountsDeriv, k, sigC), 1)
+	_ = acc.Add(implicitCountsRelease(implicitCounts2What, "as the first release: sqrt(k); noise sigma_1/sqrt(T), the T steps' Gaussian privacy loss", k, sig2), 1)
 	return &acc
 }
 
@@ -445,19 +447,6 @@ func implicitFallbackAccountant(sigC, sig2 float64, k int) *perturb.Accountant {
 // steps 1-3), step t with Gaussian noise sigmas[t], and returns the item
 // rows (I x R, row-major).
 func privateImplicitSteps(pr *implicitProblem, U, I, R, k int, sigmas []float64, o *PrivateOptions) ([]float64, error) {
-	gs := make([]*perturb.Gaussian, len(sigmas))
-	for i, sg := range sigmas {
-		g, err := perturb.NewGaussianSigma(math.Sqrt(2*float64(k)), sg)
-		if err != nil {
-			return nil, fmt.Errorf("completion: private implicit: %w", err)
-		}
-		gs[i] = g
-	}
-	return privateImplicitStepsAt(pr, U, I, R, k, gs, o), nil
-}
-
-func privateImplicitStepsAt(pr *implicitProblem, U, I, R, k int, gs []*perturb.Gaussian, o *PrivateOptions) []float64 {
-	steps := len(gs)
 	cfg := pr.cfg
 	ir := rand.New(o.source(streamImplicitInit))
 	Y := make([]float64, I*R)
@@ -465,7 +454,6 @@ func privateImplicitStepsAt(pr *implicitProblem, U, I, R, k int, gs []*perturb.G
 		Y[t] = 0.1 * ir.NormFloat64()
 	}
 	X := make([]float64, U*R)
-	var sigma float64
 	w := math.Sqrt(float64(k))
 	T := R * (R + 1) / 2
 	stats := make([]float64, I*R+T)
@@ -473,9 +461,11 @@ func privateImplicitStepsAt(pr *implicitProblem, U, I, R, k int, gs []*perturb.G
 	A := make([]float64, R*R)
 	bb := make([]float64, R)
 	G := make([]float64, R*R)
-	for step := 0; step < steps; step++ {
-		g := gs[step]
-		sigma = g.Sigma()
+	for _, sigma := range sigmas {
+		g, err := perturb.NewGaussianSigma(math.Sqrt(2*float64(k)), sigma)
+		if err != nil {
+			return nil, fmt.Errorf("completion: private implicit: %w", err)
+		}
 		implicitStepStats(pr, X, Y, R, k, stats)
 		g.AddToFast(stats, nr)
 		o.observe(implicitStepsWhat, stats, Y)
@@ -522,7 +512,7 @@ func privateImplicitStepsAt(pr *implicitProblem, U, I, R, k int, gs []*perturb.G
 			copy(y, bb)
 		}
 	}
-	return Y
+	return Y, nil
 }
 
 // implicitStepStats runs step 1 of TrainPrivateImplicit (the users' own
@@ -562,6 +552,15 @@ func implicitStepStats(pr *implicitProblem, X, Y []float64, R, k int, stats []fl
 			t++
 		}
 	}
+}
+
+// itemCounts returns the number of distinct users of every item.
+func (p *implicitProblem) itemCounts() []float64 {
+	c := make([]float64, len(p.byItem.ptr)-1)
+	for i := range c {
+		c[i] = float64(p.byItem.ptr[i+1] - p.byItem.ptr[i])
+	}
+	return c
 }
 
 // popularityRows sets Y (I x R) to the private most-popular model: first
