@@ -218,6 +218,11 @@ type Plan struct {
 	Dims      []int
 	NNZ       int
 	Ranks     []int
+	// Low and High are the smallest and largest training value (the
+	// rating objective only; zero otherwise). They are for the caller, to
+	// check a declared scale against the data before training, and are
+	// released nowhere.
+	Low, High float64
 }
 
 // Options configure Fit and Train. The zero value (or nil) means the
@@ -584,7 +589,11 @@ func train(ctx context.Context, st *data.Store, name string, o *Options) (*Resul
 		return nil, err
 	}
 	if o.Check != nil {
-		if err := o.Check(Plan{Objective: obj, Dims: st.Dims, NNZ: st.NNZ(), Ranks: ranks}); err != nil {
+		p := Plan{Objective: obj, Dims: st.Dims, NNZ: st.NNZ(), Ranks: ranks}
+		if len(st.Val) > 0 {
+			p.Low, p.High = slices.Min(st.Val), slices.Max(st.Val)
+		}
+		if err := o.Check(p); err != nil {
 			return nil, err
 		}
 	}

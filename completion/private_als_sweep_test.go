@@ -222,6 +222,17 @@ func sweepData(t *testing.T, name string) (tr, va *data.Store, lo, hi float64) {
 		}
 		st, _, err = data.Load(path, data.LoadOptions{Builder: data.BuilderOptions{TimeUnit: data.TimeNone}})
 		lo, hi = 1, 5
+	case "jester":
+		// A real joke log: recommenderlab's Jester5k (5,000 users, 100
+		// jokes, [-10, 10]) as user,item,rating CSV, fetched outside the
+		// repository.
+		path := os.Getenv("DPREC_JESTER")
+		if path == "" {
+			t.Logf("jester: skipped (set DPREC_JESTER to a Jester5k CSV)")
+			return nil, nil, 0, 0
+		}
+		st, _, err = data.Load(path, data.LoadOptions{Builder: data.BuilderOptions{TimeUnit: data.TimeNone}})
+		lo, hi = -10, 10
 	case "joke":
 		st, _, err = data.Synth(data.SynthOptions{Users: 5000, Items: 100, Ratings: 250000, Rank: 5, Bias: true, Mean: 3.5, Noise: 1.5, Skew: 0.3}, rand.NewPCG(7, 7))
 		lo, hi = 0.1, 6.9
@@ -250,7 +261,7 @@ func sweepData(t *testing.T, name string) (tr, va *data.Store, lo, hi float64) {
 		st, _, err = data.Synth(data.SynthOptions{Users: 1000, Items: 1700, Ratings: 100000, Rank: 5, Bias: true, Noise: 0.5, Scale: "0.5-5", Skew: 0.5}, rand.NewPCG(8, 8))
 		lo, hi = 0.5, 5
 	default:
-		t.Fatalf("unknown log %q (joke, jokeexp, ml, ml100k, synth)", name)
+		t.Fatalf("unknown log %q (jester, joke, jokeexp, jokeexp3, clickshort, clicklong, ml, ml100k, synth)", name)
 	}
 	if err != nil {
 		t.Fatal(err)

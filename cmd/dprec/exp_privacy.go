@@ -109,20 +109,23 @@ func expPrivacyFloats(s, name string) ([]float64, error) {
 // expPrivacyOptions are the flags of dprec experiment completion-privacy.
 type expPrivacyOptions struct {
 	globalOptions
-	Out       string   // --out: the results directory
-	Ratings   string   // --ratings ("": the synthetic set-ups only)
-	RatingMin float64  // --rating-min
-	RatingMax float64  // --rating-max
-	Datasets  []string // --datasets
-	Epsilons  []float64
-	Modes     []string
-	Seeds     int     // --seeds: seeds per point
-	Delta     float64 // --delta of gradient-all
-	Clip      float64 // --clip (0: the default)
-	UserK     int     // --max-ratings-per-user (0: the entry unit)
-	Rank      int     // --rank of the rating-log model
-	Force     bool    // --force
-	Seed      uint64  // --seed: the base seed (0 when not given)
+	Out       string  // --out: the results directory
+	Ratings   string  // --ratings ("": the synthetic set-ups only)
+	RatingMin float64 // --rating-min
+	RatingMax float64 // --rating-max
+	// ScaleSet: --rating-min or --rating-max was given (else --ratings
+	// outside the default scale is refused, not clamped).
+	ScaleSet bool
+	Datasets []string // --datasets
+	Epsilons []float64
+	Modes    []string
+	Seeds    int     // --seeds: seeds per point
+	Delta    float64 // --delta of gradient-all
+	Clip     float64 // --clip (0: the default)
+	UserK    int     // --max-ratings-per-user (0: the entry unit)
+	Rank     int     // --rank of the rating-log model
+	Force    bool    // --force
+	Seed     uint64  // --seed: the base seed (0 when not given)
 	// Threshold (--threshold; NaN: DefaultThreshold of the rating range),
 	// K (--k) and Shrinkage (--shrinkage) of the ranking metrics.
 	Threshold    float64
@@ -151,7 +154,7 @@ func expPrivacyOptionsOf(c *cli.Context) (*expPrivacyOptions, error) {
 		Seeds: c.Int("seeds"), Delta: c.Float64("delta"), Clip: c.Float64("clip"), UserK: c.Int("max-ratings-per-user"), Rank: c.Int("rank"), Force: c.Bool("force"),
 		Settings: completion.Settings{Epochs: c.Int("epochs"), Threads: c.Int("threads"), LearningRate: c.Float64("lr"),
 			Reg: c.Float64("reg"), InitScale: c.Float64("init-scale")},
-		InitScaleSet: c.IsSet("init-scale"), LRSet: c.IsSet("lr"),
+		InitScaleSet: c.IsSet("init-scale"), LRSet: c.IsSet("lr"), ScaleSet: c.IsSet("rating-min") || c.IsSet("rating-max"),
 		PrivateSchedule: c.IsSet("private-lr-scale") || c.IsSet("private-reg"),
 		PrivateLRScale:  c.Float64("private-lr-scale"), PrivateReg: c.Float64("private-reg")}
 	for _, name := range strings.Split(c.String("datasets"), ",") {
@@ -288,6 +291,9 @@ func expPrivacyRows(o *expPrivacyOptions, ios *iostreams) ([]completionexp.Priva
 		if name == "ratings" && o.Ratings != "" && ratings == nil {
 			var err error
 			if ratings, _, err = loadLog(ios, o.globalOptions, o.Ratings, o.Load); err != nil {
+				return nil, nil, err
+			}
+			if err := expPrivacyCheckScale(o, ratings); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -437,6 +443,25 @@ func expPrivacyNDCGPlots(dir string, force bool, k int, summary []completionexp.
 
 // expPrivacyDataset builds one dataset for a seed (nil for "ratings"
 // without --ratings); st is the loaded --ratings log.
+// expPrivacyCheckScale refuses --ratings outside the default public
+// scale when no scale was declared and a rating mode runs (as train does):
+// the private modes would clamp every rating to the wrong scale.
+func expPrivacyCheckScale(o *expPrivacyOptions, st *data.Store) error {
+	if o.ScaleSet || len(st.Val) == 0 {
+		return nil
+	}
+	rating := false
+	for _, m := range o.Modes {
+		rating = rating || m != "implicit" && m != "none-implicit"
+	}
+	lo, hi := slices.Min(st.Val), slices.Max(st.Val)
+	if !rating || lo >= o.RatingMin && hi <= o.RatingMax {
+		return nil
+	}
+	return cli.Exit(fmt.Sprintf("%s: ratings run from %g to %g, outside the default public rating scale [%g, %g] that the private modes clamp to; declare the data source's scale with --rating-min and --rating-max",
+		o.Ratings, lo, hi, o.RatingMin, o.RatingMax), exitUsage)
+}
+
 func expPrivacyDataset(o *expPrivacyOptions, name string, seed uint64, s completion.Settings, st *data.Store) (*completionexp.PrivacyExpDataset, error) {
 	switch name {
 	case "synthetic-cp", "synthetic-tucker":

@@ -130,6 +130,10 @@ type trainOptions struct {
 	MaxMemory float64
 	// Notes are said on stderr before loading (unless --quiet).
 	Notes []string
+	// DefaultScale: a private run whose rating scale was not declared
+	// (neither --rating-min nor --rating-max): training ratings outside
+	// the documented default scale are refused, not clamped.
+	DefaultScale bool
 }
 
 // trainOptionsOf parses and checks train's flags (usage errors exit 2).
@@ -215,6 +219,7 @@ func trainOptionsOf(c *cli.Context) (*trainOptions, error) {
 		// holds nothing out: the rating notes do not apply.
 		o.Notes = nil
 	} else if f.Privacy != nil {
+		o.DefaultScale = !c.IsSet("rating-min") && !c.IsSet("rating-max")
 		if f.Clamp == (dprec.Clamp{}) && !(f.Privacy.RatingMin < f.Privacy.RatingMax) {
 			return nil, cli.Exit(`a private model needs a public rating scale: give --clamp lo,hi or --clamp none`, exitUsage)
 		}
@@ -317,6 +322,9 @@ func trainRun(o *trainOptions, s *iostreams) error {
 		if p.Objective == dprec.ObjectiveEASE {
 			return nil // itemitem refuses a catalogue too large for its closed form
 		}
+		if err := trainCheckScale(o, p); err != nil {
+			return err
+		}
 		jf := o.Job
 		jf.Implicit = p.Objective == dprec.ObjectiveImplicit
 		note, err := trainJob(jf, p.Dims, p.NNZ, p.Ranks).check(o.MaxMemory)
@@ -395,6 +403,27 @@ func trainRun(o *trainOptions, s *iostreams) error {
 		sum.Warnings = append(sum.Warnings, "--seed was given: the run is reproducible and NOT private")
 	}
 	return trainPrint(s.Out, o.JSON, &sum)
+}
+
+// trainCheckScale refuses a private run on the documented default rating
+// scale when the training ratings leave it: clamping a log on another
+// scale (say [-10, 10]) to [0.5, 5] would train on the wrong data
+// without a word. The check is the data owner's, before anything is
+// released; a declared scale is clamped to as documented.
+func trainCheckScale(o *trainOptions, p dprec.Plan) error {
+	pr := o.Fit.Privacy
+	if !o.DefaultScale || pr == nil || p.Objective != dprec.ObjectiveRating || p.NNZ == 0 {
+		return nil
+	}
+	if p.Low >= pr.RatingMin && p.High <= pr.RatingMax {
+		return nil
+	}
+	src := o.Data
+	if src == "" {
+		src = "embedded synthetic log"
+	}
+	return cli.Exit(fmt.Sprintf("%s: training ratings run from %g to %g, outside the default public rating scale [%g, %g] that private training clamps to; declare the data source's scale with --rating-min and --rating-max (a fact about the source, such as -10 and 10 for a joke log, never measured on the data)",
+		src, p.Low, p.High, pr.RatingMin, pr.RatingMax), exitUsage)
 }
 
 // trainError turns a library error into the command's: invalid options

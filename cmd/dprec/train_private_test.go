@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -322,5 +323,45 @@ func TestTrainPrivateRMSELabel(t *testing.T) {
 		if tc.name == "gradient" && (strings.Contains(stdout, "(0, 0)") || !strings.Contains(stdout, "noise multiplier z = ") || !strings.Contains(stdout, "Poisson sampling rate q = 1 (DefaultDPSGDRate)")) {
 			t.Errorf("gradient: release lines\n%s", stdout)
 		}
+	}
+}
+
+// TestTrainPrivateUndeclaredScale: a private run on the documented default
+// scale [0.5, 5] refuses a log whose ratings leave it (a joke log on
+// [-10, 10] would be clamped to the wrong scale without a word), names the
+// file and the flags, saves nothing; with the scale declared it trains,
+// and a log inside the default scale needs no declaration.
+func TestTrainPrivateUndeclaredScale(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("userId,itemId,rating\n")
+	rng := rand.New(rand.NewPCG(5, 5))
+	for u := 0; u < 30; u++ {
+		for i := 0; i < 10; i++ {
+			fmt.Fprintf(&b, "%d,%d,%.2f\n", u, i, -10+20*rng.Float64())
+		}
+	}
+	joke := filepath.Join(dir, "joke.csv")
+	if err := os.WriteFile(joke, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "m.dprec")
+	for _, mode := range []string{"bias", "als"} {
+		args := []string{"-q", "train", "--data", joke, "--out", out, "--privacy", mode, "--epsilon", "1", "--delta", "1e-6", "--seed", "1"}
+		_, _, err := trainTestRun(t, args...)
+		if ec, ok := err.(cli.ExitCoder); !ok || ec.ExitCode() != exitUsage || !strings.Contains(err.Error(), "joke.csv") || !strings.Contains(err.Error(), "--rating-min") {
+			t.Fatalf("%s on [-10, 10] without a declared scale: %v, want a usage error naming the file and --rating-min", mode, err)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Fatalf("%s: a refused run left %s", mode, out)
+		}
+		if _, _, err := trainTestRun(t, append(args, "--rating-min", "-10", "--rating-max", "10", "--force")...); err != nil {
+			t.Fatalf("%s with --rating-min -10 --rating-max 10: %v", mode, err)
+		}
+		os.Remove(out)
+	}
+	train, _ := trainTestLog(t, dir)
+	if _, _, err := trainTestRun(t, "-q", "train", "--data", train, "--out", out, "--privacy", "bias", "--epsilon", "1", "--seed", "1"); err != nil {
+		t.Fatalf("a 1-5 log on the default scale: %v", err)
 	}
 }
