@@ -180,8 +180,8 @@
 // noise variance of an entry of S~; the ridge grows with the noise and
 // tends to ALSPositionsReg); the released item rows' first K columns are
 // W q_i / s (s = (r_max - r_min)/4), the others zero; users fold in with
-// the bias mode's penalties (BillboardFold), whose fixed ridge on the row
-// then scales with s^2 as the data term does (in rating units the fold-in
+// the bias mode's penalties but a fixed ridge of ALSPositionsFoldRow = 5
+// on the row and bias (BillboardFoldFor), which then scales with s^2 as the data term does (in rating units the fold-in
 // overfit on a [-10, 10] log: 4.200 against the bias mode's 4.141, 4.116
 // with the units; TestPrivateALSPositionsWideScale). Its noise does not grow with the number of ratings:
 // W has K^2 entries fitted from all of them. Spectral gate (public): the

@@ -175,8 +175,8 @@ func TestALSPositionsRelease(t *testing.T) {
 	if e, _, _ := acc.Total(o.Delta); e > o.Epsilon*(1+1e-9) || rep.Delta > o.Delta {
 		t.Errorf("releases recompose to epsilon %v > %v", e, o.Epsilon)
 	}
-	if !strings.Contains(strings.Join(rep.Notes, "\n"), "positions stage (entry unit") || rep.FoldPerRating != 0 {
-		t.Fatalf("report notes %q, fold per rating %v", rep.Notes, rep.FoldPerRating)
+	if !strings.Contains(strings.Join(rep.Notes, "\n"), "positions stage (entry unit") || rep.FoldPerRating != 0 || rep.FoldRow != ALSPositionsFoldRow {
+		t.Fatalf("report notes %q, fold per rating %v, fold row %v", rep.Notes, rep.FoldPerRating, rep.FoldRow)
 	}
 	for _, x := range m.Factors[0] {
 		if x != 0 {

@@ -121,7 +121,7 @@ func TestPrivateALSSweep(t *testing.T) {
 				}
 				secs := time.Since(start).Seconds()
 				pen := BillboardFoldFor(rep)
-				if os.Getenv("DPREC_ALS_FOLDROW") != "" {
+				if os.Getenv("DPREC_ALS_FOLDROW") != "" && mode == "als" && rep.FoldPerRating == 0 {
 					pen.Row, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_FOLDROW"), 64)
 					pen.PerRating, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_FOLDPER"), 64)
 				}
@@ -185,6 +185,9 @@ func sweepTweak() func(*alsPrivateParams) {
 		}
 		if g, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_FALLBACK"), 64); err == nil {
 			p.inputFallback = g
+		}
+		if x, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_ICLIPMUL"), 64); err == nil {
+			p.inputClip *= x
 		}
 		if g, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_GATE"), 64); err == nil {
 			p.inputGate = g

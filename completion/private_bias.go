@@ -437,14 +437,24 @@ func BillboardFold() decomposition.FoldPenalties {
 
 // BillboardFoldFor returns the fold-in penalties of a billboard model with
 // privacy report rep: BillboardFold for the bias mode and input's
-// fallback, and for private ALS (rep.FoldPerRating > 0) the training's
-// user solve, ALSPrivateFoldRow plus rep.FoldPerRating per rating, with
-// the bias mode's time-bucket penalty. Public constants only.
+// fallback; for private ALS's positions stage (rep.FoldRow > 0) the bias
+// mode's penalties with the fixed ridge rep.FoldRow (ALSPositionsFoldRow)
+// in place of BiasUserPenalty; and for private ALS's other routes
+// (rep.FoldPerRating > 0) the training's user solve, ALSPrivateFoldRow
+// plus rep.FoldPerRating per rating, with the bias mode's time-bucket
+// penalty. Public constants only.
 func BillboardFoldFor(rep *perturb.Report) decomposition.FoldPenalties {
-	if rep != nil && rep.FoldPerRating > 0 {
-		return decomposition.FoldPenalties{Row: ALSPrivateFoldRow, PerRating: rep.FoldPerRating, Bucket: BiasBucketPenalty}
+	pen := BillboardFold()
+	if rep == nil {
+		return pen
 	}
-	return BillboardFold()
+	if rep.FoldPerRating > 0 {
+		pen.Row, pen.PerRating = ALSPrivateFoldRow, rep.FoldPerRating
+	}
+	if rep.FoldRow > 0 {
+		pen.Row = rep.FoldRow
+	}
+	return pen
 }
 
 // FoldInRMSE scores a released model under the billboard model: for every

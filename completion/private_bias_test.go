@@ -205,3 +205,21 @@ func TestLaplacePosteriorNoise(t *testing.T) {
 		}
 	}
 }
+
+// TestBillboardFoldFor: the fold-in penalties a report prescribes.
+func TestBillboardFoldFor(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rep  *perturb.Report
+		want decomposition.FoldPenalties
+	}{
+		{"no report", nil, decomposition.FoldPenalties{Row: BiasUserPenalty, Bucket: BiasBucketPenalty}},
+		{"bias mode", &perturb.Report{}, decomposition.FoldPenalties{Row: BiasUserPenalty, Bucket: BiasBucketPenalty}},
+		{"als, residual route", &perturb.Report{FoldPerRating: 0.2}, decomposition.FoldPenalties{Row: ALSPrivateFoldRow, PerRating: 0.2, Bucket: BiasBucketPenalty}},
+		{"als, positions stage", &perturb.Report{FoldRow: ALSPositionsFoldRow}, decomposition.FoldPenalties{Row: ALSPositionsFoldRow, Bucket: BiasBucketPenalty}},
+	} {
+		if got := BillboardFoldFor(tc.rep); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}

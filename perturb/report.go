@@ -50,6 +50,10 @@ type Report struct {
 	// of the training's private user solve (private ALS), so that users
 	// are solved at prediction time as the item rows expected. 0: none.
 	FoldPerRating float64 `json:"fold_per_rating,omitempty"`
+	// FoldRow is the fixed ridge on a billboard model's user row and bias
+	// at fold-in, when the mode sets its own (private ALS's positions
+	// stage). 0: the mode's default (completion.BillboardFoldFor).
+	FoldRow float64 `json:"fold_row,omitempty"`
 	// ItemCounts are per-item rating counts a billboard model carries as
 	// popularity evidence for its rankings (models.Predictor.WithShrinkage):
 	// public under a value-change relation (entry level: positions are
