@@ -120,6 +120,27 @@ func entryNeedsRatings(o *completion.PrivateOptions, all *Counts) error {
 	return fmt.Errorf("every rating of the log is %g: the entry unit's relation (one rating value changes; which items each user rated is public) protects nothing of a log whose events carry no rating; train it without --privacy, or with --privacy bias --privacy-unit user", all.Min)
 }
 
+// ScaleError refuses a private run on an undeclared default rating
+// scale whose ratings leave it: clamping a log on another scale (say
+// [-10, 10]) to the default would train on the wrong data without a word.
+type ScaleError struct {
+	Min, Max float64 // the log's smallest and largest rating
+	Lo, Hi   float64 // the default scale
+}
+
+func (e *ScaleError) Error() string {
+	return fmt.Sprintf("ratings run from %g to %g, outside the default public rating scale [%g, %g] that private training clamps to; declare the data source's scale with --rating-min and --rating-max (a fact about the source, never measured on the data)", e.Min, e.Max, e.Lo, e.Hi)
+}
+
+// checkScale returns a *ScaleError when the scale is undeclared and the
+// log's ratings leave it (the check is the curator's, before any release).
+func checkScale(undeclared bool, o *completion.PrivateOptions, all *Counts) error {
+	if !undeclared || all.Ratings == 0 || all.Min >= o.RatingMin && all.Max <= o.RatingMax {
+		return nil
+	}
+	return &ScaleError{Min: all.Min, Max: all.Max, Lo: o.RatingMin, Hi: o.RatingMax}
+}
+
 // biasSource is completion.BiasSource over pipelines.
 type biasSource struct {
 	ctx    context.Context
@@ -133,6 +154,8 @@ type biasSource struct {
 	n, dropped int64
 	// observe (tests) sees the noisy releases.
 	observe func(what string, noisy []float64)
+	// undeclared: PrivateBiasOptions.UndeclaredScale.
+	undeclared bool
 }
 
 // Released implements completion.ReleaseObserver for the tests' hook.
@@ -168,6 +191,9 @@ func (b *biasSource) Totals(o *completion.PrivateOptions) (int, float64, []int, 
 		return 0, 0, nil, err
 	}
 	b.n, b.dropped = int64(n), all.Ratings-int64(n)
+	if err := checkScale(b.undeclared, o, all); err != nil {
+		return 0, 0, nil, err
+	}
 	if err := entryNeedsRatings(o, all); err != nil {
 		return 0, 0, nil, err
 	}
@@ -213,11 +239,15 @@ type PrivateBiasOptions struct {
 	// MaxRatingsPerUser = k (every user bounded to at most k ratings, one
 	// per item, in the group-by-user step; private_user.go).
 	Privacy completion.PrivateOptions
-	Out     string
-	Force   bool
-	Work    string
-	Shards  int
-	Run     Runner
+	// UndeclaredScale says that Privacy.RatingMin and RatingMax are a
+	// default the caller did not declare: ratings outside them are
+	// refused (a *ScaleError) instead of clamped.
+	UndeclaredScale bool
+	Out             string
+	Force           bool
+	Work            string
+	Shards          int
+	Run             Runner
 
 	// observe (this package's tests) sees every noisy release right after
 	// its noise (completion.ReleaseObserver).
@@ -288,7 +318,7 @@ func TrainPrivateBias(ctx context.Context, o PrivateBiasOptions) (*PrivateBiasRe
 	if err != nil {
 		return nil, err
 	}
-	src := &biasSource{ctx: ctx, files: files, load: o.Load, items: items, work: work, shards: o.Shards, run: o.Run, observe: o.observe}
+	src := &biasSource{ctx: ctx, files: files, load: o.Load, items: items, work: work, shards: o.Shards, run: o.Run, observe: o.observe, undeclared: o.UndeclaredScale}
 	var rep *perturb.Report
 	var usrc *userBiasSource
 	if user {

@@ -356,8 +356,10 @@ type PrivateALSOptions struct {
 	// completion.TrainPrivateALS asks; the entry unit spends none),
 	// RatingMin, RatingMax, Noise (Unit must be entry).
 	Privacy completion.PrivateOptions
-	Out     string
-	Force   bool
+	// UndeclaredScale: as PrivateBiasOptions.UndeclaredScale.
+	UndeclaredScale bool
+	Out             string
+	Force           bool
 	// Work is the scratch directory (as TrainOptions.Work); the released
 	// residuals stay there when it is given.
 	Work           string
@@ -444,6 +446,9 @@ func TrainPrivateALS(ctx context.Context, o PrivateALSOptions) (*PrivateALSResul
 	}
 	prep, err := prepare(ctx, files, o.Load, work, o.Shards, o.Run, items)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkScale(o.UndeclaredScale, &o.Privacy, prep.counts); err != nil {
 		return nil, err
 	}
 	if err := entryNeedsRatings(&o.Privacy, prep.counts); err != nil {

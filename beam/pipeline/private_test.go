@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -125,3 +126,50 @@ func TestPrivateEntryRefusesOneValue(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestPrivateUndeclaredScale: on an undeclared default scale, the private
+// pipelines refuse a log whose ratings leave it (a *ScaleError, entry and
+// user unit, bias and ALS), and clamp as documented when it is declared.
+func TestPrivateUndeclaredScale(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "joke.tsv")
+	var b strings.Builder
+	b.WriteString("userId\titemId\trating\n")
+	for u := 1; u <= 20; u++ {
+		for j := 1; j <= 5; j++ {
+			b.WriteString(strings.Join([]string{itoa(u), itoa((u+j)%8 + 1), strconv.FormatFloat(-9.5+float64((u*j)%20), 'g', -1, 64)}, "\t") + "\n")
+		}
+	}
+	cat := filepath.Join(dir, "items.csv")
+	var c strings.Builder
+	for j := 1; j <= 8; j++ {
+		c.WriteString(itoa(j) + "\n")
+	}
+	if err := os.WriteFile(log, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cat, []byte(c.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	po := completion.PrivateOptions{Epsilon: 1, Delta: 1e-5, RatingMin: 0.5, RatingMax: 5, Noise: perturb.SeededNoise(3)}
+	user := po
+	user.Unit, user.MaxRatingsPerUser = completion.UnitUser, 5
+	for _, undeclared := range []bool{true, false} {
+		var se *ScaleError
+		_, err := TrainPrivateBias(context.Background(), PrivateBiasOptions{Data: log, Items: cat, Privacy: po, UndeclaredScale: undeclared})
+		if got := errors.As(err, &se); got != undeclared || (!undeclared && err != nil) {
+			t.Errorf("bias, undeclared %v: %v", undeclared, err)
+		}
+		if undeclared && (se.Min != -9.5 || se.Max > 10) {
+			t.Errorf("scale error %+v", se)
+		}
+		_, err = TrainPrivateBias(context.Background(), PrivateBiasOptions{Data: log, Items: cat, Privacy: user, UndeclaredScale: undeclared})
+		if got := errors.As(err, &se); got != undeclared || (!undeclared && err != nil) {
+			t.Errorf("bias at the user unit, undeclared %v: %v", undeclared, err)
+		}
+		_, err = TrainPrivateALS(context.Background(), PrivateALSOptions{Data: log, Items: cat, Rank: 2, Privacy: po, UndeclaredScale: undeclared})
+		if got := errors.As(err, &se); got != undeclared || (!undeclared && err != nil) {
+			t.Errorf("als, undeclared %v: %v", undeclared, err)
+		}
+	}
+}

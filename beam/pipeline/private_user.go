@@ -224,6 +224,9 @@ func (b *userBiasSource) UserTotals(o *completion.PrivateOptions) (int, int, flo
 	if err != nil {
 		return 0, 0, 0, nil, err
 	}
+	if err := checkScale(b.undeclared, o, all); err != nil {
+		return 0, 0, 0, nil, err
+	}
 	b.n, b.dropped = int64(n), all.Ratings-b.before
 	return int(b.users), n, total, counts, nil
 }

@@ -150,7 +150,8 @@ func main() {
 	if err := run(context.Background(), cmd, &o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "dprec-beam:", err)
 		var ue usageError
-		if errors.As(err, &ue) {
+		var se *pipeline.ScaleError
+		if errors.As(err, &ue) || errors.As(err, &se) {
 			os.Exit(2)
 		}
 		os.Exit(1)

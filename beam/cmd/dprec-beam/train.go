@@ -82,7 +82,7 @@ func trainBias(ctx context.Context, o *options, w io.Writer) error {
 		fmt.Fprintln(os.Stderr, "warning: --seed makes the privacy noise reproducible: the model is NOT private (never release it)")
 	}
 	res, err := pipeline.TrainPrivateBias(ctx, pipeline.PrivateBiasOptions{Data: o.data, Load: o.load(), Items: o.items,
-		Privacy: po, Out: o.out, Force: o.force, Work: o.work, Shards: o.shards})
+		Privacy: po, UndeclaredScale: !flagSet("rating-min") && !flagSet("rating-max"), Out: o.out, Force: o.force, Work: o.work, Shards: o.shards})
 	if err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func trainALS(ctx context.Context, o *options, w io.Writer) error {
 		fmt.Fprintln(os.Stderr, "warning: --seed makes the privacy noise reproducible: the model is NOT private (never release it)")
 	}
 	res, err := pipeline.TrainPrivateALS(ctx, pipeline.PrivateALSOptions{Data: o.data, Load: o.load(), Items: o.items,
-		Rank: o.rank, Privacy: po, Out: o.out, Force: o.force, Work: o.work, Shards: o.shards,
+		Rank: o.rank, Privacy: po, UndeclaredScale: !flagSet("rating-min") && !flagSet("rating-max"), Out: o.out, Force: o.force, Work: o.work, Shards: o.shards,
 		Progress: func(r completion.EpochRecord) {
 			fmt.Fprintf(os.Stderr, "fit on the released residuals, sweep %d (%.1f s)\n", r.Epoch, r.Seconds)
 		}})
