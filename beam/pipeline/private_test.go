@@ -96,26 +96,7 @@ func abs(x float64) float64 {
 // the entry unit refuse a log whose ratings all have one value (a click
 // log): the value-change relation would protect nothing of it.
 func TestPrivateEntryRefusesOneValue(t *testing.T) {
-	dir := t.TempDir()
-	log := filepath.Join(dir, "clicks.tsv")
-	var b strings.Builder
-	b.WriteString("userId\titemId\trating\n")
-	for u := 1; u <= 20; u++ {
-		for j := 1; j <= 5; j++ {
-			b.WriteString(strings.Join([]string{itoa(u), itoa((u+j)%8 + 1), "1"}, "\t") + "\n")
-		}
-	}
-	cat := filepath.Join(dir, "items.csv")
-	var c strings.Builder
-	for j := 1; j <= 8; j++ {
-		c.WriteString(itoa(j) + "\n")
-	}
-	if err := os.WriteFile(log, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cat, []byte(c.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	log, cat := writeSmallLog(t, func(u, j int) string { return "1" })
 	po := completion.PrivateOptions{Epsilon: 1, Delta: 1e-5, RatingMin: 1, RatingMax: 5, Noise: perturb.SeededNoise(3)}
 	if _, err := TrainPrivateBias(context.Background(), PrivateBiasOptions{Data: log, Items: cat, Privacy: po}); err == nil || !strings.Contains(err.Error(), "protects nothing") {
 		t.Errorf("bias on a one-value log: %v", err)
@@ -127,20 +108,20 @@ func TestPrivateEntryRefusesOneValue(t *testing.T) {
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
-// TestPrivateUndeclaredScale: on an undeclared default scale, the private
-// pipelines refuse a log whose ratings leave it (a *ScaleError, entry and
-// user unit, bias and ALS), and clamp as documented when it is declared.
-func TestPrivateUndeclaredScale(t *testing.T) {
+// writeSmallLog writes a log of 20 users with 5 ratings each over 8 items
+// (user u's j-th rating, of item (u+j)%8 + 1, has value value(u, j)) and
+// the catalogue of the 8 items, and returns their paths.
+func writeSmallLog(t *testing.T, value func(u, j int) string) (log, cat string) {
+	t.Helper()
 	dir := t.TempDir()
-	log := filepath.Join(dir, "joke.tsv")
+	log, cat = filepath.Join(dir, "log.tsv"), filepath.Join(dir, "items.csv")
 	var b strings.Builder
 	b.WriteString("userId\titemId\trating\n")
 	for u := 1; u <= 20; u++ {
 		for j := 1; j <= 5; j++ {
-			b.WriteString(strings.Join([]string{itoa(u), itoa((u+j)%8 + 1), strconv.FormatFloat(-9.5+float64((u*j)%20), 'g', -1, 64)}, "\t") + "\n")
+			b.WriteString(strings.Join([]string{itoa(u), itoa((u+j)%8 + 1), value(u, j)}, "\t") + "\n")
 		}
 	}
-	cat := filepath.Join(dir, "items.csv")
 	var c strings.Builder
 	for j := 1; j <= 8; j++ {
 		c.WriteString(itoa(j) + "\n")
@@ -151,6 +132,14 @@ func TestPrivateUndeclaredScale(t *testing.T) {
 	if err := os.WriteFile(cat, []byte(c.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return log, cat
+}
+
+// TestPrivateUndeclaredScale: on an undeclared default scale, the private
+// pipelines refuse a log whose ratings leave it (a *ScaleError, entry and
+// user unit, bias and ALS), and clamp as documented when it is declared.
+func TestPrivateUndeclaredScale(t *testing.T) {
+	log, cat := writeSmallLog(t, func(u, j int) string { return strconv.FormatFloat(-9.5+float64((u*j)%20), 'g', -1, 64) })
 	po := completion.PrivateOptions{Epsilon: 1, Delta: 1e-5, RatingMin: 0.5, RatingMax: 5, Noise: perturb.SeededNoise(3)}
 	user := po
 	user.Unit, user.MaxRatingsPerUser = completion.UnitUser, 5
