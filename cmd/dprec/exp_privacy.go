@@ -441,8 +441,6 @@ func expPrivacyNDCGPlots(dir string, force bool, k int, summary []completionexp.
 	return nil
 }
 
-// expPrivacyDataset builds one dataset for a seed (nil for "ratings"
-// without --ratings); st is the loaded --ratings log.
 // expPrivacyCheckScale refuses --ratings outside the default public
 // scale when no scale was declared and a rating mode runs (as train does):
 // the private modes would clamp every rating to the wrong scale.
@@ -462,6 +460,8 @@ func expPrivacyCheckScale(o *expPrivacyOptions, st *data.Store) error {
 		o.Ratings, lo, hi, o.RatingMin, o.RatingMax), exitUsage)
 }
 
+// expPrivacyDataset builds one dataset for a seed (nil for "ratings"
+// without --ratings); st is the loaded --ratings log.
 func expPrivacyDataset(o *expPrivacyOptions, name string, seed uint64, s completion.Settings, st *data.Store) (*completionexp.PrivacyExpDataset, error) {
 	switch name {
 	case "synthetic-cp", "synthetic-tucker":
