@@ -360,8 +360,21 @@ func TestTrainPrivateUndeclaredScale(t *testing.T) {
 		}
 		os.Remove(out)
 	}
+	// The experiment refuses the same log, and runs with the scale declared.
+	exp := []string{"-q", "experiment", "completion-privacy", "--ratings", joke, "--datasets", "ratings", "--modes", "bias", "--epsilons", "1", "--seeds", "1", "--epochs", "2", "--time-unit", "none", "--out", filepath.Join(dir, "exp")}
+	if _, _, err := trainTestRun(t, exp...); !isUsage(err) || !strings.Contains(err.Error(), "joke.csv") {
+		t.Fatalf("experiment on [-10, 10] without a declared scale: %v, want a usage error naming the file", err)
+	}
+	if _, _, err := trainTestRun(t, append(exp, "--rating-min", "-10", "--rating-max", "10")...); err != nil {
+		t.Fatalf("experiment with the scale declared: %v", err)
+	}
 	train, _ := trainTestLog(t, dir)
 	if _, _, err := trainTestRun(t, "-q", "train", "--data", train, "--out", out, "--privacy", "bias", "--epsilon", "1", "--seed", "1"); err != nil {
 		t.Fatalf("a 1-5 log on the default scale: %v", err)
 	}
+}
+
+func isUsage(err error) bool {
+	ec, ok := err.(cli.ExitCoder)
+	return ok && ec.ExitCode() == exitUsage
 }
