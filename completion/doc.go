@@ -198,7 +198,8 @@
 // MovieLens-100K at 0.1). Regime rule (public: counts and the plan):
 // where non-private ALS has many ratings an item (a mean of at least
 // ALSResidualRichRatio R = 50 R) and the residual route's noise is small
-// (v <= ALSResidualRichNoise s^2 = 4 s^2), the residual route runs instead:
+// (v <= ALSResidualRichNoise s^2 = s^2; 4 s^2 before the route's clip was
+// halved at small epsilon), the residual route runs instead:
 // on a joke-shaped log with exposure-biased positions (2,700 ratings an
 // item) it reached non-private ALS at epsilon 10 (4.070) where the
 // positions stage stayed at 4.466, while at epsilon 1 (v = 17.6 s^2) the
@@ -238,8 +239,9 @@
 // mean; its user rows are dropped and each user folds in from the released
 // item side and their own ratings (per-rating ridge DefaultALSReg plus
 // ALSPrivateFoldRow). The clip is c = (r_max - r_min)/3 times
-// min(3, max(1, log10 epsilon)): the bias mode's clip up to epsilon 10, 2/3
-// of the range at 100, the whole range from 1000. Learnability rule
+// min(3, max(1/2, log10 epsilon)) (ALSInputClipFloor): half the bias
+// mode's clip up to epsilon 3.16, the bias mode's at 10, 2/3 of the range
+// at 100, the whole range from 1000. Learnability rule
 // (public counts): item i's row is zero unless n_i >= g R v/s^2 (g =
 // ALSInputGate = 4; an item row fitted from n_i residuals of noise variance
 // v has noise about R v/n_i); when the items with n_i >= 16 R v/s^2

@@ -171,6 +171,7 @@ type alsPrivateParams struct {
 	input         bool
 	inputBiasFrac float64
 	inputClip     float64
+	posClip       float64 // the positions stage's residual clip (alsPositionsClip)
 	inputReg      float64
 	inputSweeps   int
 	inputGate     float64
@@ -198,6 +199,7 @@ func newALSPrivateParams(o *PrivateOptions) alsPrivateParams {
 		p.input = true
 		p.inputBiasFrac = ALSInputBiasFraction
 		p.inputClip = alsInputClip(o)
+		p.posClip = alsPositionsClip(o)
 		p.inputGate = ALSInputGate
 		p.inputFallback = ALSInputFallbackGate
 	}

@@ -164,7 +164,7 @@ func TestALSPositionsRelease(t *testing.T) {
 			rel = &rep.Releases[k]
 		}
 	}
-	if rel == nil || rel.Mechanism != perturb.MechGaussian || rel.Sensitivity != 2*alsInputClip(&o) {
+	if rel == nil || rel.Mechanism != perturb.MechGaussian || rel.Sensitivity != 2*alsPositionsClip(&o) {
 		t.Fatalf("positions release %+v", rel)
 	}
 	checkDerivations(t, "als", rep)
@@ -250,7 +250,7 @@ func TestALSPositionsRelease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		truth := positionsS(st, &rr, wm, pe, alsInputClip(&rr))
+		truth := positionsS(st, &rr, wm, pe, alsPositionsClip(&rr))
 		if len(got[alsPositionsWhat]) != 1 {
 			t.Fatalf("seed %d: %d releases of S", seed, len(got[alsPositionsWhat]))
 		}

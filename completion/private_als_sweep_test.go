@@ -112,7 +112,7 @@ func TestPrivateALSSweep(t *testing.T) {
 				start := time.Now()
 				var rep *perturb.Report
 				if mode == "als" {
-					rep, err = trainPrivateALS(fit, m, o, sweepTweak())
+					rep, err = trainPrivateALS(fit, m, o, sweepTweak(o))
 				} else {
 					rep, err = TrainPrivateBias(fit, m, o)
 				}
@@ -148,7 +148,7 @@ func TestPrivateALSSweep(t *testing.T) {
 
 // sweepTweak reads measurement overrides of private ALS's rules from the
 // environment (DPREC_ALS_NOPOS=1, DPREC_ALS_POSREG=x, DPREC_ALS_POSBIAS=f).
-func sweepTweak() func(*alsPrivateParams) {
+func sweepTweak(o *PrivateOptions) func(*alsPrivateParams) {
 	return func(p *alsPrivateParams) {
 		p.noPositions = os.Getenv("DPREC_ALS_NOPOS") != ""
 		p.noiseOff = os.Getenv("DPREC_ALS_NOISEOFF") != ""
@@ -185,6 +185,9 @@ func sweepTweak() func(*alsPrivateParams) {
 		}
 		if g, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_FALLBACK"), 64); err == nil {
 			p.inputFallback = g
+		}
+		if x, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_ICLIPFLOOR"), 64); err == nil && p.input {
+			p.inputClip = alsInputClipAt(o, x)
 		}
 		if x, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_ICLIPMUL"), 64); err == nil {
 			p.inputClip *= x

@@ -299,17 +299,17 @@ func TestALSSensitivityAdversarial(t *testing.T) {
 // ALS, entry unit, private_als_input.go) moves by at most 2c, c the
 // route's clip at that epsilon, in one coordinate when one rating
 // changes (in range, to the ends, far outside), and the bound is reached;
-// the clip follows its rule ((r_max - r_min)/3 up to epsilon 10, times
-// log10(epsilon) beyond, at most the range).
+// the clip follows its rule ((r_max - r_min)/3 times log10(epsilon),
+// between half of it (ALSInputClipFloor) and the range).
 func TestALSInputSensitivity(t *testing.T) {
 	t.Parallel()
 	st := privStore([]int{25, 15, 4}, 300, 7)
 	r := rand.New(rand.NewPCG(3, 3))
-	for _, eps := range []float64{1, 10, 100, 700} {
+	for _, eps := range []float64{1, 3, 10, 100, 700} {
 		o := baseOpts()
 		o.Epsilon = eps
 		p := newALSPrivateParams(&o)
-		want := BiasResidualClip * o.ratingRange() * math.Min(3, math.Max(1, math.Log10(eps)))
+		want := BiasResidualClip * o.ratingRange() * math.Min(3, math.Max(0.5, math.Log10(eps)))
 		if math.Abs(p.inputClip-want) > 1e-12 || !p.input {
 			t.Fatalf("epsilon %g: clip %v (input %v), rule %v", eps, p.inputClip, p.input, want)
 		}

@@ -54,13 +54,15 @@ const InputResidualClip = BiasResidualClip
 
 // inputResidualClip is c: InputResidualClip (r_max - r_min) up to epsilon
 // 10, growing as log10(epsilon) beyond, to the whole range at 1000: the
-// rule of private ALS's residual route (alsInputClip), so that as the
+// rule of private ALS's residual route above epsilon 10 (alsInputClipAt
+// with a floor of 1; below 10^0.5 the residual route now halves its
+// clip, ALSInputClipFloor, which was not measured here), so that as the
 // noise vanishes fewer residuals are clipped and the released values tend
 // to the clamped ratings. With the clip fixed, input perturbation at
 // epsilon 100 stayed 2.3% above the non-private model on a planted
 // low-rank log (TestInputConverges; 0.5402 against 0.5282).
 func inputResidualClip(o *PrivateOptions) float64 {
-	return alsInputClip(o)
+	return alsInputClipAt(o, 1)
 }
 
 // DefaultInputBiasFraction is the share f of epsilon the residual release
