@@ -2,6 +2,7 @@ package completion
 
 import (
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -27,6 +28,16 @@ func TestPrivateALSFromStore(t *testing.T) {
 		}
 		if plan.Fallback != tc.fallback {
 			t.Fatalf("epsilon %g: fallback %v, want %v (share %v)", tc.eps, plan.Fallback, tc.fallback, plan.FallbackShare)
+		}
+		// Below epsilon 3.16 the residuals are released at half the clip,
+		// a quarter of the noise variance, and the fallback rule is
+		// judged at the unhalved clip's.
+		ratio := 1.0
+		if tc.eps < math.Sqrt(10) {
+			ratio = 4
+		}
+		if math.Abs(plan.FallbackNoiseVar/plan.NoiseVar-ratio) > 1e-9 || plan.Clip != alsInputClip(o) {
+			t.Fatalf("epsilon %g: noise variance %v, fallback's %v (want ratio %v), clip %v", tc.eps, plan.NoiseVar, plan.FallbackNoiseVar, ratio, plan.Clip)
 		}
 		want, err := decomposition.NewModel(decomposition.CP, st.Dims, []int{3}, true)
 		if err != nil {
