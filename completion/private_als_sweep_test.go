@@ -220,25 +220,22 @@ func sweepData(t *testing.T, name string) (tr, va *data.Store, lo, hi float64) {
 		}
 		st, _, err = data.Load(mlPath, data.LoadOptions{Builder: data.BuilderOptions{TimeUnit: data.TimeNone}})
 		lo, hi = 0.5, 5
-	case "ml100k":
-		path := os.Getenv("DPREC_ML100K")
-		if path == "" {
-			t.Logf("ml100k: skipped (set DPREC_ML100K to MovieLens-100K's u.data)")
-			return nil, nil, 0, 0
-		}
-		st, _, err = data.Load(path, data.LoadOptions{Builder: data.BuilderOptions{TimeUnit: data.TimeNone}})
+	case "ml100k", "jester":
+		// Logs fetched outside the repository: MovieLens-100K's u.data,
+		// and recommenderlab's Jester5k (a real joke log: 5,000 users,
+		// 100 jokes, [-10, 10]) as user,item,rating CSV.
+		env, what := "DPREC_ML100K", "MovieLens-100K's u.data"
 		lo, hi = 1, 5
-	case "jester":
-		// A real joke log: recommenderlab's Jester5k (5,000 users, 100
-		// jokes, [-10, 10]) as user,item,rating CSV, fetched outside the
-		// repository.
-		path := os.Getenv("DPREC_JESTER")
+		if name == "jester" {
+			env, what = "DPREC_JESTER", "a Jester5k CSV"
+			lo, hi = -10, 10
+		}
+		path := os.Getenv(env)
 		if path == "" {
-			t.Logf("jester: skipped (set DPREC_JESTER to a Jester5k CSV)")
+			t.Logf("%s: skipped (set %s to %s)", name, env, what)
 			return nil, nil, 0, 0
 		}
 		st, _, err = data.Load(path, data.LoadOptions{Builder: data.BuilderOptions{TimeUnit: data.TimeNone}})
-		lo, hi = -10, 10
 	case "joke":
 		st, _, err = data.Synth(data.SynthOptions{Users: 5000, Items: 100, Ratings: 250000, Rank: 5, Bias: true, Mean: 3.5, Noise: 1.5, Skew: 0.3}, rand.NewPCG(7, 7))
 		lo, hi = 0.1, 6.9

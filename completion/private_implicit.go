@@ -240,13 +240,10 @@ func TrainPrivateImplicit(train *data.Store, m *decomposition.Model, s *Implicit
 	I := m.Dims[1]
 	// The noisy counts.
 	sigC := z * math.Sqrt(float64(k))
-	gc, err := perturb.NewGaussianSigma(math.Sqrt(float64(k)), sigC)
+	counts, err := pr.noisyCounts(o, k, sigC, streamImplicitCounts, implicitCountsWhat)
 	if err != nil {
-		return nil, fmt.Errorf("completion: private implicit: %w", err)
+		return nil, err
 	}
-	counts := pr.itemCounts()
-	gc.AddTo(counts, rand.New(o.source(streamImplicitCounts)))
-	o.observe(implicitCountsWhat, counts, nil)
 	sens := math.Sqrt(2 * float64(k))
 	need := ImplicitPrivateGateItems * R
 	// A run of T < M = ImplicitPrivateMaxSteps steps takes its first T - 1
@@ -301,13 +298,10 @@ func TrainPrivateImplicit(train *data.Store, m *decomposition.Model, s *Implicit
 		// The steps' share on a second release of the counts, pooled
 		// with the first by inverse variance.
 		sig2 := sigC / math.Sqrt(ImplicitPrivateMaxSteps)
-		g2, err := perturb.NewGaussianSigma(math.Sqrt(float64(k)), sig2)
+		c2, err := pr.noisyCounts(o, k, sig2, streamImplicitCounts2, implicitCounts2What)
 		if err != nil {
-			return nil, fmt.Errorf("completion: private implicit: %w", err)
+			return nil, err
 		}
-		c2 := pr.itemCounts()
-		g2.AddTo(c2, rand.New(o.source(streamImplicitCounts2)))
-		o.observe(implicitCounts2What, c2, nil)
 		w1, w2 := 1/(sigC*sigC), 1/(sig2*sig2)
 		for i := range counts {
 			counts[i] = (w1*counts[i] + w2*c2[i]) / (w1 + w2)
@@ -555,6 +549,20 @@ func implicitStepStats(pr *implicitProblem, X, Y []float64, R, k int, stats []fl
 }
 
 // itemCounts returns the number of distinct users of every item.
+// noisyCounts releases the item counts with Gaussian noise sigma (l2
+// sensitivity sqrt(k)) from noise stream stream, reported to the observer
+// as what.
+func (p *implicitProblem) noisyCounts(o *PrivateOptions, k int, sigma float64, stream uint64, what string) ([]float64, error) {
+	g, err := perturb.NewGaussianSigma(math.Sqrt(float64(k)), sigma)
+	if err != nil {
+		return nil, fmt.Errorf("completion: private implicit: %w", err)
+	}
+	counts := p.itemCounts()
+	g.AddTo(counts, rand.New(o.source(stream)))
+	o.observe(what, counts, nil)
+	return counts, nil
+}
+
 func (p *implicitProblem) itemCounts() []float64 {
 	c := make([]float64, len(p.byItem.ptr)-1)
 	for i := range c {
