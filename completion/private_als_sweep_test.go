@@ -263,8 +263,13 @@ func sweepData(t *testing.T, name string) (tr, va *data.Store, lo, hi float64) {
 	case "synth":
 		st, _, err = data.Synth(data.SynthOptions{Users: 1000, Items: 1700, Ratings: 100000, Rank: 5, Bias: true, Noise: 0.5, Scale: "0.5-5", Skew: 0.5}, rand.NewPCG(8, 8))
 		lo, hi = 0.5, 5
+	case "wide":
+		// Many users with long, skewed histories: the shape where the user
+		// unit's k bound drops most ratings.
+		st, _, err = data.Synth(data.SynthOptions{Users: 20000, Items: 1000, Ratings: 1000000, Rank: 5, Bias: true, Noise: 0.5, Scale: "0.5-5", Skew: 0.5}, rand.NewPCG(10, 10))
+		lo, hi = 0.5, 5
 	default:
-		t.Fatalf("unknown log %q (jester, joke, jokeexp, jokeexp3, clickshort, clicklong, ml, ml100k, synth)", name)
+		t.Fatalf("unknown log %q (jester, joke, jokeexp, jokeexp3, clickshort, clicklong, ml, ml100k, synth, wide)", name)
 	}
 	if err != nil {
 		t.Fatal(err)
