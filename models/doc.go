@@ -194,14 +194,15 @@
 // Exclusions.Allowed restricts every list to a candidate set. A user who has
 // seen every candidate gets an empty list.
 //
-// Rankings from rating models are credibility-weighted by default in the
-// CLI (Predictor.WithShrinkage, DefaultShrinkage): the item-dependent part
-// of the score is multiplied by n_j / (n_j + kappa), n_j the item's number
-// of training users, so items with a handful of ratings no longer fill
-// every list. A private model whose report carries item counts ranks by
-// relevance instead: log(n_j + 1 + sd) + log Phi((prediction - t)/s), the
-// log-probability that the user rates the item and likes it
-// (WithShrinkage). Implicit-objective models (Header.Objective) score
+// Rankings from rating models are by relevance by default in the CLI
+// (Predictor.WithRanking, RankRelevance): log(n_j + 1 + sd) + log
+// Phi((prediction - t)/s), the log-probability that the user rates the
+// item and likes it, n_j the item's number of training users (or the
+// item counts a private model's report carries, sd their noise) and t, s
+// the top quarter of the rating range. RankCredibility multiplies the
+// item-dependent part of the prediction by n_j / (n_j + kappa) instead
+// (DefaultShrinkage), so items with a handful of ratings no longer fill
+// every list, and RankPrediction ranks by the prediction. Implicit-objective models (Header.Objective) score
 // preferences x_u . y_j directly; an unknown user of such a model gets the
 // items by training popularity.
 //

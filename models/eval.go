@@ -80,6 +80,8 @@ type EvalResult struct {
 	// K and Threshold are the ranking settings used.
 	K         int     `json:"k"`
 	Threshold float64 `json:"threshold"`
+	// Ranking is how the lists were ranked (Predictor.Ranking).
+	Ranking Ranking `json:"ranking"`
 	// RankedUsers is the number of users the ranking metrics average over:
 	// test users known to the model with at least one relevant test item.
 	RankedUsers int `json:"ranked_users"`
@@ -113,7 +115,7 @@ func Evaluate(p *Predictor, test *data.Store, opt EvalOptions) (*EvalResult, err
 	if c := opt.PopularityCounts; c != nil && len(c) != p.m.Dims[1] {
 		return nil, fmt.Errorf("models: %d popularity counts for a model of %d items", len(c), p.m.Dims[1])
 	}
-	res := &EvalResult{N: test.NNZ(), K: k, Threshold: opt.Threshold, Fallbacks: map[string]int{}}
+	res := &EvalResult{N: test.NNZ(), K: k, Threshold: opt.Threshold, Ranking: p.Ranking(), Fallbacks: map[string]int{}}
 	umap := mapDict(test.Dicts[0], p.users)
 	imap := mapDict(test.Dicts[1], p.items)
 	var folded []*foldedUser

@@ -226,6 +226,84 @@ func TestRelevanceNoisyCounts(t *testing.T) {
 	}
 }
 
+// TestRankingNonPrivate: a non-private rating model with seen items and a
+// rating range ranks by relevance at the defaults (its supports exact, sd
+// 0); WithRanking selects the credibility score or the prediction, and
+// Ranking says which is in use.
+func TestRankingNonPrivate(t *testing.T) {
+	f := testFile(t, decomposition.CP, []int{4, 5}, []int{2}, true, 8)
+	f.Model.ClampLo, f.Model.ClampHi = 1, 5
+	f.Seen, _ = SeenFromStore(seenStore(), 4, 5) // supports 2, 2, 1, 2, 2
+	base := NewPredictor(f)
+	if base.Ranking() != RankPrediction {
+		t.Fatalf("a new predictor ranks by %q", base.Ranking())
+	}
+	p := base.WithShrinkage(DefaultShrinkage)
+	if p.Ranking() != RankRelevance || p.relevance == nil || p.rankWeight != nil {
+		t.Fatalf("default: ranking %q", p.Ranking())
+	}
+	sup := f.Seen.Support(5)
+	for j, n := range sup {
+		if want := math.Log(float64(n) + 1); math.Abs(p.relevance.logN[j]-want) > 1e-15 {
+			t.Errorf("item %d: log support term %v, want %v", j, p.relevance.logN[j], want)
+		}
+	}
+	m := f.Model
+	for u := 0; u < 4; u++ {
+		recs, _ := p.Recommend(p.UserID(int32(u)), nil, 5, nil)
+		for _, r := range recs {
+			raw := m.Raw([]int32{int32(u), r.Item})
+			want := math.Log(float64(sup[r.Item])+1) + logPhi((raw-4)/1)
+			if math.Abs(r.Score-want) > 1e-9 {
+				t.Fatalf("user %d item %d: score %v, want %v", u, r.Item, r.Score, want)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		r     Ranking
+		kappa float64
+		want  Ranking
+	}{
+		{RankCredibility, 500, RankCredibility},
+		{RankCredibility, 0, RankPrediction},
+		{RankPrediction, 500, RankPrediction},
+		{RankRelevance, 0, RankRelevance},
+	} {
+		if got := base.WithRanking(tc.r, tc.kappa).Ranking(); got != tc.want {
+			t.Errorf("WithRanking(%q, %v): ranks by %q, want %q", tc.r, tc.kappa, got, tc.want)
+		}
+	}
+	if q := base.WithRanking(RankCredibility, 3); q.rankWeight == nil || math.Abs(q.rankWeight[2]-1.0/4) > 1e-15 {
+		t.Error("credibility: want weights n/(n + kappa)")
+	}
+	if q := base.WithShrinkage(0); q.Ranking() != RankPrediction {
+		t.Errorf("--shrinkage 0 ranks by %q", q.Ranking())
+	}
+	f.Model.ClampLo, f.Model.ClampHi = 0, 0 // --clamp none: no rating range
+	if q := NewPredictor(f).WithShrinkage(DefaultShrinkage); q.Ranking() != RankCredibility {
+		t.Errorf("no rating range: ranks by %q, want the credibility fallback", q.Ranking())
+	}
+}
+
+func TestParseRanking(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Ranking
+		ok   bool
+	}{
+		{"relevance", RankRelevance, true},
+		{"credibility", RankCredibility, true},
+		{"prediction", RankPrediction, true},
+		{"", "", false},
+		{"Relevance", "", false},
+	} {
+		got, err := ParseRanking(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("ParseRanking(%q) = %q, %v", tc.in, got, err)
+		}
+	}
+}
+
 // TestLogPhi: logPhi matches log(Phi) where Phi is representable, is
 // finite and decreasing far in the tail, and invLogPhi inverts it.
 func TestLogPhi(t *testing.T) {

@@ -110,9 +110,10 @@ type EvalOptions struct {
 	// threshold of a test rating.
 	K         int
 	Threshold float64
-	// Shrinkage is the ranking's credibility shrinkage kappa
-	// (models.Predictor.WithShrinkage; dprec eval's default is
-	// models.DefaultShrinkage; 0: rank by the prediction).
+	// Shrinkage selects the ranking (models.Predictor.WithShrinkage):
+	// kappa > 0 ranks by relevance, as dprec eval at its defaults
+	// (models.DefaultShrinkage; kappa is the credibility constant of a
+	// model without a rating range); 0 ranks by the prediction.
 	Shrinkage float64
 	// Blocks is the number of user blocks scored independently (zero: 16).
 	Blocks int

@@ -16,9 +16,9 @@ var loaded struct {
 	m map[string]*models.File
 }
 
-// loadPredictor returns a predictor (ranking with the given credibility
-// shrinkage, Predictor.WithShrinkage, as dprec eval and recommend do) of a model file (any Beam filesystem
-// path) loaded once per worker process. The whole model is held by every
+// loadPredictor returns a predictor (ranking as Predictor.WithShrinkage
+// says for the given kappa, as dprec eval and recommend do at their
+// default --ranking) of a model file (any Beam filesystem path) loaded once per worker process. The whole model is held by every
 // worker, as by dprec predict: its memory is the model file's size.
 func loadPredictor(ctx context.Context, path string, shrinkage float64) (*models.Predictor, error) {
 	loaded.Lock()

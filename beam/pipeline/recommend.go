@@ -24,8 +24,7 @@ type RecommendOptions struct {
 	Model, Out string
 	// N is the list length (zero: 10).
 	N int
-	// Shrinkage is the ranking's credibility shrinkage kappa (as in
-	// EvalOptions).
+	// Shrinkage selects the ranking, as in EvalOptions.
 	Shrinkage float64
 	// Blocks is the number of output files, one per block of users
 	// (zero: 4).

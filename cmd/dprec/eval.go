@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 
@@ -19,7 +18,6 @@ func evalCmd() *cli.Command {
 		&cli.StringFlag{Name: "model", Aliases: []string{"m"}, Required: true, Usage: "model file"},
 		&cli.StringFlag{Name: "data", Required: true, Usage: "test rating log (read with the input flags)"},
 		&cli.StringFlag{Name: "train", Usage: "training rating log: items a user rated there are also left out of that user's ranking (the model's own stored training items are left out already)"},
-		&cli.Float64Flag{Name: "shrinkage", Value: models.DefaultShrinkage, Usage: "rating models: rank by the credibility-weighted score base + n/(n+K) (prediction - base), n the item's training users (0: rank by the prediction; needs the model's stored training items); a private model ranks instead, for any K > 0, by log(n + 1 + sd) + log Phi((prediction - t)/s), n the item counts its report carries (public at entry level; released with noise of sd at user level), t and s the top quarter of the rating range (docs/privacy.md, Private lists)"},
 		&cli.BoolFlag{Name: "include-seen", Usage: "keep the model's stored training items in the rankings (recommend --include-seen)"},
 		&cli.StringFlag{Name: "time", Usage: "rank at this time (as recommend --time); default: averaged over the trained period, as recommend does"},
 		&cli.IntFlag{Name: "k", Value: 10, Usage: "cut-off of precision@k, recall@k, NDCG@k and MAP@k"},
@@ -46,7 +44,7 @@ A billboard model (--privacy bias or als: no user rows are released) needs
 --train: every test user is folded in from their own training ratings (row,
 bias and time-bucket biases, the penalties of predict --ratings) and scored
 from that, as the user would be served.`,
-		Flags:  append(flags, dataLoadFlags()...),
+		Flags:  append(append(flags, rankingFlags()...), dataLoadFlags()...),
 		Action: runWithOptions(evalOptionsOf, evalRun),
 	}
 }
@@ -59,10 +57,10 @@ type evalOptions struct {
 	Train string // --train: a training log whose items are left out of the rankings ("": none)
 	// Eval holds --k, --threshold, --time, --include-seen and --threads;
 	// its Train is loaded from the Train path by evalRun.
-	Eval      models.EvalOptions
-	Shrinkage float64          // --shrinkage
-	JSON      bool             // --json
-	Load      data.LoadOptions // the input flags, for --data and --train
+	Eval models.EvalOptions
+	Rank rankingOptions   // --ranking, --shrinkage
+	JSON bool             // --json
+	Load data.LoadOptions // the input flags, for --data and --train
 }
 
 // evalOptionsOf reads eval's flags.
@@ -73,13 +71,12 @@ func evalOptionsOf(c *cli.Context) (*evalOptions, error) {
 		Data:          c.String("data"),
 		Train:         c.String("train"),
 		Eval:          models.EvalOptions{K: c.Int("k"), Threshold: c.Float64("threshold"), Threads: c.Int("threads"), IncludeSeen: c.Bool("include-seen")},
-		Shrinkage:     c.Float64("shrinkage"),
 		JSON:          c.Bool("json"),
 	}
-	if v := o.Shrinkage; !(v >= 0) || math.IsInf(v, 0) {
-		return nil, cli.Exit(fmt.Sprintf("--shrinkage %g: want a finite K >= 0 (0: rank by the prediction)", v), exitUsage)
-	}
 	var err error
+	if o.Rank, err = rankingOptionsOf(c); err != nil {
+		return nil, err
+	}
 	if o.Eval.Time, err = predictParseTime(c.String("time")); err != nil {
 		return nil, cli.Exit(fmt.Sprintf("--time: %v", err), exitUsage)
 	}
@@ -102,7 +99,7 @@ func evalRun(o *evalOptions, s *iostreams) error {
 	if err := checkModelTime(p, o.Model, o.Eval.Time); err != nil {
 		return err
 	}
-	p = p.WithShrinkage(o.Shrinkage)
+	p = o.Rank.apply(p)
 	opts := o.Load
 	opts.Builder.KeepTimestamps = true
 	test, _, err := loadLog(s, o.globalOptions, o.Data, opts)
@@ -156,6 +153,7 @@ func evalRun(o *evalOptions, s *iostreams) error {
 	}
 	fmt.Fprintf(w, "RMSE           %.4f%s\n", res.RMSE, note)
 	fmt.Fprintf(w, "MAE            %.4f%s\n", res.MAE, note)
+	fmt.Fprintf(w, "ranking        %s\n", res.Ranking)
 	pop := res.Popularity
 	row := func(name string, v float64, b func(*models.RankMetrics) float64) {
 		if pop != nil {

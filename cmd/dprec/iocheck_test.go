@@ -16,7 +16,7 @@ import (
 var (
 	notPathFlags = []string{
 		"format", "columns", "delimiter", "header", "time-unit", "duplicates", "max-line", "max-memory",
-		"method", "cutoff", "out-format", "kind", "ranks", "scale", "start", "time", "user", "item", "grid",
+		"method", "ranking", "cutoff", "out-format", "kind", "ranks", "scale", "start", "time", "user", "item", "grid",
 		"solver", "clamp", "time-biases", "privacy", "protect", "dp-sgd", "mechanism", "calibration",
 		"accounting", "privacy-unit", "time-from", "time-to", "objective", "confidence", "only", "fractions",
 		"sizes", "threads", "datasets", "epsilons", "modes", "ns", "listen", "aggregator", "noise", "job",

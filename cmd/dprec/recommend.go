@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -25,7 +24,6 @@ func recommendCmd() *cli.Command {
 		&cli.StringFlag{Name: "time", Usage: "time of the recommendation (Unix seconds, RFC 3339 or YYYY-MM-DD); default: averaged over the trained period"},
 		&cli.IntFlag{Name: "top", Aliases: []string{"n"}, Value: 10, Usage: "number of items per user"},
 		&cli.StringFlag{Name: "exclude-rated", Usage: "rating log whose (user, item) pairs are also left out of the lists (read with the input flags; the model's own training items are left out already)"},
-		&cli.Float64Flag{Name: "shrinkage", Value: models.DefaultShrinkage, Usage: "rating models: rank by the credibility-weighted score base + n/(n+K) (prediction - base), n the item's training users (0: rank by the prediction; needs the model's stored training items); a private model ranks instead, for any K > 0, by log(n + 1 + sd) + log Phi((prediction - t)/s), n the item counts its report carries (public at entry level; released with noise of sd at user level), t and s the top quarter of the rating range (docs/privacy.md, Private lists)"},
 		&cli.BoolFlag{Name: "include-seen", Usage: "do not leave out the items each user has in the model's training log"},
 		&cli.StringFlag{Name: "items", Usage: "candidate filter: a file of item ids, one per line (optional header line); only these items are recommended"},
 		&cli.StringFlag{Name: "ratings", Usage: "a new user's own ratings (CSV item,rating[,time]) to fold in; those items are excluded"},
@@ -34,7 +32,7 @@ func recommendCmd() *cli.Command {
 		&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "output file for --all-users: .csv or .parquet (default: CSV on stdout)"},
 		forceFlag("overwrite --out", ""),
 	}
-	flags = append(flags, jsonFlags("the lists (one record per user)")...)
+	flags = append(append(flags, rankingFlags()...), jsonFlags("the lists (one record per user)")...)
 	return &cli.Command{
 		Name:  "recommend",
 		Usage: "top-N items for a user, a folded-in new user, or every user (streamed)",
@@ -60,7 +58,7 @@ type recommendOptions struct {
 	Time         *int64           // --time (nil: averaged over the trained period)
 	Top          int              // --top: items per list
 	ExcludeRated string           // --exclude-rated: a rating log whose pairs are left out ("": none)
-	Shrinkage    float64          // --shrinkage
+	Rank         rankingOptions   // --ranking, --shrinkage
 	IncludeSeen  bool             // --include-seen
 	Items        string           // --items: the candidate filter ("": every item)
 	Ratings      string           // --ratings: a new user's ratings to fold in ("": none)
@@ -81,7 +79,6 @@ func recommendOptionsOf(c *cli.Context) (*recommendOptions, error) {
 		User:          c.String("user"),
 		Top:           c.Int("top"),
 		ExcludeRated:  c.String("exclude-rated"),
-		Shrinkage:     c.Float64("shrinkage"),
 		IncludeSeen:   c.Bool("include-seen"),
 		Items:         c.String("items"),
 		Ratings:       c.String("ratings"),
@@ -93,10 +90,10 @@ func recommendOptionsOf(c *cli.Context) (*recommendOptions, error) {
 		JSONL:         c.Bool("jsonl"),
 		Threads:       c.Int("threads"),
 	}
-	if v := o.Shrinkage; !(v >= 0) || math.IsInf(v, 0) {
-		return nil, cli.Exit(fmt.Sprintf("--shrinkage %g: want a finite K >= 0 (0: rank by the prediction)", v), exitUsage)
-	}
 	var err error
+	if o.Rank, err = rankingOptionsOf(c); err != nil {
+		return nil, err
+	}
 	if o.Time, err = predictParseTime(c.String("time")); err != nil {
 		return nil, fmt.Errorf("--time: %w", err)
 	}
@@ -118,7 +115,7 @@ func recommendRun(o *recommendOptions, s *iostreams) error {
 	if err := checkModelTime(p, o.Model, o.Time); err != nil {
 		return err
 	}
-	p = p.WithShrinkage(o.Shrinkage)
+	p = o.Rank.apply(p)
 	n, t := o.Top, o.Time
 	excl, err := recommendExclusions(o, s, p)
 	if err != nil {
