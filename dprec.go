@@ -59,7 +59,7 @@ func Load(path string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Model{f: f, p: models.NewPredictor(f)}, nil
+	return newModel(f), nil
 }
 
 // Save writes the model atomically; it refuses to replace a file unless
@@ -82,8 +82,10 @@ func (m *Model) Predict(user, item string, t time.Time) (float64, models.Fallbac
 }
 
 // Recommend returns the user's top n items, best first, leaving out the
-// items the user rated in training. An unknown user gets the items with the
-// best non-personal score and the models.UnknownUser fallback.
+// items the user rated in training, ranked as dprec recommend ranks them
+// by default (a rating model by relevance: models.RankRelevance). An
+// unknown user gets the items with the best non-personal score and the
+// models.UnknownUser fallback.
 func (m *Model) Recommend(user string, n int) ([]models.Scored, models.Fallback, error) {
 	if n <= 0 {
 		return nil, 0, fmt.Errorf("dprec: top-N size %d must be positive", n)
@@ -94,4 +96,11 @@ func (m *Model) Recommend(user string, n int) ([]models.Scored, models.Fallback,
 	}
 	recs, fb := m.p.Recommend(user, nil, n, excl)
 	return recs, fb, nil
+}
+
+// newModel wraps f; its lists rank as dprec recommend and eval rank them
+// at their defaults (models.RankRelevance; models.Predictor.WithShrinkage
+// with models.DefaultShrinkage).
+func newModel(f *models.File) *Model {
+	return &Model{f: f, p: models.NewPredictor(f).WithShrinkage(models.DefaultShrinkage)}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/dprec/dprec"
 	"github.com/dprec/dprec/completion"
 	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/models"
 )
 
 // writeLog writes a small rating log: 60 users x 40 items, rank-1 taste
@@ -113,6 +114,13 @@ func TestFitSeenAndCancel(t *testing.T) {
 			t.Errorf("recommended item %s the user rated", r.ID)
 		}
 	}
+	// The lists rank as dprec recommend's default: by relevance.
+	want, _ := models.NewPredictor(m.File()).WithRanking(models.RankRelevance, models.DefaultShrinkage).Recommend("7", nil, 40, m.File().Seen.For(mustUser(t, m.Model, "7"), 40, nil))
+	for k := range want {
+		if recs[k].ID != want[k].ID || recs[k].Score != want[k].Score {
+			t.Fatalf("rank %d: %+v, want the relevance ranking's %+v", k, recs[k], want[k])
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := dprec.Fit(ctx, path, nil); !errors.Is(err, context.Canceled) {
@@ -125,4 +133,14 @@ func TestFitSeenAndCancel(t *testing.T) {
 	if _, err := dprec.Fit(context.Background(), path, &dprec.Options{Settings: completion.Settings{Privacy: priv}}); err == nil {
 		t.Error("Fit accepted a privacy plug-in")
 	}
+}
+
+// mustUser returns the dense index of user id in m.
+func mustUser(t *testing.T, m *dprec.Model, id string) int32 {
+	t.Helper()
+	u, ok := m.File().Dicts[0].LookupString(id)
+	if !ok {
+		t.Fatalf("user %s not in the model", id)
+	}
+	return u
 }

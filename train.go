@@ -124,7 +124,7 @@ const (
 	// rating model.
 	ListsPositions ListSource = "positions"
 	// ListsRatings ranks by the private rating model's predictions
-	// (with the credibility shrinkage of models.Predictor.WithShrinkage).
+	// (by relevance, models.Predictor.WithShrinkage).
 	ListsRatings ListSource = "ratings"
 )
 
@@ -684,7 +684,7 @@ func train(ctx context.Context, st *data.Store, name string, o *Options) (*Resul
 			return nil, err
 		}
 	}
-	res.Model = &Model{f: f, p: models.NewPredictor(f)}
+	res.Model = newModel(f)
 	if w := deltaWarning(r.Privacy, trainSt.NNZ()); w != "" {
 		res.Warnings = append(res.Warnings, w)
 	}
@@ -937,7 +937,7 @@ func trainImplicit(st *data.Store, name string, o *Options, rng rand.Source, res
 		Dicts: st.Dicts[:2],
 		Seen:  seen,
 	}
-	res.Model = &Model{f: f, p: models.NewPredictor(f)}
+	res.Model = newModel(f)
 	res.Implicit = r
 	res.TrainRatings = st.NNZ()
 	res.TimeCollapsed = st.Order() == 3
@@ -1031,7 +1031,7 @@ func trainPrivateImplicit(st *data.Store, o *Options, res *Result) error {
 		Dicts:   dicts,
 		Privacy: rep,
 	}
-	res.Model = &Model{f: f, p: models.NewPredictor(f)}
+	res.Model = newModel(f)
 	res.Implicit = &completion.ImplicitResult{Model: m, Settings: cfg, Events: bst.NNZ()}
 	res.TrainRatings = bst.NNZ()
 	res.UserLevel = true
@@ -1076,7 +1076,7 @@ func trainEASE(ctx context.Context, st *data.Store, o *Options, res *Result) err
 	}
 	f.Header.Created = time.Now().UTC().Truncate(time.Second)
 	f.Header.Software = o.software()
-	res.Model = &Model{f: f, p: models.NewPredictor(f)}
+	res.Model = newModel(f)
 	res.EASE = r
 	res.TrainRatings = st.NNZ()
 	return nil
