@@ -42,6 +42,7 @@ type evalBlockFn struct {
 	Model     string
 	K         int
 	Threshold float64
+	Ranking   models.Ranking
 	Shrinkage float64
 
 	p *models.Predictor
@@ -49,7 +50,7 @@ type evalBlockFn struct {
 
 func (f *evalBlockFn) Setup(ctx context.Context) error {
 	var err error
-	f.p, err = loadPredictor(ctx, f.Model, f.Shrinkage)
+	f.p, err = loadPredictor(ctx, f.Model, f.Ranking, f.Shrinkage)
 	return err
 }
 
@@ -110,10 +111,12 @@ type EvalOptions struct {
 	// threshold of a test rating.
 	K         int
 	Threshold float64
-	// Shrinkage selects the ranking (models.Predictor.WithShrinkage):
-	// kappa > 0 ranks by relevance, as dprec eval at its defaults
-	// (models.DefaultShrinkage; kappa is the credibility constant of a
-	// model without a rating range); 0 ranks by the prediction.
+	// Ranking and Shrinkage rank the lists as dprec eval's --ranking and
+	// --shrinkage do: Ranking "" ranks by relevance for Shrinkage > 0 (the
+	// default, models.DefaultShrinkage) and by the prediction for 0
+	// (models.Predictor.WithShrinkage); otherwise
+	// models.Predictor.WithRanking(Ranking, Shrinkage).
+	Ranking   models.Ranking
 	Shrinkage float64
 	// Blocks is the number of user blocks scored independently (zero: 16).
 	Blocks int
@@ -160,7 +163,7 @@ func Eval(ctx context.Context, o EvalOptions) (*models.EvalResult, error) {
 	}
 	grouped := beam.CoGroupByKey(s, beam.ParDo(s, blocks, test), beam.ParDo(s, blocks, train))
 	parts := joinPath(work, "eval", "blocks")
-	textio.Write(s, parts, beam.ParDo(s, &evalBlockFn{Model: o.Model, K: o.K, Threshold: o.Threshold, Shrinkage: o.Shrinkage}, grouped))
+	textio.Write(s, parts, beam.ParDo(s, &evalBlockFn{Model: o.Model, K: o.K, Threshold: o.Threshold, Ranking: o.Ranking, Shrinkage: o.Shrinkage}, grouped))
 	if err := o.Run.run(ctx, p); err != nil {
 		return nil, err
 	}
@@ -191,6 +194,7 @@ func combineEval(ctx context.Context, parts string, o EvalOptions) (*models.Eval
 		out.NDCG += w * r.NDCG
 		out.MAP += w * r.MAP
 		out.Catalogue = r.Catalogue
+		out.Ranking = r.Ranking
 		out.ExcludedTrain += r.ExcludedTrain
 		out.ExcludedSeen = r.ExcludedSeen
 		if r.Popularity != nil {
@@ -239,7 +243,7 @@ type squaredErrorFn struct {
 
 func (f *squaredErrorFn) Setup(ctx context.Context) error {
 	var err error
-	f.p, err = loadPredictor(ctx, f.Model, 0)
+	f.p, err = loadPredictor(ctx, f.Model, "", 0)
 	return err
 }
 

@@ -63,6 +63,22 @@ func TestEvalAndRecommendMatchModels(t *testing.T) {
 		}
 	}
 	t.Logf("eval: RMSE %.6f NDCG@5 %.6f over %d users", got.RMSE, got.NDCG, got.RankedUsers)
+	if got.Ranking != models.RankRelevance || want.Ranking != models.RankRelevance {
+		t.Errorf("default ranking %q (models.Evaluate: %q), want relevance", got.Ranking, want.Ranking)
+	}
+	// --ranking credibility: the pipeline ranks as the library does.
+	opt.Ranking = models.RankCredibility
+	cred, err := Eval(ctx, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCred, err := models.Evaluate(models.NewPredictor(f).WithRanking(models.RankCredibility, models.DefaultShrinkage), loadTSV(t, whole), models.EvalOptions{K: 5, Threshold: 3.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cred.Ranking != models.RankCredibility || !relClose(cred.NDCG, wantCred.NDCG) || !relClose(cred.MAP, wantCred.MAP) {
+		t.Errorf("credibility: ranking %q NDCG %.17g MAP %.17g, models.Evaluate NDCG %.17g MAP %.17g", cred.Ranking, cred.NDCG, cred.MAP, wantCred.NDCG, wantCred.MAP)
+	}
 
 	out := t.TempDir()
 	if err := RecommendAll(ctx, RecommendOptions{Model: model, Out: out, N: 4, Blocks: 3, Shrinkage: models.DefaultShrinkage}); err != nil {

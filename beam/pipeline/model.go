@@ -16,15 +16,15 @@ var loaded struct {
 	m map[string]*models.File
 }
 
-// loadPredictor returns a predictor (ranking as Predictor.WithShrinkage
-// says for the given kappa, as dprec eval and recommend do at their
-// default --ranking) of a model file (any Beam filesystem path) loaded once per worker process. The whole model is held by every
-// worker, as by dprec predict: its memory is the model file's size.
-func loadPredictor(ctx context.Context, path string, shrinkage float64) (*models.Predictor, error) {
+// loadPredictor returns a predictor of a model file (any Beam filesystem
+// path) loaded once per worker process, ranking as rankWith says. The
+// whole model is held by every worker, as by dprec predict: its memory is
+// the model file's size.
+func loadPredictor(ctx context.Context, path string, ranking models.Ranking, shrinkage float64) (*models.Predictor, error) {
 	loaded.Lock()
 	defer loaded.Unlock()
 	if f := loaded.m[path]; f != nil {
-		return models.NewPredictor(f).WithShrinkage(shrinkage), nil
+		return rankWith(models.NewPredictor(f), ranking, shrinkage), nil
 	}
 	local := path
 	if strings.Contains(path, "://") {
@@ -43,5 +43,15 @@ func loadPredictor(ctx context.Context, path string, shrinkage float64) (*models
 		loaded.m = map[string]*models.File{}
 	}
 	loaded.m[path] = f
-	return models.NewPredictor(f).WithShrinkage(shrinkage), nil
+	return rankWith(models.NewPredictor(f), ranking, shrinkage), nil
+}
+
+// rankWith ranks as dprec eval and recommend do with --ranking r and
+// --shrinkage kappa: r "" is the default, relevance for kappa > 0 and the
+// prediction for kappa 0 (Predictor.WithShrinkage).
+func rankWith(p *models.Predictor, r models.Ranking, kappa float64) *models.Predictor {
+	if r == "" {
+		return p.WithShrinkage(kappa)
+	}
+	return p.WithRanking(r, kappa)
 }

@@ -24,7 +24,8 @@ type RecommendOptions struct {
 	Model, Out string
 	// N is the list length (zero: 10).
 	N int
-	// Shrinkage selects the ranking, as in EvalOptions.
+	// Ranking and Shrinkage select the ranking, as in EvalOptions.
+	Ranking   models.Ranking
 	Shrinkage float64
 	// Blocks is the number of output files, one per block of users
 	// (zero: 4).
@@ -52,13 +53,14 @@ func RecommendAll(ctx context.Context, o RecommendOptions) error {
 		blocks[b] = b
 	}
 	col := beam.Reshuffle(s, beam.CreateList(s, blocks))
-	beam.ParDo(s, &recommendBlockFn{Model: o.Model, Out: o.Out, N: o.N, Blocks: o.Blocks, Shrinkage: o.Shrinkage}, col)
+	beam.ParDo(s, &recommendBlockFn{Model: o.Model, Out: o.Out, N: o.N, Blocks: o.Blocks, Ranking: o.Ranking, Shrinkage: o.Shrinkage}, col)
 	return o.Run.run(ctx, p)
 }
 
 type recommendBlockFn struct {
 	Model, Out string
 	N, Blocks  int
+	Ranking    models.Ranking
 	Shrinkage  float64
 
 	p *models.Predictor
@@ -66,7 +68,7 @@ type recommendBlockFn struct {
 
 func (f *recommendBlockFn) Setup(ctx context.Context) error {
 	var err error
-	f.p, err = loadPredictor(ctx, f.Model, f.Shrinkage)
+	f.p, err = loadPredictor(ctx, f.Model, f.Ranking, f.Shrinkage)
 	return err
 }
 

@@ -55,6 +55,7 @@ type options struct {
 	force, verbose, noMemoryCheck        bool
 	k, n                                 int
 	threshold, shrinkage                 float64
+	ranking                              string
 	privacy, items, mechanism, unit      string
 	maxPerUser                           int
 	epsilon, delta                       float64
@@ -93,7 +94,8 @@ func defineFlags(fs *flag.FlagSet, o *options) {
 	fs.BoolVar(&o.verbose, "verbose", false, "show the runner's and SDK's informational logs")
 	fs.IntVar(&o.k, "k", 10, "eval: ranking cut-off")
 	fs.IntVar(&o.n, "n", 10, "recommend: list length")
-	fs.Float64Var(&o.shrinkage, "shrinkage", models.DefaultShrinkage, "eval, recommend: K > 0 ranks by relevance, as dprec eval and recommend at their defaults (K is the credibility constant of a model without a rating range); 0 ranks by the prediction")
+	fs.StringVar(&o.ranking, "ranking", "", "eval, recommend: how rating models' lists are ranked, as dprec eval and recommend --ranking: relevance (the default), credibility (K = --shrinkage) or prediction")
+	fs.Float64Var(&o.shrinkage, "shrinkage", models.DefaultShrinkage, "eval, recommend: K, the credibility constant of --ranking credibility; without --ranking, 0 ranks by the prediction, as dprec eval and recommend")
 	fs.Float64Var(&o.threshold, "threshold", 4, "eval: relevance threshold of a test rating")
 	fs.StringVar(&o.privacy, "privacy", "none", "train: privacy mode (entry level: one rating's value is protected, positions public): none; bias (global mean and item biases from noisy sums); als (the residual route of dprec train --privacy als: the bias release at 10% of epsilon, every rating's clipped residual from it with Laplace noise drawn in the workers, then ALS on the noisy residuals as post-processing; needs --delta > 0, of which it spends none)")
 	fs.StringVar(&o.items, "items", "", "train --privacy bias|als: public item catalogue (CSV, item ID in the first column, optional header); the model's items are exactly these (required)")

@@ -244,6 +244,20 @@ func TestCommandsInProcess(t *testing.T) {
 	if err := command("train", "--data", log).Run(); err == nil {
 		t.Fatal("train without --out succeeded")
 	}
+	for _, args := range [][]string{
+		{"eval", "--model", model, "--data", log, "--ranking", "popular"},
+		{"recommend", "--all-users", "--model", model, "--out", filepath.Join(dir, "recs2"), "--ranking", "Relevance"},
+		{"eval", "--model", model, "--data", log, "--shrinkage", "-1"},
+	} {
+		c := command(args...)
+		if err := c.Run(); err == nil || c.ProcessState.ExitCode() != 2 {
+			t.Fatalf("%v: %v, want a usage error (exit 2)", args, err)
+		}
+	}
+	c = command("eval", "--model", model, "--data", log, "--ranking", "credibility")
+	if b, err := c.Output(); err != nil || !strings.Contains(string(b), "ranking credibility over") {
+		t.Fatalf("eval --ranking credibility: %v\n%s", err, b)
+	}
 }
 
 // TestTrainUserUnit: train --privacy bias --privacy-unit user writes a
