@@ -37,8 +37,11 @@ func recommendCmd() *cli.Command {
 		Name:  "recommend",
 		Usage: "top-N items for a user, a folded-in new user, or every user (streamed)",
 		Description: `Output columns: user,rank,item,score, where score is the predicted rating
-(clamped to the rating scale; the ranking uses the unclamped value), or for an
---objective implicit model the preference score (about 0 to 1).
+clamped to the rating scale (with --ranking credibility the credibility-weighted
+one), or for an --objective implicit model the preference score (about 0 to
+1). The rank follows --ranking: by default relevance, the chance that the user
+rates the item and likes it, so a popular item predicted 4.0 can rank above a
+rarely rated one predicted 4.7 (docs/top-n.md, Rankings of rating models).
 Items a user has in the model's training log (stored in the model file) are
 left out unless --include-seen; private models do not store them, so pass
 --exclude-rated TRAIN for those. A user who has seen every candidate gets an
