@@ -1,8 +1,13 @@
 package dprec
 
 import (
+	"context"
+	"math/rand/v2"
 	"testing"
 
+	"github.com/dprec/dprec/completion"
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/models"
 	"github.com/dprec/dprec/perturb"
 )
 
@@ -26,5 +31,62 @@ func TestTrainDeltaWarning(t *testing.T) {
 		if got := deltaWarning(tc.r, tc.n) != ""; got != tc.warn {
 			t.Errorf("%+v, n %d: warned %v, want %v", tc.r, tc.n, got, tc.warn)
 		}
+	}
+}
+
+// TestTuneRankingRanksAsEval: a ranking tune of a rating model scores the
+// lists dprec eval gives by default (relevance), not the raw prediction's:
+// its one point's score is the NDCG@10 of that ranking on the same
+// hold-out, which differs from the prediction's on this log.
+func TestTuneRankingRanksAsEval(t *testing.T) {
+	st, _, err := data.Synth(data.SynthOptions{Users: 60, Items: 40, Ratings: 1500, Rank: 2, Bias: true, Noise: 0.5, Scale: "1-5", Skew: 0.8}, rand.NewPCG(4, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	metric, err := ParseMetric("ndcg@10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	grid, err := ParseGrid("rank=3", ObjectiveRating)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &TuneOptions{Base: Options{Objective: ObjectiveRating, Seed: 5, Seeded: true,
+		Settings: completion.Settings{Solver: completion.SolverALS, Epochs: 3, Threads: 1}}, Grid: grid, Metric: metric, Threshold: 3.5}
+	pts, err := TuneRanking(context.Background(), st, o)
+	if err != nil || len(pts) != 1 || pts[0].Err != "" {
+		t.Fatalf("tune: %v %+v", err, pts)
+	}
+	// The same hold-out and run as TuneRanking's.
+	rng := rand.New(rand.NewPCG(o.Base.Seed, pcgStream))
+	gridPoints(o.Grid, o.Random, rng)
+	tr, va, err := perUserHoldOut(st, 0.1, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := o.Options(pts[0].Values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Validation, opts.Privacy, opts.Events = -1, nil, Events{}
+	opts.Seed, opts.Seeded = rng.Uint64(), true
+	res, err := Train(context.Background(), tr, "validation training part", &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eo := models.EvalOptions{K: 10, Threshold: 3.5, Train: tr, Threads: 1}
+	rel, err := models.Evaluate(models.NewPredictor(res.File()).WithRanking(models.RankRelevance, models.DefaultShrinkage), va, eo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pred, err := models.Evaluate(models.NewPredictor(res.File()), va, eo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pts[0].Score != rel.NDCG {
+		t.Errorf("tune score %v, want the relevance ranking's NDCG@10 %v (prediction's: %v)", pts[0].Score, rel.NDCG, pred.NDCG)
+	}
+	if rel.NDCG == pred.NDCG {
+		t.Errorf("relevance and prediction rankings score alike (%v): the test cannot tell them apart", rel.NDCG)
 	}
 }
