@@ -115,6 +115,9 @@ func TestFitSeenAndCancel(t *testing.T) {
 		}
 	}
 	// The lists rank as dprec recommend's default: by relevance.
+	if r := models.NewPredictor(m.File()).WithShrinkage(models.DefaultShrinkage).Ranking(); r != models.RankRelevance {
+		t.Fatalf("the default ranking of this model is %q, want relevance", r)
+	}
 	want, _ := models.NewPredictor(m.File()).WithRanking(models.RankRelevance, models.DefaultShrinkage).Recommend("7", nil, 40, m.File().Seen.For(mustUser(t, m.Model, "7"), 40, nil))
 	for k := range want {
 		if recs[k].ID != want[k].ID || recs[k].Score != want[k].Score {

@@ -217,8 +217,8 @@
 // to its user when its test rating >= Threshold. For every test user known
 // to the model with at least one relevant test item, all items of the
 // model are ranked with the same score recommend uses (the predictor's
-// shrinkage, at EvalOptions.Time: nil averages over the trained period as
-// recommend does without --time), minus the model's seen items (unless
+// ranking, WithRanking, at EvalOptions.Time: nil averages over the
+// trained period as recommend does without --time), minus the model's seen items (unless
 // IncludeSeen) and the items the user has in EvalOptions.Train; with top-k
 // list L (shorter when fewer items remain) and relevant set Rel (distinct
 // items, including items the model does not know, which can never be hit):

@@ -71,14 +71,14 @@ type Predictor struct {
 	fallbackMean float64
 
 	// rankWeight[j] = n_j / (n_j + kappa) is the credibility of item j in
-	// rankings (nil: rankings use the plain prediction); see
-	// WithShrinkage.
+	// rankings under RankCredibility (nil otherwise); see WithRanking.
 	rankWeight []float64
 	shrinkage  float64
-	// relevance, when set, replaces rankWeight for a private model whose
-	// item counts were released with noise: see WithShrinkage.
+	// relevance is the RankRelevance score (nil under another ranking);
+	// see WithRanking.
 	relevance *relevanceScore
-	// ranking is the Ranking in use ("": RankPrediction).
+	// ranking is the Ranking in use ("": RankPrediction, or RankModelScore
+	// for a model that ranks by its own scores).
 	ranking Ranking
 	// itemPrior is the fraction of users who saw each item (implicit
 	// models with seen items): the score of an unknown user.
@@ -86,8 +86,8 @@ type Predictor struct {
 }
 
 // DefaultShrinkage is the credibility constant kappa of RankCredibility
-// (and of RankRelevance's fallback for a model without a rating range or
-// item supports; see WithRanking). It was chosen on a validation split
+// (and of RankRelevance's fallback for a model without a rating range;
+// see WithRanking). It was chosen on a validation split
 // carved from the training part of ml-latest-small only (the training
 // part of `data split --method user --fraction 0.2 --seed 1`, split again
 // the same way with seed 2), as the smallest kappa within 2% of the best
@@ -121,7 +121,8 @@ const (
 	// barely order the list. The second is P(r >= t) for a rating spread s
 	// about the prediction: the chance that u likes j, in the top quarter
 	// of the scale. A model without a rating range (trained with --clamp
-	// none) or without item supports falls back to RankCredibility.
+	// none) falls back to RankCredibility, and one without item supports
+	// (no seen items, no item counts in its report) to RankPrediction.
 	RankRelevance Ranking = "relevance"
 	// RankCredibility ranks by the credibility-weighted score
 	//
@@ -136,9 +137,16 @@ const (
 	RankCredibility Ranking = "credibility"
 	// RankPrediction ranks by the prediction.
 	RankPrediction Ranking = "prediction"
+	// RankModelScore is what Ranking reports for the models that rank by
+	// their own scores whatever ranking is asked for: implicit-objective
+	// models (preferences), item-item models (sums of item-item weights)
+	// and private rating models that carry ranking weights
+	// (File.RankingWeights). It is not a ranking one can ask for.
+	RankModelScore Ranking = "model-score"
 )
 
-// ParseRanking parses a Ranking's name.
+// ParseRanking parses the name of a Ranking one can ask for (relevance,
+// credibility or prediction).
 func ParseRanking(s string) (Ranking, error) {
 	switch r := Ranking(s); r {
 	case RankRelevance, RankCredibility, RankPrediction:
@@ -159,13 +167,15 @@ func (p *Predictor) WithShrinkage(kappa float64) *Predictor {
 }
 
 // WithRanking returns a Predictor whose rankings (Recommend,
-// RecommendAll, Evaluate) use r (see Ranking), kappa being the
-// credibility constant of RankCredibility and of RankRelevance's
-// fallback; the lists carry the ranking score and, as Rating, the
-// clamped prediction (under RankCredibility the clamped weighted score:
-// the shrunk estimate of the rating). Predict is unaffected, and so are
-// implicit-objective and item-item models, which rank by their own
-// scores. p itself is not modified.
+// RecommendAll, Evaluate) use r (see Ranking; the zero value "" is
+// RankRelevance, and a name ParseRanking rejects ranks by the
+// prediction), kappa being the credibility constant of RankCredibility
+// and of RankRelevance's fallback (a finite kappa > 0; otherwise those
+// rank by the prediction); the lists carry the ranking score and, as
+// Rating, the clamped prediction (under RankCredibility the clamped
+// weighted score: the shrunk estimate of the rating). Predict is
+// unaffected, and so are the models that rank by their own scores
+// (RankModelScore). p itself is not modified.
 //
 // RankRelevance replaced the credibility score as the default for
 // non-private models after a validation comparison (validation parts
@@ -187,8 +197,18 @@ func (p *Predictor) WithShrinkage(kappa float64) *Predictor {
 func (p *Predictor) WithRanking(r Ranking, kappa float64) *Predictor {
 	q := *p
 	q.rankWeight, q.shrinkage, q.relevance, q.ranking = nil, 0, nil, RankPrediction
-	if r == RankPrediction || !(kappa > 0) && r == RankCredibility || math.IsInf(kappa, 0) ||
-		p.f.Header.Objective == ObjectiveImplicit || p.f.Weights != nil {
+	if p.f.Header.Objective == ObjectiveImplicit || p.f.Weights != nil {
+		q.ranking = RankModelScore
+		return &q
+	}
+	if r == "" {
+		r = RankRelevance
+	}
+	credible := kappa > 0 && !math.IsInf(kappa, 0) // a usable credibility constant
+	if !credible {
+		kappa = 0
+	}
+	if r != RankRelevance && (r != RankCredibility || !credible) {
 		return &q
 	}
 	var sup []float64
@@ -222,9 +242,9 @@ func (p *Predictor) WithRanking(r Ranking, kappa float64) *Predictor {
 	return &q
 }
 
-// Ranking returns the ranking in use (RankPrediction when the model
-// supports no other, or for implicit-objective and item-item models,
-// which rank by their own scores).
+// Ranking returns the ranking in use: the one asked for, RankPrediction
+// when the model supports no other (or none was asked for), or
+// RankModelScore for the models that rank by their own scores.
 func (p *Predictor) Ranking() Ranking {
 	if p.ranking == "" {
 		return RankPrediction
@@ -232,7 +252,9 @@ func (p *Predictor) Ranking() Ranking {
 	return p.ranking
 }
 
-// Shrinkage returns the kappa in use (0: none).
+// Shrinkage returns the credibility constant given with the ranking in
+// use (0 under RankPrediction and RankModelScore, or when none usable was
+// given).
 func (p *Predictor) Shrinkage() float64 { return p.shrinkage }
 
 // NewPredictor prepares a Predictor for f.

@@ -14,9 +14,12 @@ import (
 )
 
 // Scored is one recommended item: its dense index, its external id, the
-// ranking score (the unclamped prediction) and the predicted rating (the
-// score clamped to the rating scale). Lists are sorted by Score, highest
-// first, ties by lower item index.
+// ranking score (the unclamped prediction under RankPrediction; the
+// weighted score under RankCredibility; a log-probability under
+// RankRelevance; the model's own score under RankModelScore) and the
+// predicted rating (the prediction clamped to the rating scale; under
+// RankCredibility the weighted score clamped). Lists are sorted by Score,
+// highest first, ties by lower item index.
 type Scored struct {
 	Item   int32
 	ID     string
@@ -126,23 +129,25 @@ func (e *Exclusions) allowed(j int32) bool {
 	return e == nil || e.Allowed == nil || (int(j) < len(e.Allowed) && e.Allowed[j])
 }
 
-// rank is the ranking score of item j for q: the raw score, or with
-// shrinkage base + z_j (raw - base), or for a private model with item
-// counts the relevance score (see WithShrinkage).
+// rank is the ranking score of item j for q: the raw score, or under
+// RankRelevance the relevance score, or under RankCredibility base + z_j
+// (raw - base) (see WithRanking). An unknown user of a model without
+// biases (q.noBias) scores fallbackMean for every item: relevance then
+// orders the items by popularity.
 func (p *Predictor) rank(q *query, j int32) float64 {
 	s := p.raw(q, j)
 	switch {
-	case q.noBias:
 	case p.relevance != nil:
 		s = p.relevance.score(j, s)
+	case q.noBias:
 	case p.rankWeight != nil:
 		s = q.base + p.rankWeight[j]*(s-q.base)
 	}
 	return s
 }
 
-// relevanceScore is the ranking of a private model with item counts
-// (Predictor.WithShrinkage): log(n~_j + 1 + sd) + log Phi((r - t)/s). An
+// relevanceScore is the RankRelevance score (Predictor.WithRanking):
+// log(n~_j + 1 + sd) + log Phi((r - t)/s). An
 // Erfc and a Log per (user, item) pair made a full scan 16 times slower
 // than the credibility score's; the scan by popularity (scanOne) visits a
 // few hundred items a user instead: BenchmarkRecommendAllML25MUsers4096
@@ -224,7 +229,7 @@ func (p *Predictor) scan(q *query, h *topN, ex []int32) {
 // the heap's minimum: the heap's content is the same as a full scan's
 // (its order is total, score then index), at a fraction of the cost.
 func (p *Predictor) scanOne(q *query, h *topN, ex []int32, excl *Exclusions) {
-	if rel := p.relevance; rel != nil && !q.noBias && q.dense == nil {
+	if rel := p.relevance; rel != nil && q.dense == nil {
 		for _, j := range rel.order {
 			if len(h.score) == h.n && rel.logN[j] < h.score[0] {
 				return

@@ -285,6 +285,56 @@ func TestRankingNonPrivate(t *testing.T) {
 	}
 }
 
+// TestRankingEdges: the zero Ranking is relevance; a kappa that is not a
+// finite positive number leaves relevance as it is but turns credibility
+// into the prediction; a model without item supports ranks by the
+// prediction; implicit models report their own scores; and an unknown
+// user of a model without biases gets the items by popularity under
+// relevance, each with the fallback mean as its rating.
+func TestRankingEdges(t *testing.T) {
+	f := testFile(t, decomposition.CP, []int{4, 5}, []int{2}, false, 8)
+	f.Model.ClampLo, f.Model.ClampHi = 1, 5
+	f.Seen, _ = SeenFromStore(seenStore(), 4, 5) // supports 2, 2, 1, 2, 2
+	base := NewPredictor(f)
+	for _, tc := range []struct {
+		r     Ranking
+		kappa float64
+		want  Ranking
+	}{
+		{"", 500, RankRelevance},
+		{RankRelevance, math.Inf(1), RankRelevance},
+		{RankRelevance, math.NaN(), RankRelevance},
+		{RankCredibility, math.Inf(1), RankPrediction},
+		{RankCredibility, math.NaN(), RankPrediction},
+		{"popular", 500, RankPrediction},
+	} {
+		q := base.WithRanking(tc.r, tc.kappa)
+		if q.Ranking() != tc.want || math.IsNaN(q.Shrinkage()) || math.IsInf(q.Shrinkage(), 0) {
+			t.Errorf("WithRanking(%q, %v): ranking %q, shrinkage %v; want %q and a finite shrinkage", tc.r, tc.kappa, q.Ranking(), q.Shrinkage(), tc.want)
+		}
+	}
+	p := base.WithShrinkage(DefaultShrinkage)
+	recs, fb := p.Recommend("nobody", nil, 5, nil)
+	if fb&UnknownUser == 0 || !slices.Equal(items(recs), []int32{0, 1, 3, 4, 2}) {
+		t.Fatalf("unknown user of a model without biases: %v (fallback %v), want the items by popularity", items(recs), fb)
+	}
+	for _, r := range recs {
+		if want := f.Model.Clamp(p.fallbackMean); math.Abs(r.Rating-want) > 1e-9 {
+			t.Errorf("item %d: rating %v, want the fallback mean %v", r.Item, r.Rating, want)
+		}
+	}
+	g := testFile(t, decomposition.CP, []int{4, 5}, []int{2}, true, 8)
+	g.Model.ClampLo, g.Model.ClampHi = 1, 5
+	g.Seen = nil
+	if q := NewPredictor(g).WithShrinkage(DefaultShrinkage); q.Ranking() != RankPrediction {
+		t.Errorf("no item supports: ranks by %q, want prediction", q.Ranking())
+	}
+	g.Header.Objective = ObjectiveImplicit
+	if q := NewPredictor(g).WithRanking(RankRelevance, DefaultShrinkage); q.Ranking() != RankModelScore {
+		t.Errorf("implicit model: ranks by %q, want its own scores", q.Ranking())
+	}
+}
+
 func TestParseRanking(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
@@ -296,6 +346,7 @@ func TestParseRanking(t *testing.T) {
 		{"prediction", RankPrediction, true},
 		{"", "", false},
 		{"Relevance", "", false},
+		{"model-score", "", false},
 	} {
 		got, err := ParseRanking(tc.in)
 		if (err == nil) != tc.ok || got != tc.want {

@@ -80,8 +80,18 @@ func TestEvalAndRecommendMatchModels(t *testing.T) {
 		t.Errorf("credibility: ranking %q NDCG %.17g MAP %.17g, models.Evaluate NDCG %.17g MAP %.17g", cred.Ranking, cred.NDCG, cred.MAP, wantCred.NDCG, wantCred.MAP)
 	}
 
+	checkRecommendAll(t, model, f, "", p)
+	// --ranking prediction: the pipeline's lists follow the library's.
+	checkRecommendAll(t, model, f, models.RankPrediction, models.NewPredictor(f).WithRanking(models.RankPrediction, models.DefaultShrinkage))
+}
+
+// checkRecommendAll runs RecommendAll with ranking r (and the default
+// shrinkage) and checks its lists against p.RecommendAll's.
+func checkRecommendAll(t *testing.T, model string, f *models.File, r models.Ranking, p *models.Predictor) {
+	t.Helper()
+	ctx := context.Background()
 	out := t.TempDir()
-	if err := RecommendAll(ctx, RecommendOptions{Model: model, Out: out, N: 4, Blocks: 3, Shrinkage: models.DefaultShrinkage}); err != nil {
+	if err := RecommendAll(ctx, RecommendOptions{Model: model, Out: out, N: 4, Blocks: 3, Ranking: r, Shrinkage: models.DefaultShrinkage}); err != nil {
 		t.Fatal(err)
 	}
 	type rec struct {
@@ -124,7 +134,7 @@ func TestEvalAndRecommendMatchModels(t *testing.T) {
 		rdr.Close()
 	}
 	users := 0
-	err = p.RecommendAll(4, nil, 1, f.Seen, func(u int32, recs []models.Scored) error {
+	err := p.RecommendAll(4, nil, 1, f.Seen, func(u int32, recs []models.Scored) error {
 		users++
 		gotL := lists[p.UserID(u)]
 		if len(gotL) != len(recs) {

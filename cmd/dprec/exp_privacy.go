@@ -31,8 +31,8 @@ training part at every epsilon and is scored on the test part: RMSE, and on a
 rating log (--ratings, read with the input flags) NDCG@k of the lists each
 released model gives, scored as eval --train scores them (the users'
 training items left out of their lists; the users of a billboard model,
-bias and als, folded in from their own training ratings; rankings with
---shrinkage). A test item is relevant when its test rating is >=
+bias and als, folded in from their own training ratings; lists ranked by
+relevance as eval ranks them, or by the prediction with --shrinkage 0). A test item is relevant when its test rating is >=
 --threshold. Reference rows: most-popular (items by number of training
 ratings, non-private) and, after each bias run, most-popular-private (items
 by the bias release's item counts: public at entry level, where the two
@@ -254,7 +254,7 @@ func expPrivacyTable(w io.Writer, o *expPrivacyOptions, summary []completionexp.
 		if !math.IsNaN(o.Threshold) {
 			th = fmtG(o.Threshold)
 		}
-		fmt.Fprintf(w, "NDCG@%s: relevant = test rating >= %s; lists rank the catalogue minus the user's training items (shrinkage %s; bias and als users folded in from their training ratings)\n", k, th, fmtG(o.Shrinkage))
+		fmt.Fprintf(w, "NDCG@%s: relevant = test rating >= %s; lists rank the catalogue minus the user's training items (%s; bias and als users folded in from their training ratings)\n", k, th, expRankingNote(o.Shrinkage))
 	}
 }
 
@@ -499,4 +499,12 @@ func expPrivacyDataset(o *expPrivacyOptions, name string, seed uint64, s complet
 			Ranking: &completionexp.Ranking{K: o.K, Threshold: th, Shrinkage: o.Shrinkage, Threads: s.Threads}}, nil
 	}
 	return nil, fmt.Errorf("--datasets: unknown dataset %q (want synthetic-cp, synthetic-tucker or ratings)", name)
+}
+
+// expRankingNote names the experiment's ranking for its --shrinkage.
+func expRankingNote(kappa float64) string {
+	if kappa > 0 {
+		return "ranked by relevance, as eval ranks them"
+	}
+	return "ranked by the prediction (--shrinkage 0)"
 }

@@ -73,8 +73,10 @@ type Ranking struct {
 	// Threshold is the relevance threshold: a test item is relevant to its
 	// user when its test rating is >= Threshold.
 	Threshold float64
-	// Shrinkage is the credibility constant kappa of the rankings
-	// (models.Predictor.WithShrinkage; 0: rank by the prediction).
+	// Shrinkage selects the rankings (models.Predictor.WithShrinkage):
+	// > 0 ranks by relevance, as eval does by default (it is the
+	// credibility constant of a model without a rating range); 0 ranks by
+	// the prediction.
 	Shrinkage float64
 	// Threads of the ranking (0: GOMAXPROCS).
 	Threads int
