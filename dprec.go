@@ -99,8 +99,14 @@ func (m *Model) Recommend(user string, n int) ([]models.Scored, models.Fallback,
 }
 
 // newModel wraps f; its lists rank as dprec recommend and eval rank them
-// at their defaults (models.RankRelevance; models.Predictor.WithShrinkage
-// with models.DefaultShrinkage).
-func newModel(f *models.File) *Model {
-	return &Model{f: f, p: models.NewPredictor(f).WithShrinkage(models.DefaultShrinkage)}
+// at their defaults (defaultPredictor).
+func newModel(f *models.File) *Model { return &Model{f: f, p: defaultPredictor(f)} }
+
+// defaultPredictor is f's predictor ranking as dprec eval and recommend
+// do by default (models.Predictor.WithShrinkage with
+// models.DefaultShrinkage: relevance for a rating model; implicit and
+// item-item models rank by their own scores either way): the lists of
+// Model.Recommend and those a ranking tune scores.
+func defaultPredictor(f *models.File) *models.Predictor {
+	return models.NewPredictor(f).WithShrinkage(models.DefaultShrinkage)
 }

@@ -234,10 +234,10 @@ func (o *TuneOptions) Options(pt map[string]string) (Options, error) {
 // no test data is involved): each point is trained through Train on the
 // rest, with the base run's objective, and its top-K lists (the user's
 // training items left out; a rating model's ranked as dprec eval and
-// recommend rank them by default, tunePredictor) are scored against the
-// held-out events. The
-// points come back best first. src draws the hold-outs, the random points
-// and every run's seed.
+// recommend rank them by default, defaultPredictor, so that the settings
+// are chosen for the lists users get) are scored against the held-out
+// events. The points come back best first. src draws the hold-outs, the
+// random points and every run's seed.
 func TuneRanking(ctx context.Context, st *data.Store, o *TuneOptions) ([]TunePoint, error) {
 	if !o.Metric.Ranking() {
 		return nil, optErr("TuneRanking scores ranking metrics; rmse is completion.Tune's")
@@ -283,7 +283,7 @@ func TuneRanking(ctx context.Context, st *data.Store, o *TuneOptions) ([]TunePoi
 				var res *Result
 				if res, err = Train(ctx, p.train, "validation training part", &opts); err == nil {
 					var ev *models.EvalResult
-					ev, err = models.Evaluate(tunePredictor(res.File()), p.valid, models.EvalOptions{K: o.Metric.K, Threshold: o.Threshold, Train: p.train, Threads: opts.Settings.Threads})
+					ev, err = models.Evaluate(defaultPredictor(res.File()), p.valid, models.EvalOptions{K: o.Metric.K, Threshold: o.Threshold, Train: p.train, Threads: opts.Settings.Threads})
 					if err == nil && ev.RankedUsers == 0 {
 						err = fmt.Errorf("no held-out event is relevant at threshold %g", o.Threshold)
 					}
@@ -391,13 +391,4 @@ func meanSD(x []float64) (mean, sd float64) {
 		sd = math.Sqrt(sd / float64(len(x)-1))
 	}
 	return mean, sd
-}
-
-// tunePredictor is the predictor a ranking tune scores: ranking as dprec
-// eval and recommend do by default (models.Predictor.WithShrinkage with
-// models.DefaultShrinkage: relevance for a rating model), so that the
-// settings are chosen for the lists users get. Implicit and item-item
-// models rank by their own scores either way.
-func tunePredictor(f *models.File) *models.Predictor {
-	return models.NewPredictor(f).WithShrinkage(models.DefaultShrinkage)
 }

@@ -230,7 +230,7 @@ func (p *Predictor) WithRanking(r Ranking, kappa float64) *Predictor {
 		q.shrinkage, q.ranking = kappa, RankRelevance
 		return &q
 	}
-	if !(kappa > 0) {
+	if !credible {
 		return &q
 	}
 	q.rankWeight = make([]float64, len(sup))
