@@ -186,6 +186,13 @@ type alsPrivateParams struct {
 	posNoFree       bool // measurement: the positions stage without the free columns
 	inputNoFree     bool // measurement: the residual route without the free columns
 	stepsNoFree     bool // measurement: the item steps without the free columns
+	// userPosOff (measurement) skips the user unit's position columns;
+	// userCols are the columns alsUserFallback released (nil: none).
+	userPosOff   bool
+	userPosShare float64 // the co-occurrence's share of the fallback's mu^2
+	userPosEdge  float64 // g of the columns' rule (ALSUserPositionsEdge)
+	userPosGate  float64 // the release's gate (ALSUserPositionsGate)
+	userCols     *userPositions
 }
 
 func newALSPrivateParams(o *PrivateOptions) alsPrivateParams {
@@ -195,6 +202,9 @@ func newALSPrivateParams(o *PrivateOptions) alsPrivateParams {
 	if o.Unit == UnitUser {
 		p.terms = o.MaxRatingsPerUser
 		p.userGateShare = ALSPrivateUserGateShare
+		p.userPosShare = ALSUserPositionsShare
+		p.userPosEdge = ALSUserPositionsEdge
+		p.userPosGate = ALSUserPositionsGate
 	} else {
 		p.input = true
 		p.inputBiasFrac = ALSInputBiasFraction
@@ -631,10 +641,11 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 		}
 		gateNote = fmt.Sprintf("learnability rule: at the item-step sigma %.4g, items whose released noisy counts pass n_i Gamma_u^2 / R >= %g sigma carry %.1f%% of the noisy count total", sigma, p.gate, 100*share)
 		if share < p.userGateShare {
-			fb, note, err := alsUserFallback(train, m, &o, p, bias, sens, sigma)
+			fb, note, up, err := alsUserFallback(train, m, &o, p, bias, sens, sigma)
 			if err != nil {
 				return nil, err
 			}
+			p.userCols = up
 			gateNote += fmt.Sprintf(" (below %g%%): no item step is run and the item rows are the free columns alone; %s", 100*p.userGateShare, note)
 			p.steps, acc = 0, fb
 		}
@@ -698,6 +709,7 @@ func alsRelease(o *PrivateOptions, p alsPrivateParams, bo *PrivateOptions, m *de
 	clear(m.Factors[1])
 	if p.steps == 0 {
 		freeItemColumns(m, o, bias.releasedCounts())
+		p.userCols.apply(m)
 	}
 	if p.steps > 0 {
 		g, err := perturb.NewGaussianSigma(sens, sigma)
@@ -736,7 +748,10 @@ func alsRelease(o *PrivateOptions, p alsPrivateParams, bo *PrivateOptions, m *de
 	if p.steps == 0 {
 		fold = "with the bias mode's penalties (no item step ran)"
 		if R >= 1 {
-			rep.Notes = append(rep.Notes, freeColumnsNote(o, R))
+			rep.Notes = append(rep.Notes, freeColumnsNote(o, R, p.userCols))
+		}
+		if p.userCols != nil {
+			rep.Notes = append(rep.Notes, p.userCols.note())
 		}
 	}
 	rep.Notes = append(rep.Notes,
@@ -777,24 +792,72 @@ func alsRelease(o *PrivateOptions, p alsPrivateParams, bo *PrivateOptions, m *de
 // sigma_f = sqrt(k (a^2 + c^2)) sigma/(Delta sqrt(T)), raised if o's
 // accounting needs more to fit the budget. It returns the accountant of
 // the bias releases and this one, and a note for the report.
-func alsUserFallback(train *data.Store, m *decomposition.Model, o *PrivateOptions, p alsPrivateParams, bias *biasFit, sens, sigma float64) (*perturb.Accountant, string, error) {
+func alsUserFallback(train *data.Store, m *decomposition.Model, o *PrivateOptions, p alsPrivateParams, bias *biasFit, sens, sigma float64) (*perturb.Accountant, string, *userPositions, error) {
 	const what = alsFallbackWhat
 	a, l2 := alsFallbackWeight(o)
 	c := BiasResidualClip * o.ratingRange()
 	deriv := fmt.Sprintf("at most k = %d items, each count moving by 1 (weighted a = %.4g) and each sum by a term in [-c, c], c = %g: l2 sqrt(k (a^2 + c^2)); noise multiplier that of the %d planned item steps composed, sigma/(Delta sqrt(T)) (completion doc, Sensitivities, User unit)", o.MaxRatingsPerUser, a, c, p.steps)
-	budget := perturb.Budget{Epsilon: o.Epsilon, Delta: o.Delta}
-	accWith := func(s float64) *perturb.Accountant {
-		return withGaussian(bias.acc.Releases(), what, l2, s, deriv, 1)
+	pos := userPositionsRun(m.Ranks[0], len(bias.sums), p)
+	f := 0.0 // the co-occurrence release's share of the steps' mu^2
+	if pos {
+		f = p.userPosShare
 	}
-	s := l2 * sigma / (sens * math.Sqrt(float64(p.steps)))
-	for !budget.Fits(accWith(s), o.Accounting) {
-		if s *= 1.01; math.IsInf(s, 0) {
-			return nil, "", fmt.Errorf("completion: private ALS: %w: no noise fits epsilon %v, delta %v", perturb.ErrBudget, o.Epsilon, o.Delta)
+	const posDeriv = "removing a user removes p_u p_u^T, p_u = 1/sqrt(n_u) on each item the user rated: its upper triangle has squared norm (n_u + 1)/(2 n_u) <= 1 (completion doc, Sensitivities, Private ALS, user unit: the position columns)"
+	budget := perturb.Budget{Epsilon: o.Epsilon, Delta: o.Delta}
+	// z is the noise multiplier of the whole share as one release; the
+	// counts and sums get z/sqrt(1 - f), the co-occurrence z/sqrt(f).
+	accWith := func(z float64) *perturb.Accountant {
+		var acc perturb.Accountant
+		for _, r := range bias.acc.Releases() {
+			_ = acc.Add(r, r.Count)
+		}
+		if f < 1 {
+			_ = acc.Add(perturb.Release{What: what, Mechanism: perturb.MechGaussian, SensitivityNorm: "l2", Sensitivity: l2, Derivation: deriv, Scale: l2 * z / math.Sqrt(1-f), Calibration: "sigma"}, 1)
+		}
+		if f > 0 {
+			_ = acc.Add(perturb.Release{What: alsUserPosWhat, Mechanism: perturb.MechGaussian, SensitivityNorm: "l2", Sensitivity: 1, Derivation: posDeriv, Scale: z / math.Sqrt(f), Calibration: "sigma"}, 1)
+		}
+		return &acc
+	}
+	plan := func() (float64, error) {
+		z := sigma / (sens * math.Sqrt(float64(p.steps)))
+		for !budget.Fits(accWith(z), o.Accounting) {
+			if z *= 1.01; math.IsInf(z, 0) {
+				return 0, fmt.Errorf("completion: private ALS: %w: no noise fits epsilon %v, delta %v", perturb.ErrBudget, o.Epsilon, o.Delta)
+			}
+		}
+		return z, nil
+	}
+	z, err := plan()
+	if err != nil {
+		return nil, "", nil, err
+	}
+	var gate string
+	if f > 0 {
+		// The gate, on public values and the released number of users:
+		// whether the noise's spectral edge leaves room for eigenvalues
+		// of the size the users' mass can give (userPositionsGate).
+		var ok bool
+		if ok, gate = userPositionsGate(z/math.Sqrt(f), len(bias.sums), bias.noisyUsers, p.userPosGate); !ok {
+			f = 0
+			if z, err = plan(); err != nil {
+				return nil, "", nil, err
+			}
 		}
 	}
+	var up *userPositions
+	if f > 0 {
+		if up, err = userPositionColumns(train, o, m.Ranks[0], z/math.Sqrt(f), p.userPosEdge); err != nil {
+			return nil, "", nil, err
+		}
+	}
+	if f == 1 {
+		return accWith(z), "the steps' share of epsilon is spent instead on the release of the users' item co-occurrence (the position columns, below)", up, nil
+	}
+	s := l2 * z / math.Sqrt(1-f)
 	g, err := perturb.NewGaussianSigma(l2, s)
 	if err != nil {
-		return nil, "", fmt.Errorf("completion: private ALS: %w", err)
+		return nil, "", nil, fmt.Errorf("completion: private ALS: %w", err)
 	}
 	I := len(bias.sums)
 	vec := alsFallbackStats(train, o, bias.mu, I)
@@ -812,7 +875,14 @@ func alsUserFallback(train *data.Store, m *decomposition.Model, o *PrivateOption
 	bias.countVar = bias.countVar * vc / (bias.countVar + vc)
 	bias.notes = slices.DeleteFunc(bias.notes, func(n string) bool { return strings.HasPrefix(n, itemBiasNote) })
 	bias.setItemBiases(m, bias.mu, sums, bias.countVar)
-	return accWith(s), note, nil
+	if f > 0 {
+		note += ", and on the release of the users' item co-occurrence (the position columns, below)"
+	} else if gate != "" {
+		note += "; " + gate
+	} else if m.Ranks[0] > ALSFreeColumns && len(bias.sums) > ALSUserPositionsMaxItems {
+		note += fmt.Sprintf("; the users' item co-occurrence is not released (%d items, above ALSUserPositionsMaxItems = %d)", len(bias.sums), ALSUserPositionsMaxItems)
+	}
+	return accWith(z), note, up, nil
 }
 
 // alsFallbackWhat names alsUserFallback's release in the report.
@@ -1177,15 +1247,19 @@ func columnSD(A []float64, R, c int) float64 {
 }
 
 // freeColumnsNote states freeItemColumns' columns in a report.
-func freeColumnsNote(o *PrivateOptions, R int) string {
+func freeColumnsNote(o *PrivateOptions, R int, up *userPositions) string {
 	counts := "the public item counts"
 	if o.Unit == UnitUser {
 		counts = "the released noisy item counts"
 	}
+	rest := fmt.Sprintf("the other %d columns are zero", R-2)
+	if up != nil && up.K > 0 {
+		rest = fmt.Sprintf("columns 3 to %d are the position columns (below), the other %d zero", 2+up.K, R-2-up.K)
+	}
 	if R < 2 {
 		return fmt.Sprintf("item rows: no factor is learnt from the ratings; column 1 is the slope column, the released item biases over s = (r_max - r_min)/4 = %g (post-processing: no budget), on which each user fits a slope of their own when folding in", o.ratingRange()/biasSpreadDivisor)
 	}
-	return fmt.Sprintf("item rows: no factor is learnt from the ratings; column 1 is the slope column, the released item biases over s = (r_max - r_min)/4 = %g, and column 2 the popularity column, the standardised log(1 + n_i) of %s scaled to the slope column's standard deviation (both post-processing: no budget); each user fits a slope of their own on each when folding in; the other %d columns are zero", o.ratingRange()/biasSpreadDivisor, counts, R-2)
+	return fmt.Sprintf("item rows: no factor is learnt from the ratings; column 1 is the slope column, the released item biases over s = (r_max - r_min)/4 = %g, and column 2 the popularity column, the standardised log(1 + n_i) of %s scaled to the slope column's standard deviation (both post-processing: no budget); each user fits a slope of their own on each when folding in; %s", o.ratingRange()/biasSpreadDivisor, counts, rest)
 }
 
 // alsStepsFree is the number of free columns after the item steps' fit

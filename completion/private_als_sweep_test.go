@@ -136,7 +136,7 @@ func TestPrivateALSSweep(t *testing.T) {
 				t.Logf("%s %s epsilon %g (%s level): %.4f (%.2f s)", name, mode, e, unit, got, secs)
 				if os.Getenv("DPREC_ALS_NOTES") != "" {
 					for _, n := range rep.Notes {
-						if strings.HasPrefix(n, "learnability") || strings.HasPrefix(n, "positions") {
+						if strings.HasPrefix(n, "learnability") || strings.HasPrefix(n, "positions") || strings.HasPrefix(n, "position columns") {
 							t.Logf("  %s", n)
 						}
 					}
@@ -156,11 +156,21 @@ func sweepTweak(o *PrivateOptions) func(*alsPrivateParams) {
 		p.posNoFree = os.Getenv("DPREC_ALS_POSNOFREE") != ""
 		p.inputNoFree = os.Getenv("DPREC_ALS_INPUTNOFREE") != ""
 		p.stepsNoFree = os.Getenv("DPREC_ALS_STEPSNOFREE") != ""
+		p.userPosOff = os.Getenv("DPREC_ALS_USERPOSOFF") != ""
 		p.posReg, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_POSREG"), 64)
 		p.posBias, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_POSBIAS"), 64)
 		p.exactGram = os.Getenv("DPREC_ALS_EXACTGRAM") != ""
 		if os.Getenv("DPREC_ALS_STATS") != "" {
 			p.input = false // the item-statistics route at the entry unit
+		}
+		if x, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_USERPOSEDGE"), 64); err == nil {
+			p.userPosEdge = x
+		}
+		if x, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_USERPOSGATE"), 64); err == nil {
+			p.userPosGate = x
+		}
+		if x, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_USERPOSSHARE"), 64); err == nil {
+			p.userPosShare = x
 		}
 		if x, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_USERGATE"), 64); err == nil {
 			p.userGateShare = x

@@ -168,6 +168,12 @@ func EstimateTrain(w Workload) Estimate {
 		e.add(8*items*(rmax*(rmax+1)/2+rmax)+16*rmax*rmax, fmt.Sprintf("the per-item rank-%d statistics of private ALS", int(rmax)))
 		e.add(24*n, "")
 		e.Flops = ALSPrivateSteps * (n*rmax*rmax + items*rmax*rmax*rmax/3)
+		if rmax > ALSFreeColumns && items <= ALSUserPositionsMaxItems {
+			// The user unit's co-occurrence matrix, packed, and its
+			// eigenvectors (userPositionColumns), when its fallback runs.
+			e.add(8*items*(items+1)/2+8*3*items*(rmax+1), "the user unit's item co-occurrence matrix")
+			e.Flops += (alsUserPositionsIters + 1) * items * items * (rmax + 1)
+		}
 		// The entry unit's residual route (private_als_input.go): the
 		// noisy residuals and ALS on them as a user x item matrix
 		// (DefaultALSSweeps sweeps, SolverALS's working space).

@@ -1,0 +1,270 @@
+package completion
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/perturb"
+)
+
+// Public constants of the user unit's position columns
+// (userPositionColumns; package doc, "Private ALS, user unit: the
+// position columns").
+const (
+	// ALSUserPositionsMaxItems caps the items for which the user unit's
+	// fallback releases the co-occurrence matrix: it is dense, I(I+1)/2
+	// values (400 MB at the cap), and its eigenvectors cost I^2 R a
+	// subspace iteration. Above the cap the fallback releases the counts
+	// and sums alone, as it did before the columns existed.
+	ALSUserPositionsMaxItems = 10000
+	// ALSUserPositionsEdge is g of the columns' rule: an eigenvector
+	// after the first is kept when its eigenvalue exceeds g times 2 sigma
+	// sqrt(I), the edge of the spectrum of the released noise alone (a
+	// symmetric I x I matrix of independent N(0, sigma^2) entries: the
+	// semicircle's edge).
+	ALSUserPositionsEdge = 1.0
+	// ALSUserPositionsShare is the co-occurrence release's share of the
+	// fallback's budget, as a share of mu^2 under Gaussian composition
+	// (the counts and sums get the rest).
+	ALSUserPositionsShare = 0.5
+	// ALSUserPositionsGate is tau of the release's gate
+	// (userPositionsGate).
+	ALSUserPositionsGate = 0.02
+	// ALSUserPositionsScale sets the columns' spread: each kept unit
+	// eigenvector is scaled to this times the slope column's standard
+	// deviation. Validation part of MovieLens-100K, user unit (k = 100),
+	// epsilon 100, eight columns, noise sd 0.05-0.1: 0.9020-0.9030 at 0.5,
+	// 0.9042-0.9047 at 1 and 0.9155-0.9179 at 2 (bias release with the free
+	// columns 0.9182, non-private ALS 0.9020); on the MovieLens-shaped
+	// synthetic log with random positions (no structure to find) they cost
+	// 0.0003-0.0011 at 0.5 and 0.0026-0.0079 at 1.
+	ALSUserPositionsScale = 0.5
+	// alsUserPositionsIters is the number of subspace iterations.
+	alsUserPositionsIters = 40
+)
+
+const streamALSUserPositions = 15
+
+// alsUserPosWhat names the co-occurrence release in the report.
+const alsUserPosWhat = "the users' normalised item co-occurrence C = sum_u p_u p_u^T, p_u = 1/sqrt(n_u) on each item user u rated (upper triangle, diagonal included; second release, the item steps' share)"
+
+// userPositions are the user unit's position columns: the leading
+// eigenvectors, after the first, of the released co-occurrence matrix.
+type userPositions struct {
+	I, K  int
+	cols  []float64 // I x K row-major, unit columns before scaling
+	vals  []float64 // the released matrix's leading eigenvalues (all computed)
+	sigma float64   // the release's noise sd
+	edge  float64   // the rule's threshold, g 2 sigma sqrt(I)
+	g     float64
+}
+
+// userPositionsRun reports whether the user unit's fallback releases the
+// co-occurrence matrix at model rank R over I items: when there is a
+// column beyond the two free ones and I is at most the cap.
+func userPositionsRun(R, I int, p alsPrivateParams) bool {
+	return !p.userPosOff && R > ALSFreeColumns && I >= 3 && I <= ALSUserPositionsMaxItems
+}
+
+// userPositionsGate reports whether the co-occurrence is released at
+// noise sd sigma over I items, and why not: when the noise's spectral
+// edge 2 sigma sqrt(I) is at most tau times the released number of users
+// n~. C's trace is the number of users (each p_u has unit norm), so an
+// eigenvalue above the edge needs a direction that carries at least that
+// share of the users' mass; below it the columns would be noise, and
+// the budget is better spent on the counts and sums.
+func userPositionsGate(sigma float64, I int, users, tau float64) (bool, string) {
+	edge := 2 * sigma * math.Sqrt(float64(I))
+	if edge <= tau*users {
+		return true, ""
+	}
+	return false, fmt.Sprintf("the users' item co-occurrence is not released: at its noise sd %.4g the noise's spectral edge 2 sigma sqrt(I) = %.4g exceeds %g times the released number of users (%.4g; ALSUserPositionsGate)", sigma, edge, tau, users)
+}
+
+// userCooccurrence returns C = sum_u p_u p_u^T over train's users as a
+// packed upper triangle (row i holds C[i][i..I-1]); p_u has 1/sqrt(n_u)
+// on each of the n_u items user u rated (one rating an item, as the user
+// unit's bound leaves them: a repeated item is counted once).
+//
+// Sensitivity: removing user u removes p_u p_u^T, whose upper triangle
+// has n_u diagonal entries and n_u(n_u - 1)/2 others, each 1/n_u: squared
+// norm (n_u + 1)/(2 n_u) <= 1, with equality at n_u = 1. The other
+// users' vectors do not depend on u, so Delta_2 = 1 for every k.
+func userCooccurrence(train *data.Store, I int) []float64 {
+	C := make([]float64, I*(I+1)/2)
+	by := map[int32][]int32{}
+	for e, u := range train.Idx[0] {
+		by[u] = append(by[u], train.Idx[1][e])
+	}
+	for _, items := range by {
+		slices.Sort(items)
+		items = slices.Compact(items)
+		w := 1 / float64(len(items))
+		for a, i := range items {
+			row := packedRow(i, I)
+			for _, j := range items[a:] {
+				C[row+int(j)] += w
+			}
+		}
+	}
+	return C
+}
+
+// packedRow is the offset such that C[packedRow(i, I) + j] is entry (i,
+// j), j >= i, of the packed upper triangle.
+func packedRow(i int32, I int) int {
+	ii := int(i)
+	return ii*I - ii*(ii-1)/2 - ii
+}
+
+// packedMulCols returns Y = C X for the packed symmetric C and the I x k
+// row-major X.
+func packedMulCols(C []float64, I int, X []float64, k int) []float64 {
+	Y := make([]float64, I*k)
+	for i := 0; i < I; i++ {
+		row := packedRow(int32(i), I)
+		xi, yi := X[i*k:i*k+k], Y[i*k:i*k+k]
+		d := C[row+i]
+		for c := range yi {
+			yi[c] += d * xi[c]
+		}
+		for j := i + 1; j < I; j++ {
+			v := C[row+j]
+			if v == 0 {
+				continue
+			}
+			xj, yj := X[j*k:j*k+k], Y[j*k:j*k+k]
+			for c := 0; c < k; c++ {
+				yi[c] += v * xj[c]
+				yj[c] += v * xi[c]
+			}
+		}
+	}
+	return Y
+}
+
+// leadingEigen returns the k leading eigenpairs of the packed symmetric
+// C (vectors I x k row-major, values decreasing) by subspace iteration on
+// C + shift I from a data-independent start, then Rayleigh-Ritz. The
+// shift moves the noise's negative half of the spectrum away from the
+// top, so that the iteration converges to the largest eigenvalues, not
+// the largest in magnitude.
+func leadingEigen(C []float64, I, k int, shift float64) ([]float64, []float64) {
+	rng := rand.New(rand.NewPCG(streamALSUserPositions, 1))
+	X := make([]float64, I*k)
+	for i := range X {
+		X[i] = rng.NormFloat64()
+	}
+	orthonormalCols(X, I, k)
+	for range alsUserPositionsIters {
+		Y := packedMulCols(C, I, X, k)
+		for i := range Y {
+			Y[i] += shift * X[i]
+		}
+		orthonormalCols(Y, I, k)
+		X = Y
+	}
+	// Rayleigh-Ritz: the eigenpairs of X^T C X.
+	Y := packedMulCols(C, I, X, k)
+	H := mat.NewSymDense(k, nil)
+	for a := 0; a < k; a++ {
+		for b := a; b < k; b++ {
+			s := 0.0
+			for i := 0; i < I; i++ {
+				s += X[i*k+a] * Y[i*k+b]
+			}
+			H.SetSym(a, b, s)
+		}
+	}
+	var es mat.EigenSym
+	if !es.Factorize(H, true) {
+		return X, make([]float64, k)
+	}
+	vals := es.Values(nil)
+	var W mat.Dense
+	es.VectorsTo(&W)
+	order := make([]int, k)
+	for j := range order {
+		order[j] = j
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(vals[b], vals[a]) })
+	V := make([]float64, I*k)
+	sorted := make([]float64, k)
+	for c, j := range order {
+		sorted[c] = vals[j]
+		for i := 0; i < I; i++ {
+			s := 0.0
+			for a := 0; a < k; a++ {
+				s += X[i*k+a] * W.At(a, j)
+			}
+			V[i*k+c] = s
+		}
+	}
+	return V, sorted
+}
+
+// userPositionColumns releases C (userCooccurrence) of the bounded train
+// with Gaussian noise sigma at l2 sensitivity 1 (the noise drawn on the
+// packed upper triangle and mirrored), and returns its leading
+// eigenvectors after the first that the rule keeps: those whose
+// eigenvalue exceeds ALSUserPositionsEdge 2 sigma sqrt(I), at most R - 2
+// (the free columns take two). Everything after the noise is
+// post-processing.
+func userPositionColumns(train *data.Store, o *PrivateOptions, R int, sigma, gEdge float64) (*userPositions, error) {
+	I := train.Dims[1]
+	g, err := perturb.NewGaussianSigma(1, sigma)
+	if err != nil {
+		return nil, fmt.Errorf("completion: private ALS: %w", err)
+	}
+	C := userCooccurrence(train, I)
+	g.AddTo(C, rand.New(o.source(streamALSUserPositions)))
+	o.observe(alsUserPosWhat, C, nil)
+	want := R - ALSFreeColumns
+	k := min(want+1+2, I) // the first, the R - 2, and two to speed the convergence
+	edge := gEdge * 2 * sigma * math.Sqrt(float64(I))
+	V, vals := leadingEigen(C, I, k, 2*sigma*math.Sqrt(float64(I)))
+	up := &userPositions{I: I, vals: vals, sigma: sigma, edge: edge, g: gEdge}
+	for j := 1; j < k && up.K < want; j++ {
+		if vals[j] <= edge {
+			break
+		}
+		up.K++
+	}
+	up.cols = make([]float64, I*up.K)
+	for i := 0; i < I; i++ {
+		for c := 0; c < up.K; c++ {
+			up.cols[i*up.K+c] = V[i*k+1+c]
+		}
+	}
+	return up, nil
+}
+
+// apply writes the kept columns into m's item rows after the free
+// columns (columns 2 .. 2 + K - 1), each scaled to ALSUserPositionsScale
+// times the slope column's standard deviation (a unit vector over I
+// items has spread about 1/sqrt(I)).
+func (up *userPositions) apply(m *decomposition.Model) {
+	if up == nil || up.K == 0 {
+		return
+	}
+	R := m.Ranks[0]
+	s := ALSUserPositionsScale * columnSD(m.Factors[1], R, 0) * math.Sqrt(float64(up.I))
+	for i := 0; i < up.I; i++ {
+		for c := 0; c < up.K; c++ {
+			m.Factors[1][i*R+ALSFreeColumns+c] = s * up.cols[i*up.K+c]
+		}
+	}
+}
+
+// note states the columns in a report.
+func (up *userPositions) note() string {
+	shown := up.vals[:min(len(up.vals), up.K+2)]
+	return fmt.Sprintf("position columns (user unit): %s released with Gaussian noise sigma %.4g at l2 sensitivity 1 (removing a user removes p_u p_u^T, whose upper triangle has squared norm (n_u + 1)/(2 n_u) <= 1); its leading eigenvalues %.4g; the eigenvectors after the first whose eigenvalue exceeds %g x 2 sigma sqrt(I) = %.4g (the noise's spectral edge), at most R - 2, are item columns 3 to %d, each scaled to %g times the slope column's standard deviation (post-processing); %d kept", alsUserPosWhat, up.sigma, shown, up.g, up.edge, ALSFreeColumns+up.K, ALSUserPositionsScale, up.K)
+}

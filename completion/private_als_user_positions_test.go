@@ -1,0 +1,326 @@
+package completion
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/perturb"
+)
+
+// TestUserCooccurrenceSensitivity removes each user of a bounded log in
+// turn: the packed co-occurrence moves by exactly sqrt((n_u + 1)/(2 n_u))
+// (the derivation on userCooccurrence), never above the declared 1, and a
+// user with one rating reaches 1.
+func TestUserCooccurrenceSensitivity(t *testing.T) {
+	t.Parallel()
+	o := userOpts(6)
+	raw := userStore([]int{30, 20}, 240, 21)
+	// A user with a single rating: the bound is reached.
+	raw = withoutUser(raw, 29)
+	raw.Idx[0] = append(raw.Idx[0], 29)
+	raw.Idx[1] = append(raw.Idx[1], 3)
+	raw.Val = append(raw.Val, 4)
+	st, err := BoundForUnit(raw, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	I := st.Dims[1]
+	full := userCooccurrence(st, I)
+	n := map[int32]int{}
+	for _, u := range st.Idx[0] {
+		n[u]++
+	}
+	worst := 0.0
+	for u, nu := range n {
+		c := userCooccurrence(withoutUser(st, u), I)
+		var d float64
+		for i := range c {
+			d += (full[i] - c[i]) * (full[i] - c[i])
+		}
+		d = math.Sqrt(d)
+		want := math.Sqrt(float64(nu+1) / float64(2*nu))
+		if math.Abs(d-want) > 1e-9 || d > 1+1e-12 {
+			t.Fatalf("user %d with %d ratings: C moved by %v, want %v <= 1", u, nu, d, want)
+		}
+		worst = math.Max(worst, d)
+	}
+	if worst < 1-1e-12 {
+		t.Fatalf("worst move %v: the single-rating user should reach the bound 1", worst)
+	}
+	// The packed layout: entry (i, j) of the dense product.
+	dense := make([]float64, I*I)
+	by := map[int32][]int32{}
+	for e, u := range st.Idx[0] {
+		by[u] = append(by[u], st.Idx[1][e])
+	}
+	for _, items := range by {
+		for _, i := range items {
+			for _, j := range items {
+				dense[int(i)*I+int(j)] += 1 / float64(len(items))
+			}
+		}
+	}
+	for i := 0; i < I; i++ {
+		for j := i; j < I; j++ {
+			if got := full[packedRow(int32(i), I)+j]; math.Abs(got-dense[i*I+j]) > 1e-12 {
+				t.Fatalf("C[%d][%d] = %v, want %v", i, j, got, dense[i*I+j])
+			}
+		}
+	}
+}
+
+// TestLeadingEigen: the subspace iteration's leading eigenpairs match a
+// dense eigendecomposition on a symmetric matrix with a planted spectrum
+// plus noise whose negative eigenvalues are larger in magnitude than the
+// planted ones' rivals (the shift must keep them out).
+func TestLeadingEigen(t *testing.T) {
+	t.Parallel()
+	const I, k = 120, 4
+	rng := rand.New(rand.NewPCG(3, 4))
+	X := make([]float64, I*k)
+	for i := range X {
+		X[i] = rng.NormFloat64()
+	}
+	orthonormalCols(X, I, k)
+	lam := []float64{60, 40, 30, 25}
+	sigma := 0.8 // noise edge 2 sigma sqrt(I) = 17.5
+	dense := mat.NewSymDense(I, nil)
+	packed := make([]float64, I*(I+1)/2)
+	for i := 0; i < I; i++ {
+		for j := i; j < I; j++ {
+			v := sigma * rng.NormFloat64()
+			for c := 0; c < k; c++ {
+				v += lam[c] * X[i*k+c] * X[j*k+c]
+			}
+			dense.SetSym(i, j, v)
+			packed[packedRow(int32(i), I)+j] = v
+		}
+	}
+	var es mat.EigenSym
+	if !es.Factorize(dense, true) {
+		t.Fatal("factorize")
+	}
+	vals := es.Values(nil)
+	slices.Reverse(vals)
+	var W mat.Dense
+	es.VectorsTo(&W)
+	V, got := leadingEigen(packed, I, k+2, 2*sigma*math.Sqrt(I))
+	for c := 0; c < k; c++ {
+		if math.Abs(got[c]-vals[c]) > 1e-3*vals[c] {
+			t.Fatalf("eigenvalue %d: %v, dense %v (all %v)", c, got[c], vals[c], got)
+		}
+		// The vector, up to sign.
+		var dot float64
+		for i := 0; i < I; i++ {
+			dot += V[i*(k+2)+c] * W.At(i, I-1-c)
+		}
+		if math.Abs(math.Abs(dot)-1) > 1e-3 {
+			t.Fatalf("eigenvector %d: |<v, dense>| = %v", c, math.Abs(dot))
+		}
+	}
+}
+
+// positionsLog is a planted log whose positions carry taste: two user
+// groups, each rating mostly the items of its own half (32 of its 40
+// training ratings, 4 of its 6 test ones) and liking them (+0.5 against
+// -0.5 on the other half), item biases sd 1, noise sd 0.5, on [1, 5].
+func positionsLog(users, items int, seed uint64) (train, test *data.Store) {
+	rng := rand.New(rand.NewPCG(seed, 5))
+	bi := make([]float64, items)
+	for i := range bi {
+		bi[i] = rng.NormFloat64()
+	}
+	mk := func() *data.Store {
+		return &data.Store{Dims: []int{users, items}, Idx: make([][]int32, 2)}
+	}
+	train, test = mk(), mk()
+	half := items / 2
+	for u := 0; u < users; u++ {
+		g := u % 2
+		seen := map[int]bool{}
+		for r := 0; r < 46; r++ {
+			own := r%5 != 4 // 32 of the first 40, 4 of the last 6
+			var i int
+			for {
+				i = rng.IntN(half)
+				if own == (g == 1) {
+					i += half
+				}
+				if !seen[i] {
+					break
+				}
+			}
+			seen[i] = true
+			taste := -0.5
+			if own {
+				taste = 0.5
+			}
+			v := clampValue(3+bi[i]+taste+0.5*rng.NormFloat64(), 1, 5)
+			st := train
+			if r >= 40 {
+				st = test
+			}
+			st.Idx[0] = append(st.Idx[0], int32(u))
+			st.Idx[1] = append(st.Idx[1], int32(i))
+			st.Val = append(st.Val, v)
+		}
+	}
+	return train, test
+}
+
+// TestALSUserPositions: under the user unit, when private ALS's
+// fallback runs and the gate passes, the co-occurrence is released once,
+// with the noise the report states; the report says so and states its
+// sensitivity; the kept columns follow the free ones, are orthogonal
+// with the scale the rule sets, and on a log whose positions carry taste
+// they cut the fold-in RMSE well below the fallback without them (which
+// the columns' absence would fail). At a small epsilon the gate keeps the
+// budget for the counts and sums, and the report says why.
+func TestALSUserPositions(t *testing.T) {
+	t.Parallel()
+	const k, R = 40, 6
+	train, test := positionsLog(2000, 100, 1)
+	o := userOpts(k)
+	o.Epsilon = 50
+	st, err := BoundForUnit(train, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forceFallback := func(p *alsPrivateParams) { p.userGateShare = 2 }
+	run := func(oo *PrivateOptions, tweak func(*alsPrivateParams)) (*decomposition.Model, *perturb.Report) {
+		t.Helper()
+		m := privModel(t, decomposition.CP, []int{1, st.Dims[1]}, R, true, 1, 1)
+		rep, err := trainPrivateALS(st, m, oo, tweak)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m, rep
+	}
+	nt := newNoiseTally()
+	truth := userCooccurrence(st, st.Dims[1])
+	var rep *perturb.Report
+	var m *decomposition.Model
+	for seed := uint64(0); seed < 20; seed++ {
+		oo := o
+		oo.Noise = perturb.SeededNoise(seed)
+		got := map[string][][]float64{}
+		oo.probe = probeInto(got)
+		m, rep = run(&oo, forceFallback)
+		if len(got[alsUserPosWhat]) != 1 {
+			t.Fatalf("seed %d: %d co-occurrence releases; notes %q", seed, len(got[alsUserPosWhat]), rep.Notes)
+		}
+		nt.add(t, alsUserPosWhat, got[alsUserPosWhat][0], truth)
+	}
+	nt.check(t, "co-occurrence", rep, alsUserPosWhat)
+	if rep.Epsilon > o.Epsilon*(1+1e-9) || rep.Epsilon < 0.98*o.Epsilon {
+		t.Fatalf("epsilon spent %v, budget %v", rep.Epsilon, o.Epsilon)
+	}
+	notes := strings.Join(rep.Notes, "\n")
+	for _, want := range []string{"position columns (user unit)", "(n_u + 1)/(2 n_u) <= 1", "columns 3 to"} {
+		if !strings.Contains(notes, want) {
+			t.Fatalf("the report does not say %q: %q", want, rep.Notes)
+		}
+	}
+	var rel *perturb.Release
+	for i := range rep.Releases {
+		if rep.Releases[i].What == alsUserPosWhat {
+			rel = &rep.Releases[i]
+		}
+	}
+	if rel == nil || rel.Sensitivity != 1 || rel.Mechanism != perturb.MechGaussian {
+		t.Fatalf("the co-occurrence release in the report: %+v", rel)
+	}
+	// The columns: the free ones first, then K >= 1 orthogonal columns of
+	// the rule's spread; the rest zero.
+	I := st.Dims[1]
+	free := *m
+	free.Factors = [][]float64{m.Factors[0], slices.Clone(m.Factors[1])}
+	for i := 0; i < I; i++ {
+		clear(free.Factors[1][i*R+ALSFreeColumns : (i+1)*R])
+	}
+	checkFreeColumns(t, &free, &o, rep.ItemCounts, 0)
+	slope := columnSD(m.Factors[1], R, 0)
+	K := 0
+	for c := ALSFreeColumns; c < R; c++ {
+		var s float64
+		for i := 0; i < I; i++ {
+			s += m.Factors[1][i*R+c] * m.Factors[1][i*R+c]
+		}
+		if s == 0 {
+			break
+		}
+		K++
+		want := ALSUserPositionsScale * slope * math.Sqrt(float64(I))
+		if math.Abs(math.Sqrt(s)-want) > 1e-9*want {
+			t.Fatalf("column %d has norm %v, want %v", c, math.Sqrt(s), want)
+		}
+		for c2 := ALSFreeColumns; c2 < c; c2++ {
+			var d float64
+			for i := 0; i < I; i++ {
+				d += m.Factors[1][i*R+c] * m.Factors[1][i*R+c2]
+			}
+			if math.Abs(d) > 1e-6*s {
+				t.Fatalf("columns %d and %d are not orthogonal: %v", c, c2, d)
+			}
+		}
+	}
+	if K == 0 {
+		t.Fatalf("no position column kept: %q", rep.Notes)
+	}
+	// The gain on a log whose positions carry taste.
+	with, err := FoldInRMSE(m, train, test, BillboardFoldFor(rep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m0, rep0 := run(&o, func(p *alsPrivateParams) { forceFallback(p); p.userPosOff = true })
+	without, err := FoldInRMSE(m0, train, test, BillboardFoldFor(rep0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("fold-in RMSE with the position columns %.4f, without %.4f (K = %d)", with, without, K)
+	if with > without-0.02 {
+		t.Fatalf("the position columns score %.4f against %.4f without them: no gain on a log whose positions carry taste", with, without)
+	}
+	// A small epsilon: the gate keeps the budget for the counts and sums.
+	small := o
+	small.Epsilon = 1
+	got := map[string][][]float64{}
+	small.probe = probeInto(got)
+	_, rs := run(&small, forceFallback)
+	if len(got[alsUserPosWhat]) != 0 || !strings.Contains(strings.Join(rs.Notes, "\n"), "co-occurrence is not released") {
+		t.Fatalf("epsilon 1: %d co-occurrence releases; notes %q", len(got[alsUserPosWhat]), rs.Notes)
+	}
+	for _, r := range rs.Releases {
+		if r.What == alsUserPosWhat {
+			t.Fatalf("epsilon 1: the report lists the co-occurrence release")
+		}
+	}
+}
+
+// TestUserPositionsGate: the gate compares the noise's spectral edge with
+// tau times the released number of users.
+func TestUserPositionsGate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		sigma, users float64
+		I            int
+		want         bool
+	}{
+		{0.1, 943, 1682, true},   // edge 8.2 <= 18.9
+		{0.33, 943, 1682, false}, // edge 27.1 > 18.9
+		{0.1, 100, 1682, false},
+		{1, 20000, 1000, true},
+	} {
+		ok, why := userPositionsGate(tc.sigma, tc.I, tc.users, ALSUserPositionsGate)
+		if ok != tc.want || ok == (why != "") {
+			t.Errorf("sigma %g, %g users, %d items: %v %q, want %v", tc.sigma, tc.users, tc.I, ok, why, tc.want)
+		}
+	}
+}
