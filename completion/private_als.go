@@ -192,6 +192,7 @@ type alsPrivateParams struct {
 	userPosShare float64 // the co-occurrence's share of the fallback's mu^2
 	userPosEdge  float64 // g of the columns' rule (ALSUserPositionsEdge)
 	userPosGate  float64 // the release's gate (ALSUserPositionsGate)
+	userPosScale float64 // the columns' scale (ALSUserPositionsScale)
 	userCols     *userPositions
 }
 
@@ -205,6 +206,7 @@ func newALSPrivateParams(o *PrivateOptions) alsPrivateParams {
 		p.userPosShare = ALSUserPositionsShare
 		p.userPosEdge = ALSUserPositionsEdge
 		p.userPosGate = ALSUserPositionsGate
+		p.userPosScale = ALSUserPositionsScale
 	} else {
 		p.input = true
 		p.inputBiasFrac = ALSInputBiasFraction
@@ -646,7 +648,11 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 				return nil, err
 			}
 			p.userCols = up
-			gateNote += fmt.Sprintf(" (below %g%%): no item step is run and the item rows are the free columns alone; %s", 100*p.userGateShare, note)
+			rows := "the free columns alone"
+			if up != nil && up.K > 0 {
+				rows = "the free columns and the position columns"
+			}
+			gateNote += fmt.Sprintf(" (below %g%%): no item step is run and the item rows are %s; %s", 100*p.userGateShare, rows, note)
 			p.steps, acc = 0, fb
 		}
 	}
@@ -847,7 +853,7 @@ func alsUserFallback(train *data.Store, m *decomposition.Model, o *PrivateOption
 	}
 	var up *userPositions
 	if f > 0 {
-		if up, err = userPositionColumns(train, o, m.Ranks[0], z/math.Sqrt(f), p.userPosEdge); err != nil {
+		if up, err = userPositionColumns(train, o, m.Ranks[0], z/math.Sqrt(f), p.userPosEdge, p.userPosScale); err != nil {
 			return nil, "", nil, err
 		}
 	}
@@ -1254,7 +1260,10 @@ func freeColumnsNote(o *PrivateOptions, R int, up *userPositions) string {
 	}
 	rest := fmt.Sprintf("the other %d columns are zero", R-2)
 	if up != nil && up.K > 0 {
-		rest = fmt.Sprintf("columns 3 to %d are the position columns (below), the other %d zero", 2+up.K, R-2-up.K)
+		rest = fmt.Sprintf("columns 3 to %d are the position columns (below)", 2+up.K)
+		if R-2-up.K > 0 {
+			rest += fmt.Sprintf(", the other %d zero", R-2-up.K)
+		}
 	}
 	if R < 2 {
 		return fmt.Sprintf("item rows: no factor is learnt from the ratings; column 1 is the slope column, the released item biases over s = (r_max - r_min)/4 = %g (post-processing: no budget), on which each user fits a slope of their own when folding in", o.ratingRange()/biasSpreadDivisor)

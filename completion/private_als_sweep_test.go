@@ -169,6 +169,9 @@ func sweepTweak(o *PrivateOptions) func(*alsPrivateParams) {
 		if x, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_USERPOSGATE"), 64); err == nil {
 			p.userPosGate = x
 		}
+		if x, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_USERPOSSCALE"), 64); err == nil {
+			p.userPosScale = x
+		}
 		if x, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_USERPOSSHARE"), 64); err == nil {
 			p.userPosShare = x
 		}

@@ -28,23 +28,34 @@ const (
 	// after the first is kept when its eigenvalue exceeds g times 2 sigma
 	// sqrt(I), the edge of the spectrum of the released noise alone (a
 	// symmetric I x I matrix of independent N(0, sigma^2) entries: the
-	// semicircle's edge).
+	// semicircle's edge). Validation part of MovieLens-100K, user unit
+	// (k = 100), epsilon 100: 0.9091 at g = 0.8 and 1 (8 columns), 0.9097
+	// at 1.1 (5); eigenvectors just under the edge still carry some of
+	// the positions' structure.
 	ALSUserPositionsEdge = 1.0
 	// ALSUserPositionsShare is the co-occurrence release's share of the
 	// fallback's budget, as a share of mu^2 under Gaussian composition
-	// (the counts and sums get the rest).
+	// (the counts and sums get the rest). Same validation part, epsilon
+	// 100 (edge 1.1): 0.9177 / 0.9131 / 0.9097 / 0.9097 / 0.9118 at 0.1 /
+	// 0.25 / 0.5 / 0.75 / 1 (at 1 no second release of the counts and
+	// sums: it is worth keeping).
 	ALSUserPositionsShare = 0.5
 	// ALSUserPositionsGate is tau of the release's gate
-	// (userPositionsGate).
+	// (userPositionsGate). Same validation part: at epsilon 30, where the
+	// edge is 0.029 of the users, the columns lost to the counts and sums
+	// alone (0.9264-0.9323 against 0.9249); at 100 (0.013) they won
+	// (0.9091 against 0.9182).
 	ALSUserPositionsGate = 0.02
 	// ALSUserPositionsScale sets the columns' spread: each kept unit
 	// eigenvector is scaled to this times the slope column's standard
-	// deviation. Validation part of MovieLens-100K, user unit (k = 100),
-	// epsilon 100, eight columns, noise sd 0.05-0.1: 0.9020-0.9030 at 0.5,
-	// 0.9042-0.9047 at 1 and 0.9155-0.9179 at 2 (bias release with the free
-	// columns 0.9182, non-private ALS 0.9020); on the MovieLens-shaped
-	// synthetic log with random positions (no structure to find) they cost
-	// 0.0003-0.0011 at 0.5 and 0.0026-0.0079 at 1.
+	// deviation (a unit vector over I items has spread about 1/sqrt(I)).
+	// Same validation part, epsilon 100 (noise sd 0.149, eight columns):
+	// 0.9143 / 0.9116 / 0.9091 / 0.9089 at 0.25 / 0.35 / 0.5 / 0.7 (the
+	// fallback without the columns 0.9182, non-private ALS 0.9018); on the
+	// MovieLens-shaped synthetic log, whose positions are random (no
+	// structure to find), 0.8237 / 0.8238 / 0.8243 / 0.8253 against 0.8226
+	// without. Scaling each column by its eigenvalue (sqrt(lambda_j /
+	// lambda_2), or its excess over the edge) was worse: 0.9095-0.9185.
 	ALSUserPositionsScale = 0.5
 	// alsUserPositionsIters is the number of subspace iterations.
 	alsUserPositionsIters = 40
@@ -64,6 +75,7 @@ type userPositions struct {
 	sigma float64   // the release's noise sd
 	edge  float64   // the rule's threshold, g 2 sigma sqrt(I)
 	g     float64
+	scale float64 // the columns' spread over the slope column's (ALSUserPositionsScale)
 }
 
 // userPositionsRun reports whether the user unit's fallback releases the
@@ -217,7 +229,7 @@ func leadingEigen(C []float64, I, k int, shift float64) ([]float64, []float64) {
 // eigenvalue exceeds ALSUserPositionsEdge 2 sigma sqrt(I), at most R - 2
 // (the free columns take two). Everything after the noise is
 // post-processing.
-func userPositionColumns(train *data.Store, o *PrivateOptions, R int, sigma, gEdge float64) (*userPositions, error) {
+func userPositionColumns(train *data.Store, o *PrivateOptions, R int, sigma, gEdge, scale float64) (*userPositions, error) {
 	I := train.Dims[1]
 	g, err := perturb.NewGaussianSigma(1, sigma)
 	if err != nil {
@@ -230,7 +242,7 @@ func userPositionColumns(train *data.Store, o *PrivateOptions, R int, sigma, gEd
 	k := min(want+1+2, I) // the first, the R - 2, and two to speed the convergence
 	edge := gEdge * 2 * sigma * math.Sqrt(float64(I))
 	V, vals := leadingEigen(C, I, k, 2*sigma*math.Sqrt(float64(I)))
-	up := &userPositions{I: I, vals: vals, sigma: sigma, edge: edge, g: gEdge}
+	up := &userPositions{I: I, vals: vals, sigma: sigma, edge: edge, g: gEdge, scale: scale}
 	for j := 1; j < k && up.K < want; j++ {
 		if vals[j] <= edge {
 			break
@@ -255,7 +267,7 @@ func (up *userPositions) apply(m *decomposition.Model) {
 		return
 	}
 	R := m.Ranks[0]
-	s := ALSUserPositionsScale * columnSD(m.Factors[1], R, 0) * math.Sqrt(float64(up.I))
+	s := up.scale * columnSD(m.Factors[1], R, 0) * math.Sqrt(float64(up.I))
 	for i := 0; i < up.I; i++ {
 		for c := 0; c < up.K; c++ {
 			m.Factors[1][i*R+ALSFreeColumns+c] = s * up.cols[i*up.K+c]
@@ -266,5 +278,5 @@ func (up *userPositions) apply(m *decomposition.Model) {
 // note states the columns in a report.
 func (up *userPositions) note() string {
 	shown := up.vals[:min(len(up.vals), up.K+2)]
-	return fmt.Sprintf("position columns (user unit): %s released with Gaussian noise sigma %.4g at l2 sensitivity 1 (removing a user removes p_u p_u^T, whose upper triangle has squared norm (n_u + 1)/(2 n_u) <= 1); its leading eigenvalues %.4g; the eigenvectors after the first whose eigenvalue exceeds %g x 2 sigma sqrt(I) = %.4g (the noise's spectral edge), at most R - 2, are item columns 3 to %d, each scaled to %g times the slope column's standard deviation (post-processing); %d kept", alsUserPosWhat, up.sigma, shown, up.g, up.edge, ALSFreeColumns+up.K, ALSUserPositionsScale, up.K)
+	return fmt.Sprintf("position columns (user unit): %s released with Gaussian noise sigma %.4g at l2 sensitivity 1 (removing a user removes p_u p_u^T, whose upper triangle has squared norm (n_u + 1)/(2 n_u) <= 1); its leading eigenvalues %.4g; the eigenvectors after the first whose eigenvalue exceeds %g x 2 sigma sqrt(I) = %.4g (the noise's spectral edge), at most R - 2, are item columns 3 to %d, each scaled to %g times the slope column's standard deviation (post-processing); %d kept", alsUserPosWhat, up.sigma, shown, up.g, up.edge, ALSFreeColumns+up.K, up.scale, up.K)
 }
