@@ -467,8 +467,8 @@
 // N(0, sigma^2) entries) must be at most ALSUserPositionsGate times the
 // released number of users, C's trace; otherwise the whole share goes to
 // the counts and sums as before. Post-processing: the leading
-// eigenvectors of the noisy C (subspace iteration on C + 2 sigma sqrt(I)
-// I from a fixed start, then Rayleigh-Ritz); the first, close to
+// eigenvectors of the noisy C (subspace iteration from a fixed start,
+// then Rayleigh-Ritz); the first, close to
 // popularity, is dropped (the popularity column has it); those after it
 // whose eigenvalue exceeds ALSUserPositionsEdge times the noise's edge,
 // at most R - 2, become item columns 3, 4, ..., each scaled to
@@ -477,7 +477,7 @@
 // rated together they like. The positions are private at this unit, but
 // the co-occurrence is cheap to release because every user has unit
 // mass in it; on MovieLens-100K (validation part, k = 100, epsilon 100)
-// the columns took private ALS from 0.9182 to 0.9091 (non-private ALS
+// the columns took private ALS from 0.9182 to 0.9086 (non-private ALS
 // 0.9018). TestUserCooccurrenceSensitivity checks Delta_2 on
 // neighbouring logs (each user's exact move and the bound reached);
 // TestALSUserPositions the noise's variance, the report, the columns and
@@ -491,7 +491,8 @@
 //	v_i1 = b~_i / s                            (the slope column)
 //	v_i2 = sd(v_.1) (l_i - mean(l)) / sd(l),  l_i = log(1 + n~_i)  (the popularity column)
 //
-// and zero in the other columns, with s = (r_max - r_min)/4, b~ the
+// and zero in the other columns (at the user unit, the position
+// columns above when released), with s = (r_max - r_min)/4, b~ the
 // released item biases and n~ the item counts (public at the entry
 // unit, the released noisy ones at the user unit). Both are
 // post-processing of the bias release: no budget, no sensitivity. Each

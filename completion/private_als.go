@@ -749,6 +749,9 @@ func alsRelease(o *PrivateOptions, p alsPrivateParams, bo *PrivateOptions, m *de
 	rest := "the Gaussian item steps"
 	if p.steps == 0 && p.biasFrac < 1 {
 		rest = "the second release of the item counts and sums (no item step ran)"
+		if p.userCols != nil {
+			rest = fmt.Sprintf("the second release of the item counts and sums and the release of the users' item co-occurrence (no item step ran; %g of the share's mu^2 to the co-occurrence, its gate: the noise's spectral edge 2 sigma sqrt(I) at most %g times the released number of users)", p.userPosShare, p.userPosGate)
+		}
 	}
 	fold := fmt.Sprintf("with the training's per-rating ridge %g plus %g", p.lambda, ALSPrivateFoldRow)
 	if p.steps == 0 {
@@ -805,6 +808,16 @@ func alsUserFallback(train *data.Store, m *decomposition.Model, o *PrivateOption
 	deriv := fmt.Sprintf("at most k = %d items, each count moving by 1 (weighted a = %.4g) and each sum by a term in [-c, c], c = %g: l2 sqrt(k (a^2 + c^2)); noise multiplier that of the %d planned item steps composed, sigma/(Delta sqrt(T)) (completion doc, Sensitivities, User unit)", o.MaxRatingsPerUser, a, c, p.steps)
 	pos := userPositionsRun(m.Ranks[0], len(bias.sums), p)
 	f := 0.0 // the co-occurrence release's share of the steps' mu^2
+	if pos && o.Accounting == perturb.Advanced {
+		// Defensive (advanced composition admits pure releases only, and
+		// the user unit's are Gaussian, so it refuses the bias releases
+		// first): it is not exact for Gaussians, the gate's two branches
+		// would be planned at different noise, and a choice between them
+		// on a released value would need a privacy filter's argument.
+		// Basic composition (adaptive by filters) and the Gaussian-exact
+		// accountings need none.
+		pos = false
+	}
 	if pos {
 		f = p.userPosShare
 	}
@@ -857,9 +870,6 @@ func alsUserFallback(train *data.Store, m *decomposition.Model, o *PrivateOption
 			return nil, "", nil, err
 		}
 	}
-	if f == 1 {
-		return accWith(z), "the steps' share of epsilon is spent instead on the release of the users' item co-occurrence (the position columns, below)", up, nil
-	}
 	s := l2 * z / math.Sqrt(1-f)
 	g, err := perturb.NewGaussianSigma(l2, s)
 	if err != nil {
@@ -876,14 +886,16 @@ func alsUserFallback(train *data.Store, m *decomposition.Model, o *PrivateOption
 		sums[i] = pool(bias.sums[i], bias.itemsVar, vec[I+i], vs)
 		bias.counts[i] = math.Max(pool(bias.rawCounts[i], bias.countVar, vec[i]/a, vc), 0)
 	}
-	note := fmt.Sprintf("the steps' share of epsilon is spent instead on a second release of the item counts and sums (Gaussian sigma %.4g at l2 sensitivity %.4g; count noise sd %.4g against the first release's %.4g, sum noise sd %.4g against %.4g), each pooled with the first by inverse variance, and the item biases are refitted from the pooled values", s, l2, math.Sqrt(vc), math.Sqrt(bias.countVar), s, math.Sqrt(bias.itemsVar))
+	also := ""
+	if f > 0 {
+		also = fmt.Sprintf(" and, %g of it (of mu^2 under Gaussian composition; ALSUserPositionsShare), on the release of the users' item co-occurrence (the position columns, below)", f)
+	}
+	note := fmt.Sprintf("the steps' share of epsilon is spent instead on a second release of the item counts and sums%s (Gaussian sigma %.4g at l2 sensitivity %.4g; count noise sd %.4g against the first release's %.4g, sum noise sd %.4g against %.4g), each pooled with the first by inverse variance, and the item biases are refitted from the pooled values", also, s, l2, math.Sqrt(vc), math.Sqrt(bias.countVar), s, math.Sqrt(bias.itemsVar))
 	bias.itemsVar = bias.itemsVar * vs / (bias.itemsVar + vs)
 	bias.countVar = bias.countVar * vc / (bias.countVar + vc)
 	bias.notes = slices.DeleteFunc(bias.notes, func(n string) bool { return strings.HasPrefix(n, itemBiasNote) })
 	bias.setItemBiases(m, bias.mu, sums, bias.countVar)
-	if f > 0 {
-		note += ", and on the release of the users' item co-occurrence (the position columns, below)"
-	} else if gate != "" {
+	if gate != "" {
 		note += "; " + gate
 	} else if m.Ranks[0] > ALSFreeColumns && len(bias.sums) > ALSUserPositionsMaxItems {
 		note += fmt.Sprintf("; the users' item co-occurrence is not released (%d items, above ALSUserPositionsMaxItems = %d)", len(bias.sums), ALSUserPositionsMaxItems)

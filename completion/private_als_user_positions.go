@@ -28,7 +28,7 @@ const (
 	// after the first is kept when its eigenvalue exceeds g times 2 sigma
 	// sqrt(I), the edge of the spectrum of the released noise alone (a
 	// symmetric I x I matrix of independent N(0, sigma^2) entries: the
-	// semicircle's edge). Validation part of MovieLens-100K, user unit
+	// semicircle's edge); it must be at least 1 (leadingEigen). Validation part of MovieLens-100K, user unit
 	// (k = 100), epsilon 100: 0.9091 at g = 0.8 and 1 (8 columns), 0.9097
 	// at 1.1 (5); eigenvectors just under the edge still carry some of
 	// the positions' structure.
@@ -38,7 +38,7 @@ const (
 	// (the counts and sums get the rest). Same validation part, epsilon
 	// 100 (edge 1.1): 0.9177 / 0.9131 / 0.9097 / 0.9097 / 0.9118 at 0.1 /
 	// 0.25 / 0.5 / 0.75 / 1 (at 1 no second release of the counts and
-	// sums: it is worth keeping).
+	// sums: it is worth keeping). It must be in (0, 1).
 	ALSUserPositionsShare = 0.5
 	// ALSUserPositionsGate is tau of the release's gate
 	// (userPositionsGate). Same validation part: at epsilon 30, where the
@@ -111,13 +111,18 @@ func userPositionsGate(sigma float64, I int, users, tau float64) (bool, string) 
 // users' vectors do not depend on u, so Delta_2 = 1 for every k.
 func userCooccurrence(train *data.Store, I int) []float64 {
 	C := make([]float64, I*(I+1)/2)
-	by := map[int32][]int32{}
+	by := make([][]int32, train.Dims[0])
 	for e, u := range train.Idx[0] {
 		by[u] = append(by[u], train.Idx[1][e])
 	}
+	// Users in index order, so that the sums, and the seeded release, are
+	// the same on every run.
 	for _, items := range by {
+		if len(items) == 0 {
+			continue
+		}
 		slices.Sort(items)
-		items = slices.Compact(items)
+		items = slices.Compact(items) // defensive: the user unit's bound leaves one rating an item
 		w := 1 / float64(len(items))
 		for a, i := range items {
 			row := packedRow(i, I)
@@ -162,13 +167,14 @@ func packedMulCols(C []float64, I int, X []float64, k int) []float64 {
 	return Y
 }
 
-// leadingEigen returns the k leading eigenpairs of the packed symmetric
-// C (vectors I x k row-major, values decreasing) by subspace iteration on
-// C + shift I from a data-independent start, then Rayleigh-Ritz. The
-// shift moves the noise's negative half of the spectrum away from the
-// top, so that the iteration converges to the largest eigenvalues, not
-// the largest in magnitude.
-func leadingEigen(C []float64, I, k int, shift float64) ([]float64, []float64) {
+// leadingEigen returns k eigenpairs of the packed symmetric C, those of
+// largest magnitude (vectors I x k row-major, values decreasing), by
+// subspace iteration from a data-independent start, then Rayleigh-Ritz.
+// For the released co-occurrence (C positive semi-definite plus noise of
+// spectral norm about E = 2 sigma sqrt(I)) every eigenvalue below zero is
+// above -E, so every eigenvalue above E (the columns' rule keeps no
+// other: ALSUserPositionsEdge >= 1) is among those of largest magnitude.
+func leadingEigen(C []float64, I, k int) ([]float64, []float64) {
 	rng := rand.New(rand.NewPCG(streamALSUserPositions, 1))
 	X := make([]float64, I*k)
 	for i := range X {
@@ -177,9 +183,6 @@ func leadingEigen(C []float64, I, k int, shift float64) ([]float64, []float64) {
 	orthonormalCols(X, I, k)
 	for range alsUserPositionsIters {
 		Y := packedMulCols(C, I, X, k)
-		for i := range Y {
-			Y[i] += shift * X[i]
-		}
 		orthonormalCols(Y, I, k)
 		X = Y
 	}
@@ -241,7 +244,7 @@ func userPositionColumns(train *data.Store, o *PrivateOptions, R int, sigma, gEd
 	want := R - ALSFreeColumns
 	k := min(want+1+2, I) // the first, the R - 2, and two to speed the convergence
 	edge := gEdge * 2 * sigma * math.Sqrt(float64(I))
-	V, vals := leadingEigen(C, I, k, 2*sigma*math.Sqrt(float64(I)))
+	V, vals := leadingEigen(C, I, k)
 	up := &userPositions{I: I, vals: vals, sigma: sigma, edge: edge, g: gEdge, scale: scale}
 	for j := 1; j < k && up.K < want; j++ {
 		if vals[j] <= edge {
@@ -278,5 +281,9 @@ func (up *userPositions) apply(m *decomposition.Model) {
 // note states the columns in a report.
 func (up *userPositions) note() string {
 	shown := up.vals[:min(len(up.vals), up.K+2)]
-	return fmt.Sprintf("position columns (user unit): %s released with Gaussian noise sigma %.4g at l2 sensitivity 1 (removing a user removes p_u p_u^T, whose upper triangle has squared norm (n_u + 1)/(2 n_u) <= 1); its leading eigenvalues %.4g; the eigenvectors after the first whose eigenvalue exceeds %g x 2 sigma sqrt(I) = %.4g (the noise's spectral edge), at most R - 2, are item columns 3 to %d, each scaled to %g times the slope column's standard deviation (post-processing); %d kept", alsUserPosWhat, up.sigma, shown, up.g, up.edge, ALSFreeColumns+up.K, up.scale, up.K)
+	kept := "none is kept: the item rows are the free columns alone"
+	if up.K > 0 {
+		kept = fmt.Sprintf("%d kept, item columns 3 to %d, each scaled to %g times the slope column's standard deviation (post-processing); each user fits weights of their own on them when folding in", up.K, ALSFreeColumns+up.K, up.scale)
+	}
+	return fmt.Sprintf("position columns (user unit): %s released with Gaussian noise sigma %.4g at l2 sensitivity 1 (removing a user removes p_u p_u^T, whose upper triangle has squared norm (n_u + 1)/(2 n_u) <= 1); its leading eigenvalues %.4g; of the eigenvectors after the first, those whose eigenvalue exceeds %g x 2 sigma sqrt(I) = %.4g (the noise's spectral edge), at most R - 2: %s", alsUserPosWhat, up.sigma, shown, up.g, up.edge, kept)
 }

@@ -78,26 +78,27 @@ func TestUserCooccurrenceSensitivity(t *testing.T) {
 
 // TestLeadingEigen: the subspace iteration's leading eigenpairs match a
 // dense eigendecomposition on a symmetric matrix with a planted spectrum
-// plus noise whose negative eigenvalues are larger in magnitude than the
-// planted ones' rivals (the shift must keep them out).
+// plus noise, with a planted negative eigenvalue larger in magnitude
+// than some positive ones: it is in the block, and Rayleigh-Ritz must
+// order it last.
 func TestLeadingEigen(t *testing.T) {
 	t.Parallel()
-	const I, k = 120, 4
+	const I, k, planted = 120, 4, 5
 	rng := rand.New(rand.NewPCG(3, 4))
-	X := make([]float64, I*k)
+	X := make([]float64, I*planted)
 	for i := range X {
 		X[i] = rng.NormFloat64()
 	}
-	orthonormalCols(X, I, k)
-	lam := []float64{60, 40, 30, 25}
+	orthonormalCols(X, I, planted)
+	lam := []float64{60, 40, 30, 25, -50}
 	sigma := 0.8 // noise edge 2 sigma sqrt(I) = 17.5
 	dense := mat.NewSymDense(I, nil)
 	packed := make([]float64, I*(I+1)/2)
 	for i := 0; i < I; i++ {
 		for j := i; j < I; j++ {
 			v := sigma * rng.NormFloat64()
-			for c := 0; c < k; c++ {
-				v += lam[c] * X[i*k+c] * X[j*k+c]
+			for c := 0; c < planted; c++ {
+				v += lam[c] * X[i*planted+c] * X[j*planted+c]
 			}
 			dense.SetSym(i, j, v)
 			packed[packedRow(int32(i), I)+j] = v
@@ -111,7 +112,10 @@ func TestLeadingEigen(t *testing.T) {
 	slices.Reverse(vals)
 	var W mat.Dense
 	es.VectorsTo(&W)
-	V, got := leadingEigen(packed, I, k+2, 2*sigma*math.Sqrt(I))
+	V, got := leadingEigen(packed, I, k+2)
+	if last := got[k+1]; last > -45 {
+		t.Fatalf("the planted -50 is not last: %v", got)
+	}
 	for c := 0; c < k; c++ {
 		if math.Abs(got[c]-vals[c]) > 1e-3*vals[c] {
 			t.Fatalf("eigenvalue %d: %v, dense %v (all %v)", c, got[c], vals[c], got)
@@ -237,6 +241,16 @@ func TestALSUserPositions(t *testing.T) {
 	if rel == nil || rel.Sensitivity != 1 || rel.Mechanism != perturb.MechGaussian {
 		t.Fatalf("the co-occurrence release in the report: %+v", rel)
 	}
+	// The split: the counts and sums at multiplier z/sqrt(1 - f), the
+	// co-occurrence at z/sqrt(f).
+	for _, r := range rep.Releases {
+		if r.What == alsFallbackWhat {
+			f := ALSUserPositionsShare
+			if got, want := (r.Scale/r.Sensitivity)/rel.Scale, math.Sqrt(f/(1-f)); math.Abs(got-want) > 1e-9*want {
+				t.Fatalf("noise multipliers: counts and sums over co-occurrence %v, want %v", got, want)
+			}
+		}
+	}
 	// The columns: the free ones first, then K >= 1 orthogonal columns of
 	// the rule's spread; the rest zero.
 	I := st.Dims[1]
@@ -287,6 +301,14 @@ func TestALSUserPositions(t *testing.T) {
 	t.Logf("fold-in RMSE with the position columns %.4f, without %.4f (K = %d)", with, without, K)
 	if with > without-0.02 {
 		t.Fatalf("the position columns score %.4f against %.4f without them: no gain on a log whose positions carry taste", with, without)
+	}
+	// Same seed, same model, bit for bit.
+	oa, ob := o, o
+	oa.Noise, ob.Noise = perturb.SeededNoise(3), perturb.SeededNoise(3)
+	ma, _ := run(&oa, forceFallback)
+	mb, _ := run(&ob, forceFallback)
+	if !slices.Equal(ma.Factors[1], mb.Factors[1]) || !slices.Equal(ma.Bias[1], mb.Bias[1]) {
+		t.Fatal("two runs with the same seed released different item sides")
 	}
 	// A small epsilon: the gate keeps the budget for the counts and sums.
 	small := o
