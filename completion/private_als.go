@@ -188,12 +188,16 @@ type alsPrivateParams struct {
 	stepsNoFree     bool // measurement: the item steps without the free columns
 	// userPosOff (measurement) skips the user unit's position columns;
 	// userCols are the columns alsUserFallback released (nil: none).
-	userPosOff   bool
-	userPosShare float64 // the co-occurrence's share of the fallback's mu^2
-	userPosEdge  float64 // g of the columns' rule (ALSUserPositionsEdge)
-	userPosGate  float64 // the release's gate (ALSUserPositionsGate)
-	userPosScale float64 // the columns' scale (ALSUserPositionsScale)
-	userCols     *userPositions
+	userPosOff      bool
+	finalItemLambda float64 // measurement: the last step's item ridge
+	userPosShare    float64 // the co-occurrence's share of the fallback's mu^2
+	userPosEdge     float64 // g of the columns' rule (ALSUserPositionsEdge)
+	userPosGate     float64 // the release's gate (ALSUserPositionsGate)
+	userPosScale    float64 // the columns' scale (ALSUserPositionsScale)
+	userCols        *userPositions
+	heldOut         []bool    // user unit: users held out of the steps (alsHeldOut)
+	ridgeCands      []float64 // the last step's candidate item ridges (ALSRidgeCandidates)
+	ridgeOff        bool      // measurement: no ridge selection
 }
 
 func newALSPrivateParams(o *PrivateOptions) alsPrivateParams {
@@ -657,29 +661,80 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 		}
 	}
 	var steps func(*perturb.Gaussian) []float64
+	var ridgeNote string
+	var ridgeErr error
 	if p.steps > 0 {
-		steps = func(g *perturb.Gaussian) []float64 { return alsPrivateSteps(train, by, m, bias.counts, g, p, &o) }
-		if free := alsStepsFree(R, p); free > 0 {
-			// The steps fit R - free columns; the free columns follow
-			// (freeItemColumnsAt).
-			F := R - free
-			mv, err := decomposition.NewModel(decomposition.CP, m.Dims, []int{F}, true)
-			if err != nil {
+		if o.Unit == UnitUser && !p.ridgeOff {
+			// The last step's item ridge, chosen on held-out users
+			// (private_als_ridge.go): they leave the steps, and the
+			// selection takes ALSRidgeShare of the steps' mu^2.
+			p.heldOut, p.ridgeCands = alsHeldOut(train, by), ALSRidgeCandidates()
+			J := len(p.ridgeCands)
+			sel := func(s float64) perturb.Release {
+				return alsRidgeRelease(J, p.c, alsRidgeSigma(J, p.c, s, sens, p.steps))
+			}
+			if sigma, acc, err = planALSStepsWith(&o, bias.acc.Releases(), sens, deriv, p.steps, sel); err != nil {
 				return nil, err
 			}
-			steps = func(g *perturb.Gaussian) []float64 {
-				mv.Mean = m.Mean
-				copy(mv.Bias[1], m.Bias[1])
-				V := alsPrivateSteps(train, by, mv, bias.counts, g, p, &o)
+		}
+		free := alsStepsFree(R, p)
+		F := R - free
+		mv, err := decomposition.NewModel(decomposition.CP, m.Dims, []int{F}, true)
+		if err != nil {
+			return nil, err
+		}
+		steps = func(g *perturb.Gaussian) []float64 {
+			mv.Mean = m.Mean
+			copy(mv.Bias[1], m.Bias[1])
+			Vs := alsPrivateStepsAll(train, by, mv, bias.counts, g, p, &o)
+			orig := m.Factors[1]
+			defer func() { m.Factors[1] = orig }()
+			rows := make([][]float64, len(Vs))
+			for j, V := range Vs {
+				rows[j] = make([]float64, len(m.Factors[1]))
 				for i := 0; i < m.Dims[1]; i++ {
-					copy(m.Factors[1][i*R:i*R+F], V[i*F:(i+1)*F])
+					copy(rows[j][i*R:i*R+F], V[i*F:(i+1)*F])
 				}
-				freeItemColumnsAt(m, &o, bias.releasedCounts(), F)
-				return append([]float64(nil), m.Factors[1]...)
+				if free > 0 {
+					// The free columns follow (freeItemColumnsAt).
+					m.Factors[1] = rows[j]
+					freeItemColumnsAt(m, &o, bias.releasedCounts(), F)
+				}
 			}
+			best := 0
+			if len(rows) > 1 {
+				pen := decomposition.FoldPenalties{Row: ALSPrivateFoldRow, PerRating: p.lambda, Bucket: BiasBucketPenalty}
+				stat, users, err := heldOutLossDiffs(train, by, p.heldOut, m, rows, &o, pen, ALSRidgeClip*p.c*p.c)
+				if err != nil {
+					ridgeErr = err
+					return rows[0]
+				}
+				m.Factors[1] = orig
+				J := len(rows)
+				if best, ridgeNote, err = chooseRidge(stat, users, p.ridgeCands, alsRidgeSigma(J, p.c, g.Sigma(), sens, p.steps), &o, p.c); err != nil {
+					ridgeErr = err
+					return rows[0]
+				}
+			}
+			return rows[best]
 		}
 	}
-	return alsRelease(&o, p, &bo, m, bias, acc, sigma, sens, steps, gateNote, "")
+	rep, err := alsRelease(&o, p, &bo, m, bias, acc, sigma, sens, steps, gateNote, "")
+	if err == nil && ridgeErr != nil {
+		return nil, ridgeErr
+	}
+	if err == nil && ridgeNote != "" {
+		rep.Notes = append(rep.Notes, ridgeNote)
+	}
+	return rep, err
+}
+
+// alsRidgeSigma is the ridge selection's noise at J candidates and
+// residual clip c when the T item steps have noise sigma at sensitivity
+// sens: ALSRidgeShare of the two's mu^2 (Gaussian composition) to the
+// selection.
+func alsRidgeSigma(J int, c, sigma, sens float64, T int) float64 {
+	return alsRidgeSensitivity(J, c) * sigma / (sens * math.Sqrt(float64(T))) * math.Sqrt((1-ALSRidgeShare)/ALSRidgeShare)
 }
 
 // alsBiasOptions are the options of the item-statistics route's bias
@@ -1060,9 +1115,19 @@ func withGaussian(rels []perturb.Release, what string, sens, sigma float64, deri
 // ALSPrivateSteps Gaussian steps of l2 sensitivity sens (derived by
 // deriv) compose within o's budget, and their accountant.
 func planALSSteps(o *PrivateOptions, biasRels []perturb.Release, sens float64, deriv string, steps int) (float64, *perturb.Accountant, error) {
+	return planALSStepsWith(o, biasRels, sens, deriv, steps, nil)
+}
+
+// planALSStepsWith is planALSSteps with one more release after the steps
+// whose noise follows the steps' sigma (sel; nil: none).
+func planALSStepsWith(o *PrivateOptions, biasRels []perturb.Release, sens float64, deriv string, steps int, sel func(sigma float64) perturb.Release) (float64, *perturb.Accountant, error) {
 	budget := perturb.Budget{Epsilon: o.Epsilon, Delta: o.Delta}
 	accWith := func(sigma float64) *perturb.Accountant {
-		return withGaussian(biasRels, alsStatsWhat, sens, sigma, deriv, steps)
+		acc := withGaussian(biasRels, alsStatsWhat, sens, sigma, deriv, steps)
+		if sel != nil {
+			_ = acc.Add(sel(sigma), 1)
+		}
+		return acc
 	}
 	hi := sens
 	for !budget.Fits(accWith(hi), o.Accounting) {
@@ -1086,7 +1151,29 @@ func planALSSteps(o *PrivateOptions, biasRels []perturb.Release, sens float64, d
 // alsPrivateSteps runs the released item steps from a data-independent
 // start and returns the item rows (row-major Dims[1] x R).
 func alsPrivateSteps(train *data.Store, by [][]int, m *decomposition.Model, counts []float64, g *perturb.Gaussian, p alsPrivateParams, o *PrivateOptions) []float64 {
+	return alsPrivateStepsAll(train, by, m, counts, g, p, o)[0]
+}
+
+// alsPrivateStepsAll runs the released item steps and returns the item
+// rows of the last step solved at each of p.ridgeCands (the item ridge
+// per term; p.itemLambda alone when there are none). Users that
+// p.heldOut marks are in no step's statistics.
+func alsPrivateStepsAll(train *data.Store, by [][]int, m *decomposition.Model, counts []float64, g *perturb.Gaussian, p alsPrivateParams, o *PrivateOptions) [][]float64 {
 	R := m.Ranks[0]
+	if p.heldOut != nil {
+		kept := make([][]int, len(by))
+		for u, es := range by {
+			if !p.heldOut[u] {
+				kept[u] = es
+			}
+		}
+		by = kept
+	}
+	cands := p.ridgeCands
+	if len(cands) == 0 {
+		cands = []float64{p.itemLambda}
+	}
+	var out [][]float64
 	ir := rand.New(o.source(streamALSInit))
 	V := make([]float64, m.Dims[1]*R)
 	for i := range V {
@@ -1154,45 +1241,67 @@ func alsPrivateSteps(train *data.Store, by [][]int, m *decomposition.Model, coun
 			}
 			alsDebug("step %d: weighted mean |x|^2 %.4g (trace G / sum t = %.4g / %.4g), sigma %.4g", step, tr/total, tr, total, sigma)
 		}
-		for i := 0; i < I; i++ {
-			row := V[i*R : (i+1)*R]
-			gs := sigma
-			if p.gateSigma > 0 {
-				gs = p.gateSigma
+		lams := []float64{p.itemLambda}
+		if step == p.steps-1 {
+			lams = cands
+			if p.finalItemLambda > 0 {
+				lams = []float64{p.finalItemLambda}
 			}
-			if !alsLearnable(counts[i], p, R, gs) || total == 0 {
-				clear(row)
-				continue
+		}
+		prev := slices.Clone(V)
+		for li, lam := range lams {
+			if li > 0 {
+				V = slices.Clone(prev)
 			}
-			share := ti[i] / total
-			ridge := p.itemLambda*ti[i] + p.noiseRidge*sigma
-			if ridge <= 0 {
-				ridge = 1e-9 // noiseOff and no terms: keep the loop finite
+			alsSolveItems(V, stats, gram, ti, total, counts, sigma, lam, a, bvec, exact, p, R, I)
+			if step == p.steps-1 {
+				out = append(out, V)
 			}
-			for {
-				k := 0
-				for x := 0; x < R; x++ {
-					for y := x; y < R; y++ {
-						a[x*R+y] = share * gram[k]
-						if exact != nil {
-							a[x*R+y] = exact[i*R*R+x*R+y]
-						}
-						a[y*R+x] = a[x*R+y]
-						k++
-					}
-					a[x*R+x] += ridge
-				}
-				copy(bvec, stats[i*R:(i+1)*R])
-				if cholSolve(a, bvec, R) {
-					break
-				}
-				ridge *= 2 // post-processing of released values only
-			}
-			copy(row, bvec)
-			projectBall(row, p.gv)
 		}
 	}
-	return V
+	return out
+}
+
+// alsSolveItems solves every item row of V from one step's released
+// statistics (post-processing) at item ridge lam per term.
+func alsSolveItems(V, stats, gram, ti []float64, total float64, counts []float64, sigma, lam float64, a, bvec, exact []float64, p alsPrivateParams, R, I int) {
+	for i := 0; i < I; i++ {
+		row := V[i*R : (i+1)*R]
+		gs := sigma
+		if p.gateSigma > 0 {
+			gs = p.gateSigma
+		}
+		if !alsLearnable(counts[i], p, R, gs) || total == 0 {
+			clear(row)
+			continue
+		}
+		share := ti[i] / total
+		ridge := lam*ti[i] + p.noiseRidge*sigma
+		if ridge <= 0 {
+			ridge = 1e-9 // noiseOff and no terms: keep the loop finite
+		}
+		for {
+			k := 0
+			for x := 0; x < R; x++ {
+				for y := x; y < R; y++ {
+					a[x*R+y] = share * gram[k]
+					if exact != nil {
+						a[x*R+y] = exact[i*R*R+x*R+y]
+					}
+					a[y*R+x] = a[x*R+y]
+					k++
+				}
+				a[x*R+x] += ridge
+			}
+			copy(bvec, stats[i*R:(i+1)*R])
+			if cholSolve(a, bvec, R) {
+				break
+			}
+			ridge *= 2 // post-processing of released values only
+		}
+		copy(row, bvec)
+		projectBall(row, p.gv)
+	}
 }
 
 // freeItemColumns sets the first columns of m's item rows from released

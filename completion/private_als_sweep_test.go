@@ -136,7 +136,7 @@ func TestPrivateALSSweep(t *testing.T) {
 				t.Logf("%s %s epsilon %g (%s level): %.4f (%.2f s)", name, mode, e, unit, got, secs)
 				if os.Getenv("DPREC_ALS_NOTES") != "" {
 					for _, n := range rep.Notes {
-						if strings.HasPrefix(n, "learnability") || strings.HasPrefix(n, "positions") || strings.HasPrefix(n, "position columns") {
+						if strings.HasPrefix(n, "learnability") || strings.HasPrefix(n, "positions") || strings.HasPrefix(n, "position columns") || strings.HasPrefix(n, "item ridge") {
 							t.Logf("  %s", n)
 						}
 					}
@@ -157,6 +157,7 @@ func sweepTweak(o *PrivateOptions) func(*alsPrivateParams) {
 		p.inputNoFree = os.Getenv("DPREC_ALS_INPUTNOFREE") != ""
 		p.stepsNoFree = os.Getenv("DPREC_ALS_STEPSNOFREE") != ""
 		p.userPosOff = os.Getenv("DPREC_ALS_USERPOSOFF") != ""
+		p.ridgeOff = os.Getenv("DPREC_ALS_RIDGEOFF") != ""
 		p.posReg, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_POSREG"), 64)
 		p.posBias, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_POSBIAS"), 64)
 		p.exactGram = os.Getenv("DPREC_ALS_EXACTGRAM") != ""
@@ -186,6 +187,9 @@ func sweepTweak(o *PrivateOptions) func(*alsPrivateParams) {
 		}
 		if x, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_LAMBDA"), 64); err == nil {
 			p.lambda = x
+		}
+		if x, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_FINALITEMREG"), 64); err == nil {
+			p.finalItemLambda = x
 		}
 		if x, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_ITEMREG"), 64); err == nil {
 			p.itemLambda = x

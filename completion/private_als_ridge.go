@@ -1,0 +1,242 @@
+package completion
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/perturb"
+)
+
+// PRIVATE ALS, USER UNIT: THE ITEM RIDGE CHOSEN ON HELD-OUT USERS.
+//
+// The last item step's ridge sets the scale of the released item rows and
+// so the effective penalty of every user's fold-in, and the right one
+// depends on how much of the ratings' spread the factors explain, which
+// is private: on validation parts at epsilon 100 (k = 50 or 100), a last
+// ridge of 0.03 per term scored 0.5803 on a wide planted log (20,000
+// users, 1,000 items) against 0.6564 at the former fixed 0.3 (non-private
+// ALS 0.6349), but 4.2131 on Jester5k against 4.0992, where 1 scored
+// 4.0731 (non-private ALS 4.0884). So the user unit chooses it:
+//
+//  1. A public function of each user's own (bounded) ratings, a hash of
+//     their item and value list, holds out ALSRidgeHoldout of the users.
+//     Held-out users are in the bias releases and the selection below,
+//     not in the item steps; removing any user changes only their own
+//     part, so every release keeps its sensitivity.
+//  2. The item steps run on the other users. The last step's released
+//     statistics are solved once for each candidate ridge of
+//     ALSRidgeCandidates (post-processing): one set of item rows each,
+//     with the free columns after them as always.
+//  3. Each held-out user folds in (the billboard solve) from the ratings
+//     at even positions of their item-ordered list against each
+//     candidate and scores the rest: l_j, the mean of the squared errors
+//     of the clamped predictions. The released statistic is
+//     d_j = clip(l_j - l_1, -D, D) summed over the held-out users, one
+//     entry for each candidate after the first; removing a user moves it
+//     by at most D sqrt(J - 1) in l2 (J candidates), D = ALSRidgeClip
+//     c^2, c the residual clip. Gaussian noise; the chosen ridge is the
+//     candidate with the smallest noisy sum (0 for the first).
+//
+// Budget: the selection's Gaussian and the item steps share the steps'
+// part of the budget, ALSRidgeShare of its mu^2 (Gaussian composition)
+// to the selection; everything composes sequentially in the report.
+
+// Public constants of the ridge selection.
+const (
+	// ALSRidgeHoldout is the share of users held out for the selection.
+	ALSRidgeHoldout = 0.1
+	// ALSRidgeShare is the selection's share of the steps' mu^2.
+	ALSRidgeShare = 0.1
+	// ALSRidgeClip sets D = ALSRidgeClip c^2, the clip of a held-out
+	// user's loss differences.
+	ALSRidgeClip = 0.1
+)
+
+// ALSRidgeCandidates are the item ridges per term the selection chooses
+// among; the first is ALSPrivateItemReg, the default before.
+func ALSRidgeCandidates() []float64 { return []float64{ALSPrivateItemReg, 1, 0.1, 0.03} }
+
+const streamALSRidge = 16
+
+// alsRidgeWhat names the selection's release in the report.
+const alsRidgeWhat = "held-out users' fold-in loss differences between the candidate item ridges (clipped, summed over the held-out users)"
+
+// alsHeldOut returns, for each user index of train (by lists its rows),
+// whether the user is held out: a hash of the user's own item and value
+// list (in item order), so that whether a user is held out depends on
+// their ratings only.
+func alsHeldOut(train *data.Store, by [][]int) []bool {
+	out := make([]bool, len(by))
+	type iv struct {
+		i int32
+		v float64
+	}
+	var buf []iv
+	b := make([]byte, 12)
+	for u, es := range by {
+		if len(es) == 0 {
+			continue
+		}
+		buf = buf[:0]
+		for _, e := range es {
+			buf = append(buf, iv{train.Idx[1][e], train.Val[e]})
+		}
+		slices.SortFunc(buf, func(a, b iv) int {
+			if a.i != b.i {
+				return int(a.i) - int(b.i)
+			}
+			switch {
+			case a.v < b.v:
+				return -1
+			case a.v > b.v:
+				return 1
+			}
+			return 0
+		})
+		h := fnv.New64a()
+		for _, x := range buf {
+			putU32(b, uint32(x.i))
+			putU64(b[4:], math.Float64bits(x.v))
+			h.Write(b)
+		}
+		out[u] = h.Sum64()%1000 < uint64(1000*ALSRidgeHoldout)
+	}
+	return out
+}
+
+func putU32(b []byte, x uint32) {
+	for k := range 4 {
+		b[k] = byte(x >> (8 * k))
+	}
+}
+
+func putU64(b []byte, x uint64) {
+	for k := range 8 {
+		b[k] = byte(x >> (8 * k))
+	}
+}
+
+// alsRidgeSensitivity is the selection's l2 sensitivity at J candidates
+// and residual clip c: D sqrt(J - 1), D = ALSRidgeClip c^2.
+func alsRidgeSensitivity(J int, c float64) float64 {
+	return ALSRidgeClip * c * c * math.Sqrt(float64(J-1))
+}
+
+// alsRidgeRelease is the selection's release for the report at noise
+// sigma.
+func alsRidgeRelease(J int, c, sigma float64) perturb.Release {
+	return perturb.Release{What: alsRidgeWhat, Mechanism: perturb.MechGaussian, SensitivityNorm: "l2", Sensitivity: alsRidgeSensitivity(J, c),
+		Derivation: fmt.Sprintf("a held-out user adds one vector of %d loss differences, each clipped to [-D, D], D = %g c^2 = %.4g; other users are not in it, and a held-out user is in no item step: l2 D sqrt(J - 1) (completion/private_als_ridge.go)", J-1, ALSRidgeClip, ALSRidgeClip*c*c),
+		Scale:      sigma, Calibration: "sigma"}
+}
+
+// heldOutLossDiffs returns the selection's statistic before its noise:
+// for each candidate j >= 1 (rows[j] the released item rows of a model
+// like m), the sum over held-out users of clip(l_j - l_0, -D, D), and the
+// number of users scored. A held-out user folds in from their ratings at
+// even positions of their item-ordered list and is scored on the others
+// (users with fewer than two ratings are skipped).
+func heldOutLossDiffs(train *data.Store, by [][]int, held []bool, m *decomposition.Model, rows [][]float64, o *PrivateOptions, pen decomposition.FoldPenalties, D float64) ([]float64, int, error) {
+	J := len(rows)
+	models := make([]*decomposition.Model, J)
+	for j := range models {
+		mj := *m
+		mj.Factors = slices.Clone(m.Factors)
+		mj.Factors[1] = rows[j]
+		if m.Order() == 3 {
+			ones := make([]float64, len(m.Factors[2]))
+			for i := range ones {
+				ones[i] = 1
+			}
+			mj.Factors[2] = ones
+		}
+		mj.SetClamp(o.RatingMin, o.RatingMax)
+		models[j] = &mj
+	}
+	sum := make([]float64, J-1)
+	loss := make([]float64, J)
+	users := 0
+	order := m.Order()
+	idx := make([]int32, order)
+	work := make([]*decomposition.Work, J)
+	for j, mj := range models {
+		work[j] = mj.NewWork()
+	}
+	for u, es := range by {
+		if !held[u] || len(es) < 2 {
+			continue
+		}
+		es = slices.Clone(es)
+		slices.SortFunc(es, func(a, b int) int { return int(train.Idx[1][a]) - int(train.Idx[1][b]) })
+		var fit, score []int
+		for k, e := range es {
+			if k%2 == 0 {
+				fit = append(fit, e)
+			} else {
+				score = append(score, e)
+			}
+		}
+		items := make([]int32, len(fit))
+		ratings := make([]float64, len(fit))
+		var times []int32
+		if order == 3 {
+			times = make([]int32, len(fit))
+		}
+		for k, e := range fit {
+			items[k], ratings[k] = train.Idx[1][e], train.Val[e]
+			if order == 3 {
+				times[k] = train.Idx[2][e]
+			}
+		}
+		for j, mj := range models {
+			f, err := decomposition.FoldInUser(mj, items, times, ratings, pen)
+			if err != nil {
+				return nil, 0, fmt.Errorf("completion: private ALS: held-out fold-in: %w", err)
+			}
+			var sse float64
+			for _, e := range score {
+				for k := range idx {
+					idx[k] = train.Idx[k][e]
+				}
+				d := mj.PredictFoldedUser(f, idx, work[j]) - clampValue(train.Val[e], o.RatingMin, o.RatingMax)
+				sse += d * d
+			}
+			loss[j] = sse / float64(len(score))
+		}
+		for j := 1; j < J; j++ {
+			sum[j-1] += math.Max(-D, math.Min(D, loss[j]-loss[0]))
+		}
+		users++
+	}
+	return sum, users, nil
+}
+
+// chooseRidge releases the selection's statistic with Gaussian noise
+// sigma and returns the index of the chosen candidate and a note.
+func chooseRidge(stat []float64, users int, cands []float64, sigma float64, o *PrivateOptions, c float64) (int, string, error) {
+	g, err := perturb.NewGaussianSigma(alsRidgeSensitivity(len(cands), c), sigma)
+	if err != nil {
+		return 0, "", fmt.Errorf("completion: private ALS: %w", err)
+	}
+	noisy := slices.Clone(stat)
+	g.AddTo(noisy, rand.New(o.source(streamALSRidge)))
+	o.observe(alsRidgeWhat, noisy, nil)
+	best, bestV := 0, 0.0
+	for j, v := range noisy {
+		if v < bestV {
+			best, bestV = j+1, v
+		}
+	}
+	parts := make([]string, len(noisy))
+	for j, v := range noisy {
+		parts[j] = fmt.Sprintf("%g: %.4g", cands[j+1], v)
+	}
+	note := fmt.Sprintf("item ridge (user unit): chosen on held-out users (a hash of each user's own ratings holds out %g of them; they are in the bias releases and this selection only, not in the item steps): the last item step's released statistics solved at each candidate ridge per term %v (post-processing), each held-out user folds in from half of their ratings and scores the other half; the sums over the %d held-out users of their loss differences from the first candidate, clipped to [-D, D], D = %g c^2, released with Gaussian noise sigma %.4g at l2 sensitivity D sqrt(J - 1) = %.4g (%g of the steps' mu^2): %s; chosen %g", ALSRidgeHoldout, cands, users, ALSRidgeClip, sigma, alsRidgeSensitivity(len(cands), c), ALSRidgeShare, strings.Join(parts, ", "), cands[best])
+	return best, note, nil
+}

@@ -1,0 +1,240 @@
+package completion
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/perturb"
+)
+
+// TestALSHeldOut: whether a user is held out for the ridge selection
+// depends on their own ratings only (removing other users, or numbering
+// the users differently, changes no one's), and about ALSRidgeHoldout of
+// the users are.
+func TestALSHeldOut(t *testing.T) {
+	t.Parallel()
+	o := userOpts(8)
+	st, err := BoundForUnit(userStore([]int{400, 60}, 4000, 31), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := alsUsers(st)
+	held := alsHeldOut(st, by)
+	n, h := 0, 0
+	for u, es := range by {
+		if len(es) > 0 {
+			n++
+			if held[u] {
+				h++
+			}
+		}
+	}
+	if f := float64(h) / float64(n); math.Abs(f-ALSRidgeHoldout) > 0.05 {
+		t.Fatalf("%d of %d users held out (%.3f), want about %g", h, n, f, ALSRidgeHoldout)
+	}
+	// Without user 0: the others keep their status.
+	st2 := withoutUser(st, 0)
+	held2 := alsHeldOut(st2, alsUsers(st2))
+	for u := 1; u < len(held); u++ {
+		if held[u] != held2[u] {
+			t.Fatalf("user %d: held out %v, %v once user 0 is removed", u, held[u], held2[u])
+		}
+	}
+	// The rows in another order: the same status.
+	perm := rand.New(rand.NewPCG(2, 2)).Perm(st.NNZ())
+	st3 := st.Subset(perm)
+	held3 := alsHeldOut(st3, alsUsers(st3))
+	if !slices.Equal(held, held3) {
+		t.Fatal("the held-out users depend on the order of the rows")
+	}
+}
+
+// TestALSRidgeSelection: under the user unit with item steps, the last
+// step's ridge is chosen on held-out users: the selection's statistic
+// moves by at most its declared sensitivity when a held-out user is
+// removed (and not at all for another user), it is released once, its
+// noise takes ALSRidgeShare of the steps' mu^2, the whole budget is spent
+// with it in the composition and the report checks, and on a joke-shaped
+// log whose ratings are noisy (where a larger ridge is better) the chosen
+// ridge beats the fixed default.
+func TestALSRidgeSelection(t *testing.T) {
+	t.Parallel()
+	const k, R = 100, 5
+	full := jokeExposureLog(rand.New(rand.NewPCG(11, 11)), 1.6)
+	perm := rand.New(rand.NewPCG(42, 0)).Perm(full.NNZ())
+	test := full.Subset(perm[:full.NNZ()/10])
+	train := full.Subset(perm[full.NNZ()/10:])
+	o := userOpts(k)
+	o.RatingMin, o.RatingMax, o.Epsilon = -10, 10, 30
+	st, err := BoundForUnit(train, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(oo *PrivateOptions, tweak func(*alsPrivateParams)) (*decomposition.Model, *perturb.Report) {
+		t.Helper()
+		m := privModel(t, decomposition.CP, []int{1, st.Dims[1]}, R, true, 1, 1)
+		rep, err := trainPrivateALS(st, m, oo, tweak)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m, rep
+	}
+	oo := o
+	oo.Noise = perturb.SeededNoise(1)
+	got := map[string][][]float64{}
+	oo.probe = probeInto(got)
+	m, rep := run(&oo, nil)
+	if len(got[alsRidgeWhat]) != 1 {
+		t.Fatalf("%d ridge selections released; notes %q", len(got[alsRidgeWhat]), rep.Notes)
+	}
+	// Sensitivity, on fixed candidate rows (they are post-processing of
+	// the steps' releases, so the selection is analysed given them).
+	c := BiasResidualClip * o.ratingRange()
+	by := alsUsers(st)
+	held := alsHeldOut(st, by)
+	for u := 1500; u < len(by); u++ {
+		by[u] = nil // a part of the log keeps the check short
+	}
+	cands := ALSRidgeCandidates()
+	rows := make([][]float64, len(cands))
+	for j := range rows {
+		rows[j] = slices.Clone(m.Factors[1])
+		for i := range rows[j] {
+			rows[j][i] *= 1 + 0.3*float64(j) // distinct candidates
+		}
+	}
+	pen := decomposition.FoldPenalties{Row: ALSPrivateFoldRow, PerRating: ALSPrivateReg, Bucket: BiasBucketPenalty}
+	D := ALSRidgeClip * c * c
+	base, users, err := heldOutLossDiffs(st, by, held, m, rows, &o, pen, D)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if users < 100 {
+		t.Fatalf("%d held-out users scored", users)
+	}
+	bound := alsRidgeSensitivity(len(cands), c)
+	worst, checked := 0.0, 0
+	for u := 0; u < len(by) && checked < 40; u++ {
+		if len(by[u]) == 0 {
+			continue
+		}
+		by2 := slices.Clone(by)
+		by2[u] = nil
+		got2, _, err := heldOutLossDiffs(st, by2, held, m, rows, &o, pen, D)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d float64
+		for j := range base {
+			d += (base[j] - got2[j]) * (base[j] - got2[j])
+		}
+		d = math.Sqrt(d)
+		if !held[u] && d != 0 {
+			t.Fatalf("user %d is not held out but moved the statistic by %v", u, d)
+		}
+		if d > bound*(1+1e-12) {
+			t.Fatalf("held-out user %d moved the statistic by %v > %v", u, d, bound)
+		}
+		worst = math.Max(worst, d)
+		if held[u] {
+			checked++
+		}
+	}
+	if worst == 0 {
+		t.Fatal("no held-out user moved the statistic")
+	}
+	var rel *perturb.Release
+	var steps perturb.Release
+	for i, r := range rep.Releases {
+		switch r.What {
+		case alsRidgeWhat:
+			rel = &rep.Releases[i]
+		case alsStatsWhat:
+			steps = r
+		}
+	}
+	if rel == nil {
+		t.Fatalf("the report lists no ridge selection: %+v", rep.Releases)
+	}
+	// Its noise follows the steps': ALSRidgeShare of the two's mu^2.
+	muSel2 := math.Pow(rel.Sensitivity/rel.Scale, 2)
+	muSteps2 := float64(steps.Count) * math.Pow(steps.Sensitivity/steps.Scale, 2)
+	if got := muSel2 / (muSel2 + muSteps2); math.Abs(got-ALSRidgeShare) > 1e-9 {
+		t.Fatalf("the selection has %v of the steps' mu^2, want %v", got, ALSRidgeShare)
+	}
+	if rep.Epsilon > o.Epsilon*(1+1e-9) || rep.Epsilon < 0.98*o.Epsilon {
+		t.Fatalf("epsilon spent %v, budget %v", rep.Epsilon, o.Epsilon)
+	}
+	if bad := rep.Check(); len(bad) > 0 {
+		t.Fatalf("the report does not check: %q", bad)
+	}
+	notes := strings.Join(rep.Notes, "\n")
+	if !strings.Contains(notes, "item ridge (user unit): chosen on held-out users") {
+		t.Fatalf("the report does not state the selection: %q", rep.Notes)
+	}
+	// The gain: on this log (ratings noise sd 4 on [-10, 10]) the chosen
+	// ridge beats the fixed default's model.
+	with, err := FoldInRMSE(m, train, test, BillboardFoldFor(rep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o0 := o
+	o0.Noise = perturb.SeededNoise(1)
+	m0, rep0 := run(&o0, func(p *alsPrivateParams) { p.ridgeOff = true })
+	without, err := FoldInRMSE(m0, train, test, BillboardFoldFor(rep0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("fold-in RMSE with the ridge chosen %.4f, the fixed ridge %.4f", with, without)
+	if with > without-0.01 {
+		t.Fatalf("the chosen ridge scores %.4f against the fixed ridge's %.4f: no gain", with, without)
+	}
+}
+
+// TestChooseRidgeNoise: the selection's release has the variance its
+// Gaussian plans, and the choice is the smallest noisy sum (the first
+// candidate, 0, when every difference is positive).
+func TestChooseRidgeNoise(t *testing.T) {
+	t.Parallel()
+	o := userOpts(5)
+	cands := ALSRidgeCandidates()
+	const c, sigma = 1.5, 0.7
+	nt := newNoiseTally()
+	zero := make([]float64, len(cands)-1)
+	var note string
+	for seed := uint64(0); seed < 300; seed++ {
+		oo := o
+		oo.Noise = perturb.SeededNoise(seed)
+		got := map[string][][]float64{}
+		oo.probe = probeInto(got)
+		_, n, err := chooseRidge(zero, 10, cands, sigma, &oo, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		note = n
+		nt.add(t, alsRidgeWhat, got[alsRidgeWhat][0], zero)
+	}
+	rep := &perturb.Report{Releases: []perturb.Release{alsRidgeRelease(len(cands), c, sigma)}}
+	nt.check(t, "ridge selection", rep, alsRidgeWhat)
+	if !strings.Contains(note, "chosen") {
+		t.Fatalf("note %q", note)
+	}
+	// Clear differences: the candidate with the smallest sum wins.
+	for want := 0; want < len(cands); want++ {
+		stat := []float64{50, 50, 50}
+		if want > 0 {
+			stat[want-1] = -50
+		}
+		best, _, err := chooseRidge(stat, 10, cands, 0.01, &o, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if best != want {
+			t.Fatalf("sums %v: chose %d, want %d", stat, best, want)
+		}
+	}
+}
