@@ -51,7 +51,9 @@ const (
 	ALSPrivateReg = 0.05
 	// ALSPrivateItemReg is the per-term ridge of the item solve
 	// (lambda_v t_i, plus sigma for the noise): post-processing of the
-	// released statistics.
+	// released statistics. Under the user unit the last step's ridge is
+	// chosen among ALSRidgeCandidates, this one first, on held-out users
+	// (private_als_ridge.go).
 	ALSPrivateItemReg = 0.3
 	// ALSPrivateFoldRow is the fold-in's penalty on a user's row and bias
 	// beyond ALSPrivateReg per rating (decomposition.FoldPenalties.Row).
@@ -535,7 +537,9 @@ func projectBall(x []float64, g float64) {
 // of the noisy Gram matrix and its noisy right-hand side (penalty
 // ALSPrivateItemReg t_i + sigma), projected onto the ball of radius
 // Gamma_v, or zero when its count fails the learnability rule (package
-// doc, "Private ALS"). When the items whose noisy counts pass the rule
+// doc, "Private ALS"); the last step's ridge per term is chosen among
+// ALSRidgeCandidates on held-out users, who are in no step
+// (private_als_ridge.go; ALSRidgeShare of the steps' mu^2). When the items whose noisy counts pass the rule
 // carry less than ALSPrivateUserGateShare of the noisy count total, no
 // step runs and their share of the budget goes to a second release of
 // the item counts and sums, pooled with the bias mode's (alsUserFallback;
@@ -729,6 +733,15 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 	return rep, err
 }
 
+// ridgeRule says, for the report's constants, how the last step's ridge
+// was set.
+func ridgeRule(p alsPrivateParams) string {
+	if len(p.ridgeCands) < 2 || p.steps == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", the last step's chosen among %v on held-out users (the item ridge note)", p.ridgeCands)
+}
+
 // alsRidgeSigma is the ridge selection's noise at J candidates and
 // residual clip c when the T item steps have noise sigma at sensitivity
 // sens: ALSRidgeShare of the two's mu^2 (Gaussian composition) to the
@@ -832,7 +845,7 @@ func alsRelease(o *PrivateOptions, p alsPrivateParams, bo *PrivateOptions, m *de
 		rep.Notes = append(rep.Notes, inputNote)
 	}
 	rep.Notes = append(rep.Notes,
-		fmt.Sprintf("public constants and their rules: residual clip c = (r_max - r_min)/3 = %g; user vector norm <= Gamma_u = %g; item row norm <= Gamma_v = c/Gamma_u = %g; user-solve ridge %g per observation; item-solve ridge %g per term plus %g sigma (post-processing; each item's Gram matrix is its share t_i/sum t_j of the released shared one); at most k = %d terms a user (%s); %d item steps; items learnt when n_i Gamma_u^2 / R >= %g sigma, else zero rows; rank %d", p.c, p.gu, p.gv, p.lambda, p.itemLambda, p.noiseRidge, p.terms, alsTermsSource(o), p.steps, p.gate, R),
+		fmt.Sprintf("public constants and their rules: residual clip c = (r_max - r_min)/3 = %g; user vector norm <= Gamma_u = %g; item row norm <= Gamma_v = c/Gamma_u = %g; user-solve ridge %g per observation; item-solve ridge %g per term plus %g sigma (post-processing; each item's Gram matrix is its share t_i/sum t_j of the released shared one)%s; at most k = %d terms a user (%s); %d item steps; items learnt when n_i Gamma_u^2 / R >= %g sigma, else zero rows; rank %d", p.c, p.gu, p.gv, p.lambda, p.itemLambda, p.noiseRidge, ridgeRule(p), p.terms, alsTermsSource(o), p.steps, p.gate, R),
 		fmt.Sprintf("epsilon: %g%% of it calibrates the bias releases (%s; rule: 80%% up to epsilon 1, 30%% from 10, log-linear between, all of it when no item step runs at the entry unit); %s take the rest under %s composition", 100*p.biasFrac, bo.Mechanism, rest, used))
 	rep.Notes = append(rep.Notes, bias.notes...)
 	return rep, nil
