@@ -459,9 +459,9 @@
 // and the selection, not in the item steps, so removing any user changes
 // only their own part and every release keeps its sensitivity. The last
 // step's released statistics are solved at each of ALSRidgeCandidates
-// (post-processing). Each held-out user folds in from the ratings at
-// even positions of their item-ordered list against each candidate and
-// scores the others; the release is the sum over held-out users of the
+// (post-processing). Each held-out user is scored against each candidate
+// by alsRidgeFolds-fold cross-validation of their own ratings (fold-in
+// from the others, as a user folds in from all of theirs); the release is the sum over held-out users of the
 // loss differences from the first candidate, each clipped to [-D, D], D
 // = ALSRidgeClip c^2:
 //
