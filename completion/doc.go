@@ -451,15 +451,15 @@
 // term sets the scale of the released item rows and so the effective
 // penalty of every user's fold-in; the right one depends on how much of
 // the ratings' spread the factors explain, which is private (validation
-// parts at epsilon 100: 0.03 best on a wide planted log, 1 on Jester5k,
-// 0.3 on a planted joke-shaped log). It is chosen on held-out users
+// parts at epsilon 100: 0.03 best on a wide planted log, 0.3 on the joke
+// logs). It is chosen on held-out users
 // (private_als_ridge.go): a hash of each user's own bounded ratings holds
 // out ALSRidgeHoldout of them, so that whether a user is held out
 // depends on that user alone; held-out users are in the bias releases
 // and the selection, not in the item steps, so removing any user changes
 // only their own part and every release keeps its sensitivity. The last
-// step's released statistics are solved at each of ALSRidgeCandidates
-// (post-processing). Each held-out user is scored against each candidate
+// step's released statistics are solved at each of ALSRidgeCandidates,
+// the former fixed ridge and smaller ones (post-processing). Each held-out user is scored against each candidate
 // by alsRidgeFolds-fold cross-validation of their own ratings (fold-in
 // from the others, as a user folds in from all of theirs); the release is the sum over held-out users of the
 // loss differences from the first candidate, each clipped to [-D, D], D
