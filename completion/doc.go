@@ -474,7 +474,8 @@
 // depends on the user alone; TestALSRidgeSelection the sensitivity on
 // neighbours (removing a held-out user moves the statistic by at most
 // Delta_2, any other user not at all), the share and the composition,
-// and the gain on a joke-shaped log; TestChooseRidgeNoise the noise.
+// and the gain on a planted log where a smaller ridge wins;
+// TestChooseRidgeNoise the noise.
 //
 // Private ALS, user unit: the position columns. When the fallback above
 // runs, its share of the budget is split (ALSUserPositionsShare of mu^2

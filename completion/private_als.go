@@ -375,7 +375,7 @@ func alsUsers(train *data.Store) [][]int {
 // y_ui - b_u, y_ui = clip(clamp(r_ui) - mu - beta_i, -c, c); the user
 // vector (row, bias) is the ridge solution with penalty lambda n_u,
 // projected onto the ball of radius Gamma_u. Item i's Gram matrix is then
-// estimated as (t_i / sum_j t_j) G (alsPrivateSteps), so no item's own
+// estimated as (t_i / sum_j t_j) G (alsPrivateStepsAll), so no item's own
 // Gram matrix is released.
 func alsItemStats(train *data.Store, by [][]int, mu float64, itemBias, V []float64, R int, p alsPrivateParams, o *PrivateOptions) []float64 {
 	return alsItemStatsY(train, by, alsTermsOf(by, p), alsResiduals(train, mu, itemBias, p, o), V, R, p, nil)
@@ -384,7 +384,7 @@ func alsItemStats(train *data.Store, by [][]int, mu float64, itemBias, V []float
 // alsResiduals returns y_e = clip(clamp(r_e) - mu - beta_i, -c, c) for
 // every training entry e (store order). They depend on the released mean
 // and item biases only, which the item steps do not change, so
-// alsPrivateSteps computes them once for all steps.
+// alsPrivateStepsAll computes them once for all steps.
 func alsResiduals(train *data.Store, mu float64, itemBias []float64, p alsPrivateParams, o *PrivateOptions) []float64 {
 	ys := make([]float64, len(train.Val))
 	for e, r := range train.Val {
@@ -539,7 +539,8 @@ func projectBall(x []float64, g float64) {
 // Gamma_v, or zero when its count fails the learnability rule (package
 // doc, "Private ALS"); the last step's ridge per term is chosen among
 // ALSRidgeCandidates on held-out users, who are in no step
-// (private_als_ridge.go; ALSRidgeShare of the steps' mu^2). When the items whose noisy counts pass the rule
+// (private_als_ridge.go; ALSRidgeShare of the steps' and the selection's
+// mu^2 together). When the items whose noisy counts pass the rule
 // carry less than ALSPrivateUserGateShare of the noisy count total, no
 // step runs and their share of the budget goes to a second release of
 // the item counts and sums, pooled with the bias mode's (alsUserFallback;
@@ -632,6 +633,23 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 			return nil, err
 		}
 	}
+	// The fallback's plan: the steps alone (it spends their whole share).
+	fallbackSigma := sigma
+	if o.Unit == UnitUser && p.steps > 0 && !p.ridgeOff && p.finalItemLambda == 0 && len(ALSRidgeCandidates()) >= 2 {
+		// The last step's item ridge, chosen on held-out users
+		// (private_als_ridge.go): they leave the steps, and the selection
+		// takes ALSRidgeShare of the steps' and its own mu^2 together. The
+		// steps' sigma with it is the one the learnability rule below and
+		// the steps use.
+		p.heldOut, p.ridgeCands = alsHeldOut(train, by), ALSRidgeCandidates()
+		J := len(p.ridgeCands)
+		sel := func(s float64) perturb.Release {
+			return alsRidgeRelease(J, p.c, alsRidgeSigma(J, p.c, s, sens, p.steps))
+		}
+		if sigma, acc, err = planALSStepsWith(&o, bias.acc.Releases(), sens, deriv, p.steps, sel); err != nil {
+			return nil, err
+		}
+	}
 	if o.Unit == UnitUser && p.gate > 0 && p.steps > 0 {
 		// Under the user unit the counts are private, but the bias mode
 		// has just released noisy ones: the same rule on them, after the
@@ -651,7 +669,7 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 		}
 		gateNote = fmt.Sprintf("learnability rule: at the item-step sigma %.4g, items whose released noisy counts pass n_i Gamma_u^2 / R >= %g sigma carry %.1f%% of the noisy count total", sigma, p.gate, 100*share)
 		if share < p.userGateShare {
-			fb, note, up, err := alsUserFallback(train, m, &o, p, bias, sens, sigma)
+			fb, note, up, err := alsUserFallback(train, m, &o, p, bias, sens, fallbackSigma)
 			if err != nil {
 				return nil, err
 			}
@@ -662,25 +680,13 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 			}
 			gateNote += fmt.Sprintf(" (below %g%%): no item step is run and the item rows are %s; %s", 100*p.userGateShare, rows, note)
 			p.steps, acc = 0, fb
+			p.heldOut, p.ridgeCands = nil, nil
 		}
 	}
 	var steps func(*perturb.Gaussian) []float64
 	var ridgeNote string
 	var ridgeErr error
 	if p.steps > 0 {
-		if o.Unit == UnitUser && !p.ridgeOff {
-			// The last step's item ridge, chosen on held-out users
-			// (private_als_ridge.go): they leave the steps, and the
-			// selection takes ALSRidgeShare of the steps' mu^2.
-			p.heldOut, p.ridgeCands = alsHeldOut(train, by), ALSRidgeCandidates()
-			J := len(p.ridgeCands)
-			sel := func(s float64) perturb.Release {
-				return alsRidgeRelease(J, p.c, alsRidgeSigma(J, p.c, s, sens, p.steps))
-			}
-			if sigma, acc, err = planALSStepsWith(&o, bias.acc.Releases(), sens, deriv, p.steps, sel); err != nil {
-				return nil, err
-			}
-		}
 		free := alsStepsFree(R, p)
 		F := R - free
 		mv, err := decomposition.NewModel(decomposition.CP, m.Dims, []int{F}, true)
@@ -708,14 +714,14 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 			best := 0
 			if len(rows) > 1 {
 				pen := decomposition.FoldPenalties{Row: ALSPrivateFoldRow, PerRating: p.lambda, Bucket: BiasBucketPenalty}
-				stat, users, err := heldOutLossDiffs(train, by, p.heldOut, m, rows, &o, pen, ALSRidgeClip*p.c*p.c)
+				stat, _, err := heldOutLossDiffs(train, by, p.heldOut, m, rows, &o, pen, ALSRidgeClip*p.c*p.c)
 				if err != nil {
 					ridgeErr = err
 					return rows[0]
 				}
 				m.Factors[1] = orig
 				J := len(rows)
-				if best, ridgeNote, err = chooseRidge(stat, users, p.ridgeCands, alsRidgeSigma(J, p.c, g.Sigma(), sens, p.steps), &o, p.c); err != nil {
+				if best, ridgeNote, err = chooseRidge(stat, p.ridgeCands, alsRidgeSigma(J, p.c, g.Sigma(), sens, p.steps), &o, p.c); err != nil {
 					ridgeErr = err
 					return rows[0]
 				}
@@ -1161,14 +1167,9 @@ func planALSStepsWith(o *PrivateOptions, biasRels []perturb.Release, sens float6
 	return hi, accWith(hi), nil
 }
 
-// alsPrivateSteps runs the released item steps from a data-independent
-// start and returns the item rows (row-major Dims[1] x R).
-func alsPrivateSteps(train *data.Store, by [][]int, m *decomposition.Model, counts []float64, g *perturb.Gaussian, p alsPrivateParams, o *PrivateOptions) []float64 {
-	return alsPrivateStepsAll(train, by, m, counts, g, p, o)[0]
-}
-
-// alsPrivateStepsAll runs the released item steps and returns the item
-// rows of the last step solved at each of p.ridgeCands (the item ridge
+// alsPrivateStepsAll runs the released item steps from a
+// data-independent start and returns the item rows (row-major Dims[1] x
+// R) of the last step solved at each of p.ridgeCands (the item ridge
 // per term; p.itemLambda alone when there are none). Users that
 // p.heldOut marks are in no step's statistics.
 func alsPrivateStepsAll(train *data.Store, by [][]int, m *decomposition.Model, counts []float64, g *perturb.Gaussian, p alsPrivateParams, o *PrivateOptions) [][]float64 {

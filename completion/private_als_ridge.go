@@ -37,21 +37,24 @@ import (
 //     of their own ratings against each candidate (fold-in, the billboard
 //     solve, from the others; the squared errors of the clamped
 //     predictions): l_j, their mean. The released statistic is
-//     d_j = clip(l_j - l_1, -D, D) summed over the held-out users, one
+//     d_j = clip(l_j - l_0, -D, D) (l_0 the first candidate's) summed over the held-out users, one
 //     entry for each candidate after the first; removing a user moves it
 //     by at most D sqrt(J - 1) in l2 (J candidates), D = ALSRidgeClip
 //     c^2, c the residual clip. Gaussian noise; the chosen ridge is the
 //     candidate with the smallest noisy sum (0 for the first).
 //
 // Budget: the selection's Gaussian and the item steps share the steps'
-// part of the budget, ALSRidgeShare of its mu^2 (Gaussian composition)
-// to the selection; everything composes sequentially in the report.
+// part of the budget, ALSRidgeShare of the two's mu^2 together (Gaussian
+// composition) to the selection; everything composes sequentially in the
+// report. The item solves' t_i are the bias release's noisy counts, which
+// include the held-out users: the per-term ridges are relative to them.
 
 // Public constants of the ridge selection.
 const (
 	// ALSRidgeHoldout is the share of users held out for the selection.
 	ALSRidgeHoldout = 0.1
-	// ALSRidgeShare is the selection's share of the steps' mu^2.
+	// ALSRidgeShare is the selection's share of the steps' and its own
+	// mu^2 together.
 	ALSRidgeShare = 0.1
 	// ALSRidgeClip sets D = ALSRidgeClip c^2, the clip of a held-out
 	// user's loss differences.
@@ -240,7 +243,7 @@ func heldOutLossDiffs(train *data.Store, by [][]int, held []bool, m *decompositi
 
 // chooseRidge releases the selection's statistic with Gaussian noise
 // sigma and returns the index of the chosen candidate and a note.
-func chooseRidge(stat []float64, users int, cands []float64, sigma float64, o *PrivateOptions, c float64) (int, string, error) {
+func chooseRidge(stat []float64, cands []float64, sigma float64, o *PrivateOptions, c float64) (int, string, error) {
 	g, err := perturb.NewGaussianSigma(alsRidgeSensitivity(len(cands), c), sigma)
 	if err != nil {
 		return 0, "", fmt.Errorf("completion: private ALS: %w", err)
@@ -258,6 +261,6 @@ func chooseRidge(stat []float64, users int, cands []float64, sigma float64, o *P
 	for j, v := range noisy {
 		parts[j] = fmt.Sprintf("%g: %.4g", cands[j+1], v)
 	}
-	note := fmt.Sprintf("item ridge (user unit): chosen on held-out users (a hash of each user's own ratings holds out %g of them; they are in the bias releases and this selection only, not in the item steps): the last item step's released statistics solved at each candidate ridge per term %v (post-processing), each held-out user is scored by %d-fold cross-validation of their own ratings (fold-in from the others); the sums over the %d held-out users of their loss differences from the first candidate, clipped to [-D, D], D = %g c^2, released with Gaussian noise sigma %.4g at l2 sensitivity D sqrt(J - 1) = %.4g (%g of the steps' mu^2): %s; chosen %g", ALSRidgeHoldout, cands, alsRidgeFolds, users, ALSRidgeClip, sigma, alsRidgeSensitivity(len(cands), c), ALSRidgeShare, strings.Join(parts, ", "), cands[best])
+	note := fmt.Sprintf("item ridge (user unit): chosen on held-out users (a hash of each user's own ratings holds out %g of them; they are in the bias releases and this selection only, not in the item steps): the last item step's released statistics solved at each candidate ridge per term %v (post-processing), each held-out user is scored by %d-fold cross-validation of their own ratings (fold-in from the others); the sums over the held-out users of their loss differences from the first candidate, clipped to [-D, D], D = %g c^2, released with Gaussian noise sigma %.4g at l2 sensitivity D sqrt(J - 1) = %.4g (%g of the steps' and the selection's mu^2 together; the number of held-out users is not released): %s; chosen %g", ALSRidgeHoldout, cands, alsRidgeFolds, ALSRidgeClip, sigma, alsRidgeSensitivity(len(cands), c), ALSRidgeShare, strings.Join(parts, ", "), cands[best])
 	return best, note, nil
 }
