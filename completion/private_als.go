@@ -821,6 +821,9 @@ func alsRelease(o *PrivateOptions, p alsPrivateParams, bo *PrivateOptions, m *de
 		rep.Covered = append(rep.Covered, "number of users", "number of ratings", "item counts (noisy; used by the bias estimate, the item solve and the learnability rule, and saved as the report's item_counts for rankings)")
 	}
 	rest := "the Gaussian item steps"
+	if p.steps > 0 && len(p.ridgeCands) >= 2 {
+		rest = fmt.Sprintf("the Gaussian item steps and the item ridge's selection (%g of their mu^2 together)", ALSRidgeShare)
+	}
 	if p.steps == 0 && p.biasFrac < 1 {
 		rest = "the second release of the item counts and sums (no item step ran)"
 		if p.userCols != nil {
