@@ -1,6 +1,8 @@
 package completion
 
 import (
+	"cmp"
+	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -104,38 +106,20 @@ func alsHeldOut(train *data.Store, by [][]int) []bool {
 			buf = append(buf, iv{train.Idx[1][e], train.Val[e]})
 		}
 		slices.SortFunc(buf, func(a, b iv) int {
-			if a.i != b.i {
-				return int(a.i) - int(b.i)
+			if c := cmp.Compare(a.i, b.i); c != 0 {
+				return c
 			}
-			switch {
-			case a.v < b.v:
-				return -1
-			case a.v > b.v:
-				return 1
-			}
-			return 0
+			return cmp.Compare(a.v, b.v)
 		})
 		h := fnv.New64a()
 		for _, x := range buf {
-			putU32(b, uint32(x.i))
-			putU64(b[4:], math.Float64bits(x.v))
+			binary.LittleEndian.PutUint32(b, uint32(x.i))
+			binary.LittleEndian.PutUint64(b[4:], math.Float64bits(x.v))
 			h.Write(b)
 		}
 		out[u] = h.Sum64()%1000 < uint64(1000*ALSRidgeHoldout)
 	}
 	return out
-}
-
-func putU32(b []byte, x uint32) {
-	for k := range 4 {
-		b[k] = byte(x >> (8 * k))
-	}
-}
-
-func putU64(b []byte, x uint64) {
-	for k := range 8 {
-		b[k] = byte(x >> (8 * k))
-	}
 }
 
 // alsRidgeSensitivity is the selection's l2 sensitivity at J candidates
