@@ -1265,7 +1265,10 @@ func alsPrivateStepsAll(train *data.Store, by [][]int, m *decomposition.Model, c
 				lams = []float64{p.finalItemLambda}
 			}
 		}
-		prev := slices.Clone(V)
+		var prev []float64
+		if len(lams) > 1 {
+			prev = slices.Clone(V) // every candidate starts from this step's input rows
+		}
 		for li, lam := range lams {
 			if li > 0 {
 				V = slices.Clone(prev)

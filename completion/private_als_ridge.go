@@ -188,18 +188,7 @@ func heldOutLossDiffs(train *data.Store, by [][]int, held []bool, m *decompositi
 					fit = append(fit, e)
 				}
 			}
-			items := make([]int32, len(fit))
-			ratings := make([]float64, len(fit))
-			var times []int32
-			if order == 3 {
-				times = make([]int32, len(fit))
-			}
-			for k, e := range fit {
-				items[k], ratings[k] = train.Idx[1][e], train.Val[e]
-				if order == 3 {
-					times[k] = train.Idx[2][e]
-				}
-			}
+			items, times, ratings := foldInputs(train, fit, order)
 			for j, mj := range models {
 				fo, err := decomposition.FoldInUser(mj, items, times, ratings, pen)
 				if err != nil {

@@ -90,12 +90,7 @@ func TestALSRidgeSelection(t *testing.T) {
 	}
 	run := func(oo *PrivateOptions, tweak func(*alsPrivateParams)) (*decomposition.Model, *perturb.Report) {
 		t.Helper()
-		m := privModel(t, decomposition.CP, []int{1, st.Dims[1]}, R, true, 1, 1)
-		rep, err := trainPrivateALS(st, m, oo, tweak)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m, rep
+		return trainUserALS(t, st, R, oo, tweak)
 	}
 	oo := o
 	oo.Noise = perturb.SeededNoise(1)

@@ -200,12 +200,7 @@ func TestALSUserPositions(t *testing.T) {
 	forceFallback := func(p *alsPrivateParams) { p.userGateShare = 2 }
 	run := func(oo *PrivateOptions, tweak func(*alsPrivateParams)) (*decomposition.Model, *perturb.Report) {
 		t.Helper()
-		m := privModel(t, decomposition.CP, []int{1, st.Dims[1]}, R, true, 1, 1)
-		rep, err := trainPrivateALS(st, m, oo, tweak)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m, rep
+		return trainUserALS(t, st, R, oo, tweak)
 	}
 	nt := newNoiseTally()
 	truth := userCooccurrence(st, st.Dims[1])
@@ -345,4 +340,17 @@ func TestUserPositionsGate(t *testing.T) {
 			t.Errorf("sigma %g, %g users, %d items: %v %q, want %v", tc.sigma, tc.users, tc.I, ok, why, tc.want)
 		}
 	}
+}
+
+// trainUserALS trains private ALS of rank R at the user unit on the
+// bounded store st (tweak as trainPrivateALS takes it) and returns the
+// model and its report.
+func trainUserALS(t *testing.T, st *data.Store, R int, o *PrivateOptions, tweak func(*alsPrivateParams)) (*decomposition.Model, *perturb.Report) {
+	t.Helper()
+	m := privModel(t, decomposition.CP, []int{1, st.Dims[1]}, R, true, 1, 1)
+	rep, err := trainPrivateALS(st, m, o, tweak)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, rep
 }

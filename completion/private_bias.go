@@ -488,19 +488,7 @@ func FoldInRMSE(m *decomposition.Model, train, test *data.Store, pen decompositi
 				}
 				row = &decomposition.Folded{Row: make([]float64, n)}
 			} else {
-				items := make([]int32, len(es))
-				ratings := make([]float64, len(es))
-				var times []int32
-				if order == 3 {
-					times = make([]int32, len(es))
-				}
-				for j, t := range es {
-					items[j] = train.Idx[1][t]
-					ratings[j] = train.Val[t]
-					if order == 3 {
-						times[j] = train.Idx[2][t]
-					}
-				}
+				items, times, ratings := foldInputs(train, es, order)
 				var err error
 				if row, err = decomposition.FoldInUser(m, items, times, ratings, pen); err != nil {
 					return 0, fmt.Errorf("completion: fold-in of user %d: %w", u, err)
@@ -515,6 +503,24 @@ func FoldInRMSE(m *decomposition.Model, train, test *data.Store, pen decompositi
 		sse += d * d
 	}
 	return math.Sqrt(sse / float64(test.NNZ())), nil
+}
+
+// foldInputs returns the items, time buckets (for a model of order 3;
+// nil otherwise) and ratings of train's entries es, as
+// decomposition.FoldInUser takes them.
+func foldInputs(train *data.Store, es []int, order int) (items, times []int32, ratings []float64) {
+	items = make([]int32, len(es))
+	ratings = make([]float64, len(es))
+	if order == 3 {
+		times = make([]int32, len(es))
+	}
+	for j, e := range es {
+		items[j], ratings[j] = train.Idx[1][e], train.Val[e]
+		if times != nil {
+			times[j] = train.Idx[2][e]
+		}
+	}
+	return items, times, ratings
 }
 
 // itemPriorVariance estimates the spread tau^2 of the item biases from the
