@@ -513,6 +513,13 @@
 // TestALSUserPositions the noise's variance, the report, the columns and
 // their gain on a log whose positions carry taste, and the gate.
 //
+// Users fold in to the fallback's model (free columns, position columns)
+// with the bias mode's penalties but a fixed ridge of
+// ALSUserFallbackFoldRow = 5 on their row and bias, as to the entry
+// unit's positions stage: the bias mode's 10 shrank the weights on the
+// columns that real logs carry (validation figures on the constant;
+// TestALSUserFallbackFold).
+//
 // Private ALS, the free columns: whenever no factor is learnt from the
 // ratings (the user unit's fallback above, the entry unit's residual-route fallback and
 // the item-statistics route's gate), the released item rows are

@@ -809,8 +809,11 @@ func alsRelease(o *PrivateOptions, p alsPrivateParams, bo *PrivateOptions, m *de
 	rep.ItemCounts, rep.ItemCountsSD = bias.releasedCounts(), bias.countsSD()
 	if p.steps > 0 {
 		// Users fold in with the training's user solve; without item
-		// steps the model is the bias mode's and folds in as it does.
+		// steps the model is the bias mode's and folds in as it does,
+		// but for the user unit's fallback ridge on the row and bias.
 		rep.FoldPerRating = p.lambda
+	} else if o.Unit == UnitUser {
+		rep.FoldRow = ALSUserFallbackFoldRow
 	}
 	publicClamp(o, m, rep)
 	rep.Covered = []string{"global mean", "item biases", "B (item rows)", "C (time rows: constant ones, data-independent)"}
@@ -833,6 +836,9 @@ func alsRelease(o *PrivateOptions, p alsPrivateParams, bo *PrivateOptions, m *de
 	fold := fmt.Sprintf("with the training's per-rating ridge %g plus %g", p.lambda, ALSPrivateFoldRow)
 	if p.steps == 0 {
 		fold = "with the bias mode's penalties (no item step ran)"
+		if o.Unit == UnitUser {
+			fold = fmt.Sprintf("with the bias mode's penalties but a fixed ridge of %g on the row and bias (no item step ran; ALSUserFallbackFoldRow)", ALSUserFallbackFoldRow)
+		}
 		if R >= 1 {
 			rep.Notes = append(rep.Notes, freeColumnsNote(o, R, p.userCols))
 		}

@@ -238,3 +238,68 @@ func TestALSStepsFreeColumns(t *testing.T) {
 		t.Fatal("the steps' columns are all zero")
 	}
 }
+
+// TestALSUserFallbackFold: users fold in to the user unit's fallback
+// model (the free columns; no item step ran) with the bias mode's
+// penalties but the fixed ridge ALSUserFallbackFoldRow on their row and
+// bias: the report carries it and says so, BillboardFoldFor returns it,
+// and on a log whose users weight the consensus and popularity each to
+// their own degree it scores below the bias mode's ridge (which it fails
+// if the report drops the ridge). The entry unit's fallback keeps the
+// bias mode's penalties.
+func TestALSUserFallbackFold(t *testing.T) {
+	t.Parallel()
+	train, test := slopeLog()
+	const R = 4
+	for _, unit := range []Unit{UnitUser, UnitEntry} {
+		o := baseOpts()
+		o.Epsilon, o.Delta, o.Noise = 3, 1e-5, perturb.SeededNoise(6)
+		o.RatingMin, o.RatingMax = 1, 5
+		o.ALSPositions = ALSPositionsOff
+		dims := train.Dims
+		if unit == UnitEntry {
+			o.Epsilon = 1 // the residual route's fallback (TestALSSlopeColumn)
+		}
+		if unit == UnitUser {
+			o.Unit, o.MaxRatingsPerUser = UnitUser, 30
+			dims = []int{1, train.Dims[1]}
+		}
+		m, err := decomposition.NewModel(decomposition.CP, dims, []int{R}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := TrainPrivateALS(train, m, &o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		notes := strings.Join(rep.Notes, "\n")
+		if !strings.Contains(notes, "slope column") {
+			t.Fatalf("%v: no item step should run on this log: %q", unit, rep.Notes)
+		}
+		pen := BillboardFoldFor(rep)
+		if unit == UnitEntry {
+			if rep.FoldRow != 0 || pen != BillboardFold() {
+				t.Fatalf("entry unit's fallback: fold row %v, penalties %+v; want the bias mode's %+v", rep.FoldRow, pen, BillboardFold())
+			}
+			continue
+		}
+		if rep.FoldRow != ALSUserFallbackFoldRow || pen.Row != ALSUserFallbackFoldRow || pen.PerRating != 0 || pen.Bucket != BiasBucketPenalty {
+			t.Fatalf("user unit's fallback: fold row %v, penalties %+v; want row %v and the bias mode's bucket penalty", rep.FoldRow, pen, ALSUserFallbackFoldRow)
+		}
+		if !strings.Contains(notes, "fixed ridge of 5 on the row and bias") {
+			t.Fatalf("the report does not state the fold-in ridge: %q", rep.Notes)
+		}
+		got, err := FoldInRMSE(m, train, test, pen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old, err := FoldInRMSE(m, train, test, BillboardFold())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("fold-in RMSE with the ridge %g %.4f, with the bias mode's %g %.4f", ALSUserFallbackFoldRow, got, BiasUserPenalty, old)
+		if got > old-0.003 {
+			t.Fatalf("fold-in RMSE with the ridge %g %.4f against %.4f with the bias mode's: no gain on a log whose users weight the columns each their own way", ALSUserFallbackFoldRow, got, old)
+		}
+	}
+}

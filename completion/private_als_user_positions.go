@@ -57,6 +57,29 @@ const (
 	// without. Scaling each column by its eigenvalue (sqrt(lambda_j /
 	// lambda_2), or its excess over the edge) was worse: 0.9095-0.9185.
 	ALSUserPositionsScale = 0.5
+	// ALSUserFallbackFoldRow is the fixed ridge on a user's row and bias
+	// when they fold in to the user unit's fallback model (the item rows
+	// the free columns and the position columns; no item step ran): the
+	// bias mode's penalties with this ridge in place of BiasUserPenalty,
+	// as the entry unit's positions stage does (ALSPositionsFoldRow).
+	// Post-processing of the release and of the user's own ratings. A
+	// user fits a weight on each column, and the bias mode's 10 shrank
+	// the weights that real logs carry. Validation parts (user unit, k =
+	// 100, epsilon 1 / 3 / 10 / 30 / 100, wherever the fallback ran),
+	// ridge 10 / 5 / 3, or 1 plus 0.05 per rating (the item steps'
+	// fold-in): Jester5k at 1 and 3 4.2737 / 4.2483 / 4.2400 / 4.2437 and
+	// 4.2603 / 4.2338 / 4.2287 / 4.2310; MovieLens-100K 1.0256 / 1.0245 /
+	// 1.0239 / 1.0252 at 1 and 0.9312 / 0.9274 / 0.9275 / 0.9310 at 100;
+	// ml-latest-small 0.9212 / 0.9204 / 0.9202 / 0.9208 at 1 and 0.8707 /
+	// 0.8685 / 0.8676 / 0.8726 at 100; the MovieLens-shaped synthetic
+	// log (random positions, no taste in them) 0.8248 / 0.8276 / 0.8313 /
+	// 0.8277 at 100; the joke-shaped synthetic log at 1 1.6029 / 1.6065 /
+	// 1.6103 / 1.6103; `wide` (k = 50) at 1 and 3 0.8455 / 0.8465 and
+	// 0.8430 / 0.8470 (10 / 5). 5 gains on every real log at every
+	// epsilon and costs at most 0.004 on the synthetic ones, whose users
+	// have no slope or popularity taste; 3 gains a little more on the real
+	// logs and costs about twice as much on the synthetic ones.
+	ALSUserFallbackFoldRow = 5.0
 	// alsUserPositionsIters is the number of subspace iterations.
 	alsUserPositionsIters = 40
 )

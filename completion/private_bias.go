@@ -437,9 +437,10 @@ func BillboardFold() decomposition.FoldPenalties {
 
 // BillboardFoldFor returns the fold-in penalties of a billboard model with
 // privacy report rep: BillboardFold for the bias mode and input's
-// fallback; for private ALS's positions stage (rep.FoldRow > 0) the bias
-// mode's penalties with the fixed ridge rep.FoldRow (ALSPositionsFoldRow)
-// in place of BiasUserPenalty; and for private ALS's other routes
+// fallback; for private ALS's positions stage and the user unit's
+// fallback (rep.FoldRow > 0) the bias mode's penalties with the fixed
+// ridge rep.FoldRow (ALSPositionsFoldRow, ALSUserFallbackFoldRow) in place
+// of BiasUserPenalty; and for private ALS's other routes
 // (rep.FoldPerRating > 0) the training's user solve, ALSPrivateFoldRow
 // plus rep.FoldPerRating per rating, with the bias mode's time-bucket
 // penalty. Public constants only.

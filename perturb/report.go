@@ -52,7 +52,8 @@ type Report struct {
 	FoldPerRating float64 `json:"fold_per_rating,omitempty"`
 	// FoldRow is the fixed ridge on a billboard model's user row and bias
 	// at fold-in, when the mode sets its own (private ALS's positions
-	// stage). 0: the mode's default (completion.BillboardFoldFor).
+	// stage and its user unit's fallback). 0: the mode's default
+	// (completion.BillboardFoldFor).
 	FoldRow float64 `json:"fold_row,omitempty"`
 	// ItemCounts are per-item rating counts a billboard model carries as
 	// popularity evidence for its rankings (models.Predictor.WithShrinkage):
