@@ -534,7 +534,8 @@
 // unit, the released noisy ones at the user unit). Both are
 // post-processing of the bias release: no budget, no sensitivity. Each
 // user's fold-in solves (b_u, x_u) from their own ratings with the bias
-// mode's penalties and predicts mu~ + b_u + b~_i (1 + x_u1/s) + x_u2
+// mode's penalties (at the user unit with the row ridge
+// ALSUserFallbackFoldRow) and predicts mu~ + b_u + b~_i (1 + x_u1/s) + x_u2
 // v_i2: a slope of their own on the item consensus (users differ in how
 // far they follow it: some rate the well-liked items far above the rest,
 // some barely) and on popularity (mainstream against niche taste). Real
@@ -545,7 +546,8 @@
 // MovieLens logs and cost up to 0.006 more on the planted logs, which
 // have neither structure. Validation parts (TestPrivateALSSweep's; the
 // bias mode's release, then with the slope column, then with both;
-// fold-in as BillboardFoldFor): MovieLens-100K 0.9362 / 0.9219 / 0.9148
+// fold-in as BillboardFoldFor then, the bias mode's ridge of 10 at both
+// units): MovieLens-100K 0.9362 / 0.9219 / 0.9148
 // at epsilon 1 and 0.9327 / 0.9171 / 0.9108 at 100 (entry unit), 0.9571
 // / 0.9487 / 0.9405 at 10 and 0.9401 / 0.9261 / 0.9184 at 100 (user
 // unit, k = 100); ml-latest-small 0.8750 / 0.8688 / 0.8578 at 1 (entry),

@@ -426,9 +426,10 @@ func (f *biasFit) countsSD() float64 {
 	return math.Sqrt(f.countVar)
 }
 
-// BillboardFold returns the fold-in penalties of the billboard modes (bias
-// and als): lambda = BiasUserPenalty for the user's row and bias and
-// lambda_t = BiasBucketPenalty for each of the user's time-bucket biases.
+// BillboardFold returns the bias mode's fold-in penalties: lambda =
+// BiasUserPenalty for the user's row and bias and lambda_t =
+// BiasBucketPenalty for each of the user's time-bucket biases (a model's
+// own are BillboardFoldFor its report).
 // Every number is a public constant, so the fold-in is post-processing of
 // the release and of the user's own ratings.
 func BillboardFold() decomposition.FoldPenalties {

@@ -36,7 +36,8 @@ const (
 	ExpOutput      = "output"
 	// ExpBias and ExpALS are the billboard modes (TrainPrivateBias,
 	// TrainPrivateALS), scored by folding each test user in from their own
-	// training ratings (FoldInRMSE with BiasUserPenalty).
+	// training ratings (FoldInRMSE with the penalties BillboardFoldFor
+	// reads from each run's report).
 	ExpBias = "bias"
 	ExpALS  = "als"
 	// ExpPopular and ExpPopularPrivate are the reference lists of a
