@@ -1341,6 +1341,7 @@ func prepareUserLevel(trainSt *data.Store, o *Options, po *completion.PrivateOpt
 	if err != nil {
 		return nil, err
 	}
+	full := st
 	if st, err = completion.BoundForUnit(st, po); err != nil {
 		return nil, err
 	}
@@ -1348,6 +1349,16 @@ func prepareUserLevel(trainSt *data.Store, o *Options, po *completion.PrivateOpt
 		if st, ul.selection, err = selectItems(st, p.SelectionEpsilon, po); err != nil {
 			return nil, err
 		}
+	}
+	if p.Mode == PrivacyALS {
+		// Private ALS's position columns read every rating of each user
+		// (completion.PrivateOptions.Unbounded), on the same items.
+		if ul.selection != nil {
+			if full, _, err = completion.RestrictToDomain(full, completion.UserDomain{Items: ul.selection.Items, Time: st.Time}); err != nil {
+				return nil, err
+			}
+		}
+		po.Unbounded = full
 	}
 	if drops.Items > 0 || drops.Time > 0 {
 		o.note(fmt.Sprintf("note: dropped %d ratings of items not in --items and %d outside the time range (%d users left with none); the counts are for you only: they are not saved in the model file", drops.Items, drops.Time, drops.Users))

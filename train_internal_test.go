@@ -90,3 +90,80 @@ func TestTuneRankingRanksAsEval(t *testing.T) {
 		t.Errorf("relevance and prediction rankings score alike (%v): the test cannot tell them apart", rel.NDCG)
 	}
 }
+
+// TestPrepareUserLevelUnbounded: a user-level als run hands private ALS
+// the log before the contribution bound (completion.PrivateOptions
+// .Unbounded) on the training store's item domain, the catalogue's or the
+// private selection's, with every rating of each user in it; the bias
+// mode gets none.
+func TestPrepareUserLevelUnbounded(t *testing.T) {
+	const users, items, per, k = 300, 40, 20, 5
+	r := rand.New(rand.NewPCG(5, 6))
+	st := &data.Store{Dims: []int{users, items}, Idx: make([][]int32, 2), Dicts: make([]*data.Dict, 2)}
+	st.Dicts[0], st.Dicts[1] = data.NewIntDict("user"), data.NewIntDict("item")
+	for u := 0; u < users; u++ {
+		st.Dicts[0].InternInt(int64(u + 1))
+	}
+	for i := 0; i < items; i++ {
+		st.Dicts[1].InternInt(int64(i + 1))
+	}
+	for u := 0; u < users; u++ {
+		// The first 30 items are popular; the last 10 have one rating
+		// each, which the private selection drops.
+		rated := r.Perm(30)[:per]
+		if u < 10 {
+			rated = append(rated, 30+u)
+		}
+		for _, i := range rated {
+			st.Idx[0] = append(st.Idx[0], int32(u))
+			st.Idx[1] = append(st.Idx[1], int32(i))
+			st.Val = append(st.Val, float64(1+r.IntN(5)))
+		}
+	}
+	catalogue := st.Dicts[1]
+	for _, tc := range []struct {
+		name  string
+		mode  PrivacyMode
+		items *data.Dict
+	}{
+		{"als, catalogue", PrivacyALS, catalogue},
+		{"als, private selection", PrivacyALS, nil},
+		{"bias", PrivacyBias, catalogue},
+	} {
+		po := completion.PrivateOptions{Epsilon: 20, Delta: 1e-5, RatingMin: 1, RatingMax: 5, Unit: completion.UnitUser, MaxRatingsPerUser: k, Noise: perturb.SeededNoise(1)}
+		o := &Options{Privacy: &Privacy{Mode: tc.mode, Items: tc.items, PrivateOptions: po}}
+		ul, err := prepareUserLevel(st, o, &po)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if tc.mode != PrivacyALS {
+			if po.Unbounded != nil {
+				t.Errorf("%s: an unbounded store was handed over", tc.name)
+			}
+			continue
+		}
+		u := po.Unbounded
+		if u == nil {
+			t.Fatalf("%s: no unbounded store", tc.name)
+		}
+		if u.Dims[1] != ul.store.Dims[1] || !u.Dicts[1].Equal(ul.store.Dicts[1]) {
+			t.Fatalf("%s: unbounded store over %d items, training store over %d (same dictionary: %v)", tc.name, u.Dims[1], ul.store.Dims[1], u.Dicts[1].Equal(ul.store.Dicts[1]))
+		}
+		if tc.items == nil && ul.store.Dims[1] == items {
+			t.Fatalf("%s: the selection kept every item: the test does not reach the restriction", tc.name)
+		}
+		// Every user's ratings on the domain's items, where the bound
+		// keeps k.
+		n := map[int32]int{}
+		for _, v := range u.Idx[0] {
+			n[v]++
+		}
+		above := false
+		for _, c := range n {
+			above = above || c > k
+		}
+		if !above || u.NNZ() <= ul.store.NNZ() {
+			t.Fatalf("%s: no user has more than k = %d ratings in the unbounded store (%d ratings, the training store %d)", tc.name, k, u.NNZ(), ul.store.NNZ())
+		}
+	}
+}

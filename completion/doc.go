@@ -491,7 +491,16 @@
 //
 //	Delta_2 = max_n sqrt((n + 1)/(2 n)) = 1   (at n = 1), whatever k is,
 //
-// where the item steps' right-hand sides grow as sqrt(k). The release
+// where the item steps' right-hand sides grow as sqrt(k). Since Delta_2
+// does not depend on n_u, C is computed from every rating of each user
+// (PrivateOptions.Unbounded, the log before the contribution bound on
+// the same items, which dprec train passes), not from the k-bounded
+// subset the other releases read; a user with more than
+// ALSUserPositionsMaxPerUser distinct items adds a random subset of that
+// many (a shuffle keyed by a seed from the noise source and the user's
+// own items, so that p_u stays a function of one user's data), which
+// bounds the time, not the sensitivity. The report's relation says
+// which release reads what (TestUserCooccurrenceUnbounded). The release
 // runs only when a public gate passes (userPositionsGate): the noise's
 // spectral edge 2 sigma sqrt(I) (a symmetric matrix of independent
 // N(0, sigma^2) entries) must be at most ALSUserPositionsGate times the

@@ -112,6 +112,9 @@ func TestPrivateALSSweep(t *testing.T) {
 				start := time.Now()
 				var rep *perturb.Report
 				if mode == "als" {
+					if userK > 0 && os.Getenv("DPREC_ALS_BOUNDEDPOS") == "" {
+						o.Unbounded = tr // as dprec train passes it
+					}
 					rep, err = trainPrivateALS(fit, m, o, sweepTweak(o))
 				} else {
 					rep, err = TrainPrivateBias(fit, m, o)

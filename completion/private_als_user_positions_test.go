@@ -1,6 +1,7 @@
 package completion
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -353,4 +354,95 @@ func trainUserALS(t *testing.T, st *data.Store, R int, o *PrivateOptions, tweak 
 		t.Fatal(err)
 	}
 	return m, rep
+}
+
+// TestUserCooccurrenceUnbounded: the co-occurrence read from the log
+// before the contribution bound (PrivateOptions.Unbounded), users above
+// the cap cut to a random subset keyed by the seed and their own items.
+// Removing any user moves C by exactly their p_u p_u^T, of norm
+// sqrt((m + 1)/(2 m)) <= 1 with m = min(their distinct items, cap), for
+// every seed (a subset that depended on other users, or a norm that grew
+// with n_u, would fail); private ALS's fallback releases that C (its
+// noise around it has the release's variance, far from the k-bounded
+// C's), says so, and refuses an Unbounded on another item domain.
+func TestUserCooccurrenceUnbounded(t *testing.T) {
+	t.Parallel()
+	const maxItems = 6
+	raw := userStore([]int{30, 20}, 400, 22)
+	I := raw.Dims[1]
+	distinct := map[int32]map[int32]bool{}
+	for e, u := range raw.Idx[0] {
+		if distinct[u] == nil {
+			distinct[u] = map[int32]bool{}
+		}
+		distinct[u][raw.Idx[1][e]] = true
+	}
+	capped := 0
+	for _, seed := range []uint64{1, 2} {
+		full := userCooccurrenceCapped(raw, I, maxItems, seed)
+		for u, items := range distinct {
+			c := userCooccurrenceCapped(withoutUser(raw, u), I, maxItems, seed)
+			var d, tr float64
+			for i := range c {
+				d += (full[i] - c[i]) * (full[i] - c[i])
+			}
+			for i := int32(0); i < int32(I); i++ {
+				tr += full[packedRow(i, I)+int(i)] - c[packedRow(i, I)+int(i)]
+			}
+			m := min(len(items), maxItems)
+			if len(items) > maxItems {
+				capped++
+			}
+			if want := math.Sqrt(float64(m+1) / float64(2*m)); math.Abs(math.Sqrt(d)-want) > 1e-9 || math.Abs(tr-1) > 1e-9 {
+				t.Fatalf("seed %d, user %d with %d items: C moved by %v (trace %v), want %v (trace 1)", seed, u, len(items), math.Sqrt(d), tr, want)
+			}
+		}
+	}
+	if capped == 0 {
+		t.Fatal("no user above the cap: the test does not reach the subsets")
+	}
+
+	// Private ALS's fallback reads the unbounded log.
+	const k, R = 20, 6
+	train, _ := positionsLog(2000, 100, 1)
+	o := userOpts(k)
+	o.Epsilon, o.Noise = 50, perturb.SeededNoise(3)
+	st, err := BoundForUnit(train, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Unbounded = train
+	got := map[string][][]float64{}
+	o.probe = probeInto(got)
+	_, rep := trainUserALS(t, st, R, &o, func(p *alsPrivateParams) { p.userGateShare = 2 })
+	if len(got[alsUserPosWhat]) != 1 {
+		t.Fatalf("%d co-occurrence releases; notes %q", len(got[alsUserPosWhat]), rep.Notes)
+	}
+	var sigma float64
+	for _, r := range rep.Releases {
+		if r.What == alsUserPosWhat {
+			sigma = r.Scale
+		}
+	}
+	msd := func(truth []float64) float64 {
+		var s float64
+		for i, v := range got[alsUserPosWhat][0] {
+			s += (v - truth[i]) * (v - truth[i])
+		}
+		return s / float64(len(truth)) / (sigma * sigma)
+	}
+	unb, bnd := msd(userCooccurrence(train, train.Dims[1])), msd(userCooccurrence(st, st.Dims[1]))
+	t.Logf("noise sigma %.4g; mean squared distance over sigma^2: to the unbounded C %.3f, to the bounded C %.3f", sigma, unb, bnd)
+	if math.Abs(unb-1) > 0.1 || bnd < 1.5 {
+		t.Fatalf("the released C is at %.3f sigma^2 from the unbounded C (want about 1) and %.3f from the bounded one (want far)", unb, bnd)
+	}
+	if notes := strings.Join(rep.Notes, "\n"); !strings.Contains(notes, "every rating of each user") || !strings.Contains(rep.Relation, "in every release but the users' item co-occurrence") {
+		t.Fatalf("the report does not say C reads every rating: relation %q, notes %q", rep.Relation, rep.Notes)
+	}
+	// Another item domain is refused.
+	o.Unbounded = userStore([]int{30, 20}, 400, 22)
+	o.probe = nil
+	if _, err := trainPrivateALS(st, privModel(t, decomposition.CP, []int{1, st.Dims[1]}, R, true, 1, 1), &o, func(p *alsPrivateParams) { p.userGateShare = 2 }); !errors.Is(err, ErrDomain) {
+		t.Fatalf("an unbounded store over 20 items for a training store over %d: err %v, want ErrDomain", st.Dims[1], err)
+	}
 }

@@ -187,6 +187,16 @@ type PrivateOptions struct {
 	// (one user still adds at most k ratings; the bound is checked). nil:
 	// the training store.
 	Scalars *data.Store
+	// Unbounded (user unit, als mode) is the training log before the
+	// contribution bound: every user's ratings on the same public item
+	// domain as the training store (RestrictToDomain, then the private
+	// item selection when there is one; dprec train passes it). The user
+	// unit's position columns read their co-occurrence from it, at most
+	// ALSUserPositionsMaxPerUser items a user: its sensitivity, 1, does
+	// not depend on how many items a user rated, so the k bound would only
+	// discard ratings (package doc, "the position columns"). The other
+	// releases read the bounded training store. nil: the training store.
+	Unbounded *data.Store
 	// DPSGD selects the algorithm of gradient mode with Protect "all":
 	// DPSGDMinibatch (the zero value; Poisson-subsampled minibatch DP-SGD,
 	// private_dpsgd.go) or DPSGDPerEntry.
@@ -334,7 +344,11 @@ func (o *PrivateOptions) unitCount() int {
 // relation returns the report's neighbouring relation of a mode.
 func (o *PrivateOptions) relation(mode string) string {
 	if o.Unit == UnitUser && billboardMode(mode) {
-		return fmt.Sprintf("rating logs differing by adding or removing one user with all of that user's ratings (each user bounded to at most %d ratings, one per item, before training); ratings clamped to the public range [%g, %g]", o.MaxRatingsPerUser, o.RatingMin, o.RatingMax)
+		bound := fmt.Sprintf("each user bounded to at most %d ratings, one per item, before training", o.MaxRatingsPerUser)
+		if mode == "als" && o.Unbounded != nil {
+			bound = fmt.Sprintf("each user bounded to at most %d ratings, one per item, in every release but the users' item co-occurrence, which reads at most %d distinct items a user and whose sensitivity does not grow with them", o.MaxRatingsPerUser, ALSUserPositionsMaxPerUser)
+		}
+		return fmt.Sprintf("rating logs differing by adding or removing one user with all of that user's ratings (%s); ratings clamped to the public range [%g, %g]", bound, o.RatingMin, o.RatingMax)
 	}
 	if o.Unit == UnitUser {
 		return fmt.Sprintf("rating logs with the same observed positions differing in the values of one user's ratings (each user bounded to at most %d ratings before training); ratings clamped to the public range [%g, %g]", o.MaxRatingsPerUser, o.RatingMin, o.RatingMax)

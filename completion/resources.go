@@ -170,9 +170,13 @@ func EstimateTrain(w Workload) Estimate {
 		e.Flops = ALSPrivateSteps * (n*rmax*rmax + items*rmax*rmax*rmax/3)
 		if rmax > ALSFreeColumns && items <= ALSUserPositionsMaxItems {
 			// The user unit's co-occurrence matrix, packed, and its
-			// eigenvectors (userPositionColumns), when its fallback runs.
-			e.add(8*items*(items+1)/2+8*3*items*(rmax+1), "the user unit's item co-occurrence matrix")
-			e.Flops += (alsUserPositionsIters + 1) * items * items * (rmax + 1)
+			// eigenvectors (userPositionColumns), when its fallback runs;
+			// it reads the log before the contribution bound (a restricted
+			// copy of it after a private item selection), at most
+			// ALSUserPositionsMaxPerUser items a user: sum_u n_u^2/2 <=
+			// n ALSUserPositionsMaxPerUser/2 additions.
+			e.add(8*items*(items+1)/2+8*3*items*(rmax+1)+16*n, "the user unit's item co-occurrence matrix")
+			e.Flops += (alsUserPositionsIters+1)*items*items*(rmax+1) + n*ALSUserPositionsMaxPerUser/2
 		}
 		// The entry unit's residual route (private_als_input.go): the
 		// noisy residuals and ALS on them as a user x item matrix
