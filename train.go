@@ -974,6 +974,7 @@ func trainPrivateImplicit(st *data.Store, o *Options, res *Result) error {
 	if err != nil {
 		return err
 	}
+	po.Unbounded = nil // private ALS's co-occurrence only: the implicit objective does not read it
 	bst := ul.store
 	def := max(1, min(completion.DefaultPrivateImplicitRank, bst.Dims[1]))
 	ranks, err := o.ranks(1, def)

@@ -805,6 +805,9 @@ func alsRelease(o *PrivateOptions, p alsPrivateParams, bo *PrivateOptions, m *de
 		}
 	}
 	rep := baseReport(o, "als", acc, eps, delta, used)
+	if p.userCols != nil && p.userCols.unbounded {
+		rep.Relation = o.relationCooccurrence()
+	}
 	rep.Billboard = true
 	rep.ItemCounts, rep.ItemCountsSD = bias.releasedCounts(), bias.countsSD()
 	if p.steps > 0 {
@@ -904,7 +907,7 @@ func alsUserFallback(train *data.Store, m *decomposition.Model, o *PrivateOption
 	if pos {
 		f = p.userPosShare
 	}
-	const posDeriv = "removing a user removes p_u p_u^T, p_u = 1/sqrt(n_u) on each item the user rated: its upper triangle has squared norm (n_u + 1)/(2 n_u) <= 1 (completion doc, Sensitivities, Private ALS, user unit: the position columns)"
+	const posDeriv = "removing a user removes p_u p_u^T, p_u = 1/sqrt(n_u) on each item the user rated (at most ALSUserPositionsMaxPerUser, a subset that depends on the user's own items and a seed only): its upper triangle has squared norm (n_u + 1)/(2 n_u) <= 1 whatever n_u is (completion doc, Sensitivities, Private ALS, user unit: the position columns)"
 	budget := perturb.Budget{Epsilon: o.Epsilon, Delta: o.Delta}
 	// z is the noise multiplier of the whole share as one release; the
 	// counts and sums get z/sqrt(1 - f), the co-occurrence z/sqrt(f).

@@ -99,7 +99,7 @@ const streamALSUserPositions = 15
 
 // streamALSUserPositionsCap draws the seed of the random subsets of the
 // users above ALSUserPositionsMaxPerUser.
-const streamALSUserPositionsCap = 16
+const streamALSUserPositionsCap = 17
 
 // alsUserPosWhat names the co-occurrence release in the report.
 const alsUserPosWhat = "the users' normalised item co-occurrence C = sum_u p_u p_u^T, p_u = 1/sqrt(n_u) on each item user u rated, n_u at most ALSUserPositionsMaxPerUser (upper triangle, diagonal included; second release, the item steps' share)"
@@ -115,6 +115,8 @@ type userPositions struct {
 	g     float64
 	scale float64 // the columns' spread over the slope column's (ALSUserPositionsScale)
 	from  string  // the ratings C was computed from, for the report
+	// unbounded says C was computed from PrivateOptions.Unbounded.
+	unbounded bool
 }
 
 // checkUnbounded refuses an Unbounded store that is not on train's item
@@ -192,8 +194,10 @@ func userCooccurrenceCapped(train *data.Store, I, maxItems int, seed uint64) []f
 		items = slices.Compact(items) // the bounded log has one rating an item; the unbounded may repeat one
 		if maxItems > 0 && len(items) > maxItems {
 			h := fnv.New64a()
+			var b [4]byte
 			for _, i := range items {
-				_ = binary.Write(h, binary.LittleEndian, i)
+				binary.LittleEndian.PutUint32(b[:], uint32(i))
+				_, _ = h.Write(b[:])
 			}
 			r := rand.New(rand.NewPCG(seed, h.Sum64()))
 			r.Shuffle(len(items), func(a, b int) { items[a], items[b] = items[b], items[a] })
@@ -330,7 +334,7 @@ func userPositionColumns(train *data.Store, o *PrivateOptions, R int, sigma, gEd
 	k := min(want+1+2, I) // the first, the R - 2, and two to speed the convergence
 	edge := gEdge * 2 * sigma * math.Sqrt(float64(I))
 	V, vals := leadingEigen(C, I, k)
-	up := &userPositions{I: I, vals: vals, sigma: sigma, edge: edge, g: gEdge, scale: scale, from: from}
+	up := &userPositions{I: I, vals: vals, sigma: sigma, edge: edge, g: gEdge, scale: scale, from: from, unbounded: src != train}
 	for j := 1; j < k && up.K < want; j++ {
 		if vals[j] <= edge {
 			break

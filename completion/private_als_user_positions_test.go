@@ -401,6 +401,22 @@ func TestUserCooccurrenceUnbounded(t *testing.T) {
 	if capped == 0 {
 		t.Fatal("no user above the cap: the test does not reach the subsets")
 	}
+	// The users renumbered and the rows reordered: the same C (a subset
+	// keyed by a user's index or row order would move it).
+	perm := rand.New(rand.NewPCG(9, 9)).Perm(raw.Dims[0])
+	rows := rand.New(rand.NewPCG(9, 10)).Perm(raw.NNZ())
+	re := &data.Store{Dims: raw.Dims, Idx: make([][]int32, 2)}
+	for _, e := range rows {
+		re.Idx[0] = append(re.Idx[0], int32(perm[raw.Idx[0][e]]))
+		re.Idx[1] = append(re.Idx[1], raw.Idx[1][e])
+		re.Val = append(re.Val, raw.Val[e])
+	}
+	a, b := userCooccurrenceCapped(raw, I, maxItems, 1), userCooccurrenceCapped(re, I, maxItems, 1)
+	for i := range a {
+		if math.Abs(a[i]-b[i]) > 1e-12 {
+			t.Fatalf("renumbered users: C[%d] = %v, want %v", i, b[i], a[i])
+		}
+	}
 
 	// Private ALS's fallback reads the unbounded log.
 	const k, R = 20, 6
@@ -438,6 +454,12 @@ func TestUserCooccurrenceUnbounded(t *testing.T) {
 	}
 	if notes := strings.Join(rep.Notes, "\n"); !strings.Contains(notes, "every rating of each user") || !strings.Contains(rep.Relation, "in every release but the users' item co-occurrence") {
 		t.Fatalf("the report does not say C reads every rating: relation %q, notes %q", rep.Relation, rep.Notes)
+	}
+	// Without the co-occurrence's release the relation is the plain one.
+	o.probe = nil
+	_, rep0 := trainUserALS(t, st, R, &o, func(p *alsPrivateParams) { p.userGateShare = 2; p.userPosOff = true })
+	if strings.Contains(rep0.Relation, "co-occurrence") {
+		t.Fatalf("no co-occurrence was released, but the relation names it: %q", rep0.Relation)
 	}
 	// Another item domain is refused.
 	o.Unbounded = userStore([]int{30, 20}, 400, 22)

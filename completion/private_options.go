@@ -344,16 +344,25 @@ func (o *PrivateOptions) unitCount() int {
 // relation returns the report's neighbouring relation of a mode.
 func (o *PrivateOptions) relation(mode string) string {
 	if o.Unit == UnitUser && billboardMode(mode) {
-		bound := fmt.Sprintf("each user bounded to at most %d ratings, one per item, before training", o.MaxRatingsPerUser)
-		if mode == "als" && o.Unbounded != nil {
-			bound = fmt.Sprintf("each user bounded to at most %d ratings, one per item, in every release but the users' item co-occurrence, which reads at most %d distinct items a user and whose sensitivity does not grow with them", o.MaxRatingsPerUser, ALSUserPositionsMaxPerUser)
-		}
-		return fmt.Sprintf("rating logs differing by adding or removing one user with all of that user's ratings (%s); ratings clamped to the public range [%g, %g]", bound, o.RatingMin, o.RatingMax)
+		return o.userRelation(fmt.Sprintf("each user bounded to at most %d ratings, one per item, before training", o.MaxRatingsPerUser))
 	}
 	if o.Unit == UnitUser {
 		return fmt.Sprintf("rating logs with the same observed positions differing in the values of one user's ratings (each user bounded to at most %d ratings before training); ratings clamped to the public range [%g, %g]", o.MaxRatingsPerUser, o.RatingMin, o.RatingMax)
 	}
 	return fmt.Sprintf("rating logs with the same observed positions differing in one rating value; ratings clamped to the public range [%g, %g]", o.RatingMin, o.RatingMax)
+}
+
+// userRelation is the user unit's relation with the contribution bound
+// stated as bound.
+func (o *PrivateOptions) userRelation(bound string) string {
+	return fmt.Sprintf("rating logs differing by adding or removing one user with all of that user's ratings (%s); ratings clamped to the public range [%g, %g]", bound, o.RatingMin, o.RatingMax)
+}
+
+// relationCooccurrence is the user unit's relation when private ALS
+// released the users' item co-occurrence from the log before the bound
+// (PrivateOptions.Unbounded).
+func (o *PrivateOptions) relationCooccurrence() string {
+	return o.userRelation(fmt.Sprintf("each user bounded to at most %d ratings, one per item, in every release but the users' item co-occurrence, which reads at most %d distinct items a user and whose sensitivity does not grow with them", o.MaxRatingsPerUser, ALSUserPositionsMaxPerUser))
 }
 
 // relationKind returns the report's relation kind of a mode (minibatch

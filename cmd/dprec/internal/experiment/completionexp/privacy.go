@@ -537,6 +537,13 @@ func statsExpRun(ds PrivacyExpDataset, row PrivacyExpRow, o *completion.PrivateO
 			return nil, err
 		}
 	}
+	if o.Unit == completion.UnitUser {
+		// Private ALS's co-occurrence reads every rating of each user, as
+		// dprec train hands it over (completion.PrivateOptions.Unbounded).
+		oo := *o
+		oo.Unbounded = ds.Train
+		o = &oo
+	}
 	rep, err := fit(train, m, o)
 	if err != nil {
 		row.RMSE, row.Err = math.NaN(), err.Error()
