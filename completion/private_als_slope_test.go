@@ -175,15 +175,7 @@ func TestALSResidualFreeColumns(t *testing.T) {
 		counts[i]++
 	}
 	for _, R := range []int{4, 10} {
-		m, err := decomposition.NewModel(decomposition.CP, train.Dims, []int{R}, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rep, err := TrainPrivateALS(train, m, &o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		notes := strings.Join(rep.Notes, "\n")
+		m, rep, notes := trainALSNotes(t, train, train.Dims, R, &o)
 		if !strings.Contains(notes, "residual route (entry unit)") {
 			t.Fatalf("rank %d: the residual route did not run: %q", R, rep.Notes)
 		}
@@ -264,15 +256,7 @@ func TestALSUserFallbackFold(t *testing.T) {
 			o.Unit, o.MaxRatingsPerUser = UnitUser, 30
 			dims = []int{1, train.Dims[1]}
 		}
-		m, err := decomposition.NewModel(decomposition.CP, dims, []int{R}, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rep, err := TrainPrivateALS(train, m, &o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		notes := strings.Join(rep.Notes, "\n")
+		m, rep, notes := trainALSNotes(t, train, dims, R, &o)
 		if !strings.Contains(notes, "slope column") {
 			t.Fatalf("%v: no item step should run on this log: %q", unit, rep.Notes)
 		}
@@ -302,4 +286,19 @@ func TestALSUserFallbackFold(t *testing.T) {
 			t.Fatalf("fold-in RMSE with the ridge %g %.4f against %.4f with the bias mode's: no gain on a log whose users weight the columns each their own way", ALSUserFallbackFoldRow, got, old)
 		}
 	}
+}
+
+// trainALSNotes trains private ALS of rank R on train into a new CP model
+// of dims with biases, and returns it, the report and its notes joined.
+func trainALSNotes(t *testing.T, train *data.Store, dims []int, R int, o *PrivateOptions) (*decomposition.Model, *perturb.Report, string) {
+	t.Helper()
+	m, err := decomposition.NewModel(decomposition.CP, dims, []int{R}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := TrainPrivateALS(train, m, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, rep, strings.Join(rep.Notes, "\n")
 }
