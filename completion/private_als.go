@@ -564,6 +564,28 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 	if err != nil {
 		return nil, err
 	}
+	src := storeALSSource{storeBiasSource{train}}
+	if o.Unit != UnitEntry {
+		return trainPrivateALSResolved(train, src, m, o, tweak)
+	}
+	// The rating spread the entry unit's rules take
+	// (private_als_spread.go), then the route at the rest of epsilon.
+	spread, err := releaseALSSpread(src, &o)
+	if err != nil {
+		return nil, err
+	}
+	spread.apply(&o)
+	rep, err := trainPrivateALSResolved(train, src, m, o, tweak)
+	if err != nil {
+		return nil, err
+	}
+	spread.report(rep, &o)
+	return rep, nil
+}
+
+// trainPrivateALSResolved is trainPrivateALS on resolved options (at the
+// entry unit, after the spread release).
+func trainPrivateALSResolved(train *data.Store, src storeALSSource, m *decomposition.Model, o PrivateOptions, tweak func(*alsPrivateParams)) (*perturb.Report, error) {
 	R := m.Ranks[0]
 	by := alsUsers(train)
 	p := newALSPrivateParams(&o)
@@ -597,7 +619,7 @@ func trainPrivateALS(train *data.Store, m *decomposition.Model, opts *PrivateOpt
 				note = fmt.Sprintf("positions stage: not run (spectral gate: the largest non-trivial singular value of the normalised position matrix, %.4g, is below %g x %.4g, that of the same degrees with shuffled items: the positions carry no structure to use)", pe.Top, ALSPositionsGate, pe.Floor)
 			}
 		}
-		rep, err := trainALSInputRoute(storeALSSource{storeBiasSource{train}}, counts, m, &o, p)
+		rep, err := trainALSInputRoute(src, counts, m, &o, p)
 		if err == nil {
 			rep.Notes = append(rep.Notes, note)
 		}
@@ -1369,7 +1391,7 @@ func freeItemColumnsAt(m *decomposition.Model, o *PrivateOptions, counts []float
 		return
 	}
 	I := m.Dims[1]
-	s := o.ratingRange() / biasSpreadDivisor
+	s := o.rulesRange() / biasSpreadDivisor
 	for i := 0; i < I; i++ {
 		m.Factors[1][i*R+col] = m.Bias[1][i] / s
 	}
@@ -1416,9 +1438,9 @@ func freeColumnsNote(o *PrivateOptions, R int, up *userPositions) string {
 		}
 	}
 	if R < 2 {
-		return fmt.Sprintf("item rows: no factor is learnt from the ratings; column 1 is the slope column, the released item biases over s = (r_max - r_min)/4 = %g (post-processing: no budget), on which each user fits a slope of their own when folding in", o.ratingRange()/biasSpreadDivisor)
+		return fmt.Sprintf("item rows: no factor is learnt from the ratings; column 1 is the slope column, the released item biases over s = %g (the rules' spread: (r_max - r_min)/4, or the released spread's at the entry unit) (post-processing: no budget), on which each user fits a slope of their own when folding in", o.rulesRange()/biasSpreadDivisor)
 	}
-	return fmt.Sprintf("item rows: no factor is learnt from the ratings; column 1 is the slope column, the released item biases over s = (r_max - r_min)/4 = %g, and column 2 the popularity column, the standardised log(1 + n_i) of %s scaled to the slope column's standard deviation (both post-processing: no budget); each user fits a slope of their own on each when folding in; %s", o.ratingRange()/biasSpreadDivisor, counts, rest)
+	return fmt.Sprintf("item rows: no factor is learnt from the ratings; column 1 is the slope column, the released item biases over s = %g (the rules' spread), and column 2 the popularity column, the standardised log(1 + n_i) of %s scaled to the slope column's standard deviation (both post-processing: no budget); each user fits a slope of their own on each when folding in; %s", o.rulesRange()/biasSpreadDivisor, counts, rest)
 }
 
 // alsStepsFree is the number of free columns after the item steps' fit

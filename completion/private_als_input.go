@@ -26,6 +26,11 @@ package completion
 //     dropped; each user folds in from the released item side and their
 //     own ratings (billboard model).
 //
+// Every rule below that reads r_max - r_min, or s = (r_max - r_min)/4,
+// reads the rules' width: the range's, unless the rating spread released
+// before the route narrows it (private_als_spread.go; the clamp stays the
+// range). The route then spends what that release leaves of epsilon.
+//
 // Composition: two pure releases, basic: epsilon_b + epsilon_w = epsilon,
 // delta 0. Everything released is post-processing of them. As epsilon
 // grows the noise vanishes, the ridge tends to DefaultALSReg and the clip
@@ -75,7 +80,7 @@ func alsPositionsClip(o *PrivateOptions) float64 {
 // alsInputClipAt is the residual clip with floor f of its epsilon factor:
 // BiasResidualClip (r_max - r_min) min(3, max(f, log10 epsilon)).
 func alsInputClipAt(o *PrivateOptions, f float64) float64 {
-	return BiasResidualClip * o.ratingRange() * math.Min(3, math.Max(f, math.Log10(o.Epsilon)))
+	return BiasResidualClip * o.rulesRange() * math.Min(3, math.Max(f, math.Log10(o.Epsilon)))
 }
 
 // ALSInputClipFloor is the floor of the residual route's clip factor:
@@ -118,7 +123,7 @@ const (
 // alsInputMinCount is the smallest item count the residual route's
 // learnability rule passes.
 func alsInputMinCount(o *PrivateOptions, g float64, R int, v float64) float64 {
-	s := o.ratingRange() / biasSpreadDivisor
+	s := o.rulesRange() / biasSpreadDivisor
 	return g * float64(R) * v / (s * s)
 }
 
@@ -136,7 +141,7 @@ func alsInputNoiseVar(c, epsW float64) float64 {
 // calls for (a noise variance v in every target raises the optimal
 // penalty in proportion), tending to DefaultALSReg as epsilon grows.
 func alsInputReg(o *PrivateOptions, v float64) float64 {
-	s := o.ratingRange() / biasSpreadDivisor
+	s := o.rulesRange() / biasSpreadDivisor
 	return DefaultALSReg * (s*s + v) / (s * s)
 }
 
@@ -196,7 +201,10 @@ type ALSInputPlan struct {
 }
 
 // PlanALSInput returns the residual route's plan for options opts (entry
-// unit), rank R and the public item counts (one per item).
+// unit), rank R and the public item counts (one per item), at the range's
+// width and opts.Epsilon: TrainPrivateALS and TrainPrivateALSFrom first
+// release the rating spread (private_als_spread.go) and plan the route at
+// the width it gives and the epsilon it leaves.
 func PlanALSInput(opts *PrivateOptions, R int, itemCounts []int) (*ALSInputPlan, error) {
 	o, err := resolveALSOptions(opts)
 	if err != nil {
@@ -280,6 +288,7 @@ func ALSResidual(v, mu, bi, c, lo, hi float64) float64 {
 // the public counts, and the released residuals with the fit on them.
 type ALSSource interface {
 	BiasSource
+	SquareSource
 	// Counts returns every item's number of ratings (one per item of the
 	// model, in its order) and, for every number of ratings a user has,
 	// how many users have it: both public under the entry relation.
@@ -329,6 +338,11 @@ func TrainPrivateALSFrom(src ALSSource, m *decomposition.Model, opts *PrivateOpt
 	if n == 0 {
 		return nil, errors.New("completion: private ALS: no rating")
 	}
+	spread, err := releaseALSSpread(src, &o)
+	if err != nil {
+		return nil, err
+	}
+	spread.apply(&o)
 	p := newALSPrivateParams(&o)
 	p.terms = alsTermsRuleHist(users)
 	rep, err := trainALSInputRoute(src, items, m, &o, p)
@@ -338,6 +352,7 @@ func TrainPrivateALSFrom(src ALSSource, m *decomposition.Model, opts *PrivateOpt
 			note = "positions stage: not run (a source supplies no pass over the positions; TrainPrivateALS on a store runs it when its spectral gate passes)"
 		}
 		rep.Notes = append(rep.Notes, note)
+		spread.report(rep, &o)
 	}
 	return rep, err
 }
@@ -352,7 +367,7 @@ func trainALSInputRoute(src ALSSource, counts []int, m *decomposition.Model, o *
 	}
 	// Too few ratings on learnable items: the bias mode takes the whole
 	// budget, with no item step.
-	inputNote := fmt.Sprintf("learnability rule (residual route): items with n_i >= g R v/s^2 = %.4g (g = %g, v = %.4g the noise variance of a residual at the clip (r_max - r_min)/3 x max(1, log10 epsilon)) carry %.1f%% of the ratings (below %g%%): no residual is released, the item rows are the free columns alone and the biases take the whole budget", plan.FallbackMinCount, p.inputFallback, plan.FallbackNoiseVar, 100*plan.FallbackShare, 100*ALSPrivateGateShare)
+	inputNote := fmt.Sprintf("learnability rule (residual route): items with n_i >= g R v/s^2 = %.4g (g = %g, v = %.4g the noise variance of a residual at the clip W/3 x max(1, log10 epsilon), W the rules' width) carry %.1f%% of the ratings (below %g%%): no residual is released, the item rows are the free columns alone and the biases take the whole budget", plan.FallbackMinCount, p.inputFallback, plan.FallbackNoiseVar, 100*plan.FallbackShare, 100*ALSPrivateGateShare)
 	p.steps, p.biasFrac, p.gate = 0, 1, 0
 	bo := alsBiasOptions(o, p)
 	bias, err := fitPrivateBiasFrom(src, m, &bo)
@@ -432,9 +447,9 @@ func trainPrivateALSInput(src ALSSource, counts []int, m *decomposition.Model, o
 	rep.Notes = append(rep.Notes,
 		fmt.Sprintf("not released: user rows and user biases (zero in the model); each user solves them at prediction time from the released item side and their own ratings with non-private ALS's per-rating ridge %g plus %g (billboard model)", DefaultALSReg, ALSPrivateFoldRow),
 		fmt.Sprintf("learnability rule: item rows are released for items with n_i >= g R v/s^2 = %.4g (g = %g), which carry %.1f%% of the ratings; the other %d rows are zero", nmin, p.inputGate, 100*plan.Share, zeroed),
-		fmt.Sprintf("residual route (entry unit): the bias mode's release at %g%% of epsilon, then every rating's residual from it, clipped to [-c, c], c = %g, with Laplace noise b = 2c/epsilon_w = %.4g (variance %.4g); the item side is post-processing: ALS of rank %d, %d sweeps, on the noisy residuals with a ridge of %.4g per observation (rule DefaultALSReg (s^2 + v)/s^2, s = (r_max - r_min)/4) and %.4g pseudo-observations on the biases; its user rows are dropped", 100*f, c, 2*c/epsW, v, R, plan.Sweeps, lambda, rb))
+		fmt.Sprintf("residual route (entry unit): the bias mode's release at %g%% of epsilon, then every rating's residual from it, clipped to [-c, c], c = %g, with Laplace noise b = 2c/epsilon_w = %.4g (variance %.4g); the item side is post-processing: ALS of rank %d, %d sweeps, on the noisy residuals with a ridge of %.4g per observation (rule DefaultALSReg (s^2 + v)/s^2, s = %g the rules' spread) and %.4g pseudo-observations on the biases; its user rows are dropped", 100*f, c, 2*c/epsW, v, R, plan.Sweeps, lambda, o.rulesRange()/biasSpreadDivisor, rb))
 	if MR > R {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("item rows: the fit's %d columns, then %d free columns (the released item biases over s = %g, then the standardised log(1 + n_i) of the public counts at the first's spread; post-processing: each user fits a slope of their own on each when folding in)", R, MR-R, o.ratingRange()/biasSpreadDivisor))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("item rows: the fit's %d columns, then %d free columns (the released item biases over s = %g, then the standardised log(1 + n_i) of the public counts at the first's spread; post-processing: each user fits a slope of their own on each when folding in)", R, MR-R, o.rulesRange()/biasSpreadDivisor))
 	}
 	appendBiasReleaseNotes(rep, brep)
 	return rep, nil

@@ -313,7 +313,7 @@ func alsResidualRegime(o *PrivateOptions, p alsPrivateParams, R int, counts []in
 			items++
 		}
 	}
-	s := o.ratingRange() / biasSpreadDivisor
+	s := o.rulesRange() / biasSpreadDivisor
 	if items == 0 || plan.Fallback || n/items < ALSResidualRichRatio*float64(R) || plan.NoiseVar > ALSResidualRichNoise*s*s {
 		return false, ""
 	}
@@ -610,7 +610,7 @@ func trainALSPositions(train *data.Store, by [][]int, m *decomposition.Model, o 
 	clear(m.Factors[1])
 	// Released in units of the public spread s: the fold-in's ridge on
 	// the user's row then scales with s^2, as the data term does.
-	s := o.ratingRange() / biasSpreadDivisor
+	s := o.rulesRange() / biasSpreadDivisor
 	if p.posNoScale {
 		s = 1
 	}
@@ -629,7 +629,7 @@ func trainALSPositions(train *data.Store, by [][]int, m *decomposition.Model, o 
 	rep.Composition = fmt.Sprintf("bias release (epsilon %g) then the positions release (epsilon %g), %s", fb*o.Epsilon, fp*o.Epsilon, used)
 	rep.Notes = append(rep.Notes,
 		fmt.Sprintf("not released: user rows and user biases (zero in the model); each user solves them at prediction time from the released item side and their own ratings with a ridge of %g on the row and bias (ALSPositionsFoldRow; the bias mode's time-bucket penalty; billboard model)", ALSPositionsFoldRow),
-		fmt.Sprintf("positions stage (entry unit; the positions are public): P, Q the rank-%d spectral embedding of the degree-normalised position matrix (%d subspace iterations, rows scaled to norm <= 1); spectral gate: its largest non-trivial singular value %.4g >= %g x %.4g, that of the same degrees with shuffled items; residuals clipped to [-c, c], c = %g; W = (G + rho I)^-1 S~ with G the public Gram matrix and rho = %g (1 + v_S/c^2) = %.4g (v_S = %.4g the noise variance of an entry of S~); shrinkage gate: G's mean diagonal entry %.4g >= %g rho; the item rows' first %d columns are W q_i / s (s = (r_max - r_min)/4 = %g: in these units the fold-in's ridge on a user's row scales with s^2, as the data term does), the next %d the free columns (the released item biases over s, then the standardised log(1 + n_i) of the public counts at the first's spread; post-processing: each user fits a slope of their own on each when folding in), the other %d zero", K, ALSPositionsIters, pe.Top, ALSPositionsGate, pe.Floor, c, reg, rho, vS, gbar, ALSPositionsShrinkGate, K, o.ratingRange()/biasSpreadDivisor, free, R-K-free))
+		fmt.Sprintf("positions stage (entry unit; the positions are public): P, Q the rank-%d spectral embedding of the degree-normalised position matrix (%d subspace iterations, rows scaled to norm <= 1); spectral gate: its largest non-trivial singular value %.4g >= %g x %.4g, that of the same degrees with shuffled items; residuals clipped to [-c, c], c = %g; W = (G + rho I)^-1 S~ with G the public Gram matrix and rho = %g (1 + v_S/c^2) = %.4g (v_S = %.4g the noise variance of an entry of S~); shrinkage gate: G's mean diagonal entry %.4g >= %g rho; the item rows' first %d columns are W q_i / s (s = %g, the rules' spread: in these units the fold-in's ridge on a user's row scales with s^2, as the data term does), the next %d the free columns (the released item biases over s, then the standardised log(1 + n_i) of the public counts at the first's spread; post-processing: each user fits a slope of their own on each when folding in), the other %d zero", K, ALSPositionsIters, pe.Top, ALSPositionsGate, pe.Floor, c, reg, rho, vS, gbar, ALSPositionsShrinkGate, K, o.rulesRange()/biasSpreadDivisor, free, R-K-free))
 	appendBiasReleaseNotes(rep, brep)
 	return rep, nil
 }

@@ -52,6 +52,10 @@ func TestPrivateALSSweep(t *testing.T) {
 		eps = append(eps, x)
 	}
 	userK, _ := strconv.Atoi(os.Getenv("DPREC_ALS_USERK"))
+	if x, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_SPREADMARGIN"), 64); err == nil {
+		alsSpreadMarginHook = x
+		defer func() { alsSpreadMarginHook = 0 }()
+	}
 	R := 10
 	if r, err := strconv.Atoi(os.Getenv("DPREC_ALS_RANK")); err == nil {
 		R = r
@@ -258,9 +262,14 @@ func sweepData(t *testing.T, name string) (tr, va *data.Store, lo, hi float64) {
 			return nil, nil, 0, 0
 		}
 		st, _, err = data.Load(path, data.LoadOptions{Builder: data.BuilderOptions{TimeUnit: data.TimeNone}})
-	case "joke":
+	case "joke", "jokewide":
 		st, _, err = data.Synth(data.SynthOptions{Users: 5000, Items: 100, Ratings: 250000, Rank: 5, Bias: true, Mean: 3.5, Noise: 1.5, Skew: 0.3}, rand.NewPCG(7, 7))
 		lo, hi = 0.1, 6.9
+		if name == "jokewide" {
+			// The same log declared on a range wider than its spread
+			// (private_als_spread.go).
+			lo, hi = -5, 12
+		}
 		if err == nil {
 			for i, v := range st.Val {
 				st.Val[i] = math.Max(lo, math.Min(hi, v))

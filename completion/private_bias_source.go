@@ -196,6 +196,16 @@ func (s storeBiasSource) Totals(o *PrivateOptions) (int, float64, []int, error) 
 	return s.st.NNZ(), total, counts, nil
 }
 
+func (s storeBiasSource) SquareSum(o *PrivateOptions) (float64, error) {
+	mid := (o.RatingMin + o.RatingMax) / 2
+	q := 0.0
+	for _, v := range s.st.Val {
+		d := BiasClamp(v, o.RatingMin, o.RatingMax) - mid
+		q += d * d
+	}
+	return q, nil
+}
+
 func (s storeBiasSource) ResidualSums(o *PrivateOptions, mu float64) ([]float64, error) {
 	return biasResidualSums(s.st, o, mu), nil
 }

@@ -324,6 +324,12 @@ func TestReleasedNoiseVariance(t *testing.T) {
 				bo := o
 				bo.probe = nil
 				bo.Epsilon = p.biasFrac * o.Epsilon
+				if o.Unit != UnitUser {
+					// After the rating spread's release (its noise:
+					// TestALSSpreadNoise).
+					bo.Epsilon = p.biasFrac * alsRouteEpsilon(o.Epsilon)
+					tallySpread(t, nt, got, tc.st, &o)
+				}
 				bo.MeanFraction = 0
 				if o.Unit != UnitUser {
 					bo.Delta, bo.Mechanism = 0, perturb.MechLaplace
@@ -392,9 +398,11 @@ func TestReleasedNoiseVariance(t *testing.T) {
 			truth := append([]float64(nil), st.Val...)
 			clippedResiduals(truth, st, &o, wm, p.inputClip)
 			nt.add(t, alsInputWhat, noisy, truth)
-			// The bias releases are the bias mode's at f epsilon.
+			// The bias releases are the bias mode's at f epsilon (of what
+			// the spread release leaves; its noise: TestALSSpreadNoise).
+			tallySpread(t, nt, got, st, &o)
 			wo := o
-			wo.Epsilon, wo.Mechanism, wo.MeanFraction, wo.Accounting = p.inputBiasFrac*o.Epsilon, "", 0, perturb.Basic
+			wo.Epsilon, wo.Mechanism, wo.MeanFraction, wo.Accounting = p.inputBiasFrac*alsRouteEpsilon(o.Epsilon), "", 0, perturb.Basic
 			bgot := map[string][][]float64{}
 			wo.probe = probeInto(bgot)
 			bm := privModel(t, decomposition.CP, st.Dims, 1, true, 1, 1)

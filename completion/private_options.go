@@ -224,6 +224,10 @@ type PrivateOptions struct {
 	// dpsgdRules, when set (sweeps only: TestMovieLensDPSGDSweep), replaces
 	// rules of minibatch DP-SGD; its zero fields keep the rule.
 	dpsgdRules *dpsgdRules
+	// rulesWidth, when positive, is the width private ALS's entry-unit
+	// rules take in place of the range (the released rating spread:
+	// private_als_spread.go); 0 is the range's.
+	rulesWidth float64
 }
 
 // dpsgdRules overrides rules of minibatch DP-SGD in the sweeps that chose
@@ -331,6 +335,17 @@ func (o *PrivateOptions) resolve(mode string) (PrivateOptions, error) {
 
 // ratingRange is Delta_r = r_max - r_min.
 func (o *PrivateOptions) ratingRange() float64 { return o.RatingMax - o.RatingMin }
+
+// rulesRange is the width private ALS's rules take for the range: the
+// released spread's (private_als_spread.go) when one was released,
+// otherwise r_max - r_min. Sensitivities of releases whose clip is not a
+// rule of it (the bias mode's, the clamp) keep ratingRange.
+func (o *PrivateOptions) rulesRange() float64 {
+	if o.rulesWidth > 0 {
+		return o.rulesWidth
+	}
+	return o.ratingRange()
+}
 
 // unitCount is the number of ratings one privacy unit can change: 1 for
 // entries, k for users.

@@ -31,6 +31,8 @@ import (
 // catalogue,
 //
 //   - the public counts (every item's, and the histogram of the users'),
+//   - the rating spread's sum of squares (completion.SquareSource: the
+//     squared distance of each clamped rating from the range's midpoint),
 //   - the bias release's statistics (completion.BiasClamp and
 //     completion.BiasResidual, as the private bias mode),
 //   - the residual release: every rating's completion.ALSResidual from the
@@ -43,6 +45,7 @@ import (
 func init() {
 	register.DoFn2x1[string, func(int32, float64), error](&denseClampFn{})
 	register.DoFn2x1[string, func(int32, float64), error](&denseResidualFn{})
+	register.DoFn2x1[string, func(int32, float64), error](&denseSquareFn{})
 	register.Function2x1(denseUserOne)
 	register.Emitter2[int32, int64]()
 	register.Function3x0(userCountOne)
@@ -75,6 +78,21 @@ func (f *denseResidualFn) ProcessElement(line string, emit func(int32, float64))
 		return err
 	}
 	emit(i, completion.BiasResidual(v, f.Mu, f.Lo, f.Hi))
+	return nil
+}
+
+// denseSquareFn emits a dense rating's squared distance from the range's
+// midpoint, (BiasClamp(v) - (Lo + Hi)/2)^2, keyed by its item (the
+// rating spread's release: completion.SquareSource).
+type denseSquareFn struct{ Lo, Hi float64 }
+
+func (f *denseSquareFn) ProcessElement(line string, emit func(int32, float64)) error {
+	_, i, v, _, err := parseDense(line)
+	if err != nil {
+		return err
+	}
+	d := completion.BiasClamp(v, f.Lo, f.Hi) - (f.Lo+f.Hi)/2
+	emit(i, d*d)
 	return nil
 }
 
@@ -276,6 +294,36 @@ func (a *alsSource) ResidualSums(o *completion.PrivateOptions, mu float64) ([]fl
 		return nil
 	})
 	return res, err
+}
+
+// SquareSum is completion.SquareSource: the sum over the dense ratings of
+// their squared distance from the range's midpoint, summed per item in a
+// pipeline, then over the items in their order.
+func (a *alsSource) SquareSum(o *completion.PrivateOptions) (float64, error) {
+	out := a.path("squares", "part")
+	p, s := beam.NewPipelineWithRoot()
+	sums := beam.CombinePerKey(s, &sumFloatFn{}, beam.ParDo(s, &denseSquareFn{Lo: o.RatingMin, Hi: o.RatingMax}, textio.Read(s, a.dense)))
+	WriteSharded(s, out, a.o.Shards, beam.ParDo(s, formatResidualSum, sums))
+	if err := a.o.Run.run(a.ctx, p); err != nil {
+		return 0, fmt.Errorf("sum of squares: %w", err)
+	}
+	per := make([]float64, a.items)
+	err := ReadLines(a.ctx, out+"-*", func(line string) error {
+		i, v, err := parseItemValue(line)
+		if err != nil {
+			return err
+		}
+		if i < 0 || int(i) >= a.items {
+			return fmt.Errorf("sum of squares %q: bad item", line)
+		}
+		per[i] = v
+		return nil
+	})
+	q := 0.0
+	for _, v := range per {
+		q += v
+	}
+	return q, err
 }
 
 func (a *alsSource) FitResiduals(o *completion.PrivateOptions, plan *completion.ALSInputPlan, bias *decomposition.Model) (*decomposition.Model, error) {

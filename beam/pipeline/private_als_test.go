@@ -53,6 +53,15 @@ func (s memALSSource) Totals(o *completion.PrivateOptions) (int, float64, []int,
 	return s.st.NNZ(), total, items, nil
 }
 
+func (s memALSSource) SquareSum(o *completion.PrivateOptions) (float64, error) {
+	q, mid := 0.0, (o.RatingMin+o.RatingMax)/2
+	for _, v := range s.st.Val {
+		d := completion.BiasClamp(v, o.RatingMin, o.RatingMax) - mid
+		q += d * d
+	}
+	return q, nil
+}
+
 func (s memALSSource) ResidualSums(o *completion.PrivateOptions, mu float64) ([]float64, error) {
 	sums := make([]float64, s.st.Dims[1])
 	for e, v := range s.st.Val {
