@@ -3,6 +3,7 @@ package completion
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/dprec/dprec/data"
@@ -111,4 +112,97 @@ func biasOnlyRMSE(train, test *data.Store, lo, hi float64) float64 {
 		sse += (v - p) * (v - p)
 	}
 	return math.Sqrt(sse / float64(test.NNZ()))
+}
+
+// TestDPSGDBillboard: at epsilon 3 (noise multiplier 8.7, at least
+// DPSGDBillboardNoise) minibatch DP-SGD releases a billboard model (user
+// rows and biases zero, the report says so and covers no user parameter);
+// at epsilon 1 (23.5, at least DPSGDFallbackNoise) it releases the bias
+// mode's model at the whole budget (the free columns, value-change
+// relation), whose users folded in score within 0.01 of the private bias
+// model's (with its own noisy user rows DP-SGD scored 0.03-0.28 worse than
+// it on the validation logs); at epsilon 100 it keeps its user rows.
+func TestDPSGDBillboard(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short mode")
+	}
+	train, test := plantedConvergenceLog(t)
+	const lo, hi = plantedLo, plantedHi
+	run := func(eps float64) (*decomposition.Model, *perturb.Report) {
+		p, err := NewGradientPerturbation(&PrivateOptions{Epsilon: eps, Delta: 1e-5, RatingMin: lo, RatingMax: hi, Noise: perturb.SeededNoise(2)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := decomposition.NewModel(decomposition.CP, train.Dims, []int{3}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.ClampLo, m.ClampHi = lo, hi
+		if _, err := Train(train, nil, m, &Settings{Threads: 2, Solver: SolverSGD, Epochs: 30, Patience: -1, Privacy: p}, rand.NewPCG(1, 1), nil); err != nil {
+			t.Fatal(err)
+		}
+		return m, p.Report()
+	}
+	noUsers := func(eps float64, m *decomposition.Model, rep *perturb.Report) {
+		t.Helper()
+		if !rep.Billboard {
+			t.Fatalf("epsilon %g: not a billboard model: %q", eps, rep.Notes)
+		}
+		for i, x := range m.Factors[0] {
+			if x != 0 {
+				t.Fatalf("epsilon %g: user row entry %d = %v released", eps, i, x)
+			}
+		}
+		for i, x := range m.Bias[0] {
+			if x != 0 {
+				t.Fatalf("epsilon %g: user bias %d = %v released", eps, i, x)
+			}
+		}
+		if slices.Contains(rep.Covered, "A (users)") {
+			t.Errorf("epsilon %g: covered %q", eps, rep.Covered)
+		}
+	}
+	m, rep := run(3)
+	noUsers(3, m, rep)
+	if rep.Composition == "basic (bias-only fallback)" || !slices.Contains(rep.Covered, "B (items)") {
+		t.Errorf("epsilon 3: the steps did not run: composition %q, covered %q", rep.Composition, rep.Covered)
+	}
+	m, rep = run(1)
+	noUsers(1, m, rep)
+	if rep.Composition != "basic (bias-only fallback)" || rep.RelationKind != perturb.RelationValueChange || rep.Epsilon > 1+1e-9 {
+		t.Errorf("epsilon 1: not the bias-only fallback: composition %q, relation %q, epsilon %v", rep.Composition, rep.RelationKind, rep.Epsilon)
+	}
+	got, err := FoldInRMSE(m, train, test, BillboardFoldFor(rep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bm, err := decomposition.NewModel(decomposition.CP, train.Dims, []int{1}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	brep, err := TrainPrivateBias(train, bm, &PrivateOptions{Epsilon: 1, Delta: 1e-5, RatingMin: lo, RatingMax: hi, Noise: perturb.SeededNoise(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bias, err := FoldInRMSE(bm, train, test, BillboardFoldFor(brep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("epsilon 1: DP-SGD (fallback) folded in %.4f, private bias model %.4f", got, bias)
+	if got > bias+0.01 {
+		t.Errorf("epsilon 1: DP-SGD %.4f, more than 0.01 above the private bias model's %.4f", got, bias)
+	}
+	m, rep = run(100)
+	if rep.Billboard || !slices.Contains(rep.Covered, "A (users)") {
+		t.Fatalf("epsilon 100: billboard %v, covered %q", rep.Billboard, rep.Covered)
+	}
+	nz := 0
+	for _, x := range m.Factors[0] {
+		if x != 0 {
+			nz++
+		}
+	}
+	if nz == 0 {
+		t.Error("epsilon 100: no user row released")
+	}
 }

@@ -51,7 +51,11 @@ func TestMovieLensDPSGDSweep(t *testing.T) {
 	}
 	var train, valid *data.Store
 	rank := 10
-	if os.Getenv("SYNTH") != "" {
+	lo, hi := 0.5, 5.0
+	if set := os.Getenv("SET"); set != "" {
+		// A log of the private ALS sweep (sweepData), user x item.
+		train, valid, lo, hi = sweepData(t, set)
+	} else if os.Getenv("SYNTH") != "" {
 		train, valid = plantedSweepLog(t)
 		rank = 3
 	} else {
@@ -68,7 +72,7 @@ func TestMovieLensDPSGDSweep(t *testing.T) {
 	}
 	knobs := []knob{{"eps", envFloats("EPS", 1)}, {"q", envFloats("Q", 0)}, {"clip", envFloats("CLIP", 0)}, {"clipnoise", envFloats("CLIPNOISE", 0)},
 		{"kf", envFloats("KF", 0)}, {"bp", envFloats("BP", 0)}, {"warm", envFloats("WF", 0)}, {"epochs", envFloats("EPOCHS", 30)},
-		{"regb", envFloats("REGB", 0)}, {"rego", envFloats("REGO", 0)}}
+		{"regb", envFloats("REGB", 0)}, {"rego", envFloats("REGO", 0)}, {"fallback", envFloats("FALLBACK", 0)}}
 	settings := [][]float64{nil}
 	for _, k := range knobs {
 		var next [][]float64
@@ -84,8 +88,8 @@ func TestMovieLensDPSGDSweep(t *testing.T) {
 		var each []string
 		var last *GradientPerturbation
 		for _, sd := range seeds {
-			o := &PrivateOptions{Epsilon: v[0], Delta: 1e-5, RatingMin: 0.5, RatingMax: 5, Noise: perturb.SeededNoise(uint64(sd)), Protect: ProtectAll,
-				SampleRate: v[1], Clip: v[2], WarmFraction: v[6], dpsgdRules: &dpsgdRules{clipNoise: v[3], kappaFactor: v[4], biasPrior: v[5]}}
+			o := &PrivateOptions{Epsilon: v[0], Delta: 1e-5, RatingMin: lo, RatingMax: hi, Noise: perturb.SeededNoise(uint64(sd)), Protect: ProtectAll,
+				SampleRate: v[1], Clip: v[2], WarmFraction: v[6], dpsgdRules: &dpsgdRules{clipNoise: v[3], kappaFactor: v[4], biasPrior: v[5], fallbackNoise: v[10]}}
 			p, err := NewGradientPerturbation(o)
 			if err != nil {
 				t.Fatal(err)
@@ -94,7 +98,7 @@ func TestMovieLensDPSGDSweep(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m.ClampLo, m.ClampHi = 0.5, 5
+			m.ClampLo, m.ClampHi = lo, hi
 			s := &Settings{Threads: 2, Privacy: p, Epochs: int(v[7]), RegBias: v[8], Reg: v[9]}
 			if _, err := Train(train, nil, m, s, rand.NewPCG(1, 1), nil); err != nil {
 				t.Fatal(err)
@@ -103,6 +107,21 @@ func TestMovieLensDPSGDSweep(t *testing.T) {
 			sum += got
 			each = append(each, strconv.FormatFloat(got, 'f', 4, 64))
 			last = p
+			if os.Getenv("FOLD") != "" {
+				// The same released item side, users folded in from their
+				// own training ratings (billboard scoring).
+				bb, err := FoldInRMSE(m, train, valid, BillboardFold())
+				if err != nil {
+					t.Fatal(err)
+				}
+				pa := BillboardFold()
+				pa.Row, pa.PerRating = ALSPrivateFoldRow, DefaultALSReg
+				al, err := FoldInRMSE(m, train, valid, pa)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("eps %g seed %g: own rows %.4f, folded in (bias-mode penalties) %.4f, (ALS penalties) %.4f", v[0], sd, got, bb, al)
+			}
 		}
 		var desc []string
 		for i, k := range knobs {

@@ -245,6 +245,7 @@ func TestDPSGDReproducibleAndFrozen(t *testing.T) {
 	run := func(noise perturb.Noise) (*decomposition.Model, *decomposition.Model, *GradientPerturbation, *Result) {
 		o := baseOpts()
 		o.Protect, o.Noise, o.Epsilon = ProtectAll, noise, 0.3
+		o.dpsgdRules = &dpsgdRules{fallbackNoise: -1} // the steps, not the fallback
 		p, err := NewGradientPerturbation(&o)
 		if err != nil {
 			t.Fatal(err)
@@ -270,9 +271,21 @@ func TestDPSGDReproducibleAndFrozen(t *testing.T) {
 	}
 	d := newDPSGDState(a, p.mb, &res.Settings)
 	frozen, moved := 0, 0
+	if !res.Privacy.Billboard {
+		t.Fatalf("epsilon 0.3 (noise multiplier %g): not a billboard model", p.mb.noiseMult)
+	}
 	for mo, offs := range d.off {
 		for i, off := range offs {
 			got, was := a.Row(mo, i), init.Row(mo, i)
+			if mo == 0 {
+				// Billboard (DPSGDBillboardNoise): user rows withheld.
+				for _, x := range got {
+					if x != 0 {
+						t.Fatalf("user row %d released: %v", i, got)
+					}
+				}
+				continue
+			}
 			same := true
 			for k := range got {
 				same = same && got[k] == was[k]
@@ -425,6 +438,7 @@ func TestDPSGDValueChangeReported(t *testing.T) {
 	for _, eps := range []float64{0.5, 1, 4} {
 		o := baseOpts()
 		o.Epsilon, o.RatingMin, o.RatingMax = eps, 0.5, 5
+		o.dpsgdRules = &dpsgdRules{fallbackNoise: -1} // the steps, at every epsilon
 		p := planDPSGD(t, st, o, 60)
 		rep := p.Report()
 		var single, direct perturb.Accountant
@@ -455,8 +469,16 @@ func TestDPSGDValueChangeReported(t *testing.T) {
 	}
 	o := baseOpts()
 	o.RatingMin, o.RatingMax = 0.5, 5
+	o.dpsgdRules = &dpsgdRules{fallbackNoise: -1}
 	if v := planDPSGD(t, st, o, 60).mb.vcEps; math.Abs(v-2.05) > 0.01 {
-		t.Errorf("default plan at epsilon 1: value change %v, the docs say 2.05", v)
+		t.Errorf("the steps' plan at epsilon 1 (60 epochs): value change %v, the docs say 2.05", v)
+	}
+	// The default plan at epsilon 1 is the bias-only fallback
+	// (DPSGDFallbackNoise), whose relation is the value change itself.
+	o.dpsgdRules = nil
+	p := planDPSGD(t, st, o, 60)
+	if p.mb.fallback == nil || p.report.RelationKind != perturb.RelationValueChange || p.report.Epsilon > 1+1e-9 {
+		t.Errorf("default plan at epsilon 1 (sigma %v): fallback %v, relation %q, epsilon %v", p.mb.noiseMult, p.mb.fallback != nil, p.report.RelationKind, p.report.Epsilon)
 	}
 }
 
@@ -590,6 +612,7 @@ func TestDPSGDClipBoost(t *testing.T) {
 	for _, eps := range []float64{0.5, 4, 10, 40, 200} {
 		o := baseOpts()
 		o.Epsilon, o.RatingMin, o.RatingMax = eps, 0.5, 5
+		o.dpsgdRules = &dpsgdRules{fallbackNoise: -1} // the steps, at every epsilon
 		p := planDPSGD(t, st, o, 20)
 		boost := math.Max(1, math.Sqrt(DPSGDClipNoise/p.mb.noiseMult))
 		if want := base * boost; math.Abs(p.mb.clip-want) > 1e-12*want {

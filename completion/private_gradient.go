@@ -374,11 +374,21 @@ func (p *GradientPerturbation) PerturbOutput(m *decomposition.Model, train *data
 	}
 	all := paramNames(m.Order(), m.Kind == decomposition.Tucker, m.HasBias)
 	publicClamp(&p.o, m, p.report)
+	if p.mb != nil && p.mb.fallback != nil {
+		p.report.Covered = []string{"global mean", "item biases", "B (item rows: the free columns, post-processing)"}
+		if m.Order() == 3 {
+			p.report.Covered = append(p.report.Covered, "C (time rows: constant ones, data-independent)")
+		}
+		return nil
+	}
 	if p.mb != nil {
 		if m.HasBias && p.meanSet {
 			m.Mean = p.muT
 		}
 		p.report.Covered = all
+		if p.mb.billboard {
+			dpsgdBillboard(m, p.report, p.mb.noiseMult)
+		}
 		return nil
 	}
 	if p.o.Protect == ProtectAll {
@@ -399,6 +409,32 @@ func (p *GradientPerturbation) PerturbOutput(m *decomposition.Model, train *data
 		perturb.L2NoiseNote,
 		"the guarantee is per step and conditional on the other parameters, which are trained on the same ratings without noise and feed into the protected gradients: no released parameter has an end-to-end guarantee; use --protect all for one")
 	return nil
+}
+
+// dpsgdBillboard withholds minibatch DP-SGD's user rows and user biases
+// (DPSGDBillboardNoise): zero in m, the report a billboard model's.
+func dpsgdBillboard(m *decomposition.Model, rep *perturb.Report, sigma float64) {
+	clear(m.Factors[0])
+	if m.HasBias {
+		clear(m.Bias[0])
+	}
+	var cov []string
+	for _, c := range rep.Covered {
+		switch c {
+		case "A (users)":
+		case "biases":
+			if m.Order() == 3 {
+				cov = append(cov, "item and time biases")
+			} else {
+				cov = append(cov, "item biases")
+			}
+		default:
+			cov = append(cov, c)
+		}
+	}
+	rep.Covered = cov
+	rep.Billboard = true
+	rep.Notes = append(rep.Notes, fmt.Sprintf("not released: user rows and user biases (zero in the model; the steps trained them): at a noise multiplier %.4g >= %g (DPSGDBillboardNoise, a rule of public quantities) each user solves them at prediction time from the released item side and their own ratings with the bias mode's penalties (billboard model; post-processing)", sigma, float64(DPSGDBillboardNoise)))
 }
 
 // Report returns the privacy report (nil before Plan).

@@ -82,6 +82,15 @@ func (p *InputPerturbation) ownsLoop() bool { return p.fallback != nil }
 
 // runLoop writes the bias-only release into m (no training).
 func (p *InputPerturbation) runLoop(_ context.Context, _, _ *data.Store, m *decomposition.Model, _ *Settings, _ []float64, res *Result, _ func(EpochRecord)) error {
+	writeBiasFallback(m, p.fallback, &p.o, p.report.ItemCounts, res)
+	return nil
+}
+
+// writeBiasFallback writes the bias-only release fb into m, as input's and
+// minibatch DP-SGD's fallbacks release it: the mean and item biases, zero
+// user and time biases and user rows, and for a CP model the free columns
+// and time rows of ones (a Tucker model's factors and core zero).
+func writeBiasFallback(m, fb *decomposition.Model, o *PrivateOptions, counts []float64, res *Result) {
 	for _, f := range m.Factors {
 		clear(f)
 	}
@@ -89,8 +98,8 @@ func (p *InputPerturbation) runLoop(_ context.Context, _, _ *data.Store, m *deco
 	for _, b := range m.Bias {
 		clear(b)
 	}
-	m.Mean = p.fallback.Mean
-	copy(m.Bias[1], p.fallback.Bias[1])
+	m.Mean = fb.Mean
+	copy(m.Bias[1], fb.Bias[1])
 	if m.Kind == decomposition.CP {
 		// The free columns, as private ALS releases them when no item
 		// step runs (freeItemColumns): the item biases over s and the
@@ -102,10 +111,9 @@ func (p *InputPerturbation) runLoop(_ context.Context, _, _ *data.Store, m *deco
 				f[i] = 1
 			}
 		}
-		freeItemColumns(m, &p.o, p.report.ItemCounts)
+		freeItemColumns(m, o, counts)
 	}
 	res.BestEpoch = 0
-	return nil
 }
 
 var _ loopOwner = (*InputPerturbation)(nil)

@@ -235,6 +235,8 @@ type PrivateOptions struct {
 // (negative: zero).
 type dpsgdRules struct {
 	clipNoise, kappaFactor, biasPrior float64
+	// fallbackNoise replaces DPSGDFallbackNoise (negative: never).
+	fallbackNoise float64
 }
 
 // releaseProbe lets a test see a vector the bias and als modes release,

@@ -204,13 +204,14 @@ func trainSGD(ctx context.Context, train, valid *data.Store, m *decomposition.Mo
 }
 
 // withPublicCounts adds the item counts of train to the report of an
-// entry-unit private run that releases user rows (input, gradient,
-// output): their relations keep every position, so the counts are public,
+// entry-unit private run whose report carries none (input, gradient,
+// output; minibatch DP-SGD's billboard release too): their relations keep
+// every position, so the counts are public,
 // and rankings weight by them (models.Predictor.WithShrinkage, as for the
 // bias and als modes, whose reports carry theirs); without them a private
 // model's lists put items with a handful of ratings first.
 func withPublicCounts(rep *perturb.Report, train *data.Store) *perturb.Report {
-	if !rep.Private() || rep.Billboard || len(rep.ItemCounts) > 0 || rep.Unit == string(UnitUser) || train.Order() < 2 {
+	if !rep.Private() || len(rep.ItemCounts) > 0 || rep.Unit == string(UnitUser) || train.Order() < 2 {
 		return rep
 	}
 	counts := make([]float64, train.Dims[1])
