@@ -155,6 +155,22 @@
 // except through T~ and S~. TestBiasSensitivityNeighbours checks both
 // bounds on neighbouring logs (and that they are reached).
 //
+// Private ALS, entry unit: the rating spread (TrainPrivateALS,
+// TrainPrivateALSFrom; private_als_spread.go). Before either route below,
+// the entry unit releases (sum (clamp(r) - m), sum (clamp(r) - m)^2), m the
+// range's midpoint, with Laplace noise at epsilon_s = ALSSpreadFraction
+// epsilon = 0.01 epsilon. One changed rating moves a = clamp(r) - m to b,
+// both in [-W/2, W/2] (W = r_max - r_min), and the vector by |a - b| (1 +
+// |a + b|), at most ((W + 1)/2)^2 for W >= 1 (a = W/2, b = -1/2) and W
+// below (ALSSpreadSensitivity; TestALSSpreadSensitivity checks every pair
+// and neighbouring logs). The routes then spend epsilon - epsilon_s (basic
+// composition with the spread release), and every rule they take from the
+// range (the clips c, s = (r_max - r_min)/4 in ridges and gates, the free
+// columns' scale) takes the width 4 min((r_max - r_min)/4, 1.25 s^)
+// instead, s^ an upper bound of the released standard deviation; the
+// clamp stays the range. "epsilon", "(r_max - r_min)" and "s" in the two
+// paragraphs below are these.
+//
 // Private ALS, entry unit: the positions stage (TrainPrivateALS,
 // private_als_positions.go; billboard model). Under the entry relation the
 // positions (who rated what) are public, so anything computed from them

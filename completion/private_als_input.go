@@ -31,8 +31,8 @@ package completion
 // before the route narrows it (private_als_spread.go; the clamp stays the
 // range). The route then spends what that release leaves of epsilon.
 //
-// Composition: two pure releases, basic: epsilon_b + epsilon_w = epsilon,
-// delta 0. Everything released is post-processing of them. As epsilon
+// Composition: two pure releases, basic: epsilon_b + epsilon_w = the
+// epsilon the spread release leaves, delta 0. Everything released is post-processing of them. As epsilon
 // grows the noise vanishes, the ridge tends to DefaultALSReg and the clip
 // to the whole range (alsInputClip), so the released item side tends to
 // non-private ALS's on the same log.
@@ -178,8 +178,8 @@ type ALSInputPlan struct {
 	Gate, MinCount, Share float64
 	// FallbackGate, FallbackMinCount and FallbackShare are the same rule
 	// for the whole route (ALSInputFallbackGate), judged at
-	// FallbackNoiseVar, the noise variance of a residual at the bias
-	// mode's clip (r_max - r_min)/3 (the clip's floor of 1: below epsilon
+	// FallbackNoiseVar, the noise variance of a residual at the clip
+	// W/3, W the rules' width (the clip's floor of 1: below epsilon
 	// 3.16 the route releases at half of it, ALSInputClipFloor, but the
 	// choice to run stays where it was measured; at the smaller variance
 	// the route ran at epsilon 1 on the planted joke-shaped log and scored

@@ -43,7 +43,9 @@ package completion
 //
 // the second term ALSSpreadZ times the standard deviation of v~'s noise to
 // first order (Q~/N and S~/N each carry noise of variance 2 (b/N)^2, and
-// S~/N enters squared); s^ = sqrt(v+). On a small log, or at a small
+// S~/N enters squared); s^ = sqrt(v+). It is a margin, not a confidence
+// bound: the Laplace tail leaves the noise below -2 sd with probability
+// about e^(-2 sqrt 2)/2 = 3%, and the floor limits the harm. On a small log, or at a small
 // epsilon, the bound is loose and the rules keep the range's width: they
 // narrow only as far as the release shows. The rules take the width 4s
 // with
@@ -68,6 +70,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 
 	"github.com/dprec/dprec/perturb"
 )
@@ -79,7 +82,8 @@ import (
 const ALSSpreadFraction = 0.01
 
 // ALSSpreadMargin is the factor on the released standard deviation in the
-// rules' spread, s = min((r_max - r_min)/4, ALSSpreadMargin s^); ALSSpreadFloor
+// rules' spread, s = min((r_max - r_min)/4, max(ALSSpreadMargin s^,
+// ALSSpreadFloor (r_max - r_min)/4)); ALSSpreadFloor
 // bounds s below by that fraction of (r_max - r_min)/4; ALSSpreadZ is the
 // number of the noise's standard deviations added to the released
 // variance (its upper bound v+).
@@ -159,8 +163,12 @@ func releaseALSSpread(src BiasSource, o *PrivateOptions) (*alsSpread, error) {
 	N := float64(n)
 	mean, bn := t[0]/N, lap.Scale()/N
 	sd := math.Sqrt(math.Max(0, t[1]/N-mean*mean+ALSSpreadZ*math.Sqrt2*bn*math.Sqrt(1+4*mean*mean)))
+	// Six significant digits (post-processing), so that a source summing
+	// the squares in another order (dprec-beam: per item, then over the
+	// items) plans the same width, clip and report.
+	sd, _ = strconv.ParseFloat(strconv.FormatFloat(sd, 'g', 6, 64), 64)
 	rel := lap.Release(alsSpreadWhat)
-	rel.Derivation = fmt.Sprintf("positions public: one rating moves a = clamp(r) - m to b, both in [-W/2, W/2], W = %g, and the vector by |a - b| (1 + |a + b|): l1 = ((W + 1)/2)^2 for W >= 1, W below = %g (completion/private_als_spread.go)", W, l1)
+	rel.Derivation = fmt.Sprintf("positions public: one rating moves a = clamp(r) - m to b, both in [-W/2, W/2], W = %g, and the vector by |a - b| (1 + |a + b|): l1 = ((W + 1)/2)^2 for W >= 1, W for W < 1; here l1 = %g (completion/private_als_spread.go)", W, l1)
 	margin := ALSSpreadMargin
 	if alsSpreadMarginHook > 0 {
 		margin = alsSpreadMarginHook

@@ -153,6 +153,10 @@ func TestALSSpreadRules(t *testing.T) {
 		if len(rep.Releases) == 0 || rep.Releases[0].What != alsSpreadWhat || !strings.Contains(rep.Releases[0].Derivation, "l1 = ((W + 1)/2)^2") {
 			t.Fatalf("[%g, %g]: the first release is not the spread's: %+v", lo, hi, rep.Releases)
 		}
+		r0, l1 := rep.Releases[0], ALSSpreadSensitivity(hi-lo)
+		if r0.Sensitivity != l1 || math.Abs(r0.Epsilon-ALSSpreadFraction*eps) > 1e-12 || math.Abs(r0.Scale-l1/(ALSSpreadFraction*eps)) > 1e-9*r0.Scale {
+			t.Fatalf("[%g, %g]: spread release %+v, want l1 %v at epsilon %v", lo, hi, r0, l1, ALSSpreadFraction*eps)
+		}
 		var sum float64
 		for _, r := range rep.Releases {
 			sum += r.Epsilon
@@ -171,15 +175,32 @@ func TestALSSpreadRules(t *testing.T) {
 		t.Fatalf("no rating spread note: %q", rep.Notes)
 		return ""
 	}
+	// The residual release's l1 sensitivity 2c against the range's clip
+	// at epsilon 3, (r_max - r_min)/3 x ALSInputClipFloor.
+	clip := func(rep *perturb.Report, W float64) (got, full float64) {
+		t.Helper()
+		for _, r := range rep.Releases {
+			if strings.HasPrefix(r.What, alsInputWhat) {
+				return r.Sensitivity / 2, BiasResidualClip * W * ALSInputClipFloor
+			}
+		}
+		t.Fatalf("no residual release: %q", rep.Notes)
+		return 0, 0
+	}
 	// Declared three times wider than the ratings' spread.
 	m, rep := run(-6, 13, 3, tr)
 	if n := note(rep); !strings.Contains(n, "in place of the range 19") {
 		t.Errorf("wide range: the rules kept the range's width: %s", n)
 	}
+	if c, full := clip(rep, 19); c > 0.6*full {
+		t.Errorf("wide range: residual clip %v, not narrowed from the range's %v", c, full)
+	}
 	narrowed := score(m, rep)
 	// Declared on what the ratings fill (standard deviation about 1.4).
 	if _, rep := run(0.7, 6.3, 3, tr); !strings.Contains(note(rep), "unchanged") {
 		t.Errorf("fitting range: the rules narrowed: %s", note(rep))
+	} else if c, full := clip(rep, 5.6); math.Abs(c-full) > 1e-9 {
+		t.Errorf("fitting range: residual clip %v, want the range's %v", c, full)
 	}
 	// Few ratings: the release cannot show it.
 	small := st.Subset(perm[:300])
@@ -187,6 +208,7 @@ func TestALSSpreadRules(t *testing.T) {
 		t.Errorf("300 ratings: the rules narrowed on a loose release: %s", note(rep))
 	}
 	alsSpreadMarginHook = -1
+	t.Cleanup(func() { alsSpreadMarginHook = 0 })
 	m, rep = run(-6, 13, 3, tr)
 	alsSpreadMarginHook = 0
 	wide := score(m, rep)

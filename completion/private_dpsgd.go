@@ -20,11 +20,11 @@ package completion
 // protects a change of one rating's value, which is two zero-out steps,
 // and the report states that guarantee too, as numbers (Relation and
 // notes): RDP group privacy at group size 2 (package doc, Sensitivities;
-// perturb.GroupTwoEpsilon). The default plan (60 epochs, q = 1, warm
-// share 0.1, delta 1e-5; public quantities only; the steps' plan: below
-// a noise multiplier of DPSGDFallbackNoise, about epsilon 2.4, the default
-// is the bias-only fallback, whose epsilon is for a value change already)
-// at zero-out epsilon
+// perturb.GroupTwoEpsilon). The steps' plan (60 epochs, q = 1, warm
+// share 0.1, delta 1e-5; public quantities only; with the fallback off:
+// at a noise multiplier of DPSGDFallbackNoise or more, below about epsilon
+// 2.4 at 60 epochs, the default is the bias-only fallback instead, whose
+// epsilon is for a value change already) at zero-out epsilon
 // 0.1 / 0.5 / 1 / 2 / 5 / 10 is, for a value change, epsilon 0.205 /
 // 1.02 / 2.05 / 4.17 / 11.0 / 23.8 at the same delta. Sigma is calibrated
 // to zero-out, not to the value change, so that the measured defaults
@@ -229,6 +229,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/dprec/dprec/data"
@@ -585,7 +586,17 @@ func (p *GradientPerturbation) planDPSGDFallback(train *data.Store, s *Settings,
 	rep.Mode = "gradient"
 	rep.Composition = "basic (bias-only fallback)"
 	rep.Billboard = true
-	rep.Notes = append(rep.Notes, fmt.Sprintf("minibatch DP-SGD fell back to the bias-only release at the whole budget: its noise multiplier would be %.4g >= %g (DPSGDFallbackNoise; sigma depends on epsilon, delta, the rate and the step count only), where the steps scored worse than this release on every validation log; no step is run; the guarantee is the bias mode's, for a change of one rating's value, which covers the zero-out neighbours of the steps (a null counts as r_min in these sums); user rows and biases are not released: each user solves them at prediction time from the released item side and their own ratings (billboard model); a CP model's item rows are private ALS's free columns (the released item biases over s, then the standardised log(1 + n_i) of the public counts at the first column's spread; post-processing) and its time rows ones", sigma, float64(DPSGDFallbackNoise)))
+	// The clamp note comes back with PerturbOutput; the model is not the
+	// bias mode's bias-only one (a CP model's item rows carry the free
+	// columns: the note below).
+	notes := rep.Notes[:0]
+	for _, n := range rep.Notes {
+		if !strings.HasPrefix(n, "predictions clamped") && !strings.HasPrefix(n, "factors, core and time biases are zero") {
+			notes = append(notes, n)
+		}
+	}
+	rep.Notes = notes
+	rep.Notes = append(rep.Notes, fmt.Sprintf("minibatch DP-SGD fell back to the bias-only release at the whole budget: its noise multiplier would be %.4g >= %g (DPSGDFallbackNoise; sigma depends on epsilon, delta, the rate and the step count only), where the steps scored worse than this release on every validation log; no step is run; the guarantee is the bias mode's, for a change of one rating's value, which covers the zero-out neighbours of the steps (a null counts as r_min in these sums); user rows and biases are not released: each user solves them at prediction time from the released item side and their own ratings (billboard model); a CP model's item rows are private ALS's free columns (the released item biases over s, then the standardised log(1 + n_i) of the public counts at the first column's spread; post-processing) and its time rows ones, a Tucker model's factors and core zero", sigma, float64(DPSGDFallbackNoise)))
 	p.report = rep
 	s.Patience = -1
 	p.planned = true

@@ -375,9 +375,12 @@ func (p *GradientPerturbation) PerturbOutput(m *decomposition.Model, train *data
 	all := paramNames(m.Order(), m.Kind == decomposition.Tucker, m.HasBias)
 	publicClamp(&p.o, m, p.report)
 	if p.mb != nil && p.mb.fallback != nil {
-		p.report.Covered = []string{"global mean", "item biases", "B (item rows: the free columns, post-processing)"}
-		if m.Order() == 3 {
-			p.report.Covered = append(p.report.Covered, "C (time rows: constant ones, data-independent)")
+		p.report.Covered = []string{"global mean", "item biases"}
+		if m.Kind == decomposition.CP {
+			p.report.Covered = append(p.report.Covered, "B (item rows: the free columns, post-processing)")
+			if m.Order() == 3 {
+				p.report.Covered = append(p.report.Covered, "C (time rows: constant ones, data-independent)")
+			}
 		}
 		return nil
 	}

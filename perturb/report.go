@@ -18,7 +18,8 @@ type Report struct {
 	RelationKind string `json:"relation_kind,omitempty"`
 	// ValueChangeEpsilon, when the relation is not value-change, is the
 	// epsilon at Delta for a change of one record's value (0: not
-	// computed); minibatch DP-SGD (zero-out) sets it.
+	// computed); minibatch DP-SGD (zero-out) sets it (its bias-only
+	// fallback is value-change: none).
 	ValueChangeEpsilon float64 `json:"value_change_epsilon,omitempty"`
 	// Unit is the privacy unit ("entry", "user", "document", "record").
 	Unit string `json:"unit,omitempty"`

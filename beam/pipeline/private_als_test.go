@@ -139,10 +139,14 @@ func TestPrivateALSMatchesSingleMachine(t *testing.T) {
 	const rank = 3
 	for _, tc := range []struct {
 		eps      float64
+		lo, hi   float64
 		fallback bool
-	}{{20, false}, {1, true}} {
-		// The pipelines have no positions stage: the single machine without it.
-		po := completion.PrivateOptions{Epsilon: tc.eps, Delta: 1e-5, RatingMin: 0.5, RatingMax: 5, Noise: perturb.SeededNoise(17), ALSPositions: completion.ALSPositionsOff}
+	}{{20, 0.5, 5, false}, {1, 0.5, 5, true}, {20, -2, 8, false}} {
+		// The pipelines have no positions stage: the single machine
+		// without it. On [-2, 8] the released rating spread narrows the
+		// rules' width (private_als_spread.go): the pipelines' sum of
+		// squares, summed per item, must plan the same route.
+		po := completion.PrivateOptions{Epsilon: tc.eps, Delta: 1e-5, RatingMin: tc.lo, RatingMax: tc.hi, Noise: perturb.SeededNoise(17), ALSPositions: completion.ALSPositionsOff}
 		newModel := func(users int) *decomposition.Model {
 			m, err := decomposition.NewModel(decomposition.CP, []int{users, st.Dims[1]}, []int{rank}, true)
 			if err != nil {
@@ -181,6 +185,9 @@ func TestPrivateALSMatchesSingleMachine(t *testing.T) {
 		}
 		if (res.Plan == nil) != tc.fallback {
 			t.Fatalf("epsilon %g: plan %+v, want fallback %v", tc.eps, res.Plan, tc.fallback)
+		}
+		if narrowed := strings.Contains(reportJSON(t, wantRep), "in place of the range"); narrowed != (tc.lo == -2) {
+			t.Fatalf("[%g, %g]: the rules' width narrowed %v", tc.lo, tc.hi, narrowed)
 		}
 		if a, b := reportJSON(t, got.Privacy), reportJSON(t, wantRep); a != b {
 			t.Fatalf("epsilon %g: report differs from the single machine's:\n%s\n%s", tc.eps, a, b)
