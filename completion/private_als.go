@@ -890,7 +890,7 @@ func alsRelease(o *PrivateOptions, p alsPrivateParams, bo *PrivateOptions, m *de
 	}
 	rep.Notes = append(rep.Notes,
 		fmt.Sprintf("public constants and their rules: residual clip c = (r_max - r_min)/3 = %g; user vector norm <= Gamma_u = %g; item row norm <= Gamma_v = c/Gamma_u = %g; user-solve ridge %g per observation; item-solve ridge %g per term plus %g sigma (post-processing; each item's Gram matrix is its share t_i/sum t_j of the released shared one)%s; at most k = %d terms a user (%s); %d item steps; items learnt when n_i Gamma_u^2 / R >= %g sigma, else zero rows; rank %d", p.c, p.gu, p.gv, p.lambda, p.itemLambda, p.noiseRidge, ridgeRule(p), p.terms, alsTermsSource(o), p.steps, p.gate, R),
-		fmt.Sprintf("epsilon: %g%% of it calibrates the bias releases (%s; rule: 80%% up to epsilon 1, 30%% from 10, log-linear between, all of it when no item step runs at the entry unit); %s take the rest under %s composition", 100*p.biasFrac, bo.Mechanism, rest, used))
+		fmt.Sprintf("epsilon: %g%% of it calibrates the bias releases (%s; rule: 80%% up to epsilon 1, 30%% from 10, log-linear between, all of it when no item step runs at the entry unit, whose epsilon here is what the rating spread's release leaves); %s take the rest under %s composition", 100*p.biasFrac, bo.Mechanism, rest, used))
 	rep.Notes = append(rep.Notes, bias.notes...)
 	return rep, nil
 }

@@ -196,7 +196,7 @@ func (sp *alsSpread) report(rep *perturb.Report, o *PrivateOptions) {
 	}
 	rep.Releases = append([]perturb.Release{sp.rel}, rep.Releases...)
 	rep.Epsilon += sp.eps
-	rep.Composition = fmt.Sprintf("the rating spread's release (epsilon %g), then %s", sp.eps, rep.Composition)
+	rep.Composition = fmt.Sprintf("the rating spread's release (epsilon %g) plus the route's (%s), basic", sp.eps, rep.Composition)
 	W := o.ratingRange()
 	how := "the range's, unchanged (the released spread fills it)"
 	if sp.width < W {
