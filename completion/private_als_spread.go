@@ -196,6 +196,8 @@ func (sp *alsSpread) report(rep *perturb.Report, o *PrivateOptions) {
 	}
 	rep.Releases = append([]perturb.Release{sp.rel}, rep.Releases...)
 	rep.Epsilon += sp.eps
+	// Released too: s^ and the width, stated in the note below.
+	rep.Covered = append(rep.Covered, "rating spread")
 	rep.Composition = fmt.Sprintf("the rating spread's release (epsilon %g) plus the route's (%s), basic", sp.eps, rep.Composition)
 	W := o.ratingRange()
 	how := "the range's, unchanged (the released spread fills it)"
