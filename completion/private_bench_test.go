@@ -70,10 +70,13 @@ func benchPrivateEpochs(b *testing.B, kind decomposition.Kind, mode string, epoc
 			o.Protect = ProtectC
 			p, err = NewGradientPerturbation(&o)
 		case "gradAll":
-			o.Protect = ProtectAll
+			// The steps: at epsilon 1 and 60 epochs the default would be
+			// the bias-only fallback (DPSGDFallbackNoise), which trains
+			// nothing.
+			o.Protect, o.dpsgdRules = ProtectAll, &dpsgdRules{fallbackNoise: -1}
 			p, err = NewGradientPerturbation(&o)
 		case "gradAllSecure":
-			o.Protect, o.Noise = ProtectAll, perturb.SecureNoise()
+			o.Protect, o.Noise, o.dpsgdRules = ProtectAll, perturb.SecureNoise(), &dpsgdRules{fallbackNoise: -1}
 			p, err = NewGradientPerturbation(&o)
 		case "gradAllPerEntry":
 			o.Protect, o.DPSGD = ProtectAll, DPSGDPerEntry
