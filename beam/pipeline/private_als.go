@@ -274,12 +274,32 @@ func (a *alsSource) Totals(o *completion.PrivateOptions) (int, float64, []int, e
 
 func (a *alsSource) ResidualSums(o *completion.PrivateOptions, mu float64) ([]float64, error) {
 	a.calls++
-	out := a.path(fmt.Sprintf("bias-residuals-%d", a.calls), "part")
+	return a.perItemSums(a.path(fmt.Sprintf("bias-residuals-%d", a.calls), "part"), "bias residual sums",
+		&denseResidualFn{Mu: mu, Lo: o.RatingMin, Hi: o.RatingMax})
+}
+
+// SquareSum is completion.SquareSource: the sum over the dense ratings of
+// their squared distance from the range's midpoint, summed per item in a
+// pipeline, then over the items in their order.
+func (a *alsSource) SquareSum(o *completion.PrivateOptions) (float64, error) {
+	per, err := a.perItemSums(a.path("squares", "part"), "sum of squares", &denseSquareFn{Lo: o.RatingMin, Hi: o.RatingMax})
+	q := 0.0
+	for _, v := range per {
+		q += v
+	}
+	return q, err
+}
+
+// perItemSums runs fn (a DoFn from a dense rating line to (item, value))
+// over the dense ratings, sums its values per item in a pipeline written
+// to out, and reads the sums back, one per item (what names them in
+// errors).
+func (a *alsSource) perItemSums(out, what string, fn any) ([]float64, error) {
 	p, s := beam.NewPipelineWithRoot()
-	sums := beam.CombinePerKey(s, &sumFloatFn{}, beam.ParDo(s, &denseResidualFn{Mu: mu, Lo: o.RatingMin, Hi: o.RatingMax}, textio.Read(s, a.dense)))
+	sums := beam.CombinePerKey(s, &sumFloatFn{}, beam.ParDo(s, fn, textio.Read(s, a.dense)))
 	WriteSharded(s, out, a.o.Shards, beam.ParDo(s, formatResidualSum, sums))
 	if err := a.o.Run.run(a.ctx, p); err != nil {
-		return nil, fmt.Errorf("bias residual sums: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	res := make([]float64, a.items)
 	err := ReadLines(a.ctx, out+"-*", func(line string) error {
@@ -288,42 +308,12 @@ func (a *alsSource) ResidualSums(o *completion.PrivateOptions, mu float64) ([]fl
 			return err
 		}
 		if i < 0 || int(i) >= a.items {
-			return fmt.Errorf("residual sum %q: bad item", line)
+			return fmt.Errorf("%s %q: bad item", what, line)
 		}
 		res[i] = v
 		return nil
 	})
 	return res, err
-}
-
-// SquareSum is completion.SquareSource: the sum over the dense ratings of
-// their squared distance from the range's midpoint, summed per item in a
-// pipeline, then over the items in their order.
-func (a *alsSource) SquareSum(o *completion.PrivateOptions) (float64, error) {
-	out := a.path("squares", "part")
-	p, s := beam.NewPipelineWithRoot()
-	sums := beam.CombinePerKey(s, &sumFloatFn{}, beam.ParDo(s, &denseSquareFn{Lo: o.RatingMin, Hi: o.RatingMax}, textio.Read(s, a.dense)))
-	WriteSharded(s, out, a.o.Shards, beam.ParDo(s, formatResidualSum, sums))
-	if err := a.o.Run.run(a.ctx, p); err != nil {
-		return 0, fmt.Errorf("sum of squares: %w", err)
-	}
-	per := make([]float64, a.items)
-	err := ReadLines(a.ctx, out+"-*", func(line string) error {
-		i, v, err := parseItemValue(line)
-		if err != nil {
-			return err
-		}
-		if i < 0 || int(i) >= a.items {
-			return fmt.Errorf("sum of squares %q: bad item", line)
-		}
-		per[i] = v
-		return nil
-	})
-	q := 0.0
-	for _, v := range per {
-		q += v
-	}
-	return q, err
 }
 
 func (a *alsSource) FitResiduals(o *completion.PrivateOptions, plan *completion.ALSInputPlan, bias *decomposition.Model) (*decomposition.Model, error) {
