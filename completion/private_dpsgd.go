@@ -349,6 +349,9 @@ const (
 	// at epsilon 100), so the rule stays there. The private bias model
 	// at epsilon 1 scores 0.9592 (MovieLens-100K) and 4.3309 (Jester5k)
 	// on the same parts: with its own rows DP-SGD was 0.03 and 0.28 worse.
+	// The billboard model's last two item columns are then chosen
+	// privately between the trained ones and the free columns
+	// (private_dpsgd_select.go).
 	DPSGDBillboardNoise = 3
 	// DPSGDFallbackNoise: at a noise multiplier sigma of at least this
 	// (models with biases) no step is run, and the model is the bias
@@ -405,6 +408,13 @@ type minibatchPlan struct {
 	// fallback, when set, is the bias-only release at the whole budget
 	// that replaces the steps (DPSGDFallbackNoise); nothing is trained.
 	fallback *decomposition.Model
+	// held marks the ratings the billboard model's free-column selection
+	// scores each user on after a fold-in from their others (nil: no
+	// selection; private_dpsgd_select.go); selected is its outcome and
+	// selectUsers the number of users it scored.
+	held        []bool
+	selected    bool
+	selectUsers int
 }
 
 // loopOwner is implemented by a plug-in that runs its own training loop
@@ -483,6 +493,18 @@ func (p *GradientPerturbation) planMinibatch(train *data.Store, s *Settings, has
 	if hasBias && p.o.Sigma == 0 && s2 >= p.fallbackNoise() {
 		return p.planDPSGDFallback(train, s, mb, s2)
 	}
+	if s2 >= DPSGDBillboardNoise && p.dpsgdSelectApplies(train, s, mb) {
+		// The free-column selection is one more full-batch step at the
+		// same noise multiplier (private_dpsgd_select.go).
+		s3, err := perturb.SampledGaussianNoiseMultiplier(mb.q, mb.steps+1, p.o.Epsilon, p.o.Delta, &acc)
+		if err != nil {
+			return fmt.Errorf("completion: minibatch DP-SGD: %w", err)
+		}
+		if s3 < p.fallbackNoise() {
+			s2 = s3
+			mb.held = dpsgdHeldOut(train)
+		}
+	}
 	if mb.clip == 0 { // the noise multiplier does not depend on the clip
 		mb.clip = DPSGDClip(&p.o, train.Order(), s2)
 	}
@@ -500,6 +522,18 @@ func (p *GradientPerturbation) planMinibatch(train *data.Store, s *Settings, has
 	rel.Derivation = fmt.Sprintf("zero-out neighbours: the batch sums differ by one clipped per-rating gradient, norm <= C = %g; Poisson rate q = %g, %d steps, RDP of the sampled Gaussian (Mironov, Talwar and Zhang 2019) (completion/private_dpsgd.go)", mb.clip, mb.q, mb.steps)
 	if err := acc.Add(rel, mb.steps); err != nil {
 		return err
+	}
+	if mb.held != nil {
+		// Its sensitivity covers a value change directly, so it enters
+		// the value-change curve once (RDP composes adaptively in any
+		// order; private_dpsgd_select.go).
+		sr := dpsgdSelectRelease(&p.o, s2)
+		if err := acc.Add(sr, 1); err != nil {
+			return err
+		}
+		if err := warmAcc.Add(sr, 1); err != nil {
+			return err
+		}
 	}
 	eps, delta, used, err := perturb.Budget{Epsilon: p.o.Epsilon, Delta: p.o.Delta}.Admit(&acc, perturb.RDP)
 	if err != nil {

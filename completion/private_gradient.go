@@ -391,6 +391,9 @@ func (p *GradientPerturbation) PerturbOutput(m *decomposition.Model, train *data
 		p.report.Covered = all
 		if p.mb.billboard {
 			dpsgdBillboard(m, p.report, p.mb.noiseMult)
+			if p.mb.held != nil {
+				return p.selectFreeColumns(m, train)
+			}
 		}
 		return nil
 	}

@@ -237,6 +237,9 @@ type dpsgdRules struct {
 	clipNoise, kappaFactor, biasPrior float64
 	// fallbackNoise replaces DPSGDFallbackNoise (negative: never).
 	fallbackNoise float64
+	// noSelect switches the billboard model's free-column selection off
+	// (private_dpsgd_select.go).
+	noSelect bool
 }
 
 // releaseProbe lets a test see a vector the bias and als modes release,

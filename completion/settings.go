@@ -106,6 +106,10 @@ type Settings struct {
 	// hasBias is set by Train from the model before Plan, so a privacy
 	// plug-in can plan releases that only models with biases need.
 	hasBias bool
+	// modelKind and modelRank are set by Train from the model before Plan
+	// too (the first mode's rank).
+	modelKind decomposition.Kind
+	modelRank int
 }
 
 // Solver is the optimiser Train uses.

@@ -75,6 +75,7 @@ func TrainContext(ctx context.Context, train, valid *data.Store, m *decompositio
 		return nil, err
 	}
 	cfg.hasBias = m.HasBias
+	cfg.modelKind, cfg.modelRank = m.Kind, m.Ranks[0]
 	if _, none := cfg.Privacy.(NoPrivacy); !none && cfg.WarmStart {
 		// The private modes start from a data-independent model (random
 		// factors; minibatch DP-SGD freezes rows at their public initial
