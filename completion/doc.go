@@ -633,16 +633,19 @@
 // at the default plan (q = 1, T = 60, delta 1e-5) zero-out epsilon 1
 // is value-change epsilon 2.05. TestDPSGDSensitivityNeighbours checks C
 // (zero-out) and 2C (value change) on neighbouring logs.
-// Where its billboard rule holds (DPSGDBillboardNoise <= sigma <
-// DPSGDFallbackNoise) and the model is CP of rank >= 4 with biases at
-// q = 1, one more release chooses the item rows' last two columns between
-// the trained ones and the free columns (private_dpsgd_select.go): the sum
-// over users of each user's clipped loss difference on scored ratings
-// after a fold-in, l2 sensitivity 2D given the released steps (a rating
-// enters only its own user's term, in [-D, D]) for a zero-out and a value
+// Below DPSGDFallbackNoise, for CP models of rank >= 4 with biases at
+// q = 1, one more release chooses the released model among post-processings
+// of the steps (private_dpsgd_select.go): the own user rows (below
+// DPSGDBillboardNoise), users folded into the trained item rows, or into
+// the item rows with the free columns in the last two columns. It is the
+// vector, over the candidates after the first, of the sums over users of
+// each user's clipped loss difference on scored ratings; given the
+// released steps a rating enters only its own user's terms, each in [-D,
+// D], so its l2 sensitivity is 2D sqrt(J - 1) for a zero-out and a value
 // change alike; Gaussian noise at the steps' noise multiplier, accounted
 // as one more full-batch step and, for the value change, once (as the
-// warm start). TestDPSGDSelectSensitivity checks 2D on neighbouring logs.
+// warm start). TestDPSGDSelectSensitivity checks the bound on neighbouring
+// logs.
 //
 // Input mode (private_input.go): the vector of clamped values has l1 = l2
 // sensitivity Delta_r (entry); for models with biases at entry level

@@ -349,9 +349,10 @@ const (
 	// at epsilon 100), so the rule stays there. The private bias model
 	// at epsilon 1 scores 0.9592 (MovieLens-100K) and 4.3309 (Jester5k)
 	// on the same parts: with its own rows DP-SGD was 0.03 and 0.28 worse.
-	// The billboard model's last two item columns are then chosen
-	// privately between the trained ones and the free columns
-	// (private_dpsgd_select.go).
+	// Where the selection of private_dpsgd_select.go runs (CP, rank >= 4,
+	// biases, q = 1), it then chooses the billboard model's last two item
+	// columns (trained or the free columns), and below this rule it chooses
+	// between the own rows and both billboard models.
 	DPSGDBillboardNoise = 3
 	// DPSGDFallbackNoise: at a noise multiplier sigma of at least this
 	// (models with biases) no step is run, and the model is the bias
@@ -415,6 +416,12 @@ type minibatchPlan struct {
 	held        []bool
 	selected    bool
 	selectUsers int
+	// selectOwn: below DPSGDBillboardNoise the selection also has the
+	// model's own user rows as a candidate, and the scored ratings do not
+	// reach the user rows in the steps (so they score them out of
+	// sample); chosen is the candidate taken.
+	selectOwn bool
+	chosen    dpsgdCandidate
 }
 
 // loopOwner is implemented by a plug-in that runs its own training loop
@@ -493,16 +500,30 @@ func (p *GradientPerturbation) planMinibatch(train *data.Store, s *Settings, has
 	if hasBias && p.o.Sigma == 0 && s2 >= p.fallbackNoise() {
 		return p.planDPSGDFallback(train, s, mb, s2)
 	}
-	if s2 >= DPSGDBillboardNoise && p.dpsgdSelectApplies(train, s, mb) {
-		// The free-column selection is one more full-batch step at the
-		// same noise multiplier (private_dpsgd_select.go).
+	if p.dpsgdSelectApplies(train, s, mb) {
+		// The selection is one more full-batch step at the same noise
+		// multiplier (private_dpsgd_select.go).
 		s3, err := perturb.SampledGaussianNoiseMultiplier(mb.q, mb.steps+1, p.o.Epsilon, p.o.Delta, &acc)
 		if err != nil {
 			return fmt.Errorf("completion: minibatch DP-SGD: %w", err)
 		}
 		if s3 < p.fallbackNoise() {
 			s2 = s3
-			mb.held = dpsgdHeldOut(train)
+			share := DPSGDSelectHoldout
+			if mb.selectOwn = s3 < DPSGDBillboardNoise; mb.selectOwn {
+				share = p.ownHoldout()
+			}
+			mb.held = dpsgdHeldOut(train, share)
+			if mb.selectOwn {
+				// The scored ratings do not reach the user rows.
+				c := mb.counts[0]
+				clear(c)
+				for e, u := range train.Idx[0] {
+					if !mb.held[e] {
+						c[u]++
+					}
+				}
+			}
 		}
 	}
 	if mb.clip == 0 { // the noise multiplier does not depend on the clip
@@ -527,7 +548,7 @@ func (p *GradientPerturbation) planMinibatch(train *data.Store, s *Settings, has
 		// Its sensitivity covers a value change directly, so it enters
 		// the value-change curve once (RDP composes adaptively in any
 		// order; private_dpsgd_select.go).
-		sr := dpsgdSelectRelease(&p.o, s2)
+		sr := dpsgdSelectRelease(&p.o, s2, mb.candidates())
 		if err := acc.Add(sr, 1); err != nil {
 			return err
 		}
@@ -736,7 +757,9 @@ type dpsgdState struct {
 	curv []float64
 	// fuse: every step's batch is every rating (q = 1), so the gradient
 	// pass accumulates the curvature too (no separate pass).
-	fuse   bool
+	fuse bool
+	// noUser: the rating at hand does not train its user row (rowOff).
+	noUser bool
 	t      int           // steps taken
 	batch  []int         // the current Poisson batch (entry indices, increasing)
 	shards []*dpsgdState // workers 1..Threads-1 (worker 0 is the state itself)
@@ -803,6 +826,16 @@ func newDPSGDState(m *decomposition.Model, mb *minibatchPlan, cfg *Settings) *dp
 	}
 	d.sses = make([]float64, len(d.shards)+1)
 	return d
+}
+
+// rowOff is the offset of row i of mode mo in buf, -1 when the rating
+// at hand does not train it (a frozen row, or the user row of a scored
+// rating when the selection scores the user rows: noUser).
+func (d *dpsgdState) rowOff(mo int, i int32) int32 {
+	if mo == 0 && d.noUser {
+		return -1
+	}
+	return d.off[mo][i]
 }
 
 // worker returns worker w's state (0: d itself).
@@ -895,16 +928,21 @@ func (d *dpsgdState) sumClipped(train *data.Store, vals []float64) float64 {
 // their sum of squared residuals.
 func (d *dpsgdState) addBatch(train *data.Store, vals []float64, es []int) float64 {
 	sse := 0.0
+	own := d.mb.selectOwn
 	if d.m.Kind == decomposition.CP && d.m.Order() == 3 {
 		I, J, K := train.Idx[0], train.Idx[1], train.Idx[2]
 		for _, e := range es {
+			d.noUser = own && d.mb.held[e]
 			sse += d.addClippedCP3(I[e], J[e], K[e], vals[e])
 		}
+		d.noUser = false
 		return sse
 	}
 	for _, e := range es {
+		d.noUser = own && d.mb.held[e]
 		sse += d.addClipped(train, vals, e)
 	}
+	d.noUser = false
 	return sse
 }
 
@@ -1021,7 +1059,7 @@ func (d *dpsgdState) addClipped(train *data.Store, vals []float64, e int) float6
 		c = d.mb.clip / nrm
 	}
 	for mo, i := range d.idx {
-		o := d.off[mo][i]
+		o := d.rowOff(mo, i)
 		if o < 0 {
 			continue
 		}
@@ -1061,7 +1099,7 @@ func (d *dpsgdState) addClippedCP3(i, j, k int32, x float64) float64 {
 		xh = m.Mean + m.Bias[0][i] + m.Bias[1][j] + m.Bias[2][k]
 		nb = 1
 	}
-	oa, ob, oc := d.off[0][i], d.off[1][j], d.off[2][k]
+	oa, ob, oc := d.rowOff(0, i), d.off[1][j], d.off[2][k]
 	if oa >= 0 && ob >= 0 && oc >= 0 {
 		// Every row trained (the common case): one pass for the
 		// prediction, the pairwise products and the norm (a*b*c is
@@ -1213,7 +1251,7 @@ func (d *dpsgdState) cpGrad(x float64) float64 {
 // core.
 func (d *dpsgdState) addSquares(w *decomposition.Work) {
 	for mo, i := range d.idx {
-		o := d.off[mo][i]
+		o := d.rowOff(mo, i)
 		if o < 0 {
 			continue
 		}
@@ -1235,7 +1273,7 @@ func (d *dpsgdState) addSquares(w *decomposition.Work) {
 func (d *dpsgdState) preClip(w *decomposition.Work) float64 {
 	s := 0.0
 	for mo, i := range d.idx {
-		if d.off[mo][i] < 0 {
+		if d.rowOff(mo, i) < 0 {
 			continue
 		}
 		for _, v := range w.Factor[mo] {

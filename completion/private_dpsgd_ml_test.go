@@ -89,7 +89,7 @@ func TestMovieLensDPSGDSweep(t *testing.T) {
 		var last *GradientPerturbation
 		for _, sd := range seeds {
 			o := &PrivateOptions{Epsilon: v[0], Delta: 1e-5, RatingMin: lo, RatingMax: hi, Noise: perturb.SeededNoise(uint64(sd)), Protect: ProtectAll,
-				SampleRate: v[1], Clip: v[2], WarmFraction: v[6], dpsgdRules: &dpsgdRules{clipNoise: v[3], kappaFactor: v[4], biasPrior: v[5], fallbackNoise: v[10], noSelect: os.Getenv("NOSELECT") != ""}}
+				SampleRate: v[1], Clip: v[2], WarmFraction: v[6], dpsgdRules: &dpsgdRules{clipNoise: v[3], kappaFactor: v[4], biasPrior: v[5], fallbackNoise: v[10], noSelect: os.Getenv("NOSELECT") != "", ownHoldout: envFloats("OWNHOLD", 0)[0]}}
 			p, err := NewGradientPerturbation(o)
 			if err != nil {
 				t.Fatal(err)
@@ -149,8 +149,8 @@ func TestMovieLensDPSGDSweep(t *testing.T) {
 			desc = append(desc, fmt.Sprintf("%s %g", k.name, v[i]))
 		}
 		mb := last.mb
-		t.Logf("%s: valid RMSE %.4f (seeds %s; q %g, T %d, clip %.4g, noise multiplier %.4g, kappa %.4g, selection %v: free columns %v)",
-			strings.Join(desc, " "), sum/float64(len(seeds)), strings.Join(each, " "), mb.q, mb.steps, mb.clip, mb.noiseMult, mb.kappa, mb.held != nil, mb.selected)
+		t.Logf("%s: valid RMSE %.4f (seeds %s; q %g, T %d, clip %.4g, noise multiplier %.4g, kappa %.4g, selection %v: chose %v)",
+			strings.Join(desc, " "), sum/float64(len(seeds)), strings.Join(each, " "), mb.q, mb.steps, mb.clip, mb.noiseMult, mb.kappa, mb.held != nil, mb.chosen)
 	}
 }
 

@@ -47,17 +47,37 @@ func TestDPSGDSelectSensitivity(t *testing.T) {
 	train, _ := plantedConvergenceLog(t)
 	o := &PrivateOptions{Epsilon: 3, Delta: 1e-5, RatingMin: plantedLo, RatingMax: plantedHi}
 	m0, m1 := selectTestModels(t, train, o)
-	held := dpsgdHeldOut(train)
-	base, users, err := selectStat(train, held, m0, m1, o)
+	// The own-rows candidate: m0 with random user rows and biases.
+	own := cloneModel(m0)
+	r0 := rand.New(rand.NewPCG(11, 12))
+	for i := range own.Factors[0] {
+		own.Factors[0][i] = r0.NormFloat64() * 0.5
+	}
+	for i := range own.Bias[0] {
+		own.Bias[0][i] = r0.NormFloat64() * 0.3
+	}
+	held := dpsgdHeldOut(train, DPSGDSelectHoldout)
+	for _, c := range []struct {
+		name   string
+		models []*decomposition.Model
+		own    bool
+	}{{"billboard (J = 2)", []*decomposition.Model{m0, m1}, false}, {"own rows (J = 3)", []*decomposition.Model{own, m0, m1}, true}} {
+		t.Run(c.name, func(t *testing.T) { checkSelectNeighbours(t, train, held, c.models, c.own, o) })
+	}
+}
+
+func checkSelectNeighbours(t *testing.T, train *data.Store, held []bool, models []*decomposition.Model, own bool, o *PrivateOptions) {
+	base, users, err := selectStat(train, held, models, own, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if users < train.Dims[0]/2 {
 		t.Fatalf("only %d of %d users scored", users, train.Dims[0])
 	}
-	bound := DPSGDSelectSensitivity(o.ratingRange())
-	if want := 2 * dpsgdSelectD(o); bound != want {
-		t.Fatalf("sensitivity %v, want 2D = %v", bound, want)
+	J := len(models)
+	bound := DPSGDSelectSensitivity(o.ratingRange(), J)
+	if want := 2 * dpsgdSelectD(o) * math.Sqrt(float64(J-1)); math.Abs(bound-want) > 1e-12 {
+		t.Fatalf("sensitivity %v, want 2D sqrt(J - 1) = %v", bound, want)
 	}
 	all := make([]int, train.NNZ())
 	for x := range all {
@@ -79,29 +99,35 @@ func TestDPSGDSelectSensitivity(t *testing.T) {
 				}
 			}
 			nb = train.Subset(keep)
-			nh = dpsgdHeldOut(nb)
+			nh = dpsgdHeldOut(nb, DPSGDSelectHoldout)
 		} else {
 			nb = train.Subset(all)
 			nb.Val[e] = []float64{-50, 50, plantedLo, plantedHi}[k%4]
 			nh = held
 		}
-		got, _, err := selectStat(nb, nh, m0, m1, o)
+		got, _, err := selectStat(nb, nh, models, own, o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		worst = math.Max(worst, math.Abs(got-base))
+		d2 := 0.0
+		for j := range got {
+			d2 += (got[j] - base[j]) * (got[j] - base[j])
+		}
+		worst = math.Max(worst, math.Sqrt(d2))
 	}
 	t.Logf("largest move %.4g, bound 2D = %.4g", worst, bound)
 	if worst > bound*(1+1e-9) {
 		t.Errorf("a neighbouring log moved the statistic by %.4g > 2D = %.4g", worst, bound)
 	}
-	if worst < bound/10 {
+	if worst < bound/5 {
 		t.Errorf("largest move %.4g: the neighbours did not exercise the statistic (bound %.4g)", worst, bound)
 	}
 }
 
-// TestDPSGDSelectNoise checks the selection's released noise: sd sigma 2D
-// over repeated draws (the statistic computed here from the data).
+// TestDPSGDSelectNoise checks the selection's released noise: sd sigma
+// 2D sqrt(J - 1) on each coordinate over repeated draws (the statistic
+// computed here from the data), for the billboard regime (J = 2) and the
+// own rows' (J = 3), and that the smallest noisy sum's candidate is taken.
 func TestDPSGDSelectNoise(t *testing.T) {
 	train, _, err := data.Synth(data.SynthOptions{Users: 150, Items: 40, Ratings: 3000, Rank: 3, Bias: true, Mean: 3.5, Noise: 0.5}, rand.NewPCG(5, 6))
 	if err != nil {
@@ -109,45 +135,71 @@ func TestDPSGDSelectNoise(t *testing.T) {
 	}
 	const sigma = 6.0
 	o0 := PrivateOptions{Epsilon: 3, Delta: 1e-5, RatingMin: plantedLo, RatingMax: plantedHi}
-	m0, m1 := selectTestModels(t, train, &o0)
-	held := dpsgdHeldOut(train)
-	stat, _, err := selectStat(train, held, m0, m1, &o0)
-	if err != nil {
-		t.Fatal(err)
+	m0, _ := selectTestModels(t, train, &o0)
+	r := rand.New(rand.NewPCG(13, 14))
+	for i := range m0.Factors[0] {
+		m0.Factors[0][i] = r.NormFloat64() * 0.5
 	}
-	var noise []float64
-	for seed := range uint64(600) {
-		o := o0
-		o.Noise = perturb.SeededNoise(seed)
-		m0 := cloneModel(m0)
-		var got float64
-		o.probe = &releaseProbe{seen: func(what string, noisy, _ []float64) {
-			if what == dpsgdSelectWhat {
-				got = noisy[0]
-			}
-		}}
-		p := &GradientPerturbation{o: o, mb: &minibatchPlan{noiseMult: sigma, held: held}, report: &perturb.Report{}}
-		if err := p.selectFreeColumns(m0, train); err != nil {
+	held := dpsgdHeldOut(train, DPSGDSelectHoldout)
+	for _, own := range []bool{false, true} {
+		mb0 := &minibatchPlan{noiseMult: sigma, held: held, selectOwn: own}
+		cands := mb0.candidates()
+		J := len(cands)
+		// The statistic, computed as selectModel builds its candidates.
+		ref := cloneModel(m0)
+		if !own {
+			clear(ref.Factors[0])
+			clear(ref.Bias[0])
+		}
+		counts := make([]int, train.Dims[1])
+		for _, i := range train.Idx[1] {
+			counts[i]++
+		}
+		models := []*decomposition.Model{billboardCopy(ref), withFreeColumns(ref, &o0, counts)}
+		if own {
+			models = append([]*decomposition.Model{ref}, models...)
+		}
+		stat, _, err := selectStat(train, held, models, own, &o0)
+		if err != nil {
 			t.Fatal(err)
 		}
-		noise = append(noise, got-stat)
-		if p.mb.selected != (got < 0) {
-			t.Fatalf("seed %d: noisy sum %v, free columns taken %v", seed, got, p.mb.selected)
+		var ss float64
+		n := 0
+		for seed := range uint64(400) {
+			o := o0
+			o.Noise = perturb.SeededNoise(seed)
+			var got []float64
+			o.probe = &releaseProbe{seen: func(what string, noisy, _ []float64) {
+				if what == dpsgdSelectWhat {
+					got = slices.Clone(noisy)
+				}
+			}}
+			mb := *mb0
+			p := &GradientPerturbation{o: o, mb: &mb, report: &perturb.Report{}}
+			if err := p.selectModel(cloneModel(ref), train); err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != J-1 {
+				t.Fatalf("J = %d: %d noisy sums", J, len(got))
+			}
+			best, bv := 0, 0.0
+			for j, v := range got {
+				ss += (v - stat[j]) * (v - stat[j])
+				n++
+				if v < bv {
+					best, bv = j+1, v
+				}
+			}
+			if mb.chosen != cands[best] {
+				t.Fatalf("J = %d, seed %d: noisy sums %v, chose %v", J, seed, got, mb.chosen)
+			}
 		}
-		if p.mb.selected && !slices.Equal(m0.Factors[1], m1.Factors[1]) {
-			t.Fatalf("seed %d: free columns chosen but not written", seed)
+		want := sigma * DPSGDSelectSensitivity(plantedHi-plantedLo, J)
+		sd := math.Sqrt(ss / float64(n))
+		t.Logf("J = %d: noise sd %.4g, want %.4g", J, sd, want)
+		if math.Abs(sd/want-1) > 0.1 {
+			t.Errorf("J = %d: noise sd %.4g, want %.4g", J, sd, want)
 		}
-	}
-	want := sigma * DPSGDSelectSensitivity(plantedHi-plantedLo)
-	var ss float64
-	for _, x := range noise {
-		ss += x * x
-	}
-	sd := math.Sqrt(ss / float64(len(noise)))
-	t.Logf("noise sd %.4g, want %.4g", sd, want)
-	// 600 draws: the sample sd is within 10% with overwhelming probability.
-	if math.Abs(sd/want-1) > 0.1 {
-		t.Errorf("noise sd %.4g, want %.4g", sd, want)
 	}
 }
 
@@ -161,9 +213,13 @@ func TestDPSGDSelectPlan(t *testing.T) {
 		t.Skip("short mode")
 	}
 	train, test := plantedConvergenceLog(t)
+	var runAt func(eps float64, rank int, q float64, noSelect bool) (*GradientPerturbation, *decomposition.Model)
 	run := func(rank int, q float64, noSelect bool) (*GradientPerturbation, *decomposition.Model) {
+		return runAt(3, rank, q, noSelect)
+	}
+	runAt = func(eps float64, rank int, q float64, noSelect bool) (*GradientPerturbation, *decomposition.Model) {
 		t.Helper()
-		o := &PrivateOptions{Epsilon: 3, Delta: 1e-5, RatingMin: plantedLo, RatingMax: plantedHi, Noise: perturb.SeededNoise(2), SampleRate: q}
+		o := &PrivateOptions{Epsilon: eps, Delta: 1e-5, RatingMin: plantedLo, RatingMax: plantedHi, Noise: perturb.SeededNoise(2), SampleRate: q}
 		if noSelect {
 			o.dpsgdRules = &dpsgdRules{noSelect: true}
 		}
@@ -190,7 +246,7 @@ func TestDPSGDSelectPlan(t *testing.T) {
 	for _, r := range rep.Releases {
 		if r.What == dpsgdSelectWhat {
 			found = true
-			if want := DPSGDSelectSensitivity(plantedHi - plantedLo); r.Sensitivity != want || math.Abs(r.Scale-p.mb.noiseMult*want) > 1e-9*r.Scale {
+			if want := DPSGDSelectSensitivity(plantedHi-plantedLo, 2); r.Sensitivity != want || math.Abs(r.Scale-p.mb.noiseMult*want) > 1e-9*r.Scale {
 				t.Errorf("selection release: sensitivity %v scale %v, want %v and %v", r.Sensitivity, r.Scale, want, p.mb.noiseMult*want)
 			}
 		}
@@ -201,7 +257,9 @@ func TestDPSGDSelectPlan(t *testing.T) {
 	if rep.Epsilon > 3+1e-9 || rep.ValueChangeEpsilon <= rep.Epsilon {
 		t.Errorf("epsilon %v (value change %v) for a budget of 3", rep.Epsilon, rep.ValueChangeEpsilon)
 	}
-	if !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.HasPrefix(n, "billboard item side: chosen") }) {
+	if !slices.ContainsFunc(rep.Notes, func(n string) bool {
+		return strings.HasPrefix(n, "released model chosen on scored ratings among 2 candidates")
+	}) {
 		t.Errorf("no note on the selection's outcome: %q", rep.Notes)
 	}
 	if p.mb.selectUsers < train.Dims[0]/2 {
@@ -213,6 +271,30 @@ func TestDPSGDSelectPlan(t *testing.T) {
 	off, _ := run(6, 0, true)
 	if off.mb.held != nil || off.mb.noiseMult >= p.mb.noiseMult {
 		t.Errorf("switched off: selection %v, sigma %.6g against %.6g with it", off.mb.held != nil, off.mb.noiseMult, p.mb.noiseMult)
+	}
+	// Below DPSGDBillboardNoise: three candidates, the own rows first.
+	p, m = runAt(100, 6, 0, false)
+	rep = p.Report()
+	if p.mb.held == nil || !p.mb.selectOwn || p.mb.noiseMult >= DPSGDBillboardNoise {
+		t.Fatalf("epsilon 100: selection %v, own rows %v, sigma %.4g", p.mb.held != nil, p.mb.selectOwn, p.mb.noiseMult)
+	}
+	found = false
+	for _, r := range rep.Releases {
+		if r.What == dpsgdSelectWhat {
+			found = true
+			if want := DPSGDSelectSensitivity(plantedHi-plantedLo, 3); math.Abs(r.Sensitivity-want) > 1e-12 {
+				t.Errorf("epsilon 100: selection sensitivity %v, want %v", r.Sensitivity, want)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("epsilon 100: no selection release")
+	}
+	if rep.Billboard != (p.mb.chosen != candOwn) {
+		t.Errorf("epsilon 100: chose %v, billboard %v", p.mb.chosen, rep.Billboard)
+	}
+	if _, err := FoldInRMSE(m, train, test, BillboardFoldFor(rep)); err != nil {
+		t.Fatal(err)
 	}
 	for _, c := range []struct {
 		rank int
@@ -228,4 +310,83 @@ func TestDPSGDSelectPlan(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestDPSGDSelectOwnRowsOutOfSample checks that below DPSGDBillboardNoise
+// a scored rating's clipped gradient reaches its item row and not its
+// user row (so that the own rows are scored out of sample), and that an
+// unscored rating's reaches both.
+func TestDPSGDSelectOwnRowsOutOfSample(t *testing.T) {
+	train, _ := plantedConvergenceLog(t)
+	p, err := NewGradientPerturbation(&PrivateOptions{Epsilon: 100, Delta: 1e-5, RatingMin: plantedLo, RatingMax: plantedHi, Noise: perturb.SeededNoise(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, order := range []int{2, 3} {
+		st := train
+		if order == 3 {
+			st = train.Subset(allEntries(train))
+			st.Idx = append(st.Idx, make([]int32, st.NNZ()))
+			st.Dims = append(st.Dims, 1)
+		}
+		p, _ := NewGradientPerturbation(&p.o)
+		m, err := decomposition.NewModel(decomposition.CP, st.Dims, []int{6}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(1, 2))
+		for _, f := range m.Factors {
+			for i := range f {
+				f[i] = 0.3 + 0.2*r.Float64()
+			}
+		}
+		s := (&Settings{Threads: 1, Solver: SolverSGD, Epochs: 60, Patience: -1, Privacy: p}).resolvedForModel(m)
+		s.hasBias, s.modelKind, s.modelRank = true, decomposition.CP, 6
+		if err := p.Plan(st, &s); err != nil {
+			t.Fatal(err)
+		}
+		if !p.mb.selectOwn {
+			t.Fatalf("order %d: sigma %.4g: no own-rows selection", order, p.mb.noiseMult)
+		}
+		d := newDPSGDState(m, p.mb, &s)
+		R := m.Ranks[0]
+		var scored, plain int = -1, -1
+		for e := range st.NNZ() {
+			u, i := st.Idx[0][e], st.Idx[1][e]
+			if d.off[0][u] < 0 || d.off[1][i] < 0 {
+				continue
+			}
+			if p.mb.held[e] && scored < 0 {
+				scored = e
+			}
+			if !p.mb.held[e] && plain < 0 {
+				plain = e
+			}
+		}
+		if scored < 0 || plain < 0 {
+			t.Fatal("no scored or unscored rating with trained rows")
+		}
+		for _, e := range []int{scored, plain} {
+			clear(d.buf)
+			d.addBatch(st, st.Val, []int{e})
+			uo, io := d.off[0][st.Idx[0][e]], d.off[1][st.Idx[1][e]]
+			user, item := d.buf[uo:int(uo)+R+1], d.buf[io:int(io)+R+1]
+			nz := func(v []float64) bool { return slices.ContainsFunc(v, func(x float64) bool { return x != 0 }) }
+			if !nz(item) {
+				t.Errorf("order %d, rating %d (scored %v): no item gradient", order, e, p.mb.held[e])
+			}
+			if nz(user) == p.mb.held[e] {
+				t.Errorf("order %d, rating %d (scored %v): user gradient %v", order, e, p.mb.held[e], user)
+			}
+		}
+	}
+}
+
+// allEntries returns 0..nnz-1.
+func allEntries(st *data.Store) []int {
+	all := make([]int, st.NNZ())
+	for i := range all {
+		all[i] = i
+	}
+	return all
 }

@@ -390,10 +390,10 @@ func (p *GradientPerturbation) PerturbOutput(m *decomposition.Model, train *data
 		}
 		p.report.Covered = all
 		if p.mb.billboard {
-			dpsgdBillboard(m, p.report, p.mb.noiseMult)
-			if p.mb.held != nil {
-				return p.selectFreeColumns(m, train)
-			}
+			dpsgdBillboard(m, p.report, fmt.Sprintf("at a noise multiplier %.4g >= %g (DPSGDBillboardNoise, a rule of public quantities)", p.mb.noiseMult, float64(DPSGDBillboardNoise)))
+		}
+		if p.mb.held != nil {
+			return p.selectModel(m, train)
 		}
 		return nil
 	}
@@ -418,8 +418,9 @@ func (p *GradientPerturbation) PerturbOutput(m *decomposition.Model, train *data
 }
 
 // dpsgdBillboard withholds minibatch DP-SGD's user rows and user biases
-// (DPSGDBillboardNoise): zero in m, the report a billboard model's.
-func dpsgdBillboard(m *decomposition.Model, rep *perturb.Report, sigma float64) {
+// (DPSGDBillboardNoise, or the selection's choice: why): zero in m, the
+// report a billboard model's.
+func dpsgdBillboard(m *decomposition.Model, rep *perturb.Report, why string) {
 	clear(m.Factors[0])
 	if m.HasBias {
 		clear(m.Bias[0])
@@ -440,7 +441,7 @@ func dpsgdBillboard(m *decomposition.Model, rep *perturb.Report, sigma float64) 
 	}
 	rep.Covered = cov
 	rep.Billboard = true
-	rep.Notes = append(rep.Notes, fmt.Sprintf("not released: user rows and user biases (zero in the model; the steps trained them): at a noise multiplier %.4g >= %g (DPSGDBillboardNoise, a rule of public quantities) each user solves them at prediction time from the released item side and their own ratings with the bias mode's penalties (billboard model; post-processing)", sigma, float64(DPSGDBillboardNoise)))
+	rep.Notes = append(rep.Notes, fmt.Sprintf("not released: user rows and user biases (zero in the model; the steps trained them): %s; each user solves them at prediction time from the released item side and their own ratings with the bias mode's penalties (billboard model; post-processing)", why))
 }
 
 // Report returns the privacy report (nil before Plan).

@@ -240,6 +240,8 @@ type dpsgdRules struct {
 	// noSelect switches the billboard model's free-column selection off
 	// (private_dpsgd_select.go).
 	noSelect bool
+	// ownHoldout replaces DPSGDSelectOwnHoldout.
+	ownHoldout float64
 }
 
 // releaseProbe lets a test see a vector the bias and als modes release,
