@@ -409,12 +409,11 @@ type minibatchPlan struct {
 	// fallback, when set, is the bias-only release at the whole budget
 	// that replaces the steps (DPSGDFallbackNoise); nothing is trained.
 	fallback *decomposition.Model
-	// held marks the ratings the billboard model's free-column selection
-	// scores each user on after a fold-in from their others (nil: no
-	// selection; private_dpsgd_select.go); selected is its outcome and
-	// selectUsers the number of users it scored.
+	// held marks the ratings the selection of the released model scores
+	// each user on (nil: no selection; private_dpsgd_select.go), a share
+	// selectShare of them; selectUsers is the number of users it scored.
 	held        []bool
-	selected    bool
+	selectShare float64
 	selectUsers int
 	// selectOwn: below DPSGDBillboardNoise the selection also has the
 	// model's own user rows as a candidate, and the scored ratings do not
@@ -513,7 +512,7 @@ func (p *GradientPerturbation) planMinibatch(train *data.Store, s *Settings, has
 			if mb.selectOwn = s3 < DPSGDBillboardNoise; mb.selectOwn {
 				share = p.ownHoldout()
 			}
-			mb.held = dpsgdHeldOut(train, share)
+			mb.held, mb.selectShare = dpsgdHeldOut(train, share), share
 			if mb.selectOwn {
 				// The scored ratings do not reach the user rows.
 				c := mb.counts[0]
@@ -598,10 +597,16 @@ func (p *GradientPerturbation) planMinibatch(train *data.Store, s *Settings, has
 	p.report = baseReport(&p.o, "gradient", &acc, eps, delta, used)
 	p.report.RelationKind, p.report.ValueChangeEpsilon = perturb.RelationZeroOut, mb.vcEps
 	p.report.Relation = fmt.Sprintf("zero-out neighbours at entry level: rating logs with the same observed positions where one rating of one log is replaced by a null that contributes no gradient to any step and counts as r_min in the warm start's sums (Kairouz et al. 2021); ratings clamped to the public range [%g, %g]. A change of one rating's value (the relation of the other entry-level modes) is two such steps: epsilon %.4g at delta %.3g for it (group size 2 by RDP, in the notes)", p.o.RatingMin, p.o.RatingMax, mb.vcEps, delta)
+	direct := "warm(a)"
+	directNote := "the warm start once (its sensitivities cover a value change)"
+	if mb.held != nil {
+		direct = "warm(a) + select(a)"
+		directNote = "the warm start and the selection once each (their sensitivities cover a value change)"
+	}
 	p.report.Notes = append(p.report.Notes,
 		fmt.Sprintf("minibatch DP-SGD: Poisson sampling rate q = %g (%s), T = %d steps (ceil(epochs/q)), clip C = %g (%s), noise multiplier sigma = %.6g (the smallest that fits the budget; noise sd %.6g per coordinate per step, dense on every trained coordinate), %s, composed with the warm start and converted by Canonne, Kamath and Steinke 2020", mb.q, qRule, mb.steps, mb.clip, clipRule, s2, s2*mb.clip, stepRDP),
 		fmt.Sprintf("steps: damped diagonal Gauss-Newton, theta -= eta (G + 2 q n lambda theta)/(2 (q h + q n lambda + kappa)), G the noisy sum, lambda the settings' per-rating penalty (Reg %g, RegBias %g, RegCore %g), h the curvature (a bias: its public count n; a factor or core coordinate: the sum over the row's ratings, at public positions, of the squared derivative of the prediction at the released state: post-processing); eta = %g (DPSGDDamping); kappa = %.6g = %g eta sigma C sqrt(T)/(2 tau), tau = (r_max - r_min)/20, the factor %g = DPSGDKappaFactor(epsilon) (1 up to epsilon 1, 0.5 from 10, log-linear between); every bias also has a prior of %g pseudo-observations at zero (DPSGDBiasPrior); rows with eta T q n/(q n + kappa) < 1 frozen at their public initial values", s.Reg, s.RegBias, s.RegCore, mb.eta, mb.kappa, kf, kf, mb.biasPrior),
-		fmt.Sprintf("value change of one rating (the entry relation of the other modes): epsilon %.4g at delta %.3g, by RDP group privacy at group size 2 through the log with that rating nulled (Mironov 2017, Proposition 11, p = 2): rho2(a) = warm(a) + (a - 1/2)/(a - 1) T rho(2a) + T rho(2a - 1), rho the step's sampled-Gaussian RDP (the Gaussian's at q = 1), the warm start once (its sensitivities cover a value change), minimised at order %g (perturb.GroupTwoEpsilon; derivation in go doc completion, Sensitivities)", mb.vcEps, delta, mb.vcOrder),
+		fmt.Sprintf("value change of one rating (the entry relation of the other modes): epsilon %.4g at delta %.3g, by RDP group privacy at group size 2 through the log with that rating nulled (Mironov 2017, Proposition 11, p = 2): rho2(a) = %s + (a - 1/2)/(a - 1) T rho(2a) + T rho(2a - 1), rho the step's sampled-Gaussian RDP (the Gaussian's at q = 1), %s, minimised at order %g (perturb.GroupTwoEpsilon; derivation in go doc completion, Sensitivities)", mb.vcEps, delta, direct, directNote, mb.vcOrder),
 		fastNoiseNote("DP-SGD step"),
 		"the per-epoch training losses are computed from raw ratings: do not publish them")
 	if hasBias {
@@ -751,9 +756,11 @@ type dpsgdState struct {
 	coreOff int // offset of the core in buf (-1 without a core)
 	buf     []float64
 	// curv has buf's layout and holds, for every trained factor and core
-	// coordinate, the sum over ALL ratings of the row (public positions)
-	// of the squared derivative of the prediction (the diagonal of the
-	// Gauss-Newton curvature at the released state); bias slots unused.
+	// coordinate, the sum over ALL ratings of the row (public positions;
+	// for a user row below DPSGDBillboardNoise with the selection, its
+	// unscored ratings: rowOff) of the squared derivative of the
+	// prediction (the diagonal of the Gauss-Newton curvature at the
+	// released state); bias slots unused.
 	curv []float64
 	// fuse: every step's batch is every rating (q = 1), so the gradient
 	// pass accumulates the curvature too (no separate pass).
@@ -764,7 +771,7 @@ type dpsgdState struct {
 	batch  []int         // the current Poisson batch (entry indices, increasing)
 	shards []*dpsgdState // workers 1..Threads-1 (worker 0 is the state itself)
 	sses   []float64     // per-worker sums of squared residuals
-	qN     float64       // q N, the expected batch size
+	qN     float64       // q N, the expected batch size (of the user rows' counts: the ratings that train them)
 	regO   float64
 	regB   float64
 	regG   float64
@@ -1334,7 +1341,8 @@ func (d *dpsgdState) addCurvRow(o int32, u, v []float64) {
 }
 
 // addCurvature adds the squared prediction derivatives of ratings lo..hi-1
-// to curv.
+// to curv. It runs at q < 1 only, where the selection (and so noUser)
+// never runs.
 func (d *dpsgdState) addCurvature(train *data.Store, lo, hi int) {
 	m := d.m
 	if m.Kind == decomposition.CP && m.Order() == 3 {

@@ -83,13 +83,19 @@ func TestMovieLensDPSGDSweep(t *testing.T) {
 		}
 		settings = next
 	}
+	ownHold := 0.0
+	if h := envFloats("OWNHOLD", 0); len(h) == 1 {
+		ownHold = h[0]
+	} else {
+		t.Fatalf("OWNHOLD=%q: one number", os.Getenv("OWNHOLD"))
+	}
 	for _, v := range settings {
 		sum := 0.0
 		var each []string
 		var last *GradientPerturbation
 		for _, sd := range seeds {
 			o := &PrivateOptions{Epsilon: v[0], Delta: 1e-5, RatingMin: lo, RatingMax: hi, Noise: perturb.SeededNoise(uint64(sd)), Protect: ProtectAll,
-				SampleRate: v[1], Clip: v[2], WarmFraction: v[6], dpsgdRules: &dpsgdRules{clipNoise: v[3], kappaFactor: v[4], biasPrior: v[5], fallbackNoise: v[10], noSelect: os.Getenv("NOSELECT") != "", ownHoldout: envFloats("OWNHOLD", 0)[0]}}
+				SampleRate: v[1], Clip: v[2], WarmFraction: v[6], dpsgdRules: &dpsgdRules{clipNoise: v[3], kappaFactor: v[4], biasPrior: v[5], fallbackNoise: v[10], noSelect: os.Getenv("NOSELECT") != "", ownHoldout: ownHold}}
 			p, err := NewGradientPerturbation(o)
 			if err != nil {
 				t.Fatal(err)
@@ -149,8 +155,12 @@ func TestMovieLensDPSGDSweep(t *testing.T) {
 			desc = append(desc, fmt.Sprintf("%s %g", k.name, v[i]))
 		}
 		mb := last.mb
-		t.Logf("%s: valid RMSE %.4f (seeds %s; q %g, T %d, clip %.4g, noise multiplier %.4g, kappa %.4g, selection %v: chose %v)",
-			strings.Join(desc, " "), sum/float64(len(seeds)), strings.Join(each, " "), mb.q, mb.steps, mb.clip, mb.noiseMult, mb.kappa, mb.held != nil, mb.chosen)
+		chosen := "none"
+		if mb.held != nil {
+			chosen = mb.chosen.String()
+		}
+		t.Logf("%s: valid RMSE %.4f (seeds %s; q %g, T %d, clip %.4g, noise multiplier %.4g, kappa %.4g, selection: %s)",
+			strings.Join(desc, " "), sum/float64(len(seeds)), strings.Join(each, " "), mb.q, mb.steps, mb.clip, mb.noiseMult, mb.kappa, chosen)
 	}
 }
 

@@ -24,9 +24,10 @@ import (
 // then the standardised log(1 + n_i) of the public counts). Which wins is
 // a property of the private log: on validation parts the free columns
 // gained 0.015-0.022 on both MovieLens logs at every sigma and lost up to
-// 0.035 on the joke-shaped ones (DPSGDBillboardNoise's table), and below
-// sigma 3 folding in gained 0.07 on Jester5k and lost 0.07-0.09 on a
-// planted log. So a private selection chooses, among candTrained and
+// 0.035 on the joke-shaped ones (docs/privacy.md, "DP-SGD at small
+// epsilon", tried and not kept in session 18), and below sigma 3 folding
+// in gained 0.07 on Jester5k and lost 0.07-0.09 on a planted log
+// (DPSGDBillboardNoise's table). So a private selection chooses, among candTrained and
 // candFree at sigma >= DPSGDBillboardNoise (the user rows are not
 // released there) and among all three below:
 //
@@ -143,6 +144,9 @@ func (mb *minibatchPlan) candidates() []dpsgdCandidate {
 
 // dpsgdSelectApplies reports whether the plan may run the selection
 // (before sigma is known).
+// It needs biases (the free columns are built from the item biases), a
+// CP model of rank at least 4 (two free columns and two trained ones at
+// least), q = 1 (one more step at the steps' own RDP) and no fixed sigma.
 func (p *GradientPerturbation) dpsgdSelectApplies(train *data.Store, s *Settings, mb *minibatchPlan) bool {
 	if r := p.o.dpsgdRules; r != nil && r.noSelect {
 		return false
@@ -155,11 +159,12 @@ func (p *GradientPerturbation) dpsgdSelectApplies(train *data.Store, s *Settings
 func dpsgdHeldOut(train *data.Store, share float64) []bool {
 	out := make([]bool, train.NNZ())
 	b := make([]byte, 4*train.Order())
+	h := fnv.New64a()
 	for e := range out {
 		for k := range train.Order() {
 			binary.LittleEndian.PutUint32(b[4*k:], uint32(train.Idx[k][e]))
 		}
-		h := fnv.New64a()
+		h.Reset()
 		h.Write(b)
 		out[e] = h.Sum64()%1000 < uint64(math.Round(1000*share))
 	}
@@ -233,6 +238,9 @@ func selectStat(train *data.Store, held []bool, models []*decomposition.Model, o
 		if len(fit) == 0 || len(score) == 0 {
 			continue
 		}
+		// The user's raw ratings, as a user is folded in at prediction
+		// time (the scores clamp; each d_uj is clipped whatever the
+		// values).
 		items, times, ratings := foldInputs(train, fit, order)
 		for j, mj := range models {
 			var f *decomposition.Folded
@@ -347,12 +355,11 @@ func (p *GradientPerturbation) selectModel(m *decomposition.Model, train *data.S
 		}
 	}
 	mb.chosen, mb.selectUsers = cands[best], users
-	mb.selected = mb.chosen == candFree
 	parts := make([]string, len(noisy))
 	for j, v := range noisy {
 		parts[j] = fmt.Sprintf("%s: %.4g", cands[j+1], v)
 	}
-	p.report.Notes = append(p.report.Notes, fmt.Sprintf("released model chosen on scored ratings among %d candidates (%s first; a hash of each rating's position marks %g of the ratings, which stay in the steps; when the model's own user rows are a candidate the scored ratings do not train them): each user is folded in from their other ratings (the billboard solve) or predicted by their own row, and scored on the marked ones; the sums over users of the loss differences from the first candidate, each clipped to [-D, D], D = %g s^2, released with Gaussian noise sd %.4g (the steps' noise multiplier at l2 sensitivity 2D sqrt(J - 1); one more full-batch step in the accounting): %s; chosen: %s", len(cands), cands[0], DPSGDSelectHoldout, float64(DPSGDSelectClip), g.Sigma(), strings.Join(parts, ", "), mb.chosen))
+	p.report.Notes = append(p.report.Notes, fmt.Sprintf("released model chosen on scored ratings among %d candidates (%s first; a hash of each rating's position marks %g of the ratings, which stay in the steps; when the model's own user rows are a candidate the scored ratings do not train them): each user is folded in from their other ratings (the billboard solve) or predicted by their own row, and scored on the marked ones; the sums over users of the loss differences from the first candidate, each clipped to [-D, D], D = %g s^2, released with Gaussian noise sd %.4g (the steps' noise multiplier at l2 sensitivity 2D sqrt(J - 1); one more full-batch step in the accounting): %s; chosen: %s", len(cands), cands[0], mb.selectShare, float64(DPSGDSelectClip), g.Sigma(), strings.Join(parts, ", "), mb.chosen))
 	if mb.chosen == candOwn {
 		return nil
 	}

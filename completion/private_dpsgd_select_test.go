@@ -44,7 +44,10 @@ func selectTestModels(t *testing.T, train *data.Store, o *PrivateOptions) (m0, m
 // sensitivity 2D, with the candidates fixed (they are the released
 // steps' and public counts' functions).
 func TestDPSGDSelectSensitivity(t *testing.T) {
-	train, _ := plantedConvergenceLog(t)
+	train, _, err := data.Synth(data.SynthOptions{Users: 400, Items: 60, Ratings: 8000, Rank: 3, Bias: true, Mean: 3.5, Noise: 0.5, Skew: 0.3}, rand.NewPCG(3, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
 	o := &PrivateOptions{Epsilon: 3, Delta: 1e-5, RatingMin: plantedLo, RatingMax: plantedHi}
 	m0, m1 := selectTestModels(t, train, o)
 	// The own-rows candidate: m0 with random user rows and biases.
@@ -76,6 +79,8 @@ func checkSelectNeighbours(t *testing.T, train *data.Store, held []bool, models 
 	}
 	J := len(models)
 	bound := DPSGDSelectSensitivity(o.ratingRange(), J)
+	// A value moved to the range's other end, or far outside, can take one
+	// user's clipped differences from -D to D: the bound is attained.
 	if want := 2 * dpsgdSelectD(o) * math.Sqrt(float64(J-1)); math.Abs(bound-want) > 1e-12 {
 		t.Fatalf("sensitivity %v, want 2D sqrt(J - 1) = %v", bound, want)
 	}
@@ -85,7 +90,7 @@ func checkSelectNeighbours(t *testing.T, train *data.Store, held []bool, models 
 	}
 	r := rand.New(rand.NewPCG(9, 10))
 	worst := 0.0
-	for k := 0; k < 150; k++ {
+	for k := 0; k < 90; k++ {
 		e := r.IntN(train.NNZ())
 		var nb *data.Store
 		var nh []bool
@@ -175,9 +180,47 @@ func TestDPSGDSelectNoise(t *testing.T) {
 				}
 			}}
 			mb := *mb0
-			p := &GradientPerturbation{o: o, mb: &mb, report: &perturb.Report{}}
-			if err := p.selectModel(cloneModel(ref), train); err != nil {
+			p := &GradientPerturbation{o: o, mb: &mb, report: &perturb.Report{Covered: []string{"A (users)", "B (items)", "biases", "global mean"}}}
+			mc := cloneModel(ref)
+			if err := p.selectModel(mc, train); err != nil {
 				t.Fatal(err)
+			}
+			// The chosen model: own rows untouched; a billboard choice has
+			// zero user terms, no user coverage and, for the free
+			// columns, the free columns' item rows.
+			zero := !slices.ContainsFunc(mc.Factors[0], func(x float64) bool { return x != 0 })
+			switch mb.chosen {
+			case candOwn:
+				if !slices.Equal(mc.Factors[0], ref.Factors[0]) || p.report.Billboard {
+					t.Fatalf("seed %d: own rows chosen, but the model or report changed", seed)
+				}
+			case candTrained, candFree:
+				// (At sigma >= 3 PerturbOutput made the billboard report
+				// before the selection.)
+				if !zero || (own && (slices.Contains(p.report.Covered, "A (users)") || !p.report.Billboard)) {
+					t.Fatalf("seed %d: %v chosen: user rows zero %v, covered %q, billboard %v", seed, mb.chosen, zero, p.report.Covered, p.report.Billboard)
+				}
+				want := models[len(models)-2]
+				if mb.chosen == candFree {
+					want = models[len(models)-1]
+				}
+				if !slices.Equal(mc.Factors[1], want.Factors[1]) {
+					t.Fatalf("seed %d: %v chosen, item rows differ from the candidate's", seed, mb.chosen)
+				}
+			}
+			if seed == 0 {
+				// The same seed draws the same sums.
+				var again []float64
+				o2 := o
+				o2.probe = &releaseProbe{seen: func(what string, noisy, _ []float64) { again = slices.Clone(noisy) }}
+				mb2 := *mb0
+				p2 := &GradientPerturbation{o: o2, mb: &mb2, report: &perturb.Report{}}
+				if err := p2.selectModel(cloneModel(ref), train); err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(again, got) {
+					t.Fatalf("seed 0 twice: %v and %v", got, again)
+				}
 			}
 			if len(got) != J-1 {
 				t.Fatalf("J = %d: %d noisy sums", J, len(got))
@@ -256,6 +299,30 @@ func TestDPSGDSelectPlan(t *testing.T) {
 	}
 	if rep.Epsilon > 3+1e-9 || rep.ValueChangeEpsilon <= rep.Epsilon {
 		t.Errorf("epsilon %v (value change %v) for a budget of 3", rep.Epsilon, rep.ValueChangeEpsilon)
+	}
+	// The value-change epsilon has the selection in it, once (the direct
+	// releases of GroupTwoEpsilon, with the warm start).
+	var single, direct, directNoSel perturb.Accountant
+	for _, r := range rep.Releases {
+		var err error
+		switch {
+		case strings.HasPrefix(r.What, "sum of the clipped per-rating gradients"):
+			err = single.Add(r, r.Count)
+		case r.What == dpsgdSelectWhat:
+			err = direct.Add(r, r.Count)
+		default:
+			if err = direct.Add(r, r.Count); err == nil {
+				err = directNoSel.Add(r, r.Count)
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	withSel, _, ok1 := perturb.GroupTwoEpsilon(&single, &direct, rep.Delta)
+	noSel, _, ok2 := perturb.GroupTwoEpsilon(&single, &directNoSel, rep.Delta)
+	if !ok1 || !ok2 || math.Abs(withSel-rep.ValueChangeEpsilon) > 1e-9*withSel || noSel >= withSel {
+		t.Errorf("value-change epsilon %v; recomputed with the selection %v, without %v", rep.ValueChangeEpsilon, withSel, noSel)
 	}
 	if !slices.ContainsFunc(rep.Notes, func(n string) bool {
 		return strings.HasPrefix(n, "released model chosen on scored ratings among 2 candidates")

@@ -237,7 +237,7 @@ type dpsgdRules struct {
 	clipNoise, kappaFactor, biasPrior float64
 	// fallbackNoise replaces DPSGDFallbackNoise (negative: never).
 	fallbackNoise float64
-	// noSelect switches the billboard model's free-column selection off
+	// noSelect switches the selection of the released model off
 	// (private_dpsgd_select.go).
 	noSelect bool
 	// ownHoldout replaces DPSGDSelectOwnHoldout.
