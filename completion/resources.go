@@ -191,6 +191,10 @@ func EstimateTrain(w Workload) Estimate {
 		e.add(8*p*model, fmt.Sprintf("a gradient copy for each of %d threads", int(p)))
 		e.add(16*p*core, coreText(core, "2 per thread"))
 		e.add(16*n, "")
+		// The selection of the released model (private_dpsgd_select.go):
+		// the scored-rating mask, the users' rating lists and two
+		// candidate copies of the model.
+		e.add(9*n+16*model, "")
 		// Per step (1/q a epoch at the default rate): the batch's
 		// gradients, the noise and the workers' buffers added up.
 		e.Flops = epochs * (n*sgdEntryFlops(w.Kind, order, rmax, core) + (p+1)*model/DefaultDPSGDRate)
