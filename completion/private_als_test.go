@@ -140,6 +140,9 @@ func TestPrivateALSRelease(t *testing.T) {
 // 2% above the bias model. Both private models are scored by fold-in
 // (BillboardFoldFor), the non-private one by its own user rows.
 func TestPrivateALSConverges(t *testing.T) {
+	if raceEnabled {
+		t.Skip("tens of seconds under the race detector; .ci/run runs it without (the accuracy-target step)")
+	}
 	if testing.Short() {
 		t.Skip("short mode")
 	}
@@ -362,6 +365,9 @@ func TestALSInputSensitivity(t *testing.T) {
 // private bias model and non-private ALS (the statistics route scored
 // 0.8113 and 0.8191 against 0.6373 and a bias model at 0.819).
 func TestPrivateALSConvergesMovieLensShaped(t *testing.T) {
+	if raceEnabled {
+		t.Skip("tens of seconds under the race detector; .ci/run runs it without (the accuracy-target step)")
+	}
 	if testing.Short() {
 		t.Skip("short mode")
 	}

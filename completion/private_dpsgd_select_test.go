@@ -134,6 +134,9 @@ func checkSelectNeighbours(t *testing.T, train *data.Store, held []bool, models 
 // computed here from the data), for the billboard regime (J = 2) and the
 // own rows' (J = 3), and that the smallest noisy sum's candidate is taken.
 func TestDPSGDSelectNoise(t *testing.T) {
+	if raceEnabled {
+		t.Skip("tens of seconds under the race detector; .ci/run runs it without (the accuracy-target step)")
+	}
 	train, _, err := data.Synth(data.SynthOptions{Users: 150, Items: 40, Ratings: 3000, Rank: 3, Bias: true, Mean: 3.5, Noise: 0.5}, rand.NewPCG(5, 6))
 	if err != nil {
 		t.Fatal(err)

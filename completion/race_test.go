@@ -2,6 +2,7 @@
 
 package completion
 
-// raceEnabled skips the minutes-long MovieLens checks under the race
-// detector; .ci/run runs them without it.
+// raceEnabled skips the minutes-long MovieLens checks and the slowest
+// convergence and noise checks under the race detector; .ci/run runs them
+// without it.
 const raceEnabled = true
