@@ -190,16 +190,8 @@ func heldOutLossDiffs(train *data.Store, by [][]int, held []bool, m *decompositi
 			}
 			items, times, ratings := foldInputs(train, fit, order)
 			for j, mj := range models {
-				fo, err := decomposition.FoldInUser(mj, items, times, ratings, pen)
-				if err != nil {
+				if err := addFoldedLoss(&loss[j], train, mj, items, times, ratings, score, pen, o, work[j], idx); err != nil {
 					return nil, 0, fmt.Errorf("completion: private ALS: held-out fold-in: %w", err)
-				}
-				for _, e := range score {
-					for k := range idx {
-						idx[k] = train.Idx[k][e]
-					}
-					d := mj.PredictFoldedUser(fo, idx, work[j]) - clampValue(train.Val[e], o.RatingMin, o.RatingMax)
-					loss[j] += d * d
 				}
 			}
 		}
@@ -212,6 +204,26 @@ func heldOutLossDiffs(train *data.Store, by [][]int, held []bool, m *decompositi
 		users++
 	}
 	return sum, users, nil
+}
+
+// addFoldedLoss folds a user into m from their ratings (items, times,
+// ratings; decomposition.FoldInUser with penalties pen) and adds to *loss,
+// in order, the squared error of m's clamped prediction at each rating of
+// train in score against its value clamped to the options' range. w and
+// idx are scratch for m.
+func addFoldedLoss(loss *float64, train *data.Store, m *decomposition.Model, items, times []int32, ratings []float64, score []int, pen decomposition.FoldPenalties, o *PrivateOptions, w *decomposition.Work, idx []int32) error {
+	fo, err := decomposition.FoldInUser(m, items, times, ratings, pen)
+	if err != nil {
+		return err
+	}
+	for _, e := range score {
+		for k := range idx {
+			idx[k] = train.Idx[k][e]
+		}
+		d := m.PredictFoldedUser(fo, idx, w) - clampValue(train.Val[e], o.RatingMin, o.RatingMax)
+		*loss += d * d
+	}
+	return nil
 }
 
 // chooseRidge releases the selection's statistic with Gaussian noise

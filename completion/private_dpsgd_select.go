@@ -243,26 +243,18 @@ func selectStat(train *data.Store, held []bool, models []*decomposition.Model, o
 		// values).
 		items, times, ratings := foldInputs(train, fit, order)
 		for j, mj := range models {
-			var f *decomposition.Folded
-			if !own || j > 0 {
-				var err error
-				if f, err = decomposition.FoldInUser(mj, items, times, ratings, pen); err != nil {
-					return nil, 0, fmt.Errorf("completion: minibatch DP-SGD: scored fold-in: %w", err)
-				}
-			}
 			l[j] = 0
-			for _, e := range score {
-				for k := range idx {
-					idx[k] = train.Idx[k][e]
+			if own && j == 0 {
+				// The model's own user row.
+				for _, e := range score {
+					for k := range idx {
+						idx[k] = train.Idx[k][e]
+					}
+					d := mj.Predict(idx) - clampValue(train.Val[e], o.RatingMin, o.RatingMax)
+					l[j] += d * d
 				}
-				var pred float64
-				if f != nil {
-					pred = mj.PredictFoldedUser(f, idx, works[j])
-				} else {
-					pred = mj.Predict(idx)
-				}
-				d := pred - clampValue(train.Val[e], o.RatingMin, o.RatingMax)
-				l[j] += d * d
+			} else if err := addFoldedLoss(&l[j], train, mj, items, times, ratings, score, pen, o, works[j], idx); err != nil {
+				return nil, 0, fmt.Errorf("completion: minibatch DP-SGD: scored fold-in: %w", err)
 			}
 			l[j] /= float64(len(score))
 		}
