@@ -974,7 +974,7 @@ func trainPrivateImplicit(st *data.Store, o *Options, res *Result) error {
 	if err != nil {
 		return err
 	}
-	po.Unbounded = nil // private ALS's co-occurrence only: the implicit objective does not read it
+	po.Unbounded = nil // the bias and als modes only: the implicit objective does not read it
 	bst := ul.store
 	def := max(1, min(completion.DefaultPrivateImplicitRank, bst.Dims[1]))
 	ranks, err := o.ranks(1, def)
@@ -1351,8 +1351,9 @@ func prepareUserLevel(trainSt *data.Store, o *Options, po *completion.PrivateOpt
 			return nil, err
 		}
 	}
-	if p.Mode == PrivacyALS {
-		// Private ALS's position columns read every rating of each user
+	if p.Mode == PrivacyALS || p.Mode == PrivacyBias {
+		// The weighted item counts and sums, and private ALS's position
+		// columns, read every rating of each user
 		// (completion.PrivateOptions.Unbounded), on the same items.
 		if ul.selection != nil {
 			if full, _, err = completion.RestrictToDomain(full, completion.UserDomain{Items: ul.selection.Items, Time: st.Time}); err != nil {

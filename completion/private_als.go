@@ -988,7 +988,10 @@ func alsUserFallback(train *data.Store, m *decomposition.Model, o *PrivateOption
 		return nil, "", nil, fmt.Errorf("completion: private ALS: %w", err)
 	}
 	I := len(bias.sums)
-	vec := alsFallbackStats(train, o, bias.mu, I)
+	vec, err := alsFallbackStats(train, o, bias.mu, I)
+	if err != nil {
+		return nil, "", nil, err
+	}
 	g.AddTo(vec, rand.New(o.source(streamALSFallback)))
 	o.observe(what, vec, nil)
 	pool := func(x1, v1, x2, v2 float64) float64 { return (x1*v2 + x2*v1) / (v1 + v2) }
@@ -1029,15 +1032,22 @@ func alsFallbackWeight(o *PrivateOptions) (a, l2 float64) {
 
 // alsFallbackStats returns the vector alsUserFallback releases before its
 // noise: a n_i for each of the I items, then the item sums of residuals
-// about mu (biasResidualSums).
-func alsFallbackStats(train *data.Store, o *PrivateOptions, mu float64, I int) []float64 {
+// about mu, both weighted as the bias releases' (UserContributionWeight
+// under Gaussian noise, over o.Unbounded when set).
+func alsFallbackStats(train *data.Store, o *PrivateOptions, mu float64, I int) ([]float64, error) {
 	a, _ := alsFallbackWeight(o)
-	vec := make([]float64, 2*I)
-	for _, i := range train.Idx[1] {
-		vec[i] += a
+	gauss := *o
+	gauss.Mechanism = perturb.MechGaussian
+	ws, w, err := weightedSource(train, &gauss)
+	if err != nil {
+		return nil, err
 	}
-	copy(vec[I:], biasResidualSums(train, o, mu))
-	return vec
+	vec := make([]float64, 2*I)
+	for i, c := range userWeightedCounts(ws, w) {
+		vec[i] = a * c
+	}
+	copy(vec[I:], userWeightedResidualSums(ws, w, o, mu))
+	return vec, nil
 }
 
 // alsTermsSource says where k came from, for the report.

@@ -35,9 +35,9 @@ func TestALSUserFallback(t *testing.T) {
 	_, l2 := alsFallbackWeight(&o)
 	worst := 0.0
 	for _, mu := range []float64{o.RatingMin, 3, o.RatingMax} {
-		a := alsFallbackStats(st, &o, mu, st.Dims[1])
+		a := mustFallbackStats(t, st, &o, mu)
 		for u := int32(0); u < int32(st.Dims[0]); u++ {
-			b := alsFallbackStats(withoutUser(st, u), &o, mu, st.Dims[1])
+			b := mustFallbackStats(t, withoutUser(st, u), &o, mu)
 			var d float64
 			for i := range a {
 				d += (a[i] - b[i]) * (a[i] - b[i])
@@ -86,7 +86,7 @@ func TestALSUserFallback(t *testing.T) {
 		if !(r.ItemCountsSD > 0 && r.ItemCountsSD < first) {
 			t.Fatalf("seed %d: item_counts_sd %v, the first release's count noise %v", seed, r.ItemCountsSD, first)
 		}
-		nt.add(t, alsFallbackWhat, noisy, alsFallbackStats(st, &oo, m.Mean, st.Dims[1]))
+		nt.add(t, alsFallbackWhat, noisy, mustFallbackStats(t, st, &oo, m.Mean))
 		rep = r
 	}
 	nt.check(t, "als user fallback", rep, alsFallbackWhat)

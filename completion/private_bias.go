@@ -173,7 +173,11 @@ func fitPrivateBias(train *data.Store, m *decomposition.Model, opts *PrivateOpti
 	}
 	zeroModel(m)
 	if o.Unit == UnitUser {
-		return trainBiasUser(storeUserBiasSource{train}, m, &o)
+		src, err := newStoreUserBiasSource(train, &o)
+		if err != nil {
+			return nil, err
+		}
+		return trainBiasUser(src, m, &o)
 	}
 	return trainBiasEntry(storeBiasSource{train}, m, &o, frac)
 }
@@ -690,10 +694,7 @@ func drawBiasUser(src UserBiasSource, m *decomposition.Model, o *PrivateOptions,
 	if len(counts) != m.Dims[1] {
 		return nil, &ShapeError{Reason: fmt.Sprintf("bias mode: %d item counts for a model of %d items", len(counts), m.Dims[1])}
 	}
-	cnt := make([]float64, len(counts))
-	for i, c := range counts {
-		cnt[i] = float64(c)
-	}
+	cnt := slices.Clone(counts)
 	scal := []float64{float64(users), float64(n), total}
 	for j := range scal {
 		rels[j].noise.addTo(scal[j:j+1], r)
@@ -724,6 +725,7 @@ func drawBiasUser(src UserBiasSource, m *decomposition.Model, o *PrivateOptions,
 	fit.setItemBiases(m, mu, sums, fit.countVar)
 	fit.notes = append(fit.notes,
 		fmt.Sprintf("released with noise: number of users %.1f, number of ratings %.1f (after bounding each user to %d ratings, one per item%s); global mean %.4g = (r_min+r_max)/2 + noisy centred sum / noisy count", scal[0], scal[1], o.MaxRatingsPerUser, scalarsScope(o), mu),
+		weightedScope(o),
 		fmt.Sprintf("budget shares (%s): users %g, ratings %g, sum %g, item counts %g, item sums %g", o.Mechanism, userShareUsers, userShareRatings, userShareSum, userShareCounts, userShareSums))
 	return fit, nil
 }

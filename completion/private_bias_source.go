@@ -63,21 +63,25 @@ func BiasResidual(v, mu, lo, hi float64) float64 {
 func BiasCentred(v, lo, hi float64) float64 { return clampValue(v, lo, hi) - (lo+hi)/2 }
 
 // UserBiasSource supplies the statistics of the bias mode's user-level
-// releases (TrainPrivateBiasUserFrom) over the BOUNDED log: every user
-// keeps at most o.MaxRatingsPerUser ratings, at most one per item
-// (ChooseUserRatings), and only ratings of the model's public item
-// catalogue count. The source is trusted to have bounded the log: the
-// sensitivities hold only then. TrainPrivateBiasUserFrom calls
-// UserTotals, then ResidualSums once with the released mean; o is the
-// resolved options.
+// releases (TrainPrivateBiasUserFrom). The scalars are over the BOUNDED
+// log: every user keeps at most o.MaxRatingsPerUser ratings, at most one
+// per item (ChooseUserRatings). The item counts and sums are over every
+// rating of each user, one per item, weighted by
+// UserContributionWeight(o.Mechanism, k, m_u), m_u the user's number of
+// distinct catalogue items (a source that reads the bounded log instead
+// weighs every rating 1, the same rule on it). Only ratings of the
+// model's public item catalogue count. The source is trusted to have
+// bounded and weighted the log: the sensitivities hold only then.
+// TrainPrivateBiasUserFrom calls UserTotals, then ResidualSums once with
+// the released mean; o is the resolved options.
 type UserBiasSource interface {
 	// UserTotals returns the number of users with at least one rating,
-	// the number of ratings, the sum of their BiasCentred values and
-	// every item's number of ratings (one per item of the model, in its
-	// order).
-	UserTotals(o *PrivateOptions) (users, n int, centred float64, counts []int, err error)
-	// ResidualSums returns every item's sum of BiasResidual(r, mu, ...)
-	// over its ratings r.
+	// the number of ratings and the sum of their BiasCentred values (of
+	// the bounded log), and every item's weighted number of ratings (one
+	// per item of the model, in its order).
+	UserTotals(o *PrivateOptions) (users, n int, centred float64, counts []float64, err error)
+	// ResidualSums returns every item's weighted sum of BiasResidual(r,
+	// mu, ...) over its ratings r.
 	ResidualSums(o *PrivateOptions, mu float64) ([]float64, error)
 }
 
@@ -113,10 +117,23 @@ func TrainPrivateBiasUserFrom(src UserBiasSource, m *decomposition.Model, opts *
 
 // storeUserBiasSource computes the user-level statistics from an
 // in-memory bounded store (and o.Scalars for the three scalars when a
-// private item selection left it).
-type storeUserBiasSource struct{ st *data.Store }
+// private item selection left it), the weighted item counts and sums from
+// ws (o.Unbounded, or the bounded store) with the weights w.
+type storeUserBiasSource struct {
+	st, ws *data.Store
+	w      []float64
+}
 
-func (s storeUserBiasSource) UserTotals(o *PrivateOptions) (int, int, float64, []int, error) {
+// newStoreUserBiasSource is the source of the bounded store st under o.
+func newStoreUserBiasSource(st *data.Store, o *PrivateOptions) (storeUserBiasSource, error) {
+	ws, w, err := weightedSource(st, o)
+	if err != nil {
+		return storeUserBiasSource{}, err
+	}
+	return storeUserBiasSource{st: st, ws: ws, w: w}, nil
+}
+
+func (s storeUserBiasSource) UserTotals(o *PrivateOptions) (int, int, float64, []float64, error) {
 	sc := s.st // the store of the scalar releases (PrivateOptions.Scalars)
 	if o.Scalars != nil {
 		if err := checkScalarsStore(o.Scalars); err != nil {
@@ -131,15 +148,11 @@ func (s storeUserBiasSource) UserTotals(o *PrivateOptions) (int, int, float64, [
 	for _, v := range sc.Val {
 		total += BiasCentred(v, o.RatingMin, o.RatingMax)
 	}
-	counts := make([]int, s.st.Dims[1])
-	for _, i := range s.st.Idx[1] {
-		counts[i]++
-	}
-	return usersWithRows(sc.Idx[0], sc.Dims[0]), sc.NNZ(), total, counts, nil
+	return usersWithRows(sc.Idx[0], sc.Dims[0]), sc.NNZ(), total, userWeightedCounts(s.ws, s.w), nil
 }
 
 func (s storeUserBiasSource) ResidualSums(o *PrivateOptions, mu float64) ([]float64, error) {
-	return biasResidualSums(s.st, o, mu), nil
+	return userWeightedResidualSums(s.ws, s.w, o, mu), nil
 }
 
 // TrainPrivateBiasFrom is TrainPrivateBias at entry level (opts.Unit

@@ -13,26 +13,59 @@ import (
 )
 
 // kernelUserSource is UserBiasSource written from the exported kernels
-// only (BiasCentred, BiasResidual), as a distributed source computes the
-// statistics, over a bounded store.
-type kernelUserSource struct{ st *data.Store }
+// only (BiasCentred, BiasResidual, UserContributionWeight), as a
+// distributed source computes the statistics: the scalars over the bounded
+// store st, the weighted item counts and sums over un (every rating of
+// each user, the first of each item; st when nil).
+type kernelUserSource struct{ st, un *data.Store }
 
-func (s kernelUserSource) UserTotals(o *PrivateOptions) (int, int, float64, []int, error) {
+// weights returns every rating's weight in un: the user's
+// UserContributionWeight for the first rating of each item, 0 after.
+func (s kernelUserSource) weights(o *PrivateOptions) (*data.Store, []float64) {
+	un := s.un
+	if un == nil {
+		un = s.st
+	}
+	type key struct{ u, i int32 }
+	first := map[key]bool{}
+	m := map[int32]int{}
+	w := make([]float64, un.NNZ())
+	for e := range un.Val {
+		k := key{un.Idx[0][e], un.Idx[1][e]}
+		if !first[k] {
+			first[k] = true
+			m[k.u]++
+			w[e] = 1
+		}
+	}
+	for e := range w {
+		w[e] *= UserContributionWeight(o.Mechanism, o.MaxRatingsPerUser, m[un.Idx[0][e]])
+	}
+	return un, w
+}
+
+func (s kernelUserSource) UserTotals(o *PrivateOptions) (int, int, float64, []float64, error) {
 	seen := map[int32]bool{}
-	counts := make([]int, s.st.Dims[1])
 	total := 0.0
 	for e, v := range s.st.Val {
 		seen[s.st.Idx[0][e]] = true
-		counts[s.st.Idx[1][e]]++
 		total += BiasCentred(v, o.RatingMin, o.RatingMax)
+	}
+	un, w := s.weights(o)
+	counts := make([]float64, s.st.Dims[1])
+	for e, i := range un.Idx[1] {
+		counts[i] += w[e]
 	}
 	return len(seen), s.st.NNZ(), total, counts, nil
 }
 
 func (s kernelUserSource) ResidualSums(o *PrivateOptions, mu float64) ([]float64, error) {
+	un, w := s.weights(o)
 	sums := make([]float64, s.st.Dims[1])
-	for e, v := range s.st.Val {
-		sums[s.st.Idx[1][e]] += BiasResidual(v, mu, o.RatingMin, o.RatingMax)
+	for e, v := range un.Val {
+		if w[e] != 0 {
+			sums[un.Idx[1][e]] += w[e] * BiasResidual(v, mu, o.RatingMin, o.RatingMax)
+		}
 	}
 	return sums, nil
 }
@@ -40,34 +73,40 @@ func (s kernelUserSource) ResidualSums(o *PrivateOptions, mu float64) ([]float64
 // TestPrivateBiasUserFromSource: TrainPrivateBiasUserFrom over a source
 // written from the exported kernels is TrainPrivateBias at the user unit
 // on the same bounded store, bit for bit (model and report), for both
-// mechanisms; the entry-level entry and options it does not take are
-// refused.
+// mechanisms, with the weighted counts and sums read from the bounded
+// store and from the log before the bound (PrivateOptions.Unbounded,
+// with repeated cells); the entry-level entry and options it does not
+// take are refused.
 func TestPrivateBiasUserFromSource(t *testing.T) {
 	t.Parallel()
 	for _, mech := range []string{perturb.MechGaussian, perturb.MechLaplace} {
 		o := userOpts(5)
 		o.Mechanism = mech
-		st, err := BoundForUnit(userStore([]int{80, 50}, 1500, 3), &o)
+		raw := withRepeats(userStore([]int{80, 50}, 1500, 3))
+		st, err := BoundForUnit(raw, &o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := privModel(t, decomposition.CP, []int{1, st.Dims[1]}, 1, true, 1, 1)
-		wrep, err := TrainPrivateBias(st, want, &o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := privModel(t, decomposition.CP, []int{1, st.Dims[1]}, 1, true, 2, 1)
-		grep, err := TrainPrivateBiasUserFrom(kernelUserSource{st}, got, &o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, _ := json.Marshal(wrep)
-		b, _ := json.Marshal(grep)
-		if string(a) != string(b) {
-			t.Fatalf("%s: reports differ:\n%s\n%s", mech, a, b)
-		}
-		if got.Mean != want.Mean || !slices.Equal(got.Bias[1], want.Bias[1]) || !slices.Equal(got.Bias[0], want.Bias[0]) || !slices.Equal(got.Factors[1], want.Factors[1]) {
-			t.Fatalf("%s: models differ: mean %v vs %v", mech, got.Mean, want.Mean)
+		for _, un := range []*data.Store{nil, raw} {
+			o.Unbounded = un
+			want := privModel(t, decomposition.CP, []int{1, st.Dims[1]}, 1, true, 1, 1)
+			wrep, err := TrainPrivateBias(st, want, &o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := privModel(t, decomposition.CP, []int{1, st.Dims[1]}, 1, true, 2, 1)
+			grep, err := TrainPrivateBiasUserFrom(kernelUserSource{st, un}, got, &o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, _ := json.Marshal(wrep)
+			b, _ := json.Marshal(grep)
+			if string(a) != string(b) {
+				t.Fatalf("%s (unbounded %v): reports differ:\n%s\n%s", mech, un != nil, a, b)
+			}
+			if got.Mean != want.Mean || !slices.Equal(got.Bias[1], want.Bias[1]) || !slices.Equal(got.Bias[0], want.Bias[0]) || !slices.Equal(got.Factors[1], want.Factors[1]) {
+				t.Fatalf("%s (unbounded %v): models differ: mean %v vs %v", mech, un != nil, got.Mean, want.Mean)
+			}
 		}
 	}
 	m := privModel(t, decomposition.CP, []int{1, 10}, 1, true, 1, 1)

@@ -227,13 +227,17 @@ func TestReleasedNoiseVariance(t *testing.T) {
 			}
 			nt := newNoiseTally()
 			var rep *perturb.Report
+			src, err := newStoreUserBiasSource(st, &o)
+			if err != nil {
+				t.Fatal(err)
+			}
 			for seed := uint64(0); seed < 2000; seed++ {
 				oo := o
 				oo.Noise = perturb.SeededNoise(seed)
 				got := map[string][][]float64{}
 				oo.probe = probeInto(got)
 				m := privModel(t, decomposition.CP, []int{1, st.Dims[1]}, 1, true, 1, 1)
-				f, err := drawBiasUser(storeUserBiasSource{st}, m, &oo, rels, acc)
+				f, err := drawBiasUser(src, m, &oo, rels, acc)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -187,15 +187,18 @@ type PrivateOptions struct {
 	// (one user still adds at most k ratings; the bound is checked). nil:
 	// the training store.
 	Scalars *data.Store
-	// Unbounded (user unit, als mode) is the training log before the
-	// contribution bound: every user's ratings on the same public item
-	// domain as the training store (RestrictToDomain, then the private
-	// item selection when there is one; dprec train passes it). The user
-	// unit's position columns read their co-occurrence from it, at most
-	// ALSUserPositionsMaxPerUser items a user: its sensitivity, 1, does
-	// not depend on how many items a user rated, so the k bound would only
-	// discard ratings (package doc, "the position columns"). The other
-	// releases read the bounded training store. nil: the training store.
+	// Unbounded (user unit, bias and als modes) is the training log
+	// before the contribution bound: every user's ratings on the same
+	// public item domain as the training store (RestrictToDomain, then the
+	// private item selection when there is one; dprec train passes it).
+	// The item counts and sums read it, each of a user's ratings (one per
+	// item) weighted by UserContributionWeight, so that a user moves them
+	// no more than k ratings do; private ALS's position columns read their
+	// co-occurrence from it, at most ALSUserPositionsMaxPerUser items a
+	// user (its sensitivity, 1, does not depend on how many items a user
+	// rated). In both the k bound would only discard ratings (package doc,
+	// "User unit" and "the position columns"). The other releases read the
+	// bounded training store. nil: the training store.
 	Unbounded *data.Store
 	// DPSGD selects the algorithm of gradient mode with Protect "all":
 	// DPSGDMinibatch (the zero value; Poisson-subsampled minibatch DP-SGD,
@@ -366,7 +369,7 @@ func (o *PrivateOptions) unitCount() int {
 // relation returns the report's neighbouring relation of a mode.
 func (o *PrivateOptions) relation(mode string) string {
 	if o.Unit == UnitUser && billboardMode(mode) {
-		return o.userRelation(fmt.Sprintf("each user bounded to at most %d ratings, one per item, before training", o.MaxRatingsPerUser))
+		return o.userRelation(o.weightedBound(""))
 	}
 	if o.Unit == UnitUser {
 		return fmt.Sprintf("rating logs with the same observed positions differing in the values of one user's ratings (each user bounded to at most %d ratings before training); ratings clamped to the public range [%g, %g]", o.MaxRatingsPerUser, o.RatingMin, o.RatingMax)
@@ -384,7 +387,13 @@ func (o *PrivateOptions) userRelation(bound string) string {
 // released the users' item co-occurrence from the log before the bound
 // (PrivateOptions.Unbounded).
 func (o *PrivateOptions) relationCooccurrence() string {
-	return o.userRelation(fmt.Sprintf("each user bounded to at most %d ratings, one per item, in every release but the users' item co-occurrence, which reads at most %d distinct items a user and whose sensitivity does not grow with them", o.MaxRatingsPerUser, ALSUserPositionsMaxPerUser))
+	return o.userRelation(o.weightedBound(fmt.Sprintf("; the users' item co-occurrence reads at most %d distinct items a user, and its sensitivity does not grow with them", ALSUserPositionsMaxPerUser)))
+}
+
+// weightedBound states the bias and als modes' contribution bound at the
+// user unit, then more.
+func (o *PrivateOptions) weightedBound(more string) string {
+	return fmt.Sprintf("each user bounded to at most %d ratings, one per item, in every release but the item counts and sums, which weigh each of a user's ratings, one per item, by w_u = UserContributionWeight(k, m_u) (1 for m_u <= k distinct items, sqrt(k/m_u) under Gaussian noise and k/m_u under Laplace above), so that a user moves them no more than k ratings of weight 1 do%s", o.MaxRatingsPerUser, more)
 }
 
 // relationKind returns the report's relation kind of a mode (minibatch

@@ -66,9 +66,10 @@ func (s *StatisticsMode) Fit(train *data.Store, m *decomposition.Model, set *Set
 		// The statistics modes use no workers: only the model's shape and
 		// the number of ratings count (private ALS's per-item Grams).
 		w := Workload{Kind: m.Kind, Dims: m.Dims, Ranks: m.Ranks, Bias: m.HasBias, NNZ: train.NNZ(), Mode: s.mode}
-		if s.mode == "als" && s.o.Unbounded != nil {
-			// The user unit's co-occurrence reads the log before the
-			// bound (resources.go): the estimate counts its ratings.
+		if s.o.Unbounded != nil {
+			// The user unit's weighted item counts and sums, and private
+			// ALS's co-occurrence, read the log before the bound
+			// (resources.go): the estimate counts its ratings.
 			w.NNZ = max(w.NNZ, s.o.Unbounded.NNZ())
 		}
 		if err := checkEstimate(EstimateTrain(w)); err != nil {
