@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -27,7 +29,9 @@ import (
 // bounding's per-user kernel, from a per-user random stream), then
 // computes the statistics of the bounded log with completion's per-rating
 // kernels (BiasCentred, BiasResidual): the number of users, the number of
-// ratings, the centred sum, the per-item counts and the residual sums. The
+// ratings and the centred sum; and the per-item counts and residual sums
+// over every rating of each user, one per item, weighted by
+// completion.UserContributionWeight (the same step emits them). The
 // driver runs completion.TrainPrivateBiasUserFrom, the single-machine
 // user-unit release itself (plan, Gaussian or Laplace noise from o.Noise
 // in the single-machine order, estimate, report with the noisy item
@@ -39,8 +43,10 @@ func init() {
 	register.Function4x1(joinCatalogueUser)
 	register.Emitter2[string, catRating]()
 	register.Iter1[catRating]()
-	register.DoFn5x1[string, func(*catRating) bool, func(string), func(string, int64), func(string), error](&boundUserFn{})
+	register.DoFn6x1[string, func(*catRating) bool, func(string), func(string, int64), func(string), func(string), error](&boundUserFn{})
 	register.DoFn2x1[string, func(int32, float64), error](&centredFn{})
+	register.Function2x1(parseWeight)
+	register.DoFn2x1[string, func(int32, float64), error](&weightedResidualFn{})
 	register.Function2x1(formatLabel)
 }
 
@@ -77,13 +83,16 @@ func joinCatalogueUser(item string, ratings func(*Rating) bool, idx func(*int32)
 // ID, so the choice is the same however the users are split among
 // workers, bundles and shards. It emits the kept ratings as "item value"
 // lines, ("users", 1) and ("before", n) on stat (n: the user's catalogue
-// ratings before bounding), and with Trace (tests) "user item value"
-// lines.
+// ratings before bounding), with Trace (tests) "user item value" lines,
+// and on weighted every one of the user's m distinct items' ratings as
+// "item w value" lines, w = completion.UserContributionWeight(Mechanism,
+// K, m).
 type boundUserFn struct {
-	K      int
-	Seeded bool
-	Seed   uint64
-	Trace  bool
+	K         int
+	Mechanism string
+	Seeded    bool
+	Seed      uint64
+	Trace     bool
 
 	secure *rand.Rand
 }
@@ -94,7 +103,7 @@ func (f *boundUserFn) Setup() {
 	}
 }
 
-func (f *boundUserFn) ProcessElement(user string, iter func(*catRating) bool, emit func(string), stat func(string, int64), trace func(string)) error {
+func (f *boundUserFn) ProcessElement(user string, iter func(*catRating) bool, emit func(string), stat func(string, int64), trace func(string), weighted func(string)) error {
 	if f.K < 1 {
 		return fmt.Errorf("max ratings per user %d: must be >= 1", f.K)
 	}
@@ -132,6 +141,10 @@ func (f *boundUserFn) ProcessElement(user string, iter func(*catRating) bool, em
 		h := fnv.New64a()
 		h.Write([]byte(user))
 		rnd = rand.New(completion.UserBoundSource(perturb.SeededNoise(f.Seed), h.Sum64()))
+	}
+	w := fmtFloat(completion.UserContributionWeight(f.Mechanism, f.K, len(rs)))
+	for _, r := range rs {
+		weighted(strconv.Itoa(int(r.Item)) + "\t" + w + "\t" + fmtFloat(r.Value))
 	}
 	kept := completion.ChooseUserRatings(nil, rows, func(e int) int32 { return rs[e].Item }, f.K, rnd)
 	slices.Sort(kept)
@@ -175,7 +188,7 @@ type userBiasSource struct {
 	users, before int64
 }
 
-func (b *userBiasSource) UserTotals(o *completion.PrivateOptions) (int, int, float64, []int, error) {
+func (b *userBiasSource) UserTotals(o *completion.PrivateOptions) (int, int, float64, []float64, error) {
 	ctx := b.ctx
 	catalogue := joinPath(b.work, "catalogue.tsv")
 	if err := writeDict(ctx, catalogue, b.items); err != nil {
@@ -187,8 +200,11 @@ func (b *userBiasSource) UserTotals(o *completion.PrivateOptions) (int, int, flo
 	idx := beam.ParDo(s, parseDictLine, textio.Read(s, catalogue))
 	byUser := beam.ParDo(s, joinCatalogueUser, beam.CoGroupByKey(s, beam.ParDo(s, itemKeyed, ratings), idx))
 	s2 := s.Scope("BoundUser")
-	kept, stat, trace := beam.ParDo3(s2, &boundUserFn{K: b.k, Seeded: seeded, Seed: seed, Trace: b.trace != ""}, beam.GroupByKey(s2, byUser))
+	kept, stat, trace, weighted := beam.ParDo4(s2, &boundUserFn{K: b.k, Mechanism: o.Mechanism, Seeded: seeded, Seed: seed, Trace: b.trace != ""}, beam.GroupByKey(s2, byUser))
 	WriteSharded(s, joinPath(b.work, "ratings", "part"), b.shards, kept)
+	WriteSharded(s, joinPath(b.work, "weighted", "part"), b.shards, weighted)
+	wcounts := beam.CombinePerKey(s, &sumFloatFn{}, beam.ParDo(s, parseWeight, weighted))
+	WriteSharded(s, joinPath(b.work, "wcounts", "part"), b.shards, beam.ParDo(s, formatResidualSum, wcounts))
 	if b.trace != "" {
 		WriteSharded(s, b.trace, b.shards, trace)
 	}
@@ -199,7 +215,11 @@ func (b *userBiasSource) UserTotals(o *completion.PrivateOptions) (int, int, flo
 	if err := b.run.run(ctx, p); err != nil {
 		return 0, 0, 0, nil, fmt.Errorf("contribution bounding: %w", err)
 	}
-	counts, n, total, err := readItemTotals(ctx, joinPath(b.work, "totals", "part")+"-*", b.items.Len())
+	_, n, total, err := readItemTotals(ctx, joinPath(b.work, "totals", "part")+"-*", b.items.Len())
+	if err != nil {
+		return 0, 0, 0, nil, err
+	}
+	counts, err := readItemFloats(ctx, joinPath(b.work, "wcounts", "part")+"-*", b.items.Len())
 	if err != nil {
 		return 0, 0, 0, nil, err
 	}
@@ -231,4 +251,74 @@ func (b *userBiasSource) UserTotals(o *completion.PrivateOptions) (int, int, flo
 	return int(b.users), n, total, counts, nil
 }
 
+// ResidualSums returns every item's weighted sum of clipped residuals
+// about mu over the weighted ratings UserTotals wrote.
+func (b *userBiasSource) ResidualSums(o *completion.PrivateOptions, mu float64) ([]float64, error) {
+	p, s := beam.NewPipelineWithRoot()
+	lines := textio.Read(s, joinPath(b.work, "weighted", "part")+"-*")
+	sums := beam.CombinePerKey(s, &sumFloatFn{}, beam.ParDo(s, &weightedResidualFn{Mu: mu, Lo: o.RatingMin, Hi: o.RatingMax}, lines))
+	out := joinPath(b.work, "wresiduals", "part")
+	WriteSharded(s, out, b.shards, beam.ParDo(s, formatResidualSum, sums))
+	if err := b.run.run(b.ctx, p); err != nil {
+		return nil, fmt.Errorf("bias residual sums: %w", err)
+	}
+	return readItemFloats(b.ctx, out+"-*", b.items.Len())
+}
+
 var _ completion.UserBiasSource = (*userBiasSource)(nil)
+
+// parseWeighted parses an "item w value" line of boundUserFn.
+func parseWeighted(line string) (int32, float64, float64, error) {
+	f := strings.Split(line, "\t")
+	if len(f) != 3 {
+		return 0, 0, 0, fmt.Errorf("weighted rating line %q", line)
+	}
+	i, err1 := strconv.ParseInt(f[0], 10, 32)
+	w, err2 := strconv.ParseFloat(f[1], 64)
+	v, err3 := strconv.ParseFloat(f[2], 64)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return 0, 0, 0, fmt.Errorf("weighted rating line %q: %v", line, err)
+	}
+	return int32(i), w, v, nil
+}
+
+// parseWeight emits a weighted rating's weight, keyed by its item.
+func parseWeight(line string, emit func(int32, float64)) error {
+	i, w, _, err := parseWeighted(line)
+	if err != nil {
+		return err
+	}
+	emit(i, w)
+	return nil
+}
+
+// weightedResidualFn emits a weighted rating's weight times its clipped
+// residual against the released mean.
+type weightedResidualFn struct{ Mu, Lo, Hi float64 }
+
+func (f *weightedResidualFn) ProcessElement(line string, emit func(int32, float64)) error {
+	i, w, v, err := parseWeighted(line)
+	if err != nil {
+		return err
+	}
+	emit(i, w*completion.BiasResidual(v, f.Mu, f.Lo, f.Hi))
+	return nil
+}
+
+// readItemFloats reads "item value" lines into a vector of items values
+// (0 for an item with no line).
+func readItemFloats(ctx context.Context, pattern string, items int) ([]float64, error) {
+	res := make([]float64, items)
+	err := ReadLines(ctx, pattern, func(line string) error {
+		i, v, err := parseItemValue(line)
+		if err != nil {
+			return err
+		}
+		if i < 0 || int(i) >= items {
+			return fmt.Errorf("item line %q: index outside the %d catalogue items", line, items)
+		}
+		res[i] = v
+		return nil
+	})
+	return res, err
+}

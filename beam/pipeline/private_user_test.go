@@ -129,7 +129,8 @@ func splitLines(t *testing.T, file, dir string, n int) string {
 // TestPrivateBiasUserBound: on a log whose users exceed k, every user
 // keeps exactly min(k, n_u) ratings, one per item, and the statistics
 // UserTotals returns are those of the kept ratings (users, ratings,
-// per-item counts, centred sum); with the same seed the kept ratings are
+// centred sum), the per-item counts and residual sums those of every
+// rating weighted by completion.UserContributionWeight; with the same seed the kept ratings are
 // the same whatever the number of input files (2 or 3) and output shards
 // (2 or 5), since every user draws from its own keyed stream after
 // sorting its ratings; another seed keeps others. Secure noise bounds too.
@@ -154,6 +155,20 @@ func TestPrivateBiasUserBound(t *testing.T) {
 	if slices.Max(n) <= k {
 		t.Fatalf("no user exceeds k = %d", k)
 	}
+	// The weighted counts: every rating of a user with n_u distinct items
+	// (the log has no repeated cell) weighs UserContributionWeight's
+	// sqrt(k/n_u) above k.
+	const mu = 3.1
+	wantCounts, wantSums := make([]float64, items.Len()), make([]float64, items.Len())
+	for e, u := range st.Idx[0] {
+		j, ok := items.LookupString(st.Dicts[1].String(st.Idx[1][e]))
+		if !ok {
+			t.Fatalf("item %s not in the catalogue", st.Dicts[1].String(st.Idx[1][e]))
+		}
+		w := completion.UserContributionWeight(perturb.MechGaussian, k, n[u])
+		wantCounts[j] += w
+		wantSums[j] += w * completion.BiasResidual(st.Val[e], mu, 0.5, 5)
+	}
 	type run struct {
 		files, shards int
 		noise         perturb.Noise
@@ -167,7 +182,7 @@ func TestPrivateBiasUserBound(t *testing.T) {
 		}
 		trace := filepath.Join(work, "trace", "part")
 		src := &userBiasSource{biasSource: &biasSource{ctx: context.Background(), files: files, items: items, work: work, shards: r.shards}, k: k, trace: trace}
-		o := completion.PrivateOptions{RatingMin: 0.5, RatingMax: 5, Unit: completion.UnitUser, MaxRatingsPerUser: k, Noise: r.noise}
+		o := completion.PrivateOptions{RatingMin: 0.5, RatingMax: 5, Unit: completion.UnitUser, MaxRatingsPerUser: k, Noise: r.noise, Mechanism: perturb.MechGaussian}
 		users, nn, centred, counts, err := src.UserTotals(&o)
 		if err != nil {
 			t.Fatal(err)
@@ -201,9 +216,18 @@ func TestPrivateBiasUserBound(t *testing.T) {
 				t.Fatalf("user %s keeps %d ratings, want min(k = %d, %d)", uid, len(is), k, n[j])
 			}
 		}
-		if users != wantUsers || len(byUser) != wantUsers || nn != wantN || len(kept) != wantN || !slices.Equal(counts, cnt) || !closeTo(centred, sum, 1e-9) {
-			t.Fatalf("statistics: %d users, %d ratings, centred sum %v; kept %d users, %d ratings, sum %v; want %d users, %d ratings; counts %v, kept %v",
-				users, nn, centred, len(byUser), len(kept), sum, wantUsers, wantN, counts, cnt)
+		if users != wantUsers || len(byUser) != wantUsers || nn != wantN || len(kept) != wantN || !closeTo(centred, sum, 1e-9) {
+			t.Fatalf("statistics: %d users, %d ratings, centred sum %v; kept %d users, %d ratings, sum %v; want %d users, %d ratings",
+				users, nn, centred, len(byUser), len(kept), sum, wantUsers, wantN)
+		}
+		sums, err := src.ResidualSums(&o, mu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range counts {
+			if !closeTo(counts[i], wantCounts[i], 1e-9) || !closeTo(sums[i], wantSums[i], 1e-9) {
+				t.Fatalf("item %d: weighted count %v, sum %v, want %v, %v (kept %d)", i, counts[i], sums[i], wantCounts[i], wantSums[i], cnt[i])
+			}
 		}
 		if int(src.before) != st.NNZ() || src.dropped != 0 {
 			t.Fatalf("%d catalogue ratings before bounding (%d dropped), log has %d", src.before, src.dropped, st.NNZ())
