@@ -22,9 +22,10 @@ import (
 // private-ALS table of docs/privacy.md): for each log, non-private ALS of the same
 // rank (its own user rows), the bias mode and private ALS (both scored by
 // fold-in, BillboardFoldFor) at each epsilon, entry level and, with
-// DPREC_ALS_USERK=k, user level with k ratings a user (the co-occurrence
-// from the unbounded log, as dprec train hands it over; from the bounded
-// one with DPREC_ALS_BOUNDEDPOS=1), with wall times
+// DPREC_ALS_USERK=k, user level with k ratings a user (the weighted item
+// counts and sums and the co-occurrence from the unbounded log, as dprec
+// train hands it over; from the bounded one with DPREC_ALS_BOUNDEDPOS=1),
+// with wall times
 // measured in the same run. Every score is on a validation part: a random
 // tenth of the training part (90% of the log, seed 42), never a test
 // part. It takes about a minute, so it runs only with DPREC_ALS_SWEEP=1:
@@ -117,10 +118,10 @@ func TestPrivateALSSweep(t *testing.T) {
 				}
 				start := time.Now()
 				var rep *perturb.Report
+				if userK > 0 && os.Getenv("DPREC_ALS_BOUNDEDPOS") == "" {
+					o.Unbounded = tr // as dprec train passes it
+				}
 				if mode == "als" {
-					if userK > 0 && os.Getenv("DPREC_ALS_BOUNDEDPOS") == "" {
-						o.Unbounded = tr // as dprec train passes it
-					}
 					rep, err = trainPrivateALS(fit, m, o, sweepTweak(o))
 				} else {
 					rep, err = TrainPrivateBias(fit, m, o)

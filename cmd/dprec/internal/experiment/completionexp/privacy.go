@@ -538,8 +538,9 @@ func statsExpRun(ds PrivacyExpDataset, row PrivacyExpRow, o *completion.PrivateO
 		}
 	}
 	if o.Unit == completion.UnitUser {
-		// Private ALS's co-occurrence reads every rating of each user, as
-		// dprec train hands it over (completion.PrivateOptions.Unbounded).
+		// The weighted item counts and sums, and private ALS's
+		// co-occurrence, read every rating of each user, as dprec train
+		// hands it over (completion.PrivateOptions.Unbounded).
 		oo := *o
 		oo.Unbounded = ds.Train
 		o = &oo
