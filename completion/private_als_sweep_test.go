@@ -300,8 +300,14 @@ func sweepData(t *testing.T, name string) (tr, va *data.Store, lo, hi float64) {
 		// unit's k bound drops most ratings.
 		st, _, err = data.Synth(data.SynthOptions{Users: 20000, Items: 1000, Ratings: 1000000, Rank: 5, Bias: true, Noise: 0.5, Scale: "0.5-5", Skew: 0.5}, rand.NewPCG(10, 10))
 		lo, hi = 0.5, 5
+	case "heavy":
+		// Heavy-tailed user activity (Skew 1): many users above k, some
+		// with most of the catalogue; the shape where the weighted counts
+		// exceed the bounded log's most.
+		st, _, err = data.Synth(data.SynthOptions{Users: 4000, Items: 2000, Ratings: 1000000, Rank: 5, Bias: true, Noise: 0.5, Scale: "0.5-5", Skew: 1}, rand.NewPCG(12, 12))
+		lo, hi = 0.5, 5
 	default:
-		t.Fatalf("unknown log %q (jester, joke, jokeexp, jokeexp3, clickshort, clicklong, ml, ml100k, synth, wide)", name)
+		t.Fatalf("unknown log %q (jester, joke, jokeexp, jokeexp3, clickshort, clicklong, heavy, ml, ml100k, synth, wide)", name)
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -69,11 +69,15 @@ func userLevelFitScore(t testing.TB, mode string, fit, score *data.Store, dom Us
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The log before the bound, as dprec train hands it over: the
+	// weighted item counts and sums and private ALS's co-occurrence read it.
+	oo := *o
+	oo.Unbounded = fr
 	var rep *perturb.Report
 	if mode == "als" {
-		rep, err = TrainPrivateALS(b, m, o)
+		rep, err = TrainPrivateALS(b, m, &oo)
 	} else {
-		rep, err = TrainPrivateBias(b, m, o)
+		rep, err = TrainPrivateBias(b, m, &oo)
 	}
 	if err != nil {
 		t.Fatal(err)
