@@ -369,7 +369,7 @@ func (o *PrivateOptions) unitCount() int {
 // relation returns the report's neighbouring relation of a mode.
 func (o *PrivateOptions) relation(mode string) string {
 	if o.Unit == UnitUser && billboardMode(mode) {
-		return o.userRelation(o.weightedBound(""))
+		return o.userRelation(o.weightedBound(false))
 	}
 	if o.Unit == UnitUser {
 		return fmt.Sprintf("rating logs with the same observed positions differing in the values of one user's ratings (each user bounded to at most %d ratings before training); ratings clamped to the public range [%g, %g]", o.MaxRatingsPerUser, o.RatingMin, o.RatingMax)
@@ -387,13 +387,19 @@ func (o *PrivateOptions) userRelation(bound string) string {
 // released the users' item co-occurrence from the log before the bound
 // (PrivateOptions.Unbounded).
 func (o *PrivateOptions) relationCooccurrence() string {
-	return o.userRelation(o.weightedBound(fmt.Sprintf("; the users' item co-occurrence reads at most %d distinct items a user, and its sensitivity does not grow with them", ALSUserPositionsMaxPerUser)))
+	return o.userRelation(o.weightedBound(true))
 }
 
 // weightedBound states the bias and als modes' contribution bound at the
-// user unit, then more.
-func (o *PrivateOptions) weightedBound(more string) string {
-	return fmt.Sprintf("each user bounded to at most %d ratings, one per item, in every release but the item counts and sums, which weigh each of a user's ratings, one per item, by w_u = UserContributionWeight(k, m_u) (1 for m_u <= k distinct items, sqrt(k/m_u) under Gaussian noise and k/m_u under Laplace above), so that a user moves them no more than k ratings of weight 1 do%s", o.MaxRatingsPerUser, more)
+// user unit; cooc says private ALS released the users' item
+// co-occurrence, which reads every rating too.
+func (o *PrivateOptions) weightedBound(cooc bool) string {
+	but, also := "the item counts and sums", ""
+	if cooc {
+		but = "the item counts and sums and the users' item co-occurrence"
+		also = fmt.Sprintf("; the co-occurrence reads at most %d distinct items a user, and its sensitivity does not grow with them", ALSUserPositionsMaxPerUser)
+	}
+	return fmt.Sprintf("each user bounded to at most %d ratings, one per item, in every release but %s; the item counts and sums weigh each of a user's ratings, one per item, by w_u (UserContributionWeight: 1 for m_u <= k distinct items, sqrt(k/m_u) under Gaussian noise and k/m_u under Laplace above), so that a user moves them no more than k ratings of weight 1 do%s", o.MaxRatingsPerUser, but, also)
 }
 
 // relationKind returns the report's relation kind of a mode (minibatch
