@@ -442,11 +442,14 @@
 // ratings and the centred sum still read the bounded log. Private ALS's
 // learnability rule and its item steps' ridge and Gram shares read the
 // weighted noisy counts as released, although the steps read the bounded
-// log, whose counts are smaller where users rate more than k items:
-// scaled down to the bounded log's released total, they reproduced the
-// bounded counts' decisions, and on a heavy-tailed log (4,000 users,
-// Zipf 1 activity) kept the steps off at epsilon 30 (0.8334 against 0.6953
-// on the validation part), the same on every other log measured.
+// log, whose counts are smaller where users rate more than k items.
+// Scaling the counts down to the bounded log's released total (the noisy
+// number of ratings over the counts' total) before the rule and the steps
+// was measured and not kept: it reproduced the bounded counts' decisions,
+// which on a heavy-tailed log (4,000 users, Zipf 1 activity) kept the
+// steps off at epsilon 30 (0.8334 against 0.6953 with the counts as
+// released, on the validation part), and changed nothing on every other
+// log measured.
 // TestUserWeightedSensitivity removes every user of a log whose users
 // rate 3 to 61 items (k = 6, repeated cells) and checks both rules' bounds,
 // that they are reached, and the weights' sums.
@@ -545,7 +548,9 @@
 // does not depend on n_u, C is computed from every rating of each user
 // (PrivateOptions.Unbounded, the log before the contribution bound on
 // the same items, which dprec train passes), not from the k-bounded
-// subset the other releases read; a user with more than
+// subset the item steps and the scalar releases read (the item counts and
+// sums read it too, weighted: "The weighted item counts and sums"); a
+// user with more than
 // ALSUserPositionsMaxPerUser distinct items adds a random subset of that
 // many (a shuffle keyed by a seed from the noise source and the user's
 // own items, so that p_u stays a function of one user's data), which

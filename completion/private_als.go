@@ -889,7 +889,7 @@ func alsRelease(o *PrivateOptions, p alsPrivateParams, bo *PrivateOptions, m *de
 		rep.Notes = append(rep.Notes, inputNote)
 	}
 	rep.Notes = append(rep.Notes,
-		fmt.Sprintf("public constants and their rules: residual clip c = (r_max - r_min)/3 = %g; user vector norm <= Gamma_u = %g; item row norm <= Gamma_v = c/Gamma_u = %g; user-solve ridge %g per observation; item-solve ridge %g per term plus %g sigma (post-processing; each item's Gram matrix is its share t_i/sum t_j of the released shared one)%s; at most k = %d terms a user (%s); %d item steps; items learnt when n_i Gamma_u^2 / R >= %g sigma, else zero rows; rank %d", p.c, p.gu, p.gv, p.lambda, p.itemLambda, p.noiseRidge, ridgeRule(p), p.terms, alsTermsSource(o), p.steps, p.gate, R),
+		fmt.Sprintf("public constants and their rules: residual clip c = (r_max - r_min)/3 = %g; user vector norm <= Gamma_u = %g; item row norm <= Gamma_v = c/Gamma_u = %g; user-solve ridge %g per observation; item-solve ridge %g per term plus %g sigma (post-processing; each item's Gram matrix is its share t_i/sum t_j of the released shared one)%s; at most k = %d terms a user (%s); %d item steps; items learnt when n_i Gamma_u^2 / R >= %g sigma, else zero rows%s; rank %d", p.c, p.gu, p.gv, p.lambda, p.itemLambda, p.noiseRidge, ridgeRule(p), p.terms, alsTermsSource(o), p.steps, p.gate, weightedTermsNote(o), R),
 		fmt.Sprintf("epsilon: %g%% of it calibrates the bias releases (%s; rule: 80%% up to epsilon 1, 30%% from 10, log-linear between, all of it when no item step runs at the entry unit, whose epsilon here is what the rating spread's release leaves); %s take the rest under %s composition", 100*p.biasFrac, bo.Mechanism, rest, used))
 	rep.Notes = append(rep.Notes, bias.notes...)
 	return rep, nil
@@ -908,8 +908,10 @@ func alsRelease(o *PrivateOptions, p alsPrivateParams, bo *PrivateOptions, m *de
 // Dong, Roth and Su 2022, Corollary 3.3). The second release is one
 // Gaussian of the vector (a n_i, S_i) over the items, a = c
 // sqrt(share_counts/share_sums) weighting the counts as the bias mode's
-// budget shares do; one user moves at most k counts by 1 and k sums by at
-// most c, so its l2 sensitivity is sqrt(k (a^2 + c^2)), and its noise
+// budget shares do; n_i and S_i weighted as the bias releases'
+// (UserContributionWeight, Gaussian rule), one user moves m_u counts by
+// w_u and m_u sums by at most w_u c, w_u^2 m_u <= k, so its l2
+// sensitivity is sqrt(k (a^2 + c^2)), and its noise
 // sigma_f = sqrt(k (a^2 + c^2)) sigma/(Delta sqrt(T)), raised if o's
 // accounting needs more to fit the budget. It returns the accountant of
 // the bias releases and this one, and a note for the report.
@@ -917,7 +919,7 @@ func alsUserFallback(train *data.Store, m *decomposition.Model, o *PrivateOption
 	const what = alsFallbackWhat
 	a, l2 := alsFallbackWeight(o)
 	c := BiasResidualClip * o.ratingRange()
-	deriv := fmt.Sprintf("at most k = %d items, each count moving by 1 (weighted a = %.4g) and each sum by a term in [-c, c], c = %g: l2 sqrt(k (a^2 + c^2)); noise multiplier that of the %d planned item steps composed, sigma/(Delta sqrt(T)) (completion doc, Sensitivities, User unit)", o.MaxRatingsPerUser, a, c, p.steps)
+	deriv := fmt.Sprintf("the user's m_u items, each count moving by w_u a (a = %.4g) and each sum by w_u times a term in [-c, c], c = %g, w_u = min(1, sqrt(k/m_u)), k = %d: l2 w_u sqrt(m_u (a^2 + c^2)) <= sqrt(k (a^2 + c^2)); noise multiplier that of the %d planned item steps composed, sigma/(Delta sqrt(T)) (completion doc, Sensitivities, User unit)", a, c, o.MaxRatingsPerUser, p.steps)
 	pos := userPositionsRun(m.Ranks[0], len(bias.sums), p)
 	f := 0.0 // the co-occurrence release's share of the steps' mu^2
 	if pos && o.Accounting == perturb.Advanced {
@@ -1260,8 +1262,13 @@ func alsPrivateStepsAll(train *data.Store, by [][]int, m *decomposition.Model, c
 	terms := alsTermsOf(by, p)
 	// t_i, the number of users whose terms include item i: public
 	// positions under the entry unit; under the user unit every kept
-	// rating is a term, so the bias mode's noisy item counts (negative
-	// ones taken as 0).
+	// rating is a term, and the bias mode's noisy item counts stand for
+	// them (negative ones taken as 0). They are weighted (they read every
+	// rating, UserContributionWeight), so where users rate more than k
+	// items they exceed the bounded log's: the Gram shares t_i/sum t_j do
+	// not depend on the scale, the ridge per term does (package doc, "The
+	// weighted item counts and sums": scaling them down was measured and
+	// not kept).
 	ti := make([]float64, I)
 	if o.Unit == UnitEntry {
 		for _, es := range terms {

@@ -123,15 +123,15 @@ type userPositions struct {
 // domain: another item count or dictionary, or an entry outside its
 // dimensions.
 func checkUnbounded(u, train *data.Store) error {
-	if u.Order() < 2 || u.Dims[1] != train.Dims[1] || len(u.Idx[0]) != len(u.Val) || len(u.Idx[1]) != len(u.Val) {
-		return fmt.Errorf("completion: private ALS: %w: the unbounded store (PrivateOptions.Unbounded) is not on the training store's item domain (%d items against %d)", ErrDomain, u.Dims[1], train.Dims[1])
+	if u.Order() < 2 || len(u.Idx) < 2 || len(train.Dims) < 2 || u.Dims[1] != train.Dims[1] || len(u.Idx[0]) != len(u.Val) || len(u.Idx[1]) != len(u.Val) {
+		return fmt.Errorf("completion: user unit: %w: the unbounded store (PrivateOptions.Unbounded) is not on the training store's item domain (%d items against %d)", ErrDomain, u.Dims[1], train.Dims[1])
 	}
 	if len(u.Dicts) > 1 && len(train.Dicts) > 1 && u.Dicts[1] != nil && train.Dicts[1] != nil && !u.Dicts[1].Equal(train.Dicts[1]) {
-		return fmt.Errorf("completion: private ALS: %w: the unbounded store (PrivateOptions.Unbounded) has another item dictionary than the training store", ErrDomain)
+		return fmt.Errorf("completion: user unit: %w: the unbounded store (PrivateOptions.Unbounded) has another item dictionary than the training store", ErrDomain)
 	}
 	for e := range u.Val {
 		if u.Idx[0][e] < 0 || int(u.Idx[0][e]) >= u.Dims[0] || u.Idx[1][e] < 0 || int(u.Idx[1][e]) >= u.Dims[1] {
-			return fmt.Errorf("completion: private ALS: %w: the unbounded store (PrivateOptions.Unbounded) has entry %d outside its dimensions", ErrDomain, e)
+			return fmt.Errorf("completion: user unit: %w: the unbounded store (PrivateOptions.Unbounded) has entry %d outside its dimensions", ErrDomain, e)
 		}
 	}
 	return nil

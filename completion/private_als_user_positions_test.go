@@ -452,7 +452,7 @@ func TestUserCooccurrenceUnbounded(t *testing.T) {
 	if math.Abs(unb-1) > 0.1 || bnd < 1.5 {
 		t.Fatalf("the released C is at %.3f sigma^2 from the unbounded C (want about 1) and %.3f from the bounded one (want far)", unb, bnd)
 	}
-	if notes := strings.Join(rep.Notes, "\n"); !strings.Contains(notes, "every rating of each user") || !strings.Contains(rep.Relation, "in every release but the item counts and sums and the users' item co-occurrence") {
+	if notes := strings.Join(rep.Notes, "\n"); !strings.Contains(notes, "not the k-bounded subset") || !strings.Contains(rep.Relation, "in every release but the item counts and sums and the users' item co-occurrence") {
 		t.Fatalf("the report does not say C reads every rating: relation %q, notes %q", rep.Relation, rep.Notes)
 	}
 	// Without the co-occurrence's release the relation is the plain one.

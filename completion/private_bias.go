@@ -127,7 +127,10 @@ func biasResidualSums(train *data.Store, o *PrivateOptions, mu float64) []float6
 // number of ratings, their sum, the item counts and the item sums are all
 // released with noise (trainBiasUser); with a private item selection the
 // first three may come from the bounded log before the selection
-// (PrivateOptions.Scalars). It returns the privacy report.
+// (PrivateOptions.Scalars). The item counts and sums weigh each user's
+// ratings by UserContributionWeight, over PrivateOptions.Unbounded (every
+// rating of each user, on train's items) when it is set, else over train
+// (weight 1 throughout). It returns the privacy report.
 func TrainPrivateBias(train *data.Store, m *decomposition.Model, opts *PrivateOptions) (*perturb.Report, error) {
 	fit, err := fitPrivateBias(train, m, opts)
 	if err != nil {
@@ -594,7 +597,12 @@ type userRelease struct {
 // unit"): the number of users (1), the number of ratings (k), the sum of
 // the centred ratings r - (r_min + r_max)/2 (k Delta_r/2), the item counts
 // (l1 k, l2 sqrt(k): at most k items move, each by one) and the item sums
-// of residuals clipped to [-c, c] (l1 k c, l2 sqrt(k) c).
+// of residuals clipped to [-c, c] (l1 k c, l2 sqrt(k) c). The item counts
+// and sums are weighted (UserContributionWeight): a user's m_u items move
+// by w_u each, l2 w_u sqrt(m_u) <= sqrt(k) under the Gaussian rule and l1
+// w_u m_u <= k under Laplace's, so l2 (Gaussian) and l1 (Laplace) are the
+// ones above; the l1 of Gaussian-weighted counts is not bounded by k, and
+// only l2 calibrates Gaussian noise (planUserReleases).
 func userBiasReleases(o *PrivateOptions) []userRelease {
 	k := float64(o.MaxRatingsPerUser)
 	d := o.ratingRange()
@@ -603,8 +611,8 @@ func userBiasReleases(o *PrivateOptions) []userRelease {
 		{what: "number of users", deriv: "one user adds or removes 1", l1: 1, l2: 1, share: userShareUsers},
 		{what: "number of ratings", deriv: fmt.Sprintf("one user adds or removes at most k = %g ratings", k), l1: k, l2: k, share: userShareRatings},
 		{what: "sum of the centred clamped ratings r - (r_min+r_max)/2", deriv: fmt.Sprintf("at most k = %g terms of size <= (r_max - r_min)/2", k), l1: k * d / 2, l2: k * d / 2, share: userShareSum},
-		{what: "per-item rating counts", deriv: fmt.Sprintf("at most k = %g items, one rating each (l1 k, l2 sqrt(k))", k), l1: k, l2: math.Sqrt(k), share: userShareCounts},
-		{what: "per-item sums of the clipped residuals r - mu~", deriv: fmt.Sprintf("at most k = %g items, one term in [-c, c] each, c = (r_max - r_min)/3 (l1 k c, l2 sqrt(k) c)", k), l1: k * c, l2: math.Sqrt(k) * c, share: userShareSums},
+		{what: "per-item rating counts", deriv: fmt.Sprintf("the user's m_u items, one rating each weighted by w_u = %s: %s", weightRule(o), weightedNorm(o, "1", "")), l1: k, l2: math.Sqrt(k), share: userShareCounts},
+		{what: "per-item sums of the clipped residuals r - mu~", deriv: fmt.Sprintf("the user's m_u items, one term in [-c, c] each weighted by w_u, c = (r_max - r_min)/3: %s", weightedNorm(o, "c", " c")), l1: k * c, l2: math.Sqrt(k) * c, share: userShareSums},
 	}
 }
 
@@ -662,9 +670,10 @@ func planUserReleases(o *PrivateOptions, rels []userRelease) (*perturb.Accountan
 }
 
 // trainBiasUser runs the user-unit releases: noisy numbers of users and
-// ratings, a noisy sum giving mu~, then noisy item counts and item sums of
+// ratings, a noisy sum giving mu~, then noisy (weighted) item counts and item sums of
 // residuals about mu~ (adaptive composition: mu~ is public when the sums
-// are computed), with the statistics from src (the bounded log).
+// are computed), with the statistics from src (the scalars of the bounded
+// log, the item counts and sums weighted: UserBiasSource).
 func trainBiasUser(src UserBiasSource, m *decomposition.Model, o *PrivateOptions) (*biasFit, error) {
 	rels := userBiasReleases(o)
 	acc, err := planUserReleases(o, rels)

@@ -89,7 +89,8 @@ type UserBiasSource interface {
 // (opts.Unit UnitUser, opts.MaxRatingsPerUser = k) with the statistics
 // from src: the same plan, noise draws (from o.Noise, in the same order),
 // estimate and report as TrainPrivateBias on the bounded log src
-// describes. m is a user x item model with biases whose items are a public
+// describes, with the log before the bound as PrivateOptions.Unbounded
+// when src's weighted counts and sums read it (UserBiasSource). m is a user x item model with biases whose items are a public
 // catalogue; its user mode is never released (any size: one placeholder
 // row). A private item selection (SelectedItems, Scalars) is not offered
 // from a source.

@@ -399,7 +399,7 @@ func (o *PrivateOptions) weightedBound(cooc bool) string {
 		but = "the item counts and sums and the users' item co-occurrence"
 		also = fmt.Sprintf("; the co-occurrence reads at most %d distinct items a user, and its sensitivity does not grow with them", ALSUserPositionsMaxPerUser)
 	}
-	return fmt.Sprintf("each user bounded to at most %d ratings, one per item, in every release but %s; the item counts and sums weigh each of a user's ratings, one per item, by w_u (UserContributionWeight: 1 for m_u <= k distinct items, sqrt(k/m_u) under Gaussian noise and k/m_u under Laplace above), so that a user moves them no more than k ratings of weight 1 do%s", o.MaxRatingsPerUser, but, also)
+	return fmt.Sprintf("each user bounded to at most %d ratings, one per item, in every release but %s, which read every rating of each user when the caller gives the log before the bound (dprec train and dprec-beam do); the item counts and sums weigh each of a user's ratings, one per item, by w_u (UserContributionWeight: 1 for m_u <= k distinct items, sqrt(k/m_u) under Gaussian noise and k/m_u under Laplace above), so that a user moves them no more than k ratings of weight 1 do%s", o.MaxRatingsPerUser, but, also)
 }
 
 // relationKind returns the report's relation kind of a mode (minibatch

@@ -19,17 +19,19 @@ import (
 // Either way one user moves the counts and the sums by no more than k
 // ratings of weight 1 do, so the sensitivities of the bounded log hold,
 // while every rating of a user with more than k is read (package doc,
-// "User unit": the weighted counts and sums). m <= 0 gives 0.
+// "User unit": the weighted counts and sums). Any mechanism other than
+// exactly perturb.MechGaussian gets k/m, which is safe under both norms.
+// m <= 0 gives 0.
 func UserContributionWeight(mechanism string, k, m int) float64 {
 	switch {
 	case m <= 0:
 		return 0
 	case m <= k:
 		return 1
-	case mechanism == perturb.MechLaplace:
-		return float64(k) / float64(m)
+	case mechanism == perturb.MechGaussian:
+		return math.Sqrt(float64(k) / float64(m))
 	}
-	return math.Sqrt(float64(k) / float64(m))
+	return float64(k) / float64(m)
 }
 
 // userEntryWeights returns every rating's weight in the user unit's
@@ -112,11 +114,35 @@ func weightedSource(train *data.Store, o *PrivateOptions) (*data.Store, []float6
 }
 
 // weightedScope says, for the report, which ratings the item counts and
-// sums read and how they are weighted.
+// sums read and how they are weighted. It holds whoever computed them: a
+// bounded log (dprec's library callers without PrivateOptions.Unbounded)
+// has weight 1 throughout.
 func weightedScope(o *PrivateOptions) string {
-	rule := "sqrt(k/m_u) (Gaussian noise: l2 w_u sqrt(m_u) = sqrt(k))"
-	if o.Mechanism == perturb.MechLaplace {
-		rule = "k/m_u (Laplace noise: l1 w_u m_u = k)"
+	return fmt.Sprintf("the item counts and sums read each user's ratings, one per item: every rating before the bound when the caller gives that log (dprec train and dprec-beam do), else the bounded log; a user with m_u distinct items weighs each by w_u = %s (UserContributionWeight), so that one user moves them no more than k = %d ratings of weight 1 do; the numbers of users and ratings and the centred sum read the bounded log", weightRule(o), o.MaxRatingsPerUser)
+}
+
+// weightRule states UserContributionWeight's rule under o's mechanism.
+func weightRule(o *PrivateOptions) string {
+	if o.Mechanism == perturb.MechGaussian {
+		return "min(1, sqrt(k/m_u)) (Gaussian noise: l2 w_u sqrt(m_u) <= sqrt(k))"
 	}
-	return fmt.Sprintf("the item counts and sums read every rating of each user before the bound, one per item, weighted by w_u = 1 for a user with m_u <= k = %d distinct items and %s above (UserContributionWeight): one user moves them no more than k ratings of weight 1 do; the numbers of users and ratings and the centred sum read the bounded log", o.MaxRatingsPerUser, rule)
+	return "min(1, k/m_u) (Laplace noise: l1 w_u m_u <= k)"
+}
+
+// weightedNorm states the sensitivity of a weighted per-item vector whose
+// terms have size at most size (suffix: its factor in the bound).
+func weightedNorm(o *PrivateOptions, size, suffix string) string {
+	if o.Mechanism == perturb.MechGaussian {
+		return fmt.Sprintf("l2 w_u %s sqrt(m_u) <= sqrt(k)%s, k = %d", size, suffix, o.MaxRatingsPerUser)
+	}
+	return fmt.Sprintf("l1 w_u %s m_u <= k%s, k = %d", size, suffix, o.MaxRatingsPerUser)
+}
+
+// weightedTermsNote says, at the user unit, what private ALS's item terms
+// t_i and counts n_i are.
+func weightedTermsNote(o *PrivateOptions) string {
+	if o.Unit != UnitUser {
+		return ""
+	}
+	return " (t_i and n_i: the released item counts, weighted as the bias releases', which exceed the bounded log's where users rate more than k items)"
 }

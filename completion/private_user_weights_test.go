@@ -49,7 +49,8 @@ func TestUserContributionWeight(t *testing.T) {
 		{perturb.MechGaussian, 100, 400, 0.5},
 		{perturb.MechLaplace, 100, 400, 0.25},
 		{perturb.MechLaplace, 100, 50, 1},
-		{"", 4, 16, 0.5},
+		{"", 4, 16, 0.25},         // not exactly Gaussian: the rule safe under both norms
+		{"Gaussian", 4, 16, 0.25}, // likewise
 	} {
 		if got := UserContributionWeight(c.mech, c.k, c.m); math.Abs(got-c.want) > 1e-15 {
 			t.Errorf("UserContributionWeight(%q, %d, %d) = %v, want %v", c.mech, c.k, c.m, got, c.want)
@@ -58,7 +59,7 @@ func TestUserContributionWeight(t *testing.T) {
 }
 
 // TestUserWeightedSensitivity removes each user in turn from a log before
-// the bound (users with 3 to 60 distinct items against k = 6, repeated
+// the bound (users with 3 to 61 distinct items against k = 6, repeated
 // cells, extreme ratings) and checks that the weighted item counts and
 // sums the user-unit bias releases read, and private ALS's second release
 // of them, move by at most the sensitivities the releases declare (l2
@@ -154,6 +155,19 @@ func TestUserWeightedSensitivity(t *testing.T) {
 		if mech == perturb.MechGaussian && worstF < 0.8*fl2 {
 			t.Errorf("fallback: worst change %v against %v", worstF, fl2)
 		}
+		if mech == perturb.MechLaplace {
+			// The fallback's release is Gaussian whatever o says: its
+			// weights are the Gaussian rule's, as the bias releases' it is
+			// pooled with under private ALS (alsBiasOptions).
+			g := o
+			g.Mechanism = perturb.MechGaussian
+			a, b := mustFallbackStats(t, st, &o, 3), mustFallbackStats(t, st, &g, 3)
+			for i := range a {
+				if a[i] != b[i] {
+					t.Fatalf("the fallback's statistics depend on o's mechanism (item %d: %v against %v)", i, a[i], b[i])
+				}
+			}
+		}
 		// Every user's weights sum to min(m_u, sqrt(k m_u)) (Gaussian) or
 		// min(m_u, k) (Laplace) over its distinct items, repeats weigh 0.
 		w := userEntryWeights(raw, &o)
@@ -179,5 +193,39 @@ func TestUserWeightedSensitivity(t *testing.T) {
 				t.Fatalf("%s: on the bounded log rating %d has weight %v", mech, e, x)
 			}
 		}
+	}
+}
+
+// TestUserEntryWeightsRepeats: on an order-3 log a user's ratings of one
+// item in several time buckets (and a repeated cell) count once, with the
+// first rating in the log's order, towards m_u and the weighted counts
+// and sums; the later ones weigh 0.
+func TestUserEntryWeightsRepeats(t *testing.T) {
+	t.Parallel()
+	// User 0 rates items 0, 1, 2, 3 (item 1 in buckets 0, 2 and 5, item 3
+	// twice in bucket 1); user 1 rates item 0 once. k = 1, Gaussian: user
+	// 0 has m = 4 distinct items, weight sqrt(1/4) = 0.5.
+	st := &data.Store{Dims: []int{2, 4, 6}, Idx: [][]int32{
+		{0, 0, 0, 0, 0, 0, 0, 1},
+		{1, 0, 1, 2, 1, 3, 3, 0},
+		{0, 1, 2, 3, 5, 1, 1, 4},
+	}, Val: []float64{5, 2, 1, 3, 1, 4, 1, 5}}
+	o := userOpts(1)
+	o.Mechanism = perturb.MechGaussian
+	w := userEntryWeights(st, &o)
+	want := []float64{0.5, 0.5, 0, 0.5, 0, 0.5, 0, 1}
+	for e := range want {
+		if w[e] != want[e] {
+			t.Fatalf("weights %v, want %v", w, want)
+		}
+	}
+	c := userWeightedCounts(st, w)
+	if c[0] != 1.5 || c[1] != 0.5 || c[2] != 0.5 || c[3] != 0.5 {
+		t.Fatalf("weighted counts %v", c)
+	}
+	// Item 1's sum reads its first rating (5), not the later 1s.
+	s := userWeightedResidualSums(st, w, &o, 3)
+	if want := 0.5 * BiasResidual(5, 3, o.RatingMin, o.RatingMax); s[1] != want {
+		t.Fatalf("item 1's weighted sum %v, want %v (the first rating's)", s[1], want)
 	}
 }

@@ -60,7 +60,9 @@ type Report struct {
 	// popularity evidence for its rankings (models.Predictor.WithShrinkage):
 	// public under a value-change relation (entry level: positions are
 	// public), the released noisy counts under add-remove (user level,
-	// negative values set to 0). Empty: none.
+	// negative values set to 0; there each user's ratings are weighted so
+	// that a user adds at most k in l2: completion.UserContributionWeight).
+	// Empty: none.
 	ItemCounts []float64 `json:"item_counts,omitempty"`
 	// ItemCountsSD is the standard deviation of the noise in ItemCounts
 	// (before negative values were set to 0): 0 when they are exact.

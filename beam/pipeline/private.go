@@ -237,7 +237,9 @@ type PrivateBiasOptions struct {
 	// Privacy are completion's options: Epsilon, Delta, RatingMin,
 	// RatingMax, Mechanism, Noise, and Unit: entry, or user with
 	// MaxRatingsPerUser = k (every user bounded to at most k ratings, one
-	// per item, in the group-by-user step; private_user.go).
+	// per item, in the group-by-user step, and every rating weighted by
+	// completion.UserContributionWeight for the item counts and sums;
+	// private_user.go).
 	Privacy completion.PrivateOptions
 	// UndeclaredScale says that Privacy.RatingMin and RatingMax are a
 	// default the caller did not declare: ratings outside them are

@@ -177,8 +177,9 @@ func (f *centredFn) ProcessElement(line string, emit func(int32, float64)) error
 func formatLabel(k string, v int64) string { return k + "\t" + strconv.FormatInt(v, 10) }
 
 // userBiasSource is completion.UserBiasSource over pipelines: UserTotals
-// runs the bounding pipeline, which writes the bounded ratings where
-// biasSource.ResidualSums reads them.
+// runs the bounding pipeline, which writes the bounded ratings and every
+// rating with its weight (boundUserFn), and ResidualSums reads the
+// weighted ones.
 type userBiasSource struct {
 	*biasSource
 	k     int
@@ -200,7 +201,7 @@ func (b *userBiasSource) UserTotals(o *completion.PrivateOptions) (int, int, flo
 	idx := beam.ParDo(s, parseDictLine, textio.Read(s, catalogue))
 	byUser := beam.ParDo(s, joinCatalogueUser, beam.CoGroupByKey(s, beam.ParDo(s, itemKeyed, ratings), idx))
 	s2 := s.Scope("BoundUser")
-	kept, stat, trace, weighted := beam.ParDo4(s2, &boundUserFn{K: b.k, Mechanism: o.Mechanism, Seeded: seeded, Seed: seed, Trace: b.trace != ""}, beam.GroupByKey(s2, byUser))
+	kept, stat, trace, weighted := beam.ParDo4(s2, &boundUserFn{K: o.MaxRatingsPerUser, Mechanism: o.Mechanism, Seeded: seeded, Seed: seed, Trace: b.trace != ""}, beam.GroupByKey(s2, byUser))
 	WriteSharded(s, joinPath(b.work, "ratings", "part"), b.shards, kept)
 	WriteSharded(s, joinPath(b.work, "weighted", "part"), b.shards, weighted)
 	wcounts := beam.CombinePerKey(s, &sumFloatFn{}, beam.ParDo(s, parseWeight, weighted))

@@ -130,7 +130,8 @@ func splitLines(t *testing.T, file, dir string, n int) string {
 // keeps exactly min(k, n_u) ratings, one per item, and the statistics
 // UserTotals returns are those of the kept ratings (users, ratings,
 // centred sum), the per-item counts and residual sums those of every
-// rating weighted by completion.UserContributionWeight; with the same seed the kept ratings are
+// rating weighted by completion.UserContributionWeight (under Gaussian
+// and Laplace noise); with the same seed the kept ratings are
 // the same whatever the number of input files (2 or 3) and output shards
 // (2 or 5), since every user draws from its own keyed stream after
 // sorting its ratings; another seed keeps others. Secure noise bounds too.
@@ -158,20 +159,28 @@ func TestPrivateBiasUserBound(t *testing.T) {
 	// The weighted counts: every rating of a user with n_u distinct items
 	// (the log has no repeated cell) weighs UserContributionWeight's
 	// sqrt(k/n_u) above k.
-	const mu = 3.1
-	wantCounts, wantSums := make([]float64, items.Len()), make([]float64, items.Len())
-	for e, u := range st.Idx[0] {
-		j, ok := items.LookupString(st.Dicts[1].String(st.Idx[1][e]))
-		if !ok {
-			t.Fatalf("item %s not in the catalogue", st.Dicts[1].String(st.Idx[1][e]))
-		}
-		w := completion.UserContributionWeight(perturb.MechGaussian, k, n[u])
-		wantCounts[j] += w
-		wantSums[j] += w * completion.BiasResidual(st.Val[e], mu, 0.5, 5)
-	}
 	type run struct {
 		files, shards int
 		noise         perturb.Noise
+		mech          string // the mechanism of the weights (Gaussian when empty)
+	}
+	// The weighted counts and sums: every rating of a user with n_u
+	// distinct items (the log has no repeated cell) weighs
+	// UserContributionWeight's sqrt(k/n_u) (Gaussian) or k/n_u (Laplace)
+	// above k.
+	const mu = 3.1
+	weighted := func(mech string) (counts, sums []float64) {
+		counts, sums = make([]float64, items.Len()), make([]float64, items.Len())
+		for e, u := range st.Idx[0] {
+			j, ok := items.LookupString(st.Dicts[1].String(st.Idx[1][e]))
+			if !ok {
+				t.Fatalf("item %s not in the catalogue", st.Dicts[1].String(st.Idx[1][e]))
+			}
+			w := completion.UserContributionWeight(mech, k, n[u])
+			counts[j] += w
+			sums[j] += w * completion.BiasResidual(st.Val[e], mu, 0.5, 5)
+		}
+		return counts, sums
 	}
 	bound := func(r run) []string {
 		t.Helper()
@@ -182,7 +191,11 @@ func TestPrivateBiasUserBound(t *testing.T) {
 		}
 		trace := filepath.Join(work, "trace", "part")
 		src := &userBiasSource{biasSource: &biasSource{ctx: context.Background(), files: files, items: items, work: work, shards: r.shards}, k: k, trace: trace}
-		o := completion.PrivateOptions{RatingMin: 0.5, RatingMax: 5, Unit: completion.UnitUser, MaxRatingsPerUser: k, Noise: r.noise, Mechanism: perturb.MechGaussian}
+		if r.mech == "" {
+			r.mech = perturb.MechGaussian
+		}
+		o := completion.PrivateOptions{RatingMin: 0.5, RatingMax: 5, Unit: completion.UnitUser, MaxRatingsPerUser: k, Noise: r.noise, Mechanism: r.mech}
+		wantCounts, wantSums := weighted(r.mech)
 		users, nn, centred, counts, err := src.UserTotals(&o)
 		if err != nil {
 			t.Fatal(err)
@@ -243,6 +256,7 @@ func TestPrivateBiasUserBound(t *testing.T) {
 		t.Fatal("another seed kept the same ratings")
 	}
 	bound(run{files: 2, shards: 3, noise: perturb.SecureNoise()})
+	bound(run{files: 2, shards: 2, noise: perturb.SeededNoise(5), mech: perturb.MechLaplace})
 }
 
 // TestPrivateBiasUserRefusals: no catalogue item in the log, a private

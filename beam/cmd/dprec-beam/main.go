@@ -103,7 +103,7 @@ func defineFlags(fs *flag.FlagSet, o *options) {
 	fs.Float64Var(&o.delta, "delta", 0, "train --privacy: total delta (bias with --mechanism gaussian; als needs > 0, as dprec train)")
 	fs.StringVar(&o.mechanism, "mechanism", "", "train --privacy bias: laplace (entry unit's default) or gaussian (user unit's default; needs --delta > 0)")
 	fs.StringVar(&o.unit, "privacy-unit", "entry", "train --privacy: privacy unit, entry (one rating's value) or user (add or remove one user with all their ratings; --privacy bias only; needs --max-ratings-per-user and --items; the model file has no user dictionary, user rows or exact counts)")
-	fs.IntVar(&o.maxPerUser, "max-ratings-per-user", 0, "train --privacy-unit user: k, the most ratings one user contributes (a random subset of k, one per item, is kept in the group-by-user step)")
+	fs.IntVar(&o.maxPerUser, "max-ratings-per-user", 0, "train --privacy-unit user: k, the most ratings one user contributes (a random subset of k, one per item, is kept in the group-by-user step; the item counts and sums read all of them, one per item, each weighted by min(1, sqrt(k/m)) for a user with m items, k/m under laplace)")
 	fs.Float64Var(&o.ratingMin, "rating-min", 0.5, "train --privacy: public lower end of the rating scale (ratings are clamped to it)")
 	fs.Float64Var(&o.ratingMax, "rating-max", 5, "train --privacy: public upper end of the rating scale")
 	fs.IntVar(&o.jobPort, "job_port", 8073, "job-server: port of Prism's job management service (0: any free port)")

@@ -94,7 +94,7 @@ func trainBias(ctx context.Context, o *options, w io.Writer) error {
 		}
 		// The counts are the curator's (functions of the private log):
 		// printed here, never saved in the model file.
-		fmt.Fprintf(w, "trained private bias model (user level, k = %d, epsilon %g, delta %g) on %d ratings of %d users over %d catalogue items (%d ratings dropped by the bound of %d per user, one per item; %d ratings of other items dropped; these counts are for you only, not in the model); wrote %s\n",
+		fmt.Fprintf(w, "trained private bias model (user level, k = %d, epsilon %g, delta %g) on %d ratings of %d users over %d catalogue items (%d ratings dropped by the bound of %d per user, one per item, from every release but the weighted item counts and sums; %d ratings of other items dropped; these counts are for you only, not in the model); wrote %s\n",
 			o.maxPerUser, rep.Epsilon, rep.Delta, res.Ratings, res.Users, res.File.Model.Dims[1], res.Bounded, o.maxPerUser, res.Dropped, o.out)
 		return nil
 	}
