@@ -974,8 +974,15 @@ func trainPrivateImplicit(st *data.Store, o *Options, res *Result) error {
 	if err != nil {
 		return err
 	}
-	po.Unbounded = nil // the bias and als modes only: the implicit objective does not read it
+	// The implicit mode reads every event of each user on the domain's
+	// items (the log before the bound), users with more than k items
+	// weighted (completion.TrainPrivateImplicit); the bound's store
+	// serves when no such log was kept.
 	bst := ul.store
+	if po.Unbounded != nil {
+		bst = po.Unbounded
+	}
+	po.Unbounded = nil
 	def := max(1, min(completion.DefaultPrivateImplicitRank, bst.Dims[1]))
 	ranks, err := o.ranks(1, def)
 	if err != nil {

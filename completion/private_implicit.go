@@ -101,10 +101,18 @@ var ErrImplicitUnit = errors.New("completion: private implicit feedback is defin
 // # Relation and what is public
 //
 // Neighbouring logs differ by one user and all of that user's events.
-// Each user must have events on at most k = o.MaxRatingsPerUser distinct
-// items (bound them first: BoundUserContributions); events of one
-// (user, item) pair count once (the log's values are not used: every
-// event is a positive of confidence 1 + alpha, the binary confidence).
+// Events of one (user, item) pair count once (the log's values are not
+// used: every event is a positive of confidence 1 + alpha, the binary
+// confidence). A user with events on m_u > k = o.MaxRatingsPerUser
+// distinct items enters the item counts and the item sums below with
+// weight w_u = sqrt(k/m_u) (UserContributionWeight under Gaussian
+// noise): the user's contribution then has the l2 norm of k items of
+// weight 1, and every event is read (a log bounded to k items a user,
+// BoundUserContributions, has weight 1 throughout). On the validation
+// parts of ml-latest-small, MovieLens-100K and a click log (noise seeds 1
+// to 4, epsilon 10 / 30 / 100) the weights scored a higher NDCG@10 than
+// the bound in 30 of 36 runs, by up to 0.006, and lower in 6, by up to
+// 0.0045 (docs/privacy.md).
 // Public: the item catalogue (m.Dims[1]; use RestrictToDomain or
 // SelectItems so that it does not depend on who is in the log), k, the
 // rank, the settings and epsilon, delta. The rating range of o is not
@@ -113,9 +121,9 @@ var ErrImplicitUnit = errors.New("completion: private implicit feedback is defin
 //
 // # Mechanism
 //
-// First the item counts n_i (distinct users per item) are released with
-// Gaussian noise: one user moves at most k counts by 1, l2 sensitivity
-// sqrt(k). Then, from item rows Y_0 drawn independently of the data, T
+// First the item counts n_i (distinct users per item, each weighted
+// w_u) are released with Gaussian noise: one user moves m_u counts by
+// w_u, l2 w_u sqrt(m_u) <= sqrt(k). Then, from item rows Y_0 drawn independently of the data, T
 // steps (T chosen below), each:
 //
 //  1. every user u solves their own row against the released Y as a
@@ -125,11 +133,12 @@ var ErrImplicitUnit = errors.New("completion: private implicit feedback is defin
 //     row is never released;
 //  2. the curator releases, with Gaussian noise of standard deviation
 //     sigma on every coordinate, the vector of every item's sum b_i =
-//     sum_{u in U(i)} x_u and of sqrt(k) times the upper triangle of the
-//     Gram matrix G = sum_u x_u x_u'. Adding or removing user u adds or
-//     removes x_u (norm <= 1) in at most k sums, and x_u x_u' in G, the
-//     upper triangle of which has squared norm (|x|^4 + sum_r x_r^4)/2
-//     <= |x|^4 <= 1: l2 sensitivity Delta = sqrt(k + k) = sqrt(2k). The
+//     sum_{u in U(i)} w_u x_u and of sqrt(k) times the upper triangle of
+//     the Gram matrix G = sum_u x_u x_u'. Adding or removing user u adds
+//     or removes w_u x_u (norm <= w_u) in m_u sums, squared norm at most
+//     w_u^2 m_u <= k, and x_u x_u' in G, the upper triangle of which has
+//     squared norm (|x|^4 + sum_r x_r^4)/2 <= |x|^4 <= 1: l2 sensitivity
+//     Delta = sqrt(k + k) = sqrt(2k). The
 //     other users' rows depend on the data only through the released Y
 //     (adaptive composition conditions on it);
 //  3. each item row is post-processed from the released values only:
@@ -222,11 +231,7 @@ func TrainPrivateImplicit(train *data.Store, m *decomposition.Model, s *Implicit
 	if err != nil {
 		return nil, err
 	}
-	for u := 0; u+1 < len(pr.byUser.ptr); u++ {
-		if n := pr.byUser.ptr[u+1] - pr.byUser.ptr[u]; n > int64(k) {
-			return nil, fmt.Errorf("%w: user %s has events on %d items, more than k = %d; bound contributions first (BoundUserContributions / --max-ratings-per-user)", ErrUserBound, storeID(train, 0, int32(u)), n, k)
-		}
-	}
+	uw := implicitUserWeights(pr, k)
 	acc, z, err := planImplicit(o, k)
 	if err != nil {
 		return nil, err
@@ -240,7 +245,7 @@ func TrainPrivateImplicit(train *data.Store, m *decomposition.Model, s *Implicit
 	I := m.Dims[1]
 	// The noisy counts.
 	sigC := z * math.Sqrt(float64(k))
-	counts, err := pr.noisyCounts(o, k, sigC, streamImplicitCounts, implicitCountsWhat)
+	counts, err := pr.noisyCounts(o, k, uw, sigC, streamImplicitCounts, implicitCountsWhat)
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +292,7 @@ func TrainPrivateImplicit(train *data.Store, m *decomposition.Model, s *Implicit
 	}
 	if steps > 0 {
 		sigmas := schedule(steps)
-		Y, err := privateImplicitSteps(pr, m.Dims[0], I, R, k, sigmas, o)
+		Y, err := privateImplicitSteps(pr, uw, m.Dims[0], I, R, k, sigmas, o)
 		if err != nil {
 			return nil, err
 		}
@@ -298,7 +303,7 @@ func TrainPrivateImplicit(train *data.Store, m *decomposition.Model, s *Implicit
 		// The steps' share on a second release of the counts, pooled
 		// with the first by inverse variance.
 		sig2 := sigC / math.Sqrt(ImplicitPrivateMaxSteps)
-		c2, err := pr.noisyCounts(o, k, sig2, streamImplicitCounts2, implicitCounts2What)
+		c2, err := pr.noisyCounts(o, k, uw, sig2, streamImplicitCounts2, implicitCounts2What)
 		if err != nil {
 			return nil, err
 		}
@@ -318,7 +323,7 @@ func TrainPrivateImplicit(train *data.Store, m *decomposition.Model, s *Implicit
 	}
 	rep := &perturb.Report{
 		Mode:         "implicit",
-		Relation:     fmt.Sprintf("implicit-feedback logs differing by adding or removing one user with all of that user's events (each user bounded to events on at most %d distinct items before training; an event's value is not used)", k),
+		Relation:     fmt.Sprintf("implicit-feedback logs differing by adding or removing one user with all of that user's events (a user with events on m_u > k = %d distinct items weighs each of them sqrt(k/m_u) in the item counts and sums, so that one user moves them no more than k items of weight 1 do; an event's value is not used)", k),
 		RelationKind: perturb.RelationAddRemove,
 		Unit:         string(UnitUser),
 		Epsilon:      eps,
@@ -334,7 +339,7 @@ func TrainPrivateImplicit(train *data.Store, m *decomposition.Model, s *Implicit
 			fmt.Sprintf("public: the item domain (%d items: a public catalogue, or the private selection the report lists first), k = %d, rank %d, the settings (binary confidence 1 + alpha = %g, unobserved weight %g, lambda %g), epsilon and delta; not released: the users, their number and their rows", I, k, R, 1+cfg.Alpha, cfg.UnobservedWeight, cfg.Reg),
 			"not released: user rows (zero in the model); each user solves theirs at prediction time from the released item rows and their own events, as a user half-step of weighted ALS (billboard model, joint DP)",
 			fmt.Sprintf("item steps: from data-independent random item rows; each user row scaled to unit norm; each step releases every item's sum of its users' rows and sqrt(k) times the upper triangle of the Gram matrix with Gaussian noise at l2 sensitivity sqrt(2k) = %.4g (completion.TrainPrivateImplicit); the budget is planned for M = %d steps at noise multiplier z; a run of T < M steps takes the first T - 1 at z and the last at z/sqrt(M - T + 1) (the same Gaussian privacy loss)", sens, ImplicitPrivateMaxSteps),
-			fmt.Sprintf("item counts: Gaussian noise sigma %.4g at l2 sensitivity sqrt(k) = %.4g (one user moves at most k counts by 1)", sigC, math.Sqrt(float64(k))),
+			fmt.Sprintf("item counts: Gaussian noise sigma %.4g at l2 sensitivity sqrt(k) = %.4g (one user moves m_u counts by w_u = min(1, sqrt(k/m_u)))", sigC, math.Sqrt(float64(k))),
 			"post-processing: each item sum shrunk by max(0, 1 - R sigma^2/|b~|^2); item solve ridge lambda + 3 w0 (sigma/sqrt(k)) sqrt(R), doubled until positive definite; the per-item confidence term of weighted ALS is dropped from the item solve",
 			"learnability: " + route,
 			fmt.Sprintf("epsilon: one noise multiplier z = sigma/Delta = %.4g for the count release and the %d planned steps, the smallest that fits (epsilon %g, delta %g) under %s composition", z, ImplicitPrivateMaxSteps, o.Epsilon, o.Delta, used),
@@ -401,7 +406,7 @@ func planImplicit(o *PrivateOptions, k int) (*perturb.Accountant, float64, error
 	return accAt(hi), hi, nil
 }
 
-const implicitStepsDeriv = "one user's unit-norm row in at most k item sums (sqrt(k)) and its outer product in the Gram matrix at weight sqrt(k) (upper triangle norm <= 1, times sqrt(k)): sqrt(2k) (completion.TrainPrivateImplicit)"
+const implicitStepsDeriv = "one user's unit-norm row, weighted w_u = min(1, sqrt(k/m_u)), in m_u item sums (w_u sqrt(m_u) <= sqrt(k)) and its outer product in the Gram matrix at weight sqrt(k) (upper triangle norm <= 1, times sqrt(k)): sqrt(2k) (completion.TrainPrivateImplicit)"
 
 // implicitCountsRelease is a Gaussian release of the item counts (l2
 // sensitivity sqrt(k)) at noise sigma.
@@ -409,7 +414,7 @@ func implicitCountsRelease(what, deriv string, k int, sigma float64) perturb.Rel
 	return perturb.Release{What: what, Mechanism: perturb.MechGaussian, SensitivityNorm: "l2", Sensitivity: math.Sqrt(float64(k)), Derivation: deriv, Scale: sigma, Calibration: "sigma"}
 }
 
-const implicitCountsDeriv = "one user adds or removes 1 in at most k counts: sqrt(k)"
+const implicitCountsDeriv = "one user adds or removes w_u = min(1, sqrt(k/m_u)) in m_u counts: w_u sqrt(m_u) <= sqrt(k)"
 
 // implicitAccountant is the accountant of the count release (noise
 // multiplier z) and a run of steps at the given noises.
@@ -440,7 +445,7 @@ func implicitFallbackAccountant(sigC, sig2 float64, k int) *perturb.Accountant {
 // privateImplicitSteps runs the released item steps (TrainPrivateImplicit,
 // steps 1-3), step t with Gaussian noise sigmas[t], and returns the item
 // rows (I x R, row-major).
-func privateImplicitSteps(pr *implicitProblem, U, I, R, k int, sigmas []float64, o *PrivateOptions) ([]float64, error) {
+func privateImplicitSteps(pr *implicitProblem, uw []float64, U, I, R, k int, sigmas []float64, o *PrivateOptions) ([]float64, error) {
 	cfg := pr.cfg
 	ir := rand.New(o.source(streamImplicitInit))
 	Y := make([]float64, I*R)
@@ -460,7 +465,7 @@ func privateImplicitSteps(pr *implicitProblem, U, I, R, k int, sigmas []float64,
 		if err != nil {
 			return nil, fmt.Errorf("completion: private implicit: %w", err)
 		}
-		implicitStepStats(pr, X, Y, R, k, stats)
+		implicitStepStats(pr, uw, X, Y, R, k, stats)
 		g.AddToFast(stats, nr)
 		o.observe(implicitStepsWhat, stats, Y)
 		// 3. Post-processing of the released values only.
@@ -513,7 +518,7 @@ func privateImplicitSteps(pr *implicitProblem, U, I, R, k int, sigmas []float64,
 // rows against Y, at unit norm, into X) and writes step 2's statistic,
 // before noise, into stats: every item's sum of its users' rows (I x R),
 // then sqrt(k) times the upper triangle of their Gram matrix.
-func implicitStepStats(pr *implicitProblem, X, Y []float64, R, k int, stats []float64) {
+func implicitStepStats(pr *implicitProblem, uw, X, Y []float64, R, k int, stats []float64) {
 	// A row whose system is not positive definite is left zero by half
 	// (it contributes nothing, which the sensitivity allows), so its error
 	// is not fatal here.
@@ -533,7 +538,7 @@ func implicitStepStats(pr *implicitProblem, X, Y []float64, R, k int, stats []fl
 			users, _ := pr.byItem.row(i)
 			b := stats[i*R : i*R+R]
 			for _, u := range users {
-				axpy(b, 1, X[int(u)*R:int(u)*R+R])
+				axpy(b, uw[u], X[int(u)*R:int(u)*R+R])
 			}
 		}
 	})
@@ -552,23 +557,40 @@ func implicitStepStats(pr *implicitProblem, X, Y []float64, R, k int, stats []fl
 // noisyCounts releases the item counts with Gaussian noise sigma (l2
 // sensitivity sqrt(k)) from noise stream stream, reported to the observer
 // as what.
-func (p *implicitProblem) noisyCounts(o *PrivateOptions, k int, sigma float64, stream uint64, what string) ([]float64, error) {
+func (p *implicitProblem) noisyCounts(o *PrivateOptions, k int, uw []float64, sigma float64, stream uint64, what string) ([]float64, error) {
 	g, err := perturb.NewGaussianSigma(math.Sqrt(float64(k)), sigma)
 	if err != nil {
 		return nil, fmt.Errorf("completion: private implicit: %w", err)
 	}
-	counts := p.itemCounts()
+	counts := p.itemCounts(uw)
 	g.AddTo(counts, rand.New(o.source(stream)))
 	o.observe(what, counts, nil)
 	return counts, nil
 }
 
-func (p *implicitProblem) itemCounts() []float64 {
+func (p *implicitProblem) itemCounts(uw []float64) []float64 {
 	c := make([]float64, len(p.byItem.ptr)-1)
 	for i := range c {
-		c[i] = float64(p.byItem.ptr[i+1] - p.byItem.ptr[i])
+		users, _ := p.byItem.row(i)
+		for _, u := range users {
+			c[i] += uw[u]
+		}
 	}
 	return c
+}
+
+// implicitUserWeights returns every user's weight in the private implicit
+// mode's item counts and item sums: UserContributionWeight under Gaussian
+// noise for the user's number of distinct items, so that a user with m_u
+// > k items moves the m_u counts and sums by sqrt(k/m_u) each, l2 sqrt(k)
+// as k items of weight 1 do.
+func implicitUserWeights(pr *implicitProblem, k int) []float64 {
+	U := len(pr.byUser.ptr) - 1
+	uw := make([]float64, U)
+	for u := range uw {
+		uw[u] = UserContributionWeight(perturb.MechGaussian, k, int(pr.byUser.ptr[u+1]-pr.byUser.ptr[u]))
+	}
+	return uw
 }
 
 // popularityRows sets Y (I x R) to the private most-popular model: first

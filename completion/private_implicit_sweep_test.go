@@ -30,7 +30,9 @@ import (
 //	DPREC_IMPLICIT_SWEEP=1 DPREC_ALS_SETS=ml,synth go test -run TestPrivateImplicitSweep -v ./completion/
 //
 // DPREC_IMPLICIT_RANK, _ALPHA, _K and DPREC_ALS_EPS override the rank,
-// alpha, k and epsilons.
+// alpha, k and epsilons; DPREC_IMPLICIT_BOUNDED=1 trains on the k-bounded
+// log instead of every event (users above k weighted);
+// DPREC_IMPLICIT_SEED sets the noise seed (1).
 func TestPrivateImplicitSweep(t *testing.T) {
 	if os.Getenv("DPREC_IMPLICIT_SWEEP") == "" {
 		t.Skip("set DPREC_IMPLICIT_SWEEP=1 to run")
@@ -85,7 +87,12 @@ func TestPrivateImplicitSweep(t *testing.T) {
 				t.Fatal(err)
 			}
 			start := time.Now()
-			rep, err := TrainPrivateImplicit(bounded, pm, &s, &PrivateOptions{Epsilon: e, Delta: 1e-5, Unit: UnitUser, MaxRatingsPerUser: k, Noise: perturb.SeededNoise(1)})
+			fit := tr // every event, users above k weighted, as dprec train hands it over
+			if os.Getenv("DPREC_IMPLICIT_BOUNDED") != "" {
+				fit = bounded // the k-bounded log (every weight 1)
+			}
+			seed, _ := strconv.ParseUint(envOr("DPREC_IMPLICIT_SEED", "1"), 10, 64)
+			rep, err := TrainPrivateImplicit(fit, pm, &s, &PrivateOptions{Epsilon: e, Delta: 1e-5, Unit: UnitUser, MaxRatingsPerUser: k, Noise: perturb.SeededNoise(seed)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -54,12 +54,21 @@ func privateImplicitOpts(eps float64, k int) *PrivateOptions {
 }
 
 // TestPrivateImplicitSensitivity: removing any one user from the log
-// moves the released statistic of an item step (before noise) by at most
-// the l2 sensitivity sqrt(2k) the noise is calibrated to, for a fixed
-// released Y (the other users' rows depend on the data only through it).
+// moves the released statistic of an item step (before noise) and the
+// item counts by at most the l2 sensitivities sqrt(2k) and sqrt(k) the
+// noise is calibrated to, for a fixed released Y (the other users' rows
+// depend on the data only through it), on a log with exactly k items a
+// user and on one whose users have 2k, weighted
+// (implicitUserWeights).
 func TestPrivateImplicitSensitivity(t *testing.T) {
+	for _, n := range []int{15, 30} {
+		implicitSensitivity(t, n)
+	}
+}
+
+func implicitSensitivity(t *testing.T, n int) {
 	const R, k = 4, 12
-	tr, _ := clusteredClicks(60, 40, 3, k+3, 1) // 12 training events a user: each user has exactly k items
+	tr, _ := clusteredClicks(60, 40, 3, n, 1) // n = 15: 12 training events a user, exactly k items
 	cfg := PrivateImplicitSettings(&ImplicitSettings{Threads: 1})
 	full, err := newImplicitProblem(tr, &cfg)
 	if err != nil {
@@ -73,11 +82,13 @@ func TestPrivateImplicitSensitivity(t *testing.T) {
 	stats := func(pr *implicitProblem) []float64 {
 		X := make([]float64, 60*R)
 		s := make([]float64, 40*R+R*(R+1)/2)
-		implicitStepStats(pr, X, Y, R, k, s)
-		return s
+		uw := implicitUserWeights(pr, k)
+		implicitStepStats(pr, uw, X, Y, R, k, s)
+		return append(s, pr.itemCounts(uw)...)
 	}
 	base := stats(full)
-	worst := 0.0
+	T := 40*R + R*(R+1)/2
+	worst, worstC := 0.0, 0.0
 	for u := 0; u < 60; u++ {
 		var keep []int
 		for e, v := range tr.Idx[0] {
@@ -89,19 +100,24 @@ func TestPrivateImplicitSensitivity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := 0.0
+		d, dc := 0.0, 0.0
 		for i, v := range stats(pr) {
-			d += (v - base[i]) * (v - base[i])
+			if i < T {
+				d += (v - base[i]) * (v - base[i])
+			} else {
+				dc += (v - base[i]) * (v - base[i])
+			}
 		}
-		worst = math.Max(worst, math.Sqrt(d))
+		worst, worstC = math.Max(worst, math.Sqrt(d)), math.Max(worstC, math.Sqrt(dc))
 	}
 	bound := math.Sqrt(2 * k)
-	if worst > bound*(1+1e-12) {
-		t.Fatalf("removing one user moved the step statistic by %.4g, above the sensitivity %.4g", worst, bound)
+	if worst > bound*(1+1e-12) || worstC > math.Sqrt(k)*(1+1e-12) {
+		t.Fatalf("%d events a user: removing one user moved the step statistic by %.4g (sensitivity %.4g) and the counts by %.4g (sensitivity %.4g)", n, worst, bound, worstC, math.Sqrt(k))
 	}
-	// Unit-norm rows in k sums each: the bound is nearly attained.
-	if worst < 0.6*bound {
-		t.Errorf("largest change %.4g is far below the bound %.4g: the statistic is not the one calibrated", worst, bound)
+	// Unit-norm rows in k sums each (or m_u sums of weight sqrt(k/m_u)):
+	// the bounds are nearly attained.
+	if worst < 0.6*bound || worstC < math.Sqrt(k)*(1-1e-9) {
+		t.Errorf("%d events a user: largest changes %.4g and %.4g are far below the bounds %.4g and %.4g: the statistics are not the ones calibrated", n, worst, worstC, bound, math.Sqrt(k))
 	}
 }
 
@@ -130,13 +146,12 @@ func TestPrivateImplicitNoise(t *testing.T) {
 		var calls []call
 		o.probe = &releaseProbe{seen: func(what string, noisy, public []float64) {
 			exact := make([]float64, len(noisy))
+			uw := implicitUserWeights(pr, k)
 			if what == implicitCountsWhat || what == implicitCounts2What {
-				for i := range exact {
-					exact[i] = float64(pr.byItem.ptr[i+1] - pr.byItem.ptr[i])
-				}
+				copy(exact, pr.itemCounts(uw))
 			} else {
 				X := make([]float64, 400*R)
-				implicitStepStats(pr, X, slices.Clone(public), R, k, exact)
+				implicitStepStats(pr, uw, X, slices.Clone(public), R, k, exact)
 			}
 			cl := call{what: what}
 			for i, v := range noisy {
@@ -277,8 +292,32 @@ func TestPrivateImplicitRejects(t *testing.T) {
 	if _, err := TrainPrivateImplicit(tr, newM(), s, o); !errors.Is(err, ErrImplicitUnit) {
 		t.Errorf("entry unit: %v", err)
 	}
-	if _, err := TrainPrivateImplicit(tr, newM(), s, privateImplicitOpts(1, 5)); !errors.Is(err, ErrUserBound) {
-		t.Errorf("users above k: %v", err)
+	// Users above k are weighted, not refused: the released counts are
+	// centred on every item's sum of sqrt(k/m_u) (m_u = 8 training events
+	// a user here, k = 5).
+	{
+		o := privateImplicitOpts(1, 5)
+		var got []float64
+		o.probe = &releaseProbe{seen: func(what string, noisy, _ []float64) {
+			if what == implicitCountsWhat {
+				got = slices.Clone(noisy)
+			}
+		}}
+		if _, err := TrainPrivateImplicit(tr, newM(), s, o); err != nil {
+			t.Fatalf("users above k: %v", err)
+		}
+		cfg := PrivateImplicitSettings(s)
+		pr, err := newImplicitProblem(tr, &cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := math.Sqrt(5.0 / 8)
+		if uw := implicitUserWeights(pr, 5); uw[0] != w || uw[len(uw)-1] != w {
+			t.Fatalf("weights %v, want sqrt(5/8) = %v", uw[:3], w)
+		}
+		if len(got) != tr.Dims[1] {
+			t.Fatalf("no count release seen (%d values)", len(got))
+		}
 	}
 	o = privateImplicitOpts(1, 10)
 	o.Delta = 0

@@ -594,12 +594,10 @@ func implicitExpRun(ds PrivacyExpDataset, row PrivacyExpRow, delta float64, k in
 	t0 := time.Now()
 	if row.Mode == ExpImplicit {
 		row.Unit, row.Delta = string(completion.UnitUser), delta
-		bounded, _, err := completion.BoundUserContributions(tr, k, rand.NewPCG(row.Seed, 0xb0d))
-		if err != nil {
-			return nil, err
-		}
+		// Every event: users with more than k items are weighted (as
+		// dprec train hands the log over).
 		o := &completion.PrivateOptions{Epsilon: row.Epsilon, Delta: delta, Unit: completion.UnitUser, MaxRatingsPerUser: k, Noise: perturb.SeededNoise(row.Seed ^ 0x5eed)}
-		if rep, err = completion.TrainPrivateImplicit(bounded, m, &s, o); err != nil {
+		if rep, err = completion.TrainPrivateImplicit(tr, m, &s, o); err != nil {
 			row.Err = err.Error()
 			return []PrivacyExpRow{row}, nil
 		}
