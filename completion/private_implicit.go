@@ -111,7 +111,7 @@ var ErrImplicitUnit = errors.New("completion: private implicit feedback is defin
 // BoundUserContributions, has weight 1 throughout). On the validation
 // parts of ml-latest-small, MovieLens-100K and a click log (noise seeds 1
 // to 4, epsilon 10 / 30 / 100) the weights scored a higher NDCG@10 than
-// the bound in 31 of 36 runs, by up to 0.006, and lower in 5, by up to
+// the bound in 32 of 36 runs, by up to 0.006, and lower in 4, by up to
 // 0.0045; on a synthetic log of heavy-tailed activity, where no model
 // beats the most-popular list, they lost up to 0.010 (docs/privacy.md).
 // Public: the item catalogue (m.Dims[1]; use RestrictToDomain or
