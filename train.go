@@ -946,9 +946,9 @@ func trainImplicit(st *data.Store, name string, o *Options, rng rand.Source, res
 
 // trainPrivateImplicit trains the implicit objective's private mode
 // (completion.TrainPrivateImplicit): privacy mode als at the user unit,
-// on the public item domain (a catalogue, or a private selection), each
-// user bounded to k items. The model file carries one placeholder user
-// and no seen items.
+// on the public item domain (a catalogue, or a private selection), every
+// event read and a user with more than k items weighted. The model file
+// carries one placeholder user and no seen items.
 func trainPrivateImplicit(st *data.Store, o *Options, res *Result) error {
 	if o.Privacy.Mode != PrivacyALS {
 		return optErr("the implicit objective's private mode is als (weighted ALS under add/remove-one-user privacy), not %s", o.Privacy.Mode)
@@ -976,8 +976,9 @@ func trainPrivateImplicit(st *data.Store, o *Options, res *Result) error {
 	}
 	// The implicit mode reads every event of each user on the domain's
 	// items (the log before the bound), users with more than k items
-	// weighted (completion.TrainPrivateImplicit); the bound's store
-	// serves when no such log was kept.
+	// weighted (completion.TrainPrivateImplicit). prepareUserLevel keeps
+	// that log for privacy mode als, the only one reaching here; the
+	// bounded store (every weight 1) is a defensive fallback.
 	bst := ul.store
 	if po.Unbounded != nil {
 		bst = po.Unbounded

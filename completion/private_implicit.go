@@ -78,9 +78,9 @@ const ImplicitPrivateGateItems = 4
 const streamImplicitInit, streamImplicitCounts, streamImplicitSteps, streamImplicitCounts2 = 11, 12, 13, 14
 
 const (
-	implicitCountsWhat  = "item counts (distinct users per item)"
+	implicitCountsWhat  = "item counts (distinct users per item, a user with m_u > k items weighted sqrt(k/m_u))"
 	implicitCounts2What = "item counts, second release (the item steps' share, when no step runs)"
-	implicitStepsWhat   = "item step statistics: each item's sum of the unit-norm user vectors of its users, and the shared Gram matrix of all user vectors (upper triangle, weight sqrt(k))"
+	implicitStepsWhat   = "item step statistics: each item's weighted sum (sqrt(k/m_u) above k items) of the unit-norm user vectors of its users, and the shared Gram matrix of all user vectors (upper triangle, weight sqrt(k))"
 )
 
 // ErrImplicitUnit is returned (wrapped) by TrainPrivateImplicit for any
@@ -200,7 +200,7 @@ func TrainPrivateImplicit(train *data.Store, m *decomposition.Model, s *Implicit
 	}
 	k := o.MaxRatingsPerUser
 	if k < 1 {
-		return nil, fmt.Errorf("completion: private implicit: %w: the user unit needs at most k >= 1 items a user, got %d", perturb.ErrDimension, k)
+		return nil, fmt.Errorf("completion: private implicit: %w: the user unit needs a contribution bound k >= 1, got %d", perturb.ErrDimension, k)
 	}
 	switch o.Accounting {
 	case "", "best", perturb.RDP:
@@ -339,7 +339,7 @@ func TrainPrivateImplicit(train *data.Store, m *decomposition.Model, s *Implicit
 		Notes: []string{
 			fmt.Sprintf("public: the item domain (%d items: a public catalogue, or the private selection the report lists first), k = %d, rank %d, the settings (binary confidence 1 + alpha = %g, unobserved weight %g, lambda %g), epsilon and delta; not released: the users, their number and their rows", I, k, R, 1+cfg.Alpha, cfg.UnobservedWeight, cfg.Reg),
 			"not released: user rows (zero in the model); each user solves theirs at prediction time from the released item rows and their own events, as a user half-step of weighted ALS (billboard model, joint DP)",
-			fmt.Sprintf("item steps: from data-independent random item rows; each user row scaled to unit norm; each step releases every item's sum of its users' rows and sqrt(k) times the upper triangle of the Gram matrix with Gaussian noise at l2 sensitivity sqrt(2k) = %.4g (completion.TrainPrivateImplicit); the budget is planned for M = %d steps at noise multiplier z; a run of T < M steps takes the first T - 1 at z and the last at z/sqrt(M - T + 1) (the same Gaussian privacy loss)", sens, ImplicitPrivateMaxSteps),
+			fmt.Sprintf("item steps: from data-independent random item rows; each user row scaled to unit norm; each step releases every item's weighted sum of its users' rows (weight min(1, sqrt(k/m_u))) and sqrt(k) times the upper triangle of the Gram matrix with Gaussian noise at l2 sensitivity sqrt(2k) = %.4g (completion.TrainPrivateImplicit); the budget is planned for M = %d steps at noise multiplier z; a run of T < M steps takes the first T - 1 at z and the last at z/sqrt(M - T + 1) (the same Gaussian privacy loss)", sens, ImplicitPrivateMaxSteps),
 			fmt.Sprintf("item counts: Gaussian noise sigma %.4g at l2 sensitivity sqrt(k) = %.4g (one user moves m_u counts by w_u = min(1, sqrt(k/m_u)))", sigC, math.Sqrt(float64(k))),
 			"post-processing: each item sum shrunk by max(0, 1 - R sigma^2/|b~|^2); item solve ridge lambda + 3 w0 (sigma/sqrt(k)) sqrt(R), doubled until positive definite; the per-item confidence term of weighted ALS is dropped from the item solve",
 			"learnability: " + route,
@@ -554,7 +554,6 @@ func implicitStepStats(pr *implicitProblem, uw, X, Y []float64, R, k int, stats 
 	}
 }
 
-// itemCounts returns the number of distinct users of every item.
 // noisyCounts releases the item counts with Gaussian noise sigma (l2
 // sensitivity sqrt(k)) from noise stream stream, reported to the observer
 // as what.
@@ -569,6 +568,7 @@ func (p *implicitProblem) noisyCounts(o *PrivateOptions, k int, uw []float64, si
 	return counts, nil
 }
 
+// itemCounts returns every item's sum of its distinct users' weights uw.
 func (p *implicitProblem) itemCounts(uw []float64) []float64 {
 	c := make([]float64, len(p.byItem.ptr)-1)
 	for i := range c {

@@ -58,8 +58,8 @@ func privateImplicitOpts(eps float64, k int) *PrivateOptions {
 // item counts by at most the l2 sensitivities sqrt(2k) and sqrt(k) the
 // noise is calibrated to, for a fixed released Y (the other users' rows
 // depend on the data only through it), on a log with exactly k items a
-// user and on one whose users have 2k, weighted
-// (implicitUserWeights).
+// user and on one whose odd users have 2k items (weighted,
+// implicitUserWeights) and even users 8, below k (weight 1).
 func TestPrivateImplicitSensitivity(t *testing.T) {
 	for _, n := range []int{15, 30} {
 		implicitSensitivity(t, n)
@@ -69,6 +69,18 @@ func TestPrivateImplicitSensitivity(t *testing.T) {
 func implicitSensitivity(t *testing.T, n int) {
 	const R, k = 4, 12
 	tr, _ := clusteredClicks(60, 40, 3, n, 1) // n = 15: 12 training events a user, exactly k items
+	if n > 15 {
+		// Mixed activity: even users keep their first 8 events.
+		var keep []int
+		seen := map[int32]int{}
+		for e, u := range tr.Idx[0] {
+			if u%2 == 1 || seen[u] < 8 {
+				keep = append(keep, e)
+				seen[u]++
+			}
+		}
+		tr = tr.Subset(keep)
+	}
 	cfg := PrivateImplicitSettings(&ImplicitSettings{Threads: 1})
 	full, err := newImplicitProblem(tr, &cfg)
 	if err != nil {
@@ -126,7 +138,7 @@ func implicitSensitivity(t *testing.T, n int) {
 // computed from the data (a chi-square check of the variance).
 func TestPrivateImplicitNoise(t *testing.T) {
 	const R, k = 6, 20
-	tr, _ := clusteredClicks(400, 120, 4, k+5, 2)
+	tr, _ := clusteredClicks(400, 120, 4, k+15, 2) // 28 training items a user, above k: weighted
 	cfg := PrivateImplicitSettings(&ImplicitSettings{Threads: 1})
 	pr, err := newImplicitProblem(tr, &cfg)
 	if err != nil {
@@ -277,9 +289,9 @@ func TestPrivateImplicitLists(t *testing.T) {
 	}
 }
 
-// TestPrivateImplicitRejects: the entry unit, an unbounded user, a zero
-// delta, basic accounting and a model with biases are refused; the same seeded noise gives
-// the same model.
+// TestPrivateImplicitRejects: the entry unit, a zero delta, basic
+// accounting and a model with biases are refused; users above k are
+// weighted, not refused; the same seeded noise gives the same model.
 func TestPrivateImplicitRejects(t *testing.T) {
 	tr, _ := clusteredClicks(50, 30, 2, 10, 5)
 	s := &ImplicitSettings{Threads: 1}

@@ -11,7 +11,8 @@ import (
 
 // UserContributionWeight is the weight of each rating of a user who rated
 // m distinct items, in the user unit's item counts and item sums (the bias
-// releases and private ALS's second release of them) under the bound k: 1
+// releases, private ALS's second release of them, and the private
+// implicit mode's counts and item sums) under the bound k: 1
 // when m <= k; above it sqrt(k/m) when the releases are Gaussian
 // (mechanism perturb.MechGaussian, calibrated to l2: the user moves m
 // coordinates by w each, l2 w sqrt(m) = sqrt(k)), and k/m when they are

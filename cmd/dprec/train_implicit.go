@@ -125,7 +125,7 @@ func trainImplicitPrint(w io.Writer, asJSON bool, sum *trainImplicitSummary) err
 		return enc.Encode(sum)
 	}
 	if sum.Privacy != nil {
-		fmt.Fprintf(w, "trained private implicit-feedback CP model, rank %d, on %s: %d items (the public domain), %d events after the bound; no user is released (users fold in from their own events)\n", sum.Rank, sum.Data, sum.Dims[1], sum.Events)
+		fmt.Fprintf(w, "trained private implicit-feedback CP model, rank %d, on %s: %d items (the public domain), %d events (every event on the domain, users with more than k items weighted); no user is released (users fold in from their own events)\n", sum.Rank, sum.Data, sum.Dims[1], sum.Events)
 		fmt.Fprintf(w, "confidence      1 + %g (binary), unobserved weight %g, reg %g\n", sum.Settings.Alpha, sum.Settings.UnobservedWeight, sum.Settings.Reg)
 		fmt.Fprintf(w, "item steps      %d released, %.3gs\n", completion.ImplicitPrivateSteps, sum.Seconds)
 		fmt.Fprintf(w, "saved           %s\n", sum.Out)

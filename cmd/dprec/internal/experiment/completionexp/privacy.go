@@ -579,8 +579,8 @@ func statsExpRun(ds PrivacyExpDataset, row PrivacyExpRow, o *completion.PrivateO
 }
 
 // implicitExpRun trains the implicit objective at the private mode's
-// defaults, privately (ExpImplicit: each user bounded to k items, user
-// unit, delta) or not (ExpNoneImplicit), and scores its lists.
+// defaults, privately (ExpImplicit: every event, a user with more than k
+// items weighted, user unit, delta) or not (ExpNoneImplicit), and scores its lists.
 func implicitExpRun(ds PrivacyExpDataset, row PrivacyExpRow, delta float64, k int) ([]PrivacyExpRow, error) {
 	row.Kind, row.RMSE = string(decomposition.CP), math.NaN()
 	tr := ds.Train
