@@ -434,6 +434,22 @@ func implicitAccountant(z float64, k int, sigmas []float64) *perturb.Accountant 
 	return &acc
 }
 
+// ImplicitStepsReleased returns how many item steps a report of
+// TrainPrivateImplicit says were released: 0 when the mode fell back to
+// the private most-popular list, else 2 or ImplicitPrivateMaxSteps.
+func ImplicitStepsReleased(rep *perturb.Report) int {
+	if rep == nil {
+		return 0
+	}
+	n := 0
+	for _, r := range rep.Releases {
+		if r.What == implicitStepsWhat {
+			n += max(r.Count, 1)
+		}
+	}
+	return n
+}
+
 // implicitFallbackAccountant is the accountant of the fallback branch:
 // the first count release and the second one in the steps' place.
 func implicitFallbackAccountant(sigC, sig2 float64, k int) *perturb.Accountant {

@@ -182,8 +182,8 @@ func TestPrivateImplicitNoise(t *testing.T) {
 				steps += rel.Count
 			}
 		}
-		if steps != c.steps {
-			t.Fatalf("eps %g: %d steps, want %d", c.eps, steps, c.steps)
+		if steps != c.steps || ImplicitStepsReleased(rep) != c.steps {
+			t.Fatalf("eps %g: %d steps (ImplicitStepsReleased %d), want %d", c.eps, steps, ImplicitStepsReleased(rep), c.steps)
 		}
 		// Each release of the report, in order, against the probe's
 		// calls (a release repeated Count times is Count calls).

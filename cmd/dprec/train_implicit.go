@@ -127,7 +127,12 @@ func trainImplicitPrint(w io.Writer, asJSON bool, sum *trainImplicitSummary) err
 	if sum.Privacy != nil {
 		fmt.Fprintf(w, "trained private implicit-feedback CP model, rank %d, on %s: %d items (the public domain), %d events (every event on the domain, users with more than k items weighted); no user is released (users fold in from their own events)\n", sum.Rank, sum.Data, sum.Dims[1], sum.Events)
 		fmt.Fprintf(w, "confidence      1 + %g (binary), unobserved weight %g, reg %g\n", sum.Settings.Alpha, sum.Settings.UnobservedWeight, sum.Settings.Reg)
-		fmt.Fprintf(w, "item steps      %d released, %.3gs\n", completion.ImplicitPrivateSteps, sum.Seconds)
+		steps := completion.ImplicitStepsReleased(sum.Privacy)
+		if steps == 0 {
+			fmt.Fprintf(w, "item steps      none (too few learnable items: the private most-popular list), %.3gs\n", sum.Seconds)
+		} else {
+			fmt.Fprintf(w, "item steps      %d released, %.3gs\n", steps, sum.Seconds)
+		}
 		fmt.Fprintf(w, "saved           %s\n", sum.Out)
 		inspectPrivacyText(w, sum.Privacy)
 		return nil
