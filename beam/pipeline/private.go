@@ -201,24 +201,39 @@ func (b *biasSource) Totals(o *completion.PrivateOptions) (int, float64, []int, 
 }
 
 func (b *biasSource) ResidualSums(o *completion.PrivateOptions, mu float64) ([]float64, error) {
-	p, s := beam.NewPipelineWithRoot()
-	lines := textio.Read(s, joinPath(b.work, "ratings", "part")+"-*")
-	sums := beam.CombinePerKey(s, &sumFloatFn{}, beam.ParDo(s, &residualFn{Mu: mu, Lo: o.RatingMin, Hi: o.RatingMax}, lines))
-	out := joinPath(b.work, "residuals", "part")
-	WriteSharded(s, out, b.shards, beam.ParDo(s, formatResidualSum, sums))
-	if err := b.run.run(b.ctx, p); err != nil {
-		return nil, fmt.Errorf("bias residual sums: %w", err)
-	}
-	res := make([]float64, b.items.Len())
-	err := ReadLines(b.ctx, out+"-*", func(line string) error {
+	return itemSums(b.ctx, b.run, joinPath(b.work, "ratings", "part")+"-*", joinPath(b.work, "residuals", "part"), b.shards, b.items.Len(), &residualFn{Mu: mu, Lo: o.RatingMin, Hi: o.RatingMax}, "bias residual sums")
+}
+
+// readItemFloats reads "item value" lines into a vector of items values
+// (0 for an item with no line).
+func readItemFloats(ctx context.Context, pattern string, items int) ([]float64, error) {
+	res := make([]float64, items)
+	err := ReadLines(ctx, pattern, func(line string) error {
 		i, v, err := parseItemValue(line)
 		if err != nil {
 			return err
+		}
+		if i < 0 || int(i) >= items {
+			return fmt.Errorf("item line %q: index outside the %d catalogue items", line, items)
 		}
 		res[i] = v
 		return nil
 	})
 	return res, err
+}
+
+// itemSums runs one pipeline: fn maps every line of in to (item, value)
+// pairs, which are summed per item and written to out; it returns the
+// sums read back, one per item of items (0 for an item with none; what
+// names the step in errors).
+func itemSums(ctx context.Context, run Runner, in, out string, shards, items int, fn any, what string) ([]float64, error) {
+	p, s := beam.NewPipelineWithRoot()
+	sums := beam.CombinePerKey(s, &sumFloatFn{}, beam.ParDo(s, fn, textio.Read(s, in)))
+	WriteSharded(s, out, shards, beam.ParDo(s, formatResidualSum, sums))
+	if err := run.run(ctx, p); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return readItemFloats(ctx, out+"-*", items)
 }
 
 // NoUser is the one placeholder ID of a billboard model's user mode (the

@@ -295,25 +295,7 @@ func (a *alsSource) SquareSum(o *completion.PrivateOptions) (float64, error) {
 // to out, and reads the sums back, one per item (what names them in
 // errors).
 func (a *alsSource) perItemSums(out, what string, fn any) ([]float64, error) {
-	p, s := beam.NewPipelineWithRoot()
-	sums := beam.CombinePerKey(s, &sumFloatFn{}, beam.ParDo(s, fn, textio.Read(s, a.dense)))
-	WriteSharded(s, out, a.o.Shards, beam.ParDo(s, formatResidualSum, sums))
-	if err := a.o.Run.run(a.ctx, p); err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	res := make([]float64, a.items)
-	err := ReadLines(a.ctx, out+"-*", func(line string) error {
-		i, v, err := parseItemValue(line)
-		if err != nil {
-			return err
-		}
-		if i < 0 || int(i) >= a.items {
-			return fmt.Errorf("%s %q: bad item", what, line)
-		}
-		res[i] = v
-		return nil
-	})
-	return res, err
+	return itemSums(a.ctx, a.o.Run, a.dense, out, a.o.Shards, a.items, fn, what)
 }
 
 func (a *alsSource) FitResiduals(o *completion.PrivateOptions, plan *completion.ALSInputPlan, bias *decomposition.Model) (*decomposition.Model, error) {

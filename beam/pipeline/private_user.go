@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -255,15 +254,7 @@ func (b *userBiasSource) UserTotals(o *completion.PrivateOptions) (int, int, flo
 // ResidualSums returns every item's weighted sum of clipped residuals
 // about mu over the weighted ratings UserTotals wrote.
 func (b *userBiasSource) ResidualSums(o *completion.PrivateOptions, mu float64) ([]float64, error) {
-	p, s := beam.NewPipelineWithRoot()
-	lines := textio.Read(s, joinPath(b.work, "weighted", "part")+"-*")
-	sums := beam.CombinePerKey(s, &sumFloatFn{}, beam.ParDo(s, &weightedResidualFn{Mu: mu, Lo: o.RatingMin, Hi: o.RatingMax}, lines))
-	out := joinPath(b.work, "wresiduals", "part")
-	WriteSharded(s, out, b.shards, beam.ParDo(s, formatResidualSum, sums))
-	if err := b.run.run(b.ctx, p); err != nil {
-		return nil, fmt.Errorf("bias residual sums: %w", err)
-	}
-	return readItemFloats(b.ctx, out+"-*", b.items.Len())
+	return itemSums(b.ctx, b.run, joinPath(b.work, "weighted", "part")+"-*", joinPath(b.work, "wresiduals", "part"), b.shards, b.items.Len(), &weightedResidualFn{Mu: mu, Lo: o.RatingMin, Hi: o.RatingMax}, "bias residual sums")
 }
 
 var _ completion.UserBiasSource = (*userBiasSource)(nil)
@@ -304,22 +295,4 @@ func (f *weightedResidualFn) ProcessElement(line string, emit func(int32, float6
 	}
 	emit(i, w*completion.BiasResidual(v, f.Mu, f.Lo, f.Hi))
 	return nil
-}
-
-// readItemFloats reads "item value" lines into a vector of items values
-// (0 for an item with no line).
-func readItemFloats(ctx context.Context, pattern string, items int) ([]float64, error) {
-	res := make([]float64, items)
-	err := ReadLines(ctx, pattern, func(line string) error {
-		i, v, err := parseItemValue(line)
-		if err != nil {
-			return err
-		}
-		if i < 0 || int(i) >= items {
-			return fmt.Errorf("item line %q: index outside the %d catalogue items", line, items)
-		}
-		res[i] = v
-		return nil
-	})
-	return res, err
 }
