@@ -183,10 +183,11 @@
 // subspace iteration from a data-independent start, each scaled by its
 // largest row norm (|p_u|, |q_i| <= 1), K clamped to the columns with a
 // nonzero singular value. Two releases, basic composition: the bias
-// mode's at ALSPositionsBiasFraction = 0.35 of epsilon, then S = sum over
+// mode's at ALSPositionsBiasFraction(epsilon) of epsilon (0.35 up to
+// epsilon 0.5, 0.65 from 1, log-linear between), then S = sum over
 // ratings of z_ui p_u q_i^T, z_ui = clip(clamp(r_ui) - mu~ - beta~_i, -c,
-// c) (c the residual route's clip), with Gaussian noise at the remaining
-// (0.65 epsilon, delta). One changed rating moves one z_ui by at most 2c
+// c) (c the residual route's clip), with Gaussian noise at the rest of
+// (epsilon, delta). One changed rating moves one z_ui by at most 2c
 // and nothing else (P, Q and the Gram matrix are the same on both
 // neighbours), so ||S - S'||_F = |z - z'| |p_u| |q_i| <= 2c
 // (TestALSPositionsSensitivity: the bound holds, is reached, and G does

@@ -249,7 +249,7 @@ func TestALSPositionsRelease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wm, _, err := scratchBiasReleaseFrom(storeBiasSource{st}, st.Dims[:2], &rr, ALSPositionsBiasFraction*oo.Epsilon)
+		wm, _, err := scratchBiasReleaseFrom(storeBiasSource{st}, st.Dims[:2], &rr, ALSPositionsBiasFraction(oo.Epsilon)*oo.Epsilon)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -99,7 +99,7 @@ func TestPrivateALSSweep(t *testing.T) {
 		}
 		for _, e := range eps {
 			for _, mode := range []string{"bias", "als"} {
-				o := &PrivateOptions{Epsilon: e, Delta: 1e-5, RatingMin: lo, RatingMax: hi, Noise: perturb.SeededNoise(1)}
+				o := &PrivateOptions{Epsilon: e, Delta: 1e-5, RatingMin: lo, RatingMax: hi, Noise: perturb.SeededNoise(sweepSeed())}
 				fit, dims := tr, tr.Dims
 				if userK > 0 {
 					o.Unit, o.MaxRatingsPerUser = UnitUser, userK
@@ -387,4 +387,12 @@ func jokeExposureLog(rng *rand.Rand, sd float64) *data.Store {
 		}
 	}
 	return st
+}
+
+// sweepSeed is the sweep's noise seed (DPREC_ALS_SEED, default 1).
+func sweepSeed() uint64 {
+	if s, err := strconv.ParseUint(os.Getenv("DPREC_ALS_SEED"), 10, 64); err == nil {
+		return s
+	}
+	return 1
 }
