@@ -237,7 +237,7 @@
 // Private ALS, entry unit: the residual route (TrainPrivateALS,
 // private_als_input.go; billboard model). Two releases, basic composition:
 // the bias mode's (above) at epsilon_b = f epsilon, f =
-// ALSInputBiasFraction = 0.1, then for every rating e the clipped residual
+// ALSInputBiasFraction = 0.05, then for every rating e the clipped residual
 // w_e = clip(clamp(r_e) - mu~ - beta~_i(e), -c, c) with Laplace noise of
 // scale 2c/epsilon_w, epsilon_w = (1 - f) epsilon. Positions are public and
 // (mu~, beta~) is a released value (adaptive composition), so one changed

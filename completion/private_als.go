@@ -185,9 +185,11 @@ type alsPrivateParams struct {
 	noPositions     bool
 	posBias, posReg float64
 	posNoScale      bool
-	posNoFree       bool // measurement: the positions stage without the free columns
-	inputNoFree     bool // measurement: the residual route without the free columns
-	stepsNoFree     bool // measurement: the item steps without the free columns
+	posNoFree       bool    // measurement: the positions stage without the free columns
+	quietRatio      float64 // measurement: ALSResidualQuietRatio
+	quietNoise      float64 // measurement: ALSResidualQuietNoise
+	inputNoFree     bool    // measurement: the residual route without the free columns
+	stepsNoFree     bool    // measurement: the item steps without the free columns
 	// userPosOff (measurement) skips the user unit's position columns;
 	// userCols are the columns alsUserFallback released (nil: none).
 	userPosOff      bool

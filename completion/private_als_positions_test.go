@@ -283,17 +283,26 @@ func TestPrivateALSPositionsConverges(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := RMSE(np, va, 2)
-	score := func(mode string, eps float64) float64 {
-		got, rep := privateFoldScore(t, tr, va, mode, R, &PrivateOptions{Epsilon: eps, Delta: 1e-5, RatingMin: 1, RatingMax: 5, Noise: perturb.SeededNoise(2)}, nil)
-		if mode == "als" && !strings.Contains(strings.Join(rep.Notes, "\n"), "positions stage (entry unit") {
-			t.Fatalf("epsilon %g: the positions stage did not run: %q", eps, rep.Notes)
+	// At epsilon 100 this log is in the residual route's quiet regime
+	// (100 ratings an item >= 3 R); the stage is forced there too, and the
+	// default (the route) must converge as well.
+	noQuiet := func(p *alsPrivateParams) { p.quietRatio = math.Inf(1) }
+	score := func(mode string, eps float64, tweak func(*alsPrivateParams), want string) float64 {
+		got, rep := privateFoldScore(t, tr, va, mode, R, &PrivateOptions{Epsilon: eps, Delta: 1e-5, RatingMin: 1, RatingMax: 5, Noise: perturb.SeededNoise(2)}, tweak)
+		if mode == "als" && !strings.Contains(strings.Join(rep.Notes, "\n"), want) {
+			t.Fatalf("epsilon %g: %q did not run: %q", eps, want, rep.Notes)
 		}
 		return got
 	}
-	als100, als1, bias1 := score("als", 100), score("als", 1), score("bias", 1)
-	t.Logf("non-private ALS %.4f; private ALS %.4f at epsilon 100, %.4f at 1; bias %.4f at 1", ref, als100, als1, bias1)
+	const stage, quiet = "positions stage (entry unit", "the residual route's quiet regime"
+	als100, route100 := score("als", 100, noQuiet, stage), score("als", 100, nil, quiet)
+	als1, bias1 := score("als", 1, nil, stage), score("bias", 1, nil, "")
+	t.Logf("non-private ALS %.4f; private ALS %.4f at epsilon 100 (the route: %.4f), %.4f at 1; bias %.4f at 1", ref, als100, route100, als1, bias1)
 	if als100 > 1.02*ref {
 		t.Errorf("epsilon 100: private ALS %.4f, more than 2%% above non-private ALS %.4f", als100, ref)
+	}
+	if route100 > 1.02*ref {
+		t.Errorf("epsilon 100, the quiet regime: private ALS %.4f, more than 2%% above non-private ALS %.4f", route100, ref)
 	}
 	if als1 >= bias1 {
 		t.Errorf("epsilon 1: private ALS %.4f, not below the bias model %.4f", als1, bias1)
@@ -335,17 +344,23 @@ func TestPrivateALSPositionsWideScale(t *testing.T) {
 
 // TestALSResidualRegime: the residual route's regime needs both many
 // ratings an item (>= ALSResidualRichRatio R) and a small residual noise
-// (v <= ALSResidualRichNoise s^2), on public counts and the plan only.
+// (v <= ALSResidualRichNoise s^2), and its quiet regime fewer ratings an
+// item (>= ALSResidualQuietRatio R) and a smaller noise (v <=
+// ALSResidualQuietNoise s^2), on public counts and the plan only.
 func TestALSResidualRegime(t *testing.T) {
 	t.Parallel()
 	many := slices.Repeat([]int{2700}, 100)
 	few := slices.Repeat([]int{48}, 1000)
+	sparse := slices.Repeat([]int{8}, 5000)
 	for _, tc := range []struct {
 		counts []int
 		eps    float64
 		want   bool
+		quiet  bool
 	}{
-		{many, 10, true}, {many, 3, true}, {many, 1, false}, {few, 10, false}, {few, 100, false},
+		{many, 10, true, false}, {many, 3, true, false}, {many, 1, false, false},
+		{few, 10, false, false}, {few, 30, true, true}, {few, 100, true, true},
+		{sparse, 100, false, false}, {sparse, 500, false, false},
 	} {
 		o := &PrivateOptions{Epsilon: tc.eps, Delta: 1e-5, RatingMin: -10, RatingMax: 10}
 		r, err := resolveALSOptions(o)
@@ -353,7 +368,7 @@ func TestALSResidualRegime(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, why := alsResidualRegime(&r, newALSPrivateParams(&r), 10, tc.counts)
-		if got != tc.want || got != (why != "") {
+		if got != tc.want || got != (why != "") || strings.Contains(why, "quiet") != tc.quiet {
 			t.Errorf("%d items of %d ratings, epsilon %g: regime %v (%q), want %v", len(tc.counts), tc.counts[0], tc.eps, got, why, tc.want)
 		}
 	}

@@ -219,6 +219,11 @@ func sweepTweak(o *PrivateOptions) func(*alsPrivateParams) {
 		if x, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_ICLIPMUL"), 64); err == nil {
 			p.inputClip *= x
 		}
+		p.quietRatio, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_QUIETRATIO"), 64)
+		p.quietNoise, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_QUIETNOISE"), 64)
+		if x, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_INPUTBIAS"), 64); err == nil {
+			p.inputBiasFrac = x
+		}
 		if g, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_GATE"), 64); err == nil {
 			p.inputGate = g
 		}
