@@ -523,8 +523,10 @@ func projectBall(x []float64, g float64) {
 // Under the entry unit it first releases the rating spread at
 // ALSSpreadFraction of epsilon (private_als_spread.go), which sets the
 // width its rules take for the range; then, on what is left of epsilon, it
-// takes the positions stage when the positions have structure, or the
-// residual route (private_als_input.go,
+// takes the positions stage when the positions have structure and the
+// residual route is in neither of its regimes (many ratings an item at
+// small noise: alsResidualRegime), or else the residual route
+// (private_als_input.go,
 // package doc "Private ALS, entry unit"): ALSInputBiasFraction of epsilon
 // on the bias mode's release, the rest on every rating's clipped residual
 // from it with Laplace noise, then ALS of m's rank on the noisy residuals

@@ -249,7 +249,7 @@ func TestALSPositionsRelease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wm, _, err := scratchBiasReleaseFrom(storeBiasSource{st}, st.Dims[:2], &rr, ALSPositionsBiasFraction(oo.Epsilon)*oo.Epsilon)
+		wm, _, err := scratchBiasReleaseFrom(storeBiasSource{st}, st.Dims[:2], &rr, ALSPositionsBiasFraction(alsRouteEpsilon(oo.Epsilon))*alsRouteEpsilon(oo.Epsilon))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,12 +264,14 @@ func TestALSPositionsRelease(t *testing.T) {
 }
 
 // TestPrivateALSPositionsConverges: on a log whose positions carry the
-// users' groups, private ALS (entry level, the positions stage) at
-// epsilon 100 scores within 2% of non-private ALS of the same rank on a
-// held-out part, and at epsilon 1 below the private bias model.
+// users' groups, private ALS (entry level) at epsilon 100 scores within 2%
+// of non-private ALS of the same rank on a held-out part, both by the
+// positions stage (forced) and by the residual route (the default there:
+// its quiet regime), and at epsilon 1 (the positions stage) below the
+// private bias model.
 func TestPrivateALSPositionsConverges(t *testing.T) {
 	t.Parallel()
-	st := groupStore(1500, 600, 5, 40, 4) // 100 ratings an item: not the residual route's regime
+	st := groupStore(1500, 600, 5, 40, 4) // 100 ratings an item (90 after the split): the quiet regime at epsilon 100
 	perm := rand.New(rand.NewPCG(9, 9)).Perm(st.NNZ())
 	nva := st.NNZ() / 10
 	tr, va := st.Subset(perm[nva:]), st.Subset(perm[:nva])
@@ -416,5 +418,51 @@ func TestPositionsEdgeCases(t *testing.T) {
 	o.ALSPositions = "on"
 	if _, err := TrainPrivateALS(st, privModel(t, decomposition.CP, st.Dims, 5, true, 1, 1), &o); err == nil {
 		t.Error("ALSPositions \"on\" accepted")
+	}
+}
+
+// TestPrivateALSQuietRegime: on a heavy-tailed synthetic log whose
+// positions pass the spectral gate without carrying taste (data.Synth's
+// positions are drawn apart from the factors), the positions stage stays
+// near the bias model at epsilon 100, and the default (the residual
+// route's quiet regime) comes within 2% of non-private ALS.
+func TestPrivateALSQuietRegime(t *testing.T) {
+	t.Parallel()
+	st, _, err := data.Synth(data.SynthOptions{Users: 1500, Items: 1000, Ratings: 110000, Rank: 5, Bias: true, Noise: 0.5, Scale: "0.5-5", Skew: 1}, rand.NewPCG(12, 12))
+	if err != nil {
+		t.Fatal(err)
+	}
+	perm := rand.New(rand.NewPCG(9, 9)).Perm(st.NNZ())
+	nva := st.NNZ() / 10
+	tr, va := st.Subset(perm[nva:]), st.Subset(perm[:nva])
+	if pe := planPositions(tr, 5); !pe.pass() {
+		t.Fatalf("the spectral gate fails (%.4g against %.4g): the log does not test the regime", pe.Top, pe.Floor)
+	}
+	const R = 5
+	np, err := decomposition.NewModel(decomposition.CP, tr.Dims, []int{R}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	np.ClampLo, np.ClampHi = 0.5, 5
+	if _, err := Train(tr, nil, np, &Settings{Threads: 2, Solver: SolverALS}, rand.NewPCG(1, 1), nil); err != nil {
+		t.Fatal(err)
+	}
+	ref := RMSE(np, va, 2)
+	o := &PrivateOptions{Epsilon: 100, Delta: 1e-5, RatingMin: 0.5, RatingMax: 5, Noise: perturb.SeededNoise(2)}
+	route, rep := privateFoldScore(t, tr, va, "als", R, o, nil)
+	if !strings.Contains(strings.Join(rep.Notes, "\n"), "quiet regime") {
+		t.Fatalf("the quiet regime did not run: %q", rep.Notes)
+	}
+	stage, rep2 := privateFoldScore(t, tr, va, "als", R, o, func(p *alsPrivateParams) { p.quietRatio = math.Inf(1) })
+	if !strings.Contains(strings.Join(rep2.Notes, "\n"), "positions stage (entry unit") {
+		t.Fatalf("the positions stage did not run: %q", rep2.Notes)
+	}
+	bias, _ := privateFoldScore(t, tr, va, "bias", R, o, nil)
+	t.Logf("non-private ALS %.4f; epsilon 100: the route %.4f, the positions stage %.4f, bias %.4f", ref, route, stage, bias)
+	if route > 1.02*ref {
+		t.Errorf("the quiet regime's route %.4f, more than 2%% above non-private ALS %.4f", route, ref)
+	}
+	if stage < route {
+		t.Errorf("the positions stage %.4f below the route %.4f: the log does not show the regime's case", stage, route)
 	}
 }

@@ -152,7 +152,7 @@ func TestPrivateBiasNoiseKS(t *testing.T) {
 // released residuals, drawn in the DoFns, minus each rating's
 // ALSResidual from the released mean and item biases are Laplace of the
 // reported scale 2c/epsilon_w, and so are the noise of the bias release's
-// item sums (10,000 items, at 10% of epsilon). The control: the same
+// item sums (10,000 items, at 5% of epsilon). The control: the same
 // residual noise tested against a scale 10% too large or too small is
 // rejected (with 30,000 draws the folded KS distance of a 10% scale
 // error, 0.035, is 2.2 times the critical value).
