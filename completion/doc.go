@@ -193,9 +193,9 @@
 // (TestALSPositionsSensitivity: the bound holds, is reached, and G does
 // not move). Post-processing: vec(W) = (G + rho I)^-1 vec(S~), G = sum
 // (p_u p_u^T) (x) (q_i q_i^T) (public), the least-squares fit of z_ui ~
-// p_u^T W q_i with rho = ALSPositionsReg (1 + v_S/c^2) (v_S = sigma^2 the
-// noise variance of an entry of S~; the ridge grows with the noise and
-// tends to ALSPositionsReg); the released item rows' first K columns are
+// p_u^T W q_i with rho = max(ALSPositionsRidgeFloor, ALSPositionsReg (1 +
+// v_S/c^2)) (v_S = sigma^2 the noise variance of an entry of S~; the ridge
+// grows with the noise and falls to the floor, 2.5); the released item rows' first K columns are
 // W q_i / s (s = (r_max - r_min)/4), the others zero; users fold in with
 // the bias mode's penalties but a fixed ridge of ALSPositionsFoldRow = 5
 // on the row and bias (BillboardFoldFor), which then scales with s^2 as the data term does (in rating units the fold-in
@@ -222,7 +222,7 @@
 // positions stage stayed at 4.466, while at epsilon 1 (v = 17.6 s^2) the
 // positions stage scored 4.466 against its 4.641 (bias mode 4.579).
 // Quiet regime (since session 21; public: counts and the plan): at least
-// ALSResidualQuietRatio R = 3 R ratings an item and v <=
+// ALSResidualQuietRatio R = 25 R ratings an item and v <=
 // ALSResidualQuietNoise s^2 = 0.05 s^2 (from epsilon 25.2) also take the
 // residual route, which is then nearly non-private ALS and converges
 // whatever the positions say (on a heavy-tailed synthetic log whose

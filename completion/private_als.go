@@ -186,6 +186,7 @@ type alsPrivateParams struct {
 	posBias, posReg float64
 	posNoScale      bool
 	posNoFree       bool    // measurement: the positions stage without the free columns
+	posFloor        float64 // measurement: ALSPositionsRidgeFloor (< 0: none)
 	quietRatio      float64 // measurement: ALSResidualQuietRatio
 	quietNoise      float64 // measurement: ALSResidualQuietNoise
 	inputNoFree     bool    // measurement: the residual route without the free columns

@@ -169,6 +169,7 @@ func sweepTweak(o *PrivateOptions) func(*alsPrivateParams) {
 		p.userPosOff = os.Getenv("DPREC_ALS_USERPOSOFF") != ""
 		p.ridgeOff = os.Getenv("DPREC_ALS_RIDGEOFF") != ""
 		p.posReg, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_POSREG"), 64)
+		p.posFloor, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_POSFLOOR"), 64)
 		p.posBias, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_POSBIAS"), 64)
 		p.exactGram = os.Getenv("DPREC_ALS_EXACTGRAM") != ""
 		if os.Getenv("DPREC_ALS_STATS") != "" {
