@@ -208,7 +208,8 @@
 // permutation); otherwise the residual route below runs. Shrinkage gate
 // (public: G and rho are functions of the positions and the plan): the
 // stage runs only when G's mean diagonal entry is at least
-// ALSPositionsShrinkGate = 0.03 times rho; below, the ridge shrinks W to
+// ALSPositionsShrinkGate = 0.03 times the noise's ridge ALSPositionsReg
+// (1 + v_S/c^2), not the floored rho; below, the ridge shrinks W to
 // about zero and the residual route (or its fallback to the bias mode)
 // runs instead (on validation parts the stage was worse than the bias
 // mode at ratios up to 0.011: ml-latest-small at epsilon <= 0.5,
@@ -227,9 +228,11 @@
 // residual route, which is then nearly non-private ALS and converges
 // whatever the positions say (on a heavy-tailed synthetic log whose
 // positions pass the gate without carrying taste the stage stayed at the
-// bias model's level, 0.8281 at epsilon 100, against the route's 0.6193;
+// bias model's level, 0.8280 at epsilon 100, against the route's 0.6193;
 // the constants' doc has the measurements). Measured on
-// validation parts (TestPrivateALSSweep with DPREC_ML100K): MovieLens-100K
+// validation parts (TestPrivateALSSweep with DPREC_ML100K), when the stage
+// was first built (before the bias share's rule and the ridge floor:
+// ALSPositionsBiasFraction, ALSPositionsRidgeFloor): MovieLens-100K
 // 0.9258 / 0.9125 / 0.9114 / 0.9132 / 0.9134 at epsilon 1 / 3 / 10 / 30 /
 // 100 against the bias mode's 0.9580-0.9525, the residual route's 0.9580 /
 // 0.9537 / 0.9333 / - / 0.9184 and non-private ALS's 0.9188;

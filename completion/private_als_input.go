@@ -65,9 +65,9 @@ const alsInputWhat = "residuals of the clamped ratings from the released mean an
 // with exposure-biased positions at 3 4.0936 / 4.0970 / 4.1044 / 4.1255
 // and 4.0690 / 4.0713 / 4.0766 / 4.0909; the MovieLens-shaped synth at 10
 // 0.6799 / 0.6795 / 0.6808 / 0.6864; "wide" at 10 - / 0.6751 / 0.6764 /
-// -; MovieLens-100K at 30 and 100, where the quiet regime takes the
-// route, - / 0.9143 / 0.9139 / - and - / 0.9129 / 0.9128 / - (level). 0.1
-// until session 21.
+// -; MovieLens-100K at 30 and 100, where the quiet regime's first version
+// (3 R, before 25 R) took the route, - / 0.9143 / 0.9139 / - and - /
+// 0.9129 / 0.9128 / - (level). 0.1 until session 21.
 const ALSInputBiasFraction = 0.05
 
 // alsInputClip is the residual clip c of the residual route: (r_max -

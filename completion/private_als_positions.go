@@ -102,7 +102,8 @@ const (
 	ALSPositionsIters = 12
 	// ALSPositionsShrinkGate is the shrinkage gate's factor: the stage
 	// runs only when the mean diagonal entry of the public Gram matrix G
-	// is at least this times the ridge rho (at a smaller ratio the ridge,
+	// is at least this times the noise's ridge ALSPositionsReg (1 +
+	// v_S/c^2), before ALSPositionsRidgeFloor (at a smaller ratio the ridge,
 	// which grows with the noise, shrinks W to about zero while the bias
 	// release has lost 35% of its budget at these epsilons:
 	// ALSPositionsBiasFraction). Validation parts: the stage

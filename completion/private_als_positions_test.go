@@ -410,8 +410,8 @@ func TestPositionsEdgeCases(t *testing.T) {
 	}
 }
 
-// TestPrivateALSQuietRegime: on a heavy-tailed synthetic log (183 ratings
-// an item after the split, above 25 R at rank 5) whose
+// TestPrivateALSQuietRegime: on a heavy-tailed synthetic log (165 ratings
+// an item after the split, 183 before: 33 R at rank 5) whose
 // positions pass the spectral gate without carrying taste (data.Synth's
 // positions are drawn apart from the factors), the positions stage stays
 // near the bias model at epsilon 100, and the default (the residual
