@@ -341,7 +341,9 @@ func TestPrivateALSPositionsWideScale(t *testing.T) {
 func TestALSResidualRegime(t *testing.T) {
 	t.Parallel()
 	many := slices.Repeat([]int{2700}, 100)
-	mid := slices.Repeat([]int{300}, 300)
+	mid := slices.Repeat([]int{300}, 300)   // 30 R
+	heavy := slices.Repeat([]int{405}, 200) // 40.5 R: the heavy-tailed synth's
+	top := slices.Repeat([]int{174}, 200)   // 17.4 R: MovieLens-100K's 200 most rated items
 	few := slices.Repeat([]int{48}, 1000)
 	for _, tc := range []struct {
 		counts []int
@@ -351,6 +353,7 @@ func TestALSResidualRegime(t *testing.T) {
 	}{
 		{many, 10, true, false}, {many, 3, true, false}, {many, 1, false, false},
 		{mid, 10, false, false}, {mid, 20, false, false}, {mid, 30, true, true}, {mid, 100, true, true},
+		{heavy, 30, true, true}, {top, 30, false, false}, {top, 100, false, false},
 		{few, 10, false, false}, {few, 100, false, false}, {few, 500, false, false},
 	} {
 		o := &PrivateOptions{Epsilon: tc.eps, Delta: 1e-5, RatingMin: -10, RatingMax: 10}
