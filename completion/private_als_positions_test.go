@@ -274,15 +274,7 @@ func TestPrivateALSPositionsConverges(t *testing.T) {
 	nva := st.NNZ() / 10
 	tr, va := st.Subset(perm[nva:]), st.Subset(perm[:nva])
 	const R = 5
-	np, err := decomposition.NewModel(decomposition.CP, tr.Dims, []int{R}, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	np.ClampLo, np.ClampHi = 1, 5
-	if _, err := Train(tr, nil, np, &Settings{Threads: 2, Solver: SolverALS}, rand.NewPCG(1, 1), nil); err != nil {
-		t.Fatal(err)
-	}
-	ref := RMSE(np, va, 2)
+	ref := nonPrivateALSRMSE(t, tr, va, R, 1, 5)
 	score := func(mode string, eps float64) float64 {
 		got, rep := privateFoldScore(t, tr, va, mode, R, &PrivateOptions{Epsilon: eps, Delta: 1e-5, RatingMin: 1, RatingMax: 5, Noise: perturb.SeededNoise(2)}, nil)
 		if mode == "als" && !strings.Contains(strings.Join(rep.Notes, "\n"), "positions stage (entry unit") {
@@ -432,15 +424,7 @@ func TestPrivateALSQuietRegime(t *testing.T) {
 		t.Fatalf("the spectral gate fails (%.4g against %.4g): the log does not test the regime", pe.Top, pe.Floor)
 	}
 	const R = 5
-	np, err := decomposition.NewModel(decomposition.CP, tr.Dims, []int{R}, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	np.ClampLo, np.ClampHi = 0.5, 5
-	if _, err := Train(tr, nil, np, &Settings{Threads: 2, Solver: SolverALS}, rand.NewPCG(1, 1), nil); err != nil {
-		t.Fatal(err)
-	}
-	ref := RMSE(np, va, 2)
+	ref := nonPrivateALSRMSE(t, tr, va, R, 0.5, 5)
 	o := &PrivateOptions{Epsilon: 100, Delta: 1e-5, RatingMin: 0.5, RatingMax: 5, Noise: perturb.SeededNoise(2)}
 	route, rep := privateFoldScore(t, tr, va, "als", R, o, nil)
 	if !strings.Contains(strings.Join(rep.Notes, "\n"), "quiet regime") {

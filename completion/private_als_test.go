@@ -158,15 +158,7 @@ func TestPrivateALSConverges(t *testing.T) {
 	perm := rand.New(rand.NewPCG(5, 6)).Perm(st.NNZ())
 	test, train := st.Subset(perm[:9000]), st.Subset(perm[9000:])
 	const R = 3
-	np, err := decomposition.NewModel(decomposition.CP, train.Dims, []int{R}, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	np.ClampLo, np.ClampHi = lo, hi
-	if _, err := Train(train, nil, np, &Settings{Threads: 2, Solver: SolverALS}, rand.NewPCG(1, 1), nil); err != nil {
-		t.Fatal(err)
-	}
-	ref := RMSE(np, test, 2)
+	ref := nonPrivateALSRMSE(t, train, test, R, lo, hi)
 	score := func(mode string, eps float64) float64 {
 		m, err := decomposition.NewModel(decomposition.CP, train.Dims, []int{R}, true)
 		if err != nil {
@@ -373,15 +365,7 @@ func TestPrivateALSConvergesMovieLensShaped(t *testing.T) {
 	}
 	tr, va, lo, hi := sweepData(t, "synth")
 	const R = 10
-	np, err := decomposition.NewModel(decomposition.CP, tr.Dims, []int{R}, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	np.ClampLo, np.ClampHi = lo, hi
-	if _, err := Train(tr, nil, np, &Settings{Threads: 2, Solver: SolverALS}, rand.NewPCG(1, 1), nil); err != nil {
-		t.Fatal(err)
-	}
-	ref := RMSE(np, va, 2)
+	ref := nonPrivateALSRMSE(t, tr, va, R, lo, hi)
 	score := func(mode string, eps float64) float64 {
 		got, _ := privateFoldScore(t, tr, va, mode, R, &PrivateOptions{Epsilon: eps, Delta: 1e-5, RatingMin: lo, RatingMax: hi, Noise: perturb.SeededNoise(1)}, nil)
 		return got
@@ -394,6 +378,22 @@ func TestPrivateALSConvergesMovieLensShaped(t *testing.T) {
 	if als10 > bias10-0.5*(bias10-ref) {
 		t.Errorf("epsilon 10: private ALS %.4f closes less than half the gap between the bias model %.4f and non-private ALS %.4f", als10, bias10, ref)
 	}
+}
+
+// nonPrivateALSRMSE is the RMSE on va of non-private ALS of rank R with
+// biases trained on tr (seed 1, 2 threads), predictions clamped to [lo,
+// hi]: the private modes' reference.
+func nonPrivateALSRMSE(t *testing.T, tr, va *data.Store, R int, lo, hi float64) float64 {
+	t.Helper()
+	np, err := decomposition.NewModel(decomposition.CP, tr.Dims, []int{R}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	np.ClampLo, np.ClampHi = lo, hi
+	if _, err := Train(tr, nil, np, &Settings{Threads: 2, Solver: SolverALS}, rand.NewPCG(1, 1), nil); err != nil {
+		t.Fatal(err)
+	}
+	return RMSE(np, va, 2)
 }
 
 // privateFoldScore trains a private model on tr (mode "als", rank R, with
