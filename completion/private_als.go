@@ -203,6 +203,13 @@ type alsPrivateParams struct {
 	heldOut         []bool    // user unit: users held out of the steps (alsHeldOut)
 	ridgeCands      []float64 // the last step's candidate item ridges (ALSRidgeCandidates)
 	ridgeOff        bool      // measurement: no ridge selection
+	// noCov (measurement) skips the covariance stage; covGate, covBias,
+	// covFold and covTau (0: the constants) replace ALSCovGate,
+	// ALSCovBiasFraction, ALSCovFoldRow and ALSCovPrior; covNoFree drops
+	// its free columns.
+	noCov                                           bool
+	covGate, covBias, covFold, covTau, covNoiseGate float64
+	covNoFree                                       bool
 }
 
 func newALSPrivateParams(o *PrivateOptions) alsPrivateParams {
@@ -613,6 +620,15 @@ func trainPrivateALSResolved(train *data.Store, src storeALSSource, m *decomposi
 			note = "positions stage: off (measurement)"
 		}
 		counts := itemCounts(train)
+		var covNote string
+		if o.ALSPositions != ALSPositionsOff && !p.noPositions && !p.noCov {
+			cp := planCovariance(train, by)
+			ok, why := covAdmit(&o, p, cp)
+			if ok {
+				return trainALSCovariance(train, by, m, &o, p, cp)
+			}
+			covNote = why
+		}
 		if rich, why := alsResidualRegime(&o, p, R, counts); rich && o.ALSPositions != ALSPositionsOff && !p.noPositions {
 			note = why
 		} else if o.ALSPositions != ALSPositionsOff && !p.noPositions {
@@ -621,6 +637,9 @@ func trainPrivateALSResolved(train *data.Store, src storeALSSource, m *decomposi
 				rep, err := trainALSPositions(train, by, m, &o, p, pe)
 				var shrunk *positionsShrunk
 				if !errors.As(err, &shrunk) {
+					if err == nil && covNote != "" {
+						rep.Notes = append(rep.Notes, covNote)
+					}
 					return rep, err
 				}
 				note = shrunk.Error()
@@ -631,6 +650,9 @@ func trainPrivateALSResolved(train *data.Store, src storeALSSource, m *decomposi
 		rep, err := trainALSInputRoute(src, counts, m, &o, p)
 		if err == nil {
 			rep.Notes = append(rep.Notes, note)
+			if covNote != "" {
+				rep.Notes = append(rep.Notes, covNote)
+			}
 		}
 		return rep, err
 	}

@@ -76,6 +76,8 @@ func TestPrivateALSSweep(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("%s: %d training ratings, %v; non-private ALS rank %d: %.4f (%.2f s)", name, tr.NNZ(), tr.Dims, R, RMSE(np, va, 2), time.Since(start).Seconds())
+		cp := planCovariance(tr, alsUsers(tr))
+		t.Logf("%s: covariance gate: %.1f users a pair of %d items, mean weight %.4g", name, cp.pairs, cp.m, cp.wbar)
 		if userK > 0 {
 			// The same non-private ALS on the k-bounded log: the part of
 			// the gap that is the bound's, not the noise's.
@@ -220,6 +222,13 @@ func sweepTweak(o *PrivateOptions) func(*alsPrivateParams) {
 		if x, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_ICLIPMUL"), 64); err == nil {
 			p.inputClip *= x
 		}
+		p.noCov = os.Getenv("DPREC_ALS_NOCOV") != ""
+		p.covNoFree = os.Getenv("DPREC_ALS_COVNOFREE") != ""
+		p.covTau, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_COVTAU"), 64)
+		p.covNoiseGate, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_COVNOISEGATE"), 64)
+		p.covGate, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_COVGATE"), 64)
+		p.covBias, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_COVBIAS"), 64)
+		p.covFold, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_COVFOLD"), 64)
 		p.quietRatio, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_QUIETRATIO"), 64)
 		p.quietNoise, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_QUIETNOISE"), 64)
 		if x, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_INPUTBIAS"), 64); err == nil {
