@@ -171,6 +171,50 @@
 // clamp stays the range. "epsilon", "(r_max - r_min)" and "s" in the two
 // paragraphs below are these.
 //
+// Private ALS, entry unit: the covariance stage (TrainPrivateALS,
+// private_als_cov.go; billboard model). It runs first, on dense logs:
+// when at least ALSCovGate = 150 users rated a pair of items on average
+// (sum over users of d_u (d_u - 1)/2 over the number of pairs, d_u the
+// user's distinct items; public), the log has at most ALSCovMaxItems =
+// 2000 items, and the noise gate below passes; otherwise the positions
+// stage or the residual route runs. Two releases, basic composition: the
+// bias mode's at ALSCovBiasFraction = 0.2 of epsilon, then M = sum over
+// users of a_u z_u z_u^T over each user's distinct items (its upper
+// triangle), z_ui the clipped residual from the released mean and item
+// bias (c the positions stage's clip; repeated ratings of a cell
+// averaged), a_u = 1/sqrt(4 (d_u - 1) + 1), with Gaussian noise at the
+// rest of (epsilon, delta) ("Analyze Gauss", Dwork, Talwar, Thakurta and
+// Zhang 2014, on the residual matrix). Sensitivity: one changed rating
+// moves one z_ui by Dz, |Dz| <= 2c, and nothing else (the weights and the
+// users' item sets are the positions'), so M moves by a_u Dz z_uj in
+// entry (i, j) for each other item j of the user and by a_u (z'^2 - z^2),
+// at most a_u c^2 in size, on the diagonal: over the upper triangle
+// ||M - M'|| <= a_u sqrt(4 c^2 c^2 (d_u - 1) + c^4) = c^2, whatever
+// d_u (TestCovMomentsSensitivity: the bound holds, is approached by a
+// user whose residuals sit at the clip, and W does not move).
+// Post-processing: C_ij = W_ij M~_ij / (W_ij^2 + sigma^2/tau^2), W_ij =
+// sum of a_u over the users who rated both (public), the posterior mean
+// of a covariance entry under a N(0, tau^2) prior, tau = ALSCovPrior s^2
+// = 0.1 s^2, given the noisy sum W_ij C_ij + N(0, sigma^2) (pairs with
+// few co-raters are shrunk towards 0, not blown up by 1/W_ij); the item
+// rows' first K columns are sqrt(l_k) e_k for the K largest positive
+// eigenvalues l_k of C and their eigenvectors e_k (the loadings of a
+// factor model whose user factors have unit variance; K = R - 2 from
+// rank 10 up, then the free columns, else R); users fold in with the
+// bias mode's penalties but a fixed ridge of ALSCovFoldRow s^2 = 0.8 s^2
+// on the row and bias (a unit prior variance on the factors against a
+// residual variance of about s^2). Noise gate (public: the plan's
+// sigma, the positions): an entry of the mean co-rating weight wbar
+// keeps wbar^2 / (wbar^2 + sigma^2/tau^2) of itself; the stage runs only
+// when that is at least ALSCovNoiseGate = 0.12. Validation parts (2
+// noise seeds; docs/privacy.md, "The covariance stage"): Jester5k and
+// its user subsamples of 2,000, 1,200 and 700 users set the noise gate
+// (at epsilon 1 the stage beat the positions stage at 0.19 and lost at
+// 0.079), and MovieLens-100K's 50 and 100 most rated items (96 and 74
+// users a pair), where the stage lost to the positions stage at every
+// epsilon, the density gate, below Jester's 700-user sample (216),
+// where it won from epsilon 10.
+//
 // Private ALS, entry unit: the positions stage (TrainPrivateALS,
 // private_als_positions.go; billboard model). Under the entry relation the
 // positions (who rated what) are public, so anything computed from them

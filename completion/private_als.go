@@ -531,7 +531,9 @@ func projectBall(x []float64, g float64) {
 // Under the entry unit it first releases the rating spread at
 // ALSSpreadFraction of epsilon (private_als_spread.go), which sets the
 // width its rules take for the range; then, on what is left of epsilon, it
-// takes the positions stage when the positions have structure and the
+// takes the covariance stage on a dense log (many users a pair of items at
+// a noise the gate allows: private_als_cov.go), else the positions stage
+// when the positions have structure and the
 // residual route is in neither of its regimes (many ratings an item at
 // small noise: alsResidualRegime), or else the residual route
 // (private_als_input.go,

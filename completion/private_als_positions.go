@@ -80,12 +80,15 @@ import (
 type ALSPositions string
 
 const (
-	// ALSPositionsAuto (the zero value) runs the positions stage when the
-	// spectral gate passes, unless the residual route is in one of its
-	// regimes (alsResidualRegime).
+	// ALSPositionsAuto (the zero value) runs the covariance stage when
+	// its gates pass, else the positions stage when the spectral gate
+	// passes, unless the residual route is in one of its regimes
+	// (alsResidualRegime).
 	ALSPositionsAuto ALSPositions = ""
-	// ALSPositionsOff never runs it (the residual route alone, as a
-	// source without the positions, such as dprec-beam's, runs).
+	// ALSPositionsOff never runs it, nor the covariance stage
+	// (private_als_cov.go), which also reads the positions (the residual
+	// route alone, as a source without the positions, such as
+	// dprec-beam's, runs).
 	ALSPositionsOff ALSPositions = "off"
 )
 

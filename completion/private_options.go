@@ -213,9 +213,10 @@ type PrivateOptions struct {
 	// residual release (default DefaultInputBiasFraction).
 	WarmFraction float64
 	// ALSPositions (als mode, entry unit) selects whether private ALS runs
-	// its positions stage (ALSPositionsAuto, the zero value: when the
-	// spectral gate passes; private_als_positions.go) or not
-	// (ALSPositionsOff).
+	// the stages that read the public positions: the covariance stage on
+	// dense logs (private_als_cov.go) and the positions stage
+	// (ALSPositionsAuto, the zero value: each when its gates pass;
+	// private_als_positions.go), or neither (ALSPositionsOff).
 	ALSPositions ALSPositions
 	// Noise selects the noise source: the zero value is secure
 	// (perturb.SecureSource); perturb.SeededNoise(seed) gives reproducible
