@@ -156,7 +156,7 @@
 // bounds on neighbouring logs (and that they are reached).
 //
 // Private ALS, entry unit: the rating spread (TrainPrivateALS,
-// TrainPrivateALSFrom; private_als_spread.go). Before either route below,
+// TrainPrivateALSFrom; private_als_spread.go). Before the stages and route below,
 // the entry unit releases (sum (clamp(r) - m), sum (clamp(r) - m)^2), m the
 // range's midpoint, with Laplace noise at epsilon_s = ALSSpreadFraction
 // epsilon = 0.01 epsilon. One changed rating moves a = clamp(r) - m to b,
@@ -168,15 +168,17 @@
 // range (the clips c, s = (r_max - r_min)/4 in ridges and gates, the free
 // columns' scale) takes the width 4 min((r_max - r_min)/4, 1.25 s^)
 // instead, s^ an upper bound of the released standard deviation; the
-// clamp stays the range. "epsilon", "(r_max - r_min)" and "s" in the two
-// paragraphs below are these.
+// clamp stays the range. "epsilon", "(r_max - r_min)" and "s" in the
+// paragraphs below (the covariance stage, the positions stage, the
+// residual route) are these.
 //
 // Private ALS, entry unit: the covariance stage (TrainPrivateALS,
 // private_als_cov.go; billboard model). It runs first, on dense logs:
 // when at least ALSCovGate = 150 users rated a pair of items on average
 // (sum over users of d_u (d_u - 1)/2 over the number of pairs, d_u the
 // user's distinct items; public), the log has at most ALSCovMaxItems =
-// 2000 items, and the noise gate below passes; otherwise the positions
+// 1000 items and ALSCovMaxPairs = 10^9 co-rated pairs over the users
+// (time bounds), and the noise gate below passes; otherwise the positions
 // stage or the residual route runs. Two releases, basic composition: the
 // bias mode's at ALSCovBiasFraction = 0.2 of epsilon, then M = sum over
 // users of a_u z_u z_u^T over each user's distinct items (its upper
@@ -199,8 +201,9 @@
 // few co-raters are shrunk towards 0, not blown up by 1/W_ij); the item
 // rows' first K columns are sqrt(l_k) e_k for the K largest positive
 // eigenvalues l_k of C and their eigenvectors e_k (the loadings of a
-// factor model whose user factors have unit variance; K = R - 2 from
-// rank 10 up, then the free columns, else R); users fold in with the
+// factor model whose user factors have unit variance; K = min(R - 2,
+// 10) from rank 10 up, then the free columns and zeros; K = R below;
+// columns past C's positive eigenvalues zero); users fold in with the
 // bias mode's penalties but a fixed ridge of ALSCovFoldRow s^2 = 0.8 s^2
 // on the row and bias (a unit prior variance on the factors against a
 // residual variance of about s^2). Noise gate (public: the plan's

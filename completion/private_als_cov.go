@@ -12,7 +12,8 @@ package completion
 //  1. z_ui = clip(clamp(r_ui) - mu~ - b~_i, -c, c), the residual from the
 //     released mean and item biases (c the positions stage's clip,
 //     alsPositionsClip), averaged over a user's repeated ratings of one
-//     item (|z_ui| <= c still).
+//     item (|z_ui| <= c still; the number of ratings of a cell is
+//     public).
 //  2. M = sum over users of a_u z_u z_u^T over the user's d_u distinct
 //     items, a_u = 1/sqrt(4 (d_u - 1) + 1) (public: the positions are).
 //     Sensitivity: one rating's value moves one z_ui by at most 2c (its
@@ -21,7 +22,10 @@ package completion
 //     and the diagonal entry by a_u (z'^2 - z^2), |z'^2 - z^2| <= c^2;
 //     over the upper triangle (the release) the l2 change is at most
 //     a_u sqrt(4c^2 c^2 (d_u - 1) + c^4) = c^2: l2 sensitivity c^2,
-//     whatever the user's history (the weight a_u is what makes it so).
+//     whatever the user's history (the weight a_u is what makes it so;
+//     the bound is slightly loose: with Dz = z' - z and s = z' + z,
+//     |Dz| + |s| <= 2c, the change is a_u |Dz| sqrt(sum_j z_uj^2 + s^2),
+//     at most a_u 2c^2 sqrt(d_u - 1) for d_u >= 2).
 //     Gaussian mechanism at (epsilon_M, delta), epsilon_M = (1 -
 //     ALSCovBiasFraction) epsilon.
 //  3. C_ij = M~_ij / W_ij with W_ij = sum over users who rated both of
@@ -30,8 +34,10 @@ package completion
 //     processing).
 //  4. The item rows' first K columns are v_i = (sqrt(l_1) e_1i, ...,
 //     sqrt(l_K) e_Ki), e_k the eigenvectors of C with the K largest
-//     positive eigenvalues l_k (K = R - ALSFreeColumns from rank
-//     ALSPositionsMaxRank up, then the free columns; R below): the
+//     positive eigenvalues l_k (K = min(R - ALSFreeColumns,
+//     ALSPositionsMaxRank) from rank ALSPositionsMaxRank up, then the
+//     free columns, the rest zero; K = R below; columns beyond C's
+//     positive eigenvalues are zero): the
 //     loadings of a K-factor model of the residuals in which a user's
 //     factors have unit variance. Each user folds in from them and their
 //     own ratings (billboard model) with a ridge of ALSCovFoldRow s^2 on
@@ -39,11 +45,13 @@ package completion
 //     prior variance on the factors against a residual variance of about
 //     s^2).
 //
-// The stage runs when the log is dense enough for step 3 (the covariance
-// gate, public: a mean of at least ALSCovGate users a pair of items) and
-// has at most ALSCovMaxItems items. Budget: ALSCovBiasFraction of epsilon
-// to the bias release (pure), the rest to M (Gaussian at (epsilon_M,
-// delta)); basic composition.
+// The stage runs when the log is dense enough for step 3 (the density
+// gate, public: a mean of at least ALSCovGate users a pair of items), has
+// at most ALSCovMaxItems items and ALSCovMaxPairs co-rated pairs in all
+// (time bounds), and the noise leaves an entry of the mean co-rating
+// weight enough of itself (the noise gate, public: ALSCovNoiseGate).
+// Budget: ALSCovBiasFraction of epsilon to the bias release (pure), the
+// rest to M (Gaussian at (epsilon_M, delta)); basic composition.
 
 import (
 	"errors"
@@ -66,8 +74,12 @@ const (
 	// over the number of pairs) must be at least this.
 	ALSCovGate = 150.0
 	// ALSCovMaxItems caps the items the stage takes (its matrices are
-	// items x items and it solves their eigenproblem).
-	ALSCovMaxItems = 2000
+	// items x items and it solves their eigenproblem: about 2 s at 1000
+	// items).
+	ALSCovMaxItems = 1000
+	// ALSCovMaxPairs caps the sum over users of d_u (d_u + 1)/2, the
+	// additions that build M (about 2 s at the cap).
+	ALSCovMaxPairs = 1e9
 	// ALSCovBiasFraction is the share of epsilon the bias release takes.
 	ALSCovBiasFraction = 0.2
 	// ALSCovFoldRow is the fold-in's ridge on a user's row and bias, in
@@ -85,7 +97,7 @@ const (
 const streamALSCov = 20
 
 // alsCovWhat names the covariance release in the report.
-const alsCovWhat = "M = sum over users of a_u z_u z_u^T, upper triangle (private ALS, covariance stage; z_u the user's clipped residuals, a_u = 1/sqrt(4 (d_u - 1) + 1))"
+const alsCovWhat = "M = sum over users of a_u z_u z_u^T, upper triangle (private ALS, covariance stage; z_u the user's clipped residuals, averaged over repeated ratings of an item, a_u = 1/sqrt(4 (d_u - 1) + 1))"
 
 // covPlan is the covariance stage's public plan.
 type covPlan struct {
@@ -94,8 +106,9 @@ type covPlan struct {
 	items []int
 	m     int
 	// pairs is the mean number of users who rated a pair of the items,
-	// wbar the mean co-rating weight W_ij over the pairs.
-	pairs, wbar float64
+	// wbar the mean co-rating weight W_ij over the pairs, adds the sum
+	// over users of d_u (d_u + 1)/2.
+	pairs, wbar, adds float64
 }
 
 // planCovariance evaluates the covariance gate on train's positions
@@ -131,6 +144,7 @@ func planCovariance(train *data.Store, by [][]int) *covPlan {
 		}
 		pairs := float64(d) * float64(d-1) / 2
 		tot += pairs
+		cp.adds += pairs + float64(d)
 		if d > 0 {
 			wtot += pairs / math.Sqrt(4*float64(d-1)+1)
 		}
@@ -143,7 +157,7 @@ func planCovariance(train *data.Store, by [][]int) *covPlan {
 // pass reports whether the covariance gate passes (gate: ALSCovGate, or
 // p's measurement override).
 func (cp *covPlan) pass(gate float64) bool {
-	return cp.m >= 2 && cp.m <= ALSCovMaxItems && cp.pairs >= gate
+	return cp.m >= 2 && cp.m <= ALSCovMaxItems && cp.adds <= ALSCovMaxPairs && cp.pairs >= gate
 }
 
 // covShrink is the factor by which the estimate C_ij = W_ij M~_ij / (W_ij^2
@@ -178,28 +192,43 @@ func covBiasFraction(p alsPrivateParams) float64 {
 // (covShrink at least ALSCovNoiseGate at the release's sigma), with a
 // note saying why not (public: counts, positions, the plan).
 func covAdmit(o *PrivateOptions, p alsPrivateParams, cp *covPlan) (bool, string) {
-	gate := ALSCovGate
-	if p.covGate > 0 {
-		gate = p.covGate
-	}
+	gate := covGate(p)
 	if !cp.pass(gate) {
-		if cp.m > ALSCovMaxItems {
+		switch {
+		case cp.m < 2:
+			return false, fmt.Sprintf("covariance stage: not run (%d items with ratings)", cp.m)
+		case cp.m > ALSCovMaxItems:
 			return false, fmt.Sprintf("covariance stage: not run (%d items > %d, ALSCovMaxItems)", cp.m, ALSCovMaxItems)
+		case cp.adds > ALSCovMaxPairs:
+			return false, fmt.Sprintf("covariance stage: not run (%.4g co-rated pairs over the users > %g, ALSCovMaxPairs)", cp.adds, float64(ALSCovMaxPairs))
 		}
 		return false, fmt.Sprintf("covariance stage: not run (density gate: %.1f users a pair of items < %g, ALSCovGate)", cp.pairs, gate)
 	}
 	g, _, err := covMechanism(o, alsPositionsClip(o), (1-covBiasFraction(p))*o.Epsilon)
 	if err != nil {
-		return false, ""
+		return false, fmt.Sprintf("covariance stage: not run (its Gaussian cannot be calibrated: %v)", err)
 	}
-	ng := ALSCovNoiseGate
-	if p.covNoiseGate > 0 {
-		ng = p.covNoiseGate
-	}
+	ng := covNoiseGate(p)
 	if f := covShrink(cp.wbar, g.Sigma(), covPrior(o, p)); f < ng {
 		return false, fmt.Sprintf("covariance stage: not run (noise gate: an entry of the mean co-rating weight %.4g keeps %.3g of itself at the release's sigma %.4g, < %g, ALSCovNoiseGate)", cp.wbar, f, g.Sigma(), ng)
 	}
 	return true, ""
+}
+
+// covGate and covNoiseGate are ALSCovGate and ALSCovNoiseGate, or p's
+// measurement overrides.
+func covGate(p alsPrivateParams) float64 {
+	if p.covGate > 0 {
+		return p.covGate
+	}
+	return ALSCovGate
+}
+
+func covNoiseGate(p alsPrivateParams) float64 {
+	if p.covNoiseGate > 0 {
+		return p.covNoiseGate
+	}
+	return ALSCovNoiseGate
 }
 
 // covMechanism returns the covariance release's mechanism at epsilon eps:
@@ -380,7 +409,7 @@ func trainALSCovariance(train *data.Store, by [][]int, m *decomposition.Model, o
 	rep.Composition = fmt.Sprintf("bias release (epsilon %g) then the covariance release (epsilon %g), %s", fb*o.Epsilon, (1-fb)*o.Epsilon, used)
 	rep.Notes = append(rep.Notes,
 		fmt.Sprintf("not released: user rows and user biases (zero in the model); each user solves them at prediction time from the released item side and their own ratings with a ridge of %.4g = %g s^2 on the row and bias (ALSCovFoldRow; billboard model)", rep.FoldRow, foldRow),
-		fmt.Sprintf("covariance stage (entry unit; the positions are public): %.4g of epsilon to the bias release, the rest to M (ALSCovBiasFraction); density gate: %.1f users a pair of the %d items >= %g (ALSCovGate); noise gate: an entry of the mean co-rating weight %.4g keeps %.3g >= %g of itself (ALSCovNoiseGate); residuals clipped to [-c, c], c = %g; C_ij = W_ij M~_ij / (W_ij^2 + sigma^2/tau^2) with W the public co-rating weights, sigma = %.4g the noise's and tau = %g s^2 = %.4g the prior's standard deviation (ALSCovPrior); the item rows' first %d columns are sqrt(l_k) e_k for the %d largest positive eigenvalues l_k of C (%s), the next %d the free columns, the other %d zero", fb, cp.pairs, cp.m, ALSCovGate, cp.wbar, covShrink(cp.wbar, g.Sigma(), tau), ALSCovNoiseGate, c, g.Sigma(), tau/(s*s), tau, K, len(lk), fmtEigen(lk), nfree, R-K-nfree))
+		fmt.Sprintf("covariance stage (entry unit; the positions are public): %.4g of epsilon to the bias release, the rest to M (ALSCovBiasFraction); density gate: %.1f users a pair of the %d items >= %g (ALSCovGate); noise gate: an entry of the mean co-rating weight %.4g keeps %.3g >= %g of itself (ALSCovNoiseGate); residuals clipped to [-c, c], c = %g; C_ij = W_ij M~_ij / (W_ij^2 + sigma^2/tau^2) with W the public co-rating weights, sigma = %.4g the noise's and tau = %g s^2 = %.4g the prior's standard deviation (ALSCovPrior); the item rows' first %d columns hold sqrt(l_k) e_k for C's %d largest positive eigenvalues l_k (%s; any column past them zero), the next %d the free columns, the other %d zero", fb, cp.pairs, cp.m, covGate(p), cp.wbar, covShrink(cp.wbar, g.Sigma(), tau), covNoiseGate(p), c, g.Sigma(), tau/(s*s), tau, K, len(lk), fmtEigen(lk), nfree, R-K-nfree))
 	appendBiasReleaseNotes(rep, brep)
 	return rep, nil
 }

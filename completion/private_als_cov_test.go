@@ -120,6 +120,82 @@ func TestCovMomentsSensitivity(t *testing.T) {
 		t.Errorf("worst move of user 0 %.3f c^2: the bound is never approached", worst0)
 	}
 	t.Logf("worst move %.3f c^2 (user 0: %.3f)", worst, worst0)
+
+	// Fixed cases, each at its worst: (a) a user who rated one item twice
+	// and 9 others once, every residual at -c, one of the doubled ratings
+	// flipped to +c (a summed cell would move by a sqrt(4 (d - 1) + 16)
+	// c^2 > c^2; the average moves by half as much); (b) a user of one
+	// item whose residual moves from 0 to c (only the diagonal moves:
+	// a_u c^2 = c^2, the bound reached).
+	mean3 := privModel(t, decomposition.CP, []int{1, 10}, 1, true, 1, 1)
+	mean3.Mean = 3
+	clear(mean3.Bias[1])
+	one := func(items []int32, vals []float64) []float64 {
+		st := &data.Store{Dims: []int{1, 10}, Idx: [][]int32{make([]int32, len(items)), items}, Val: vals}
+		z := slices.Clone(vals)
+		clippedResiduals(z, st, &o, mean3, c)
+		M, _ := covMoments(st, alsUsers(st), planCovariance(st, alsUsers(st)), z)
+		return M
+	}
+	move := func(a, b []float64) float64 {
+		d := 0.0
+		for k := range a {
+			d += (a[k] - b[k]) * (a[k] - b[k])
+		}
+		return math.Sqrt(d)
+	}
+	items := []int32{0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+	low := slices.Repeat([]float64{1}, len(items))
+	high := slices.Clone(low)
+	high[0] = 5
+	// The cell's mean moves from -c to 0: Dz = c against the 9 other
+	// residuals at -c, and its diagonal entry by c^2; a = 1/sqrt(37).
+	want := c * c * math.Sqrt(10.0/37)
+	if got := move(one(items, low), one(items, high)); got > c*c*(1+1e-9) || math.Abs(got-want) > 1e-9*want {
+		t.Errorf("doubled cell: M moved by %v, want %v (<= c^2 = %v)", got, want, c*c)
+	}
+	if got := move(one([]int32{3}, []float64{3}), one([]int32{3}, []float64{5})); math.Abs(got-c*c) > 1e-9*c*c {
+		t.Errorf("one item, residual 0 to c: M moved by %v, want c^2 = %v", got, c*c)
+	}
+}
+
+// TestCovarianceNoiseGate: the noise gate passes where the noise leaves an
+// entry of the mean weight at least ALSCovNoiseGate of itself and fails
+// below with a note; covShrink is w^2 / (w^2 + sigma^2/tau^2).
+func TestCovarianceNoiseGate(t *testing.T) {
+	t.Parallel()
+	if got, want := covShrink(3, 8, 2), 9.0/(9+16); math.Abs(got-want) > 1e-12 {
+		t.Errorf("covShrink(3, 8, 2) = %v, want %v", got, want)
+	}
+	st := denseStore(2000, 40, 20, 40, 3, 0, 5)
+	cp := planCovariance(st, alsUsers(st))
+	o := baseOpts()
+	p := newALSPrivateParams(&o)
+	share := func(eps float64) float64 {
+		oo := o
+		oo.Epsilon = eps
+		g, _, err := covMechanism(&oo, alsPositionsClip(&oo), (1-ALSCovBiasFraction)*eps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return covShrink(cp.wbar, g.Sigma(), covPrior(&oo, p))
+	}
+	for _, eps := range []float64{0.01, 0.1, 1, 10} {
+		oo := o
+		oo.Epsilon = eps
+		ok, why := covAdmit(&oo, p, cp)
+		f := share(eps)
+		if ok != (f >= ALSCovNoiseGate) {
+			t.Errorf("epsilon %g: share %.3g, admitted %v", eps, f, ok)
+		}
+		if !ok && !strings.Contains(why, "noise gate") {
+			t.Errorf("epsilon %g: note %q", eps, why)
+		}
+		t.Logf("epsilon %g: share %.3g, admitted %v", eps, f, ok)
+	}
+	if share(0.01) >= ALSCovNoiseGate || share(10) < ALSCovNoiseGate {
+		t.Errorf("the log's shares %.3g at epsilon 0.01 and %.3g at 10 do not straddle the gate", share(0.01), share(10))
+	}
 }
 
 // TestCovarianceGate: the gate passes on a dense log and fails on a
