@@ -210,6 +210,7 @@ type alsPrivateParams struct {
 	noCov                                           bool
 	covGate, covBias, covFold, covTau, covNoiseGate float64
 	covNoFree                                       bool
+	covNoCut                                        bool // measurement: no parallel-analysis edge
 }
 
 func newALSPrivateParams(o *PrivateOptions) alsPrivateParams {

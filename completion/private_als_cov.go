@@ -34,7 +34,10 @@ package completion
 //     processing).
 //  4. The item rows' first K columns are v_i = (sqrt(l_1) e_1i, ...,
 //     sqrt(l_K) e_Ki), e_k the eigenvectors of C with the K largest
-//     positive eigenvalues l_k (K = min(R - ALSFreeColumns,
+//     eigenvalues l_k above the parallel-analysis edge (covNullEdge: the
+//     largest eigenvalue C would have, on the same positions and with
+//     the release's noise, if the residuals were independent N(0, v), v
+//     the mean of C's diagonal; post-processing) (K = min(R - ALSFreeColumns,
 //     ALSPositionsMaxRank) from rank ALSPositionsMaxRank up, then the
 //     free columns, the rest zero; K = R below; columns beyond C's
 //     positive eigenvalues are zero): the
@@ -302,16 +305,8 @@ func triIndex(m, a, b int) int {
 // order) of the K largest positive eigenvalues of C, C_ij = W_ij M_ij /
 // (W_ij^2 + ridge) (0 where W_ij is 0), each sqrt(l_k) times its
 // eigenvector, and those eigenvalues.
-func covLoadings(M, W []float64, m, K int, ridge float64) ([]float64, []float64, error) {
-	C := mat.NewSymDense(m, nil)
-	for a := 0; a < m; a++ {
-		for b := a; b < m; b++ {
-			k := triIndex(m, a, b)
-			if W[k] > 0 {
-				C.SetSym(a, b, W[k]*M[k]/(W[k]*W[k]+ridge))
-			}
-		}
-	}
+func covLoadings(M, W []float64, m, K int, ridge, edge float64) ([]float64, []float64, error) {
+	C := covEstimate(M, W, m, ridge)
 	var es mat.EigenSym
 	if !es.Factorize(C, true) {
 		return nil, nil, errors.New("completion: private ALS: the covariance's eigendecomposition failed")
@@ -324,7 +319,7 @@ func covLoadings(M, W []float64, m, K int, ridge float64) ([]float64, []float64,
 	L := make([]float64, m*K)
 	for k := 0; k < K; k++ {
 		j := m - 1 - k
-		if j < 0 || !(vals[j] > 0) {
+		if j < 0 || !(vals[j] > 0) || !(vals[j] > edge) {
 			break
 		}
 		lk = append(lk, vals[j])
@@ -334,6 +329,47 @@ func covLoadings(M, W []float64, m, K int, ridge float64) ([]float64, []float64,
 		}
 	}
 	return L, lk, nil
+}
+
+// covEstimate returns C, C_ij = W_ij M_ij / (W_ij^2 + ridge) (0 where
+// W_ij is 0), from the packed upper triangles M and W.
+func covEstimate(M, W []float64, m int, ridge float64) *mat.SymDense {
+	C := mat.NewSymDense(m, nil)
+	for a := 0; a < m; a++ {
+		for b := a; b < m; b++ {
+			k := triIndex(m, a, b)
+			if W[k] > 0 {
+				C.SetSym(a, b, W[k]*M[k]/(W[k]*W[k]+ridge))
+			}
+		}
+	}
+	return C
+}
+
+// covNullEdge returns the largest eigenvalue C would have if the
+// residuals carried no covariance (parallel analysis): every rating's
+// residual drawn N(0, v) and clipped to [-c, c], on train's positions,
+// the release's Gaussian noise sigma added, estimated as C is. v is the
+// mean diagonal entry of the released C (post-processing); the draws are
+// data-independent (a fixed stream). Eigenvalues of C below it are what
+// the positions' sampling and the noise give without taste.
+func covNullEdge(train *data.Store, by [][]int, cp *covPlan, v, c, sigma, ridge float64) float64 {
+	rng := rand.New(rand.NewPCG(streamALSCov, 3))
+	z := make([]float64, len(train.Val))
+	sd := math.Sqrt(math.Max(v, 0))
+	for e := range z {
+		z[e] = math.Max(-c, math.Min(c, sd*rng.NormFloat64()))
+	}
+	M, W := covMoments(train, by, cp, z)
+	for k := range M {
+		M[k] += sigma * rng.NormFloat64()
+	}
+	var es mat.EigenSym
+	if !es.Factorize(covEstimate(M, W, cp.m, ridge), false) {
+		return 0
+	}
+	vals := es.Values(nil)
+	return vals[len(vals)-1]
 }
 
 // trainALSCovariance is the entry unit's private ALS by the covariance
@@ -380,7 +416,20 @@ func trainALSCovariance(train *data.Store, by [][]int, m *decomposition.Model, o
 	if p.noiseOff {
 		ridge = 0
 	}
-	L, lk, err := covLoadings(M, W, cp.m, K, ridge)
+	edge := 0.0
+	if !p.covNoCut {
+		C := covEstimate(M, W, cp.m, ridge)
+		v := 0.0
+		for i := 0; i < cp.m; i++ {
+			v += C.At(i, i)
+		}
+		sig := g.Sigma()
+		if p.noiseOff {
+			sig = 0
+		}
+		edge = covNullEdge(train, by, cp, v/float64(cp.m), c, sig, ridge)
+	}
+	L, lk, err := covLoadings(M, W, cp.m, K, ridge, edge)
 	if err != nil {
 		return nil, err
 	}
@@ -409,7 +458,7 @@ func trainALSCovariance(train *data.Store, by [][]int, m *decomposition.Model, o
 	rep.Composition = fmt.Sprintf("bias release (epsilon %g) then the covariance release (epsilon %g), %s", fb*o.Epsilon, (1-fb)*o.Epsilon, used)
 	rep.Notes = append(rep.Notes,
 		fmt.Sprintf("not released: user rows and user biases (zero in the model); each user solves them at prediction time from the released item side and their own ratings with a ridge of %.4g = %g s^2 on the row and bias (ALSCovFoldRow; billboard model)", rep.FoldRow, foldRow),
-		fmt.Sprintf("covariance stage (entry unit; the positions are public): %.4g of epsilon to the bias release, the rest to M (ALSCovBiasFraction); density gate: %.1f users a pair of the %d items >= %g (ALSCovGate); noise gate: an entry of the mean co-rating weight %.4g keeps %.3g >= %g of itself (ALSCovNoiseGate); residuals clipped to [-c, c], c = %g; C_ij = W_ij M~_ij / (W_ij^2 + sigma^2/tau^2) with W the public co-rating weights, sigma = %.4g the noise's and tau = %g s^2 = %.4g the prior's standard deviation (ALSCovPrior); the item rows' first %d columns hold sqrt(l_k) e_k for C's %d largest positive eigenvalues l_k (%s; any column past them zero), the next %d the free columns, the other %d zero", fb, cp.pairs, cp.m, covGate(p), cp.wbar, covShrink(cp.wbar, g.Sigma(), tau), covNoiseGate(p), c, g.Sigma(), tau/(s*s), tau, K, len(lk), fmtEigen(lk), nfree, R-K-nfree))
+		fmt.Sprintf("covariance stage (entry unit; the positions are public): %.4g of epsilon to the bias release, the rest to M (ALSCovBiasFraction); density gate: %.1f users a pair of the %d items >= %g (ALSCovGate); noise gate: an entry of the mean co-rating weight %.4g keeps %.3g >= %g of itself (ALSCovNoiseGate); residuals clipped to [-c, c], c = %g; C_ij = W_ij M~_ij / (W_ij^2 + sigma^2/tau^2) with W the public co-rating weights, sigma = %.4g the noise's and tau = %g s^2 = %.4g the prior's standard deviation (ALSCovPrior); the item rows' first %d columns hold sqrt(l_k) e_k for C's %d largest eigenvalues l_k above the parallel-analysis edge %.4g (%s; any column past them zero; the edge is C's largest eigenvalue had the residuals no covariance: N(0, v) residuals on the same positions, v the mean of C's diagonal, with the release's noise, estimated as C is; post-processing), the next %d the free columns, the other %d zero", fb, cp.pairs, cp.m, covGate(p), cp.wbar, covShrink(cp.wbar, g.Sigma(), tau), covNoiseGate(p), c, g.Sigma(), tau/(s*s), tau, K, len(lk), edge, fmtEigen(lk), nfree, R-K-nfree))
 	appendBiasReleaseNotes(rep, brep)
 	return rep, nil
 }

@@ -363,3 +363,32 @@ func TestPrivateALSCovarianceConverges(t *testing.T) {
 		t.Errorf("epsilon 1: private ALS %.4f closes less than half the gap from the bias model %.4f to non-private ALS %.4f", als1, bias1, ref)
 	}
 }
+
+// TestALSCovarianceNoTaste: on a dense log whose ratings carry no taste
+// (item biases plus noise), the parallel-analysis edge keeps the
+// covariance stage near the bias model's level: it drops the columns
+// that noise and sampling alone give, which without the edge (covNoCut)
+// the users fit and lose by. The free columns are off here: this log's
+// users have no slope or popularity taste either, and those columns'
+// cost on such logs is the positions stage's (ALSFreeColumns).
+func TestALSCovarianceNoTaste(t *testing.T) {
+	t.Parallel()
+	st := denseStore(3000, 40, 20, 40, 0, 0, 10)
+	perm := rand.New(rand.NewPCG(9, 9)).Perm(st.NNZ())
+	nva := st.NNZ() / 10
+	tr, va := st.Subset(perm[nva:]), st.Subset(perm[:nva])
+	o := &PrivateOptions{Epsilon: 10, Delta: 1e-5, RatingMin: 1, RatingMax: 5, Noise: perturb.SeededNoise(3)}
+	bias, _ := privateFoldScore(t, tr, va, "bias", 1, o, nil)
+	cut, rep := privateFoldScore(t, tr, va, "als", 10, o, func(p *alsPrivateParams) { p.covNoFree = true })
+	if !strings.Contains(strings.Join(rep.Notes, "\n"), "covariance stage (entry unit") {
+		t.Fatalf("the covariance stage did not run: %q", rep.Notes)
+	}
+	noCut, _ := privateFoldScore(t, tr, va, "als", 10, o, func(p *alsPrivateParams) { p.covNoFree, p.covNoCut = true, true })
+	t.Logf("bias %.4f; covariance stage %.4f, without the edge %.4f", bias, cut, noCut)
+	if cut > 1.015*bias {
+		t.Errorf("covariance stage %.4f, more than 1.5%% above the bias model %.4f on a log without taste", cut, bias)
+	}
+	if noCut < cut+0.25*(cut-bias) || noCut <= cut {
+		t.Errorf("without the edge %.4f, not clearly above the stage with it %.4f (bias %.4f): the test cannot tell", noCut, cut, bias)
+	}
+}

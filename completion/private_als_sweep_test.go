@@ -224,6 +224,7 @@ func sweepTweak(o *PrivateOptions) func(*alsPrivateParams) {
 		}
 		p.noCov = os.Getenv("DPREC_ALS_NOCOV") != ""
 		p.covNoFree = os.Getenv("DPREC_ALS_COVNOFREE") != ""
+		p.covNoCut = os.Getenv("DPREC_ALS_COVNOCUT") != ""
 		p.covTau, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_COVTAU"), 64)
 		p.covNoiseGate, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_COVNOISEGATE"), 64)
 		p.covGate, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_COVGATE"), 64)
@@ -278,6 +279,18 @@ func sweepData(t *testing.T, name string) (tr, va *data.Store, lo, hi float64) {
 			return nil, nil, 0, 0
 		}
 		st, _, err = data.Load(path, data.LoadOptions{Builder: data.BuilderOptions{TimeUnit: data.TimeNone}})
+	case "file":
+		// Any log (DPREC_SWEEP_FILE) on a declared range (DPREC_SWEEP_RANGE
+		// "lo,hi").
+		path := os.Getenv("DPREC_SWEEP_FILE")
+		r := strings.Split(os.Getenv("DPREC_SWEEP_RANGE"), ",")
+		if path == "" || len(r) != 2 {
+			t.Logf("file: skipped (set DPREC_SWEEP_FILE and DPREC_SWEEP_RANGE=lo,hi)")
+			return nil, nil, 0, 0
+		}
+		lo, _ = strconv.ParseFloat(r[0], 64)
+		hi, _ = strconv.ParseFloat(r[1], 64)
+		st, _, err = data.Load(path, data.LoadOptions{Builder: data.BuilderOptions{TimeUnit: data.TimeNone}})
 	case "joke", "jokewide":
 		st, _, err = data.Synth(data.SynthOptions{Users: 5000, Items: 100, Ratings: 250000, Rank: 5, Bias: true, Mean: 3.5, Noise: 1.5, Skew: 0.3}, rand.NewPCG(7, 7))
 		lo, hi = 0.1, 6.9
@@ -322,7 +335,7 @@ func sweepData(t *testing.T, name string) (tr, va *data.Store, lo, hi float64) {
 		st, _, err = data.Synth(data.SynthOptions{Users: 4000, Items: 2000, Ratings: 1000000, Rank: 5, Bias: true, Noise: 0.5, Scale: "0.5-5", Skew: 1}, rand.NewPCG(12, 12))
 		lo, hi = 0.5, 5
 	default:
-		t.Fatalf("unknown log %q (jester, joke, jokeexp, jokeexp3, clickshort, clicklong, heavy, ml, ml100k, synth, wide)", name)
+		t.Fatalf("unknown log %q (file, jester, joke, jokeexp, jokeexp3, clickshort, clicklong, heavy, ml, ml100k, synth, wide)", name)
 	}
 	if err != nil {
 		t.Fatal(err)
