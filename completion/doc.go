@@ -202,8 +202,12 @@
 // rows' first K columns are sqrt(l_k) e_k for the K largest positive
 // eigenvalues l_k of C and their eigenvectors e_k (the loadings of a
 // factor model whose user factors have unit variance; K = min(R - 2,
-// 10) from rank 10 up, then the free columns and zeros; K = R below;
-// columns past C's positive eigenvalues zero); users fold in with the
+// 10) from rank 10 up, then the free columns and zeros; K = R below),
+// keeping only eigenvalues above the parallel-analysis edge (Horn's
+// parallel analysis: C's largest eigenvalue had every residual been
+// independent N(0, v), v the mean of C's diagonal, on the same positions
+// with the release's noise, estimated as C is; one data-independent
+// draw; covNullEdge), the other columns zero; users fold in with the
 // bias mode's penalties but a fixed ridge of ALSCovFoldRow s^2 = 0.8 s^2
 // on the row and bias (a unit prior variance on the factors against a
 // residual variance of about s^2). Noise gate (public: the plan's
