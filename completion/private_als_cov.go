@@ -199,7 +199,7 @@ func covAdmit(o *PrivateOptions, p alsPrivateParams, cp *covPlan) (bool, string)
 	if !cp.pass(gate) {
 		switch {
 		case cp.m < 2:
-			return false, fmt.Sprintf("covariance stage: not run (%d items with ratings)", cp.m)
+			return false, fmt.Sprintf("covariance stage: not run (%d item(s) with ratings; it needs 2)", cp.m)
 		case cp.m > ALSCovMaxItems:
 			return false, fmt.Sprintf("covariance stage: not run (%d items > %d, ALSCovMaxItems)", cp.m, ALSCovMaxItems)
 		case cp.adds > ALSCovMaxPairs:

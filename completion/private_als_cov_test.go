@@ -392,3 +392,44 @@ func TestALSCovarianceNoTaste(t *testing.T) {
 		t.Errorf("without the edge %.4f, not clearly above the stage with it %.4f (bias %.4f): the test cannot tell", noCut, cut, bias)
 	}
 }
+
+// TestALSCovarianceSmall: the stage (its density gate lowered) runs on
+// tiny dense logs at ranks 1 to 12 without error and with finite item
+// rows; a log of one item is refused by the gate with a note.
+func TestALSCovarianceSmall(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name         string
+		users, items int
+		rank         int
+		run          bool
+	}{
+		{"two items, rank 1", 300, 2, 1, true},
+		{"two items, rank 12", 300, 2, 12, true},
+		{"five items, rank 10", 300, 5, 10, true},
+		{"one item", 300, 1, 10, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := denseStore(tc.users, tc.items, 1, tc.items, 1, 10, 4)
+			o := baseOpts()
+			o.Epsilon = 50
+			m := privModel(t, decomposition.CP, st.Dims, tc.rank, true, 1, 1)
+			rep, err := trainPrivateALS(st, m, &o, func(p *alsPrivateParams) { p.covGate = 1e-9 })
+			if err != nil {
+				t.Fatal(err)
+			}
+			notes := strings.Join(rep.Notes, "\n")
+			if ran := strings.Contains(notes, "covariance stage (entry unit"); ran != tc.run {
+				t.Fatalf("stage ran %v, want %v: %q", ran, tc.run, rep.Notes)
+			}
+			if !tc.run && !strings.Contains(notes, "covariance stage: not run (1 item(s) with ratings; it needs 2)") {
+				t.Errorf("no note saying why: %q", rep.Notes)
+			}
+			for _, x := range m.Factors[1] {
+				if math.IsNaN(x) || math.IsInf(x, 0) {
+					t.Fatal("non-finite item row")
+				}
+			}
+		})
+	}
+}
