@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/dprec/dprec/data"
 	"github.com/dprec/dprec/decomposition"
 	"github.com/dprec/dprec/perturb"
@@ -356,6 +358,27 @@ func TestPrivateALSCovarianceConverges(t *testing.T) {
 	}
 	als100, als1, bias1 := score("als", 100), score("als", 1), score("bias", 1)
 	t.Logf("non-private ALS %.4f; private ALS %.4f at epsilon 100, %.4f at 1; bias %.4f at 1", ref, als100, als1, bias1)
+	// The planted rank is 3: at epsilon 100 the edge keeps 3 columns or
+	// more, and the third keeps a share of the taste (an edge too high
+	// would drop it).
+	m, err := decomposition.NewModel(decomposition.CP, tr.Dims, []int{R}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := TrainPrivateALS(tr, m, &PrivateOptions{Epsilon: 100, Delta: 1e-5, RatingMin: 1, RatingMax: 5, Noise: perturb.SeededNoise(2)}); err != nil {
+		t.Fatal(err)
+	}
+	for k := 0; k < 3; k++ {
+		nz := 0
+		for i := 0; i < m.Dims[1]; i++ {
+			if m.Factors[1][i*R+k] != 0 {
+				nz++
+			}
+		}
+		if nz == 0 {
+			t.Errorf("epsilon 100: column %d of the planted rank 3 dropped", k+1)
+		}
+	}
 	if als100 > 1.02*ref {
 		t.Errorf("epsilon 100: private ALS %.4f, more than 2%% above non-private ALS %.4f", als100, ref)
 	}
@@ -370,7 +393,9 @@ func TestPrivateALSCovarianceConverges(t *testing.T) {
 // that noise and sampling alone give, which without the edge (covNoCut)
 // the users fit and lose by. The free columns are off here: this log's
 // users have no slope or popularity taste either, and those columns'
-// cost on such logs is the positions stage's (ALSFreeColumns).
+// cost on such logs is the positions stage's (ALSFreeColumns). (A
+// too-high edge, which would drop real columns, is what
+// TestPrivateALSCovarianceConverges's columns check catches.)
 func TestALSCovarianceNoTaste(t *testing.T) {
 	t.Parallel()
 	st := denseStore(3000, 40, 20, 40, 0, 0, 10)
@@ -385,10 +410,13 @@ func TestALSCovarianceNoTaste(t *testing.T) {
 	}
 	noCut, _ := privateFoldScore(t, tr, va, "als", 10, o, func(p *alsPrivateParams) { p.covNoFree, p.covNoCut = true, true })
 	t.Logf("bias %.4f; covariance stage %.4f, without the edge %.4f", bias, cut, noCut)
-	if cut > 1.015*bias {
-		t.Errorf("covariance stage %.4f, more than 1.5%% above the bias model %.4f on a log without taste", cut, bias)
+	// Over 4 stores x 3 noise seeds: cut / bias 1.008-1.012 (the rest is
+	// the fold-in's lighter ridge on a user bias this log does not have),
+	// (noCut - cut) / (cut - bias) 0.64-1.45.
+	if cut > 1.02*bias {
+		t.Errorf("covariance stage %.4f, more than 2%% above the bias model %.4f on a log without taste", cut, bias)
 	}
-	if noCut < cut+0.25*(cut-bias) || noCut <= cut {
+	if noCut < cut+0.3*(cut-bias) || noCut <= cut {
 		t.Errorf("without the edge %.4f, not clearly above the stage with it %.4f (bias %.4f): the test cannot tell", noCut, cut, bias)
 	}
 }
@@ -431,5 +459,45 @@ func TestALSCovarianceSmall(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCovNullEdge: on residuals without covariance (independent
+// Gaussians, mildly clipped, on a dense log's positions, with the
+// release's noise), the largest eigenvalue of C sits at the
+// parallel-analysis edge computed from the released diagonal alone:
+// within 20% over several draws (one draw of the null; the top
+// eigenvalue of a noise matrix varies), so an edge off by a factor of
+// 1.5 either way fails. (Under heavy clipping the edge sits lower, by
+// design: covEdge.)
+func TestCovNullEdge(t *testing.T) {
+	t.Parallel()
+	st := denseStore(1500, 30, 10, 30, 0, 0, 12)
+	by := alsUsers(st)
+	cp := planCovariance(st, by)
+	const c = 3.0
+	for _, tc := range []struct{ sd, sigma, ridge float64 }{{1, 0, 0}, {1, 3, 0.5}, {1.2, 10, 2}} {
+		for seed := uint64(1); seed <= 3; seed++ {
+			r := rand.New(rand.NewPCG(seed, 40))
+			z := make([]float64, st.NNZ())
+			for e := range z {
+				z[e] = math.Max(-c, math.Min(c, tc.sd*r.NormFloat64()))
+			}
+			M, W := covMoments(st, by, cp, z)
+			for k := range M {
+				M[k] += tc.sigma * r.NormFloat64()
+			}
+			var es mat.EigenSym
+			if !es.Factorize(covEstimate(M, W, cp.m, tc.ridge), false) {
+				t.Fatal("eigendecomposition failed")
+			}
+			vals := es.Values(nil)
+			top := vals[len(vals)-1]
+			edge := covEdge(st, by, cp, M, W, c, tc.sigma, tc.ridge)
+			t.Logf("sd %v, sigma %v, seed %d: top %.4g, edge %.4g", tc.sd, tc.sigma, seed, top, edge)
+			if math.Abs(top/edge-1) > 0.2 {
+				t.Errorf("sd %v, sigma %v, seed %d: C's top eigenvalue %.4g, edge %.4g", tc.sd, tc.sigma, seed, top, edge)
+			}
+		}
 	}
 }

@@ -288,8 +288,12 @@ func sweepData(t *testing.T, name string) (tr, va *data.Store, lo, hi float64) {
 			t.Logf("file: skipped (set DPREC_SWEEP_FILE and DPREC_SWEEP_RANGE=lo,hi)")
 			return nil, nil, 0, 0
 		}
-		lo, _ = strconv.ParseFloat(r[0], 64)
-		hi, _ = strconv.ParseFloat(r[1], 64)
+		var e1, e2 error
+		lo, e1 = strconv.ParseFloat(r[0], 64)
+		hi, e2 = strconv.ParseFloat(r[1], 64)
+		if e1 != nil || e2 != nil || !(lo < hi) {
+			t.Fatalf("DPREC_SWEEP_RANGE %q: want lo,hi with lo < hi", os.Getenv("DPREC_SWEEP_RANGE"))
+		}
 		st, _, err = data.Load(path, data.LoadOptions{Builder: data.BuilderOptions{TimeUnit: data.TimeNone}})
 	case "joke", "jokewide":
 		st, _, err = data.Synth(data.SynthOptions{Users: 5000, Items: 100, Ratings: 250000, Rank: 5, Bias: true, Mean: 3.5, Noise: 1.5, Skew: 0.3}, rand.NewPCG(7, 7))
