@@ -414,20 +414,9 @@ func trainALSCovariance(train *data.Store, by [][]int, m *decomposition.Model, o
 	if err != nil {
 		return nil, fmt.Errorf("completion: private ALS (covariance release): %w", err)
 	}
-	wm, brep, err := scratchBiasReleaseFrom(storeBiasSource{train}, m.Dims[:2], o, fb*o.Epsilon)
+	wm, brep, acc, err := biasThenRelease(train, m.Dims[:2], o, fb, rel)
 	if err != nil {
-		return nil, fmt.Errorf("completion: private ALS (bias release): %w", err)
-	}
-	var acc perturb.Accountant
-	if err := addReleases(&acc, brep.Releases); err != nil {
 		return nil, err
-	}
-	if err := acc.Add(rel, 1); err != nil {
-		return nil, err
-	}
-	eps, delta, used, err := perturb.Budget{Epsilon: o.Epsilon, Delta: o.Delta}.Admit(&acc, perturb.Basic)
-	if err != nil {
-		return nil, fmt.Errorf("completion: private ALS: %w", err)
 	}
 	z := append([]float64(nil), train.Val...)
 	clippedResiduals(z, train, o, wm, c)
@@ -480,9 +469,9 @@ func trainALSCovariance(train *data.Store, by [][]int, m *decomposition.Model, o
 	if p.covFold > 0 {
 		foldRow = p.covFold
 	}
-	rep := entryALSReport(o, m, &acc, eps, delta, used, brep)
+	rep := entryALSReport(o, m, &acc.acc, acc.eps, acc.delta, acc.used, brep)
 	rep.FoldRow = foldRow * s * s
-	rep.Composition = fmt.Sprintf("bias release (epsilon %g) then the covariance release (epsilon %g), %s", fb*o.Epsilon, (1-fb)*o.Epsilon, used)
+	rep.Composition = fmt.Sprintf("bias release (epsilon %g) then the covariance release (epsilon %g), %s", fb*o.Epsilon, (1-fb)*o.Epsilon, acc.used)
 	rep.Notes = append(rep.Notes,
 		fmt.Sprintf("not released: user rows and user biases (zero in the model); each user solves them at prediction time from the released item side and their own ratings with a ridge of %.4g = %g s^2 on the row and bias (ALSCovFoldRow; billboard model)", rep.FoldRow, foldRow),
 		fmt.Sprintf("covariance stage (entry unit; the positions are public): %.4g of epsilon to the bias release, the rest to M (ALSCovBiasFraction); density gate: %.1f users a pair of the %d items >= %g (ALSCovGate); noise gate: an entry of the mean co-rating weight %.4g keeps %.3g >= %g of itself (ALSCovNoiseGate); residuals clipped to [-c, c], c = %g; C_ij = W_ij M~_ij / (W_ij^2 + sigma^2/tau^2) with W the public co-rating weights, sigma = %.4g the noise's and tau = %g s^2 = %.4g the prior's standard deviation (ALSCovPrior); the item rows' first %d columns hold sqrt(l_k) e_k for C's %d largest eigenvalues l_k above the parallel-analysis edge %.4g (%s; any column past them zero; the edge is C's largest eigenvalue had the residuals no covariance: N(0, v) residuals clipped to [-c, c] on the same positions, v the mean of C's diagonal, with the release's noise, estimated as C is, one data-independent draw; post-processing), the next %d the free columns, the other %d zero", fb, cp.pairs, cp.m, covGate(p), cp.wbar, covShrink(cp.wbar, g.Sigma(), tau), covNoiseGate(p), c, g.Sigma(), tau/(s*s), tau, K, len(lk), edge, fmtEigen(lk), nfree, R-K-nfree))

@@ -250,57 +250,12 @@ func TestALSCovarianceRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rel *perturb.Release
-	for k := range rep.Releases {
-		if rep.Releases[k].What == alsCovWhat {
-			rel = &rep.Releases[k]
-		}
-	}
-	c := alsPositionsClip(&o)
-	if rel == nil || rel.Mechanism != perturb.MechGaussian || rel.Sensitivity != c*c {
-		t.Fatalf("covariance release %+v", rel)
-	}
-	checkDerivations(t, "als", rep)
-	var acc perturb.Accountant
-	for _, r := range rep.Releases {
-		_ = acc.Add(r, r.Count)
-	}
-	if e, _, _ := acc.Total(o.Delta); e > o.Epsilon*(1+1e-9) || rep.Delta > o.Delta {
-		t.Errorf("releases recompose to epsilon %v > %v", e, o.Epsilon)
-	}
 	s := o.rulesRange() / biasSpreadDivisor
 	if !strings.Contains(strings.Join(rep.Notes, "\n"), "covariance stage (entry unit") || rep.FoldPerRating != 0 || rep.FoldRow != ALSCovFoldRow*s*s {
 		t.Fatalf("report notes %q, fold per rating %v, fold row %v", rep.Notes, rep.FoldPerRating, rep.FoldRow)
 	}
-	for _, x := range m.Factors[0] {
-		if x != 0 {
-			t.Fatal("user rows released")
-		}
-	}
-	K := R - ALSFreeColumns
-	nonzero := 0
-	for i := 0; i < m.Dims[1]; i++ {
-		for _, x := range m.Row(1, i)[:K] {
-			if x != 0 {
-				nonzero++
-			}
-		}
-	}
-	if nonzero == 0 {
-		t.Fatal("every item row is zero in the stage's columns")
-	}
-	checkFreeColumns(t, m, &o, rep.ItemCounts, K)
-	off := o
-	off.ALSPositions = ALSPositionsOff
-	rep2, err := TrainPrivateALS(st, privModel(t, decomposition.CP, st.Dims, R, true, 1, 1), &off)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rep2.Releases {
-		if r.What == alsCovWhat {
-			t.Fatal("ALSPositionsOff released M")
-		}
-	}
+	c := alsPositionsClip(&o)
+	checkStageRelease(t, st, m, o, rep, R, alsCovWhat, c*c, R-ALSFreeColumns)
 	// The noise of M, over seeds: the truth is M at the same bias release
 	// (deterministic for a seed).
 	nt := newNoiseTally()

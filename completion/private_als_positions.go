@@ -649,6 +649,36 @@ func solvePositions(S, G []float64, pe *positionsEmbed, rho float64) ([]float64,
 	return v, nil
 }
 
+// stageBudget is the accounting of an entry-unit stage's two releases.
+type stageBudget struct {
+	acc        perturb.Accountant
+	eps, delta float64
+	used       perturb.Composition
+}
+
+// biasThenRelease is the budget of the entry unit's positions and
+// covariance stages: the bias mode's release at fb of o.Epsilon (it runs
+// here and returns the bias model and its report), then rel, admitted
+// within (o.Epsilon, o.Delta) by basic composition.
+func biasThenRelease(train *data.Store, dims []int, o *PrivateOptions, fb float64, rel perturb.Release) (*decomposition.Model, *perturb.Report, *stageBudget, error) {
+	wm, brep, err := scratchBiasReleaseFrom(storeBiasSource{train}, dims, o, fb*o.Epsilon)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("completion: private ALS (bias release): %w", err)
+	}
+	b := &stageBudget{}
+	if err := addReleases(&b.acc, brep.Releases); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := b.acc.Add(rel, 1); err != nil {
+		return nil, nil, nil, err
+	}
+	budget := perturb.Budget{Epsilon: o.Epsilon, Delta: o.Delta}
+	if b.eps, b.delta, b.used, err = budget.Admit(&b.acc, perturb.Basic); err != nil {
+		return nil, nil, nil, fmt.Errorf("completion: private ALS: %w", err)
+	}
+	return wm, brep, b, nil
+}
+
 // trainALSPositions is the entry unit's private ALS by the positions
 // stage (the spectral gate has passed): the bias release, then the
 // positions release and W's solve.
@@ -689,20 +719,9 @@ func trainALSPositions(train *data.Store, by [][]int, m *decomposition.Model, o 
 	}
 	rhoNoise := rho
 	rho = max(rho, floor)
-	wm, brep, err := scratchBiasReleaseFrom(storeBiasSource{train}, m.Dims[:2], o, fb*o.Epsilon)
+	wm, brep, acc, err := biasThenRelease(train, m.Dims[:2], o, fb, rel)
 	if err != nil {
-		return nil, fmt.Errorf("completion: private ALS (bias release): %w", err)
-	}
-	var acc perturb.Accountant
-	if err := addReleases(&acc, brep.Releases); err != nil {
 		return nil, err
-	}
-	if err := acc.Add(rel, 1); err != nil {
-		return nil, err
-	}
-	eps, delta, used, err := perturb.Budget{Epsilon: o.Epsilon, Delta: o.Delta}.Admit(&acc, perturb.Basic)
-	if err != nil {
-		return nil, fmt.Errorf("completion: private ALS: %w", err)
 	}
 	S := positionsS(train, o, wm, pe, c)
 	if !p.noiseOff {
@@ -732,9 +751,9 @@ func trainALSPositions(train *data.Store, by [][]int, m *decomposition.Model, o 
 		free = min(ALSFreeColumns, R-K)
 		freeItemColumnsAt(m, o, brep.ItemCounts, K)
 	}
-	rep := entryALSReport(o, m, &acc, eps, delta, used, brep)
+	rep := entryALSReport(o, m, &acc.acc, acc.eps, acc.delta, acc.used, brep)
 	rep.FoldRow = ALSPositionsFoldRow
-	rep.Composition = fmt.Sprintf("bias release (epsilon %g) then the positions release (epsilon %g), %s", fb*o.Epsilon, fp*o.Epsilon, used)
+	rep.Composition = fmt.Sprintf("bias release (epsilon %g) then the positions release (epsilon %g), %s", fb*o.Epsilon, fp*o.Epsilon, acc.used)
 	rep.Notes = append(rep.Notes,
 		fmt.Sprintf("not released: user rows and user biases (zero in the model); each user solves them at prediction time from the released item side and their own ratings with a ridge of %g on the row and bias (ALSPositionsFoldRow; the bias mode's time-bucket penalty; billboard model)", ALSPositionsFoldRow),
 		fmt.Sprintf("positions stage budget: %.4g of its epsilon (%g, what the rating spread's release leaves) to the bias release, the rest to S (rule on that epsilon: 0.35 up to 0.5, 0.65 from 1, log-linear between; ALSPositionsBiasFraction)", fb, o.Epsilon),

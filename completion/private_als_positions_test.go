@@ -161,59 +161,14 @@ func TestALSPositionsRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rel *perturb.Release
-	for k := range rep.Releases {
-		if rep.Releases[k].What == alsPositionsWhat {
-			rel = &rep.Releases[k]
-		}
-	}
-	if rel == nil || rel.Mechanism != perturb.MechGaussian || rel.Sensitivity != 2*alsPositionsClip(&o) {
-		t.Fatalf("positions release %+v", rel)
-	}
-	checkDerivations(t, "als", rep)
-	var acc perturb.Accountant
-	for _, r := range rep.Releases {
-		_ = acc.Add(r, r.Count)
-	}
-	if e, _, _ := acc.Total(o.Delta); e > o.Epsilon*(1+1e-9) || rep.Delta > o.Delta {
-		t.Errorf("releases recompose to epsilon %v > %v", e, o.Epsilon)
-	}
 	if !strings.Contains(strings.Join(rep.Notes, "\n"), "positions stage (entry unit") || rep.FoldPerRating != 0 || rep.FoldRow != ALSPositionsFoldRow {
 		t.Fatalf("report notes %q, fold per rating %v, fold row %v", rep.Notes, rep.FoldPerRating, rep.FoldRow)
-	}
-	for _, x := range m.Factors[0] {
-		if x != 0 {
-			t.Fatal("user rows released")
-		}
 	}
 	K := min(R-ALSFreeColumns, ALSPositionsMaxRank)
 	if K != positionsRank(R, alsPrivateParams{}) {
 		t.Fatalf("K = %d, positionsRank %d", K, positionsRank(R, alsPrivateParams{}))
 	}
-	nonzero := 0
-	for i := 0; i < m.Dims[1]; i++ {
-		for _, x := range m.Row(1, i)[:K] {
-			if x != 0 {
-				nonzero++
-			}
-		}
-	}
-	if nonzero == 0 {
-		t.Fatal("every item row is zero in the positions' columns")
-	}
-	// After the positions' K columns, the free columns, then zeros.
-	checkFreeColumns(t, m, &o, rep.ItemCounts, K)
-	off := o
-	off.ALSPositions = ALSPositionsOff
-	rep2, err := TrainPrivateALS(st, privModel(t, decomposition.CP, st.Dims, R, true, 1, 1), &off)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rep2.Releases {
-		if r.What == alsPositionsWhat {
-			t.Fatal("ALSPositionsOff released S")
-		}
-	}
+	checkStageRelease(t, st, m, o, rep, R, alsPositionsWhat, 2*alsPositionsClip(&o), K)
 	// At a tiny epsilon the ridge the noise calls for would shrink W to
 	// about zero: the shrinkage gate sends the run to the residual route
 	// (here its fallback, the bias mode) without releasing S.
@@ -443,5 +398,61 @@ func TestPrivateALSQuietRegime(t *testing.T) {
 	}
 	if stage < route {
 		t.Errorf("the positions stage %.4f below the route %.4f: the log does not show the regime's case", stage, route)
+	}
+}
+
+// checkStageRelease checks an entry-unit stage's report and model (rep
+// and m from TrainPrivateALS on st with o at rank R): the stage's
+// release what is Gaussian at l2 sensitivity sens; every release has a
+// derivation and they recompose within the budget; user rows are zero;
+// the first K item columns are not all zero, the free columns follow
+// them; ALSPositionsOff makes no such release.
+func checkStageRelease(t *testing.T, st *data.Store, m *decomposition.Model, o PrivateOptions, rep *perturb.Report, R int, what string, sens float64, K int) {
+	t.Helper()
+	var rel *perturb.Release
+	for k := range rep.Releases {
+		if rep.Releases[k].What == what {
+			rel = &rep.Releases[k]
+		}
+	}
+	if rel == nil || rel.Mechanism != perturb.MechGaussian || rel.Sensitivity != sens {
+		t.Fatalf("release %q: %+v", what, rel)
+	}
+	checkDerivations(t, "als", rep)
+	var acc perturb.Accountant
+	for _, r := range rep.Releases {
+		_ = acc.Add(r, r.Count)
+	}
+	if e, _, _ := acc.Total(o.Delta); e > o.Epsilon*(1+1e-9) || rep.Delta > o.Delta {
+		t.Errorf("releases recompose to epsilon %v > %v", e, o.Epsilon)
+	}
+	for _, x := range m.Factors[0] {
+		if x != 0 {
+			t.Fatal("user rows released")
+		}
+	}
+	nonzero := 0
+	for i := 0; i < m.Dims[1]; i++ {
+		for _, x := range m.Row(1, i)[:K] {
+			if x != 0 {
+				nonzero++
+			}
+		}
+	}
+	if nonzero == 0 {
+		t.Fatal("every item row is zero in the stage's columns")
+	}
+	// After the stage's K columns, the free columns, then zeros.
+	checkFreeColumns(t, m, &o, rep.ItemCounts, K)
+	off := o
+	off.ALSPositions = ALSPositionsOff
+	rep2, err := TrainPrivateALS(st, privModel(t, decomposition.CP, st.Dims, R, true, 1, 1), &off)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep2.Releases {
+		if r.What == what {
+			t.Fatalf("ALSPositionsOff released %q", what)
+		}
 	}
 }
