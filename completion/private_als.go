@@ -200,9 +200,12 @@ type alsPrivateParams struct {
 	userPosGate     float64 // the release's gate (ALSUserPositionsGate)
 	userPosScale    float64 // the columns' scale (ALSUserPositionsScale)
 	userCols        *userPositions
-	heldOut         []bool    // user unit: users held out of the steps (alsHeldOut)
-	ridgeCands      []float64 // the last step's candidate item ridges (ALSRidgeCandidates)
-	ridgeOff        bool      // measurement: no ridge selection
+	// userCov is the user unit's covariance stage when it ran in place
+	// of the item steps (private_als_cov_user.go; nil: it did not).
+	userCov    *covUser
+	heldOut    []bool    // user unit: users held out of the steps (alsHeldOut)
+	ridgeCands []float64 // the last step's candidate item ridges (ALSRidgeCandidates)
+	ridgeOff   bool      // measurement: no ridge selection
 	// noCov (measurement) skips the covariance stage; covGate, covBias,
 	// covFold and covTau (0: the constants) replace ALSCovGate,
 	// ALSCovBiasFraction, ALSCovFoldRow and ALSCovPrior; covNoFree drops
@@ -210,7 +213,8 @@ type alsPrivateParams struct {
 	noCov                                           bool
 	covGate, covBias, covFold, covTau, covNoiseGate float64
 	covNoFree                                       bool
-	covNoCut                                        bool // measurement: no parallel-analysis edge
+	covNoCut                                        bool    // measurement: no parallel-analysis edge
+	covEdgeMul                                      float64 // measurement: a factor on the user unit's edge (0: 1)
 }
 
 func newALSPrivateParams(o *PrivateOptions) alsPrivateParams {
@@ -706,6 +710,23 @@ func trainPrivateALSResolved(train *data.Store, src storeALSSource, m *decomposi
 			return nil, err
 		}
 	}
+	var covNote string
+	if o.Unit == UnitUser && p.steps > 0 && !p.noCov && o.ALSPositions != ALSPositionsOff {
+		// The covariance stage, when its gates pass on the released
+		// counts and users: it spends the steps' share instead of them
+		// (private_als_cov_user.go).
+		cu, why, err := alsUserCovariance(train, m, &o, p, bias, sens, fallbackSigma)
+		if err != nil {
+			return nil, err
+		}
+		if cu != nil {
+			p.userCov = cu
+			p.steps, acc = 0, cu.acc
+			p.heldOut, p.ridgeCands = nil, nil
+		} else {
+			covNote = why
+		}
+	}
 	if o.Unit == UnitUser && p.gate > 0 && p.steps > 0 {
 		// Under the user unit the counts are private, but the bias mode
 		// has just released noisy ones: the same rule on them, after the
@@ -792,6 +813,9 @@ func trainPrivateALSResolved(train *data.Store, src storeALSSource, m *decomposi
 	if err == nil && ridgeNote != "" {
 		rep.Notes = append(rep.Notes, ridgeNote)
 	}
+	if err == nil && covNote != "" {
+		rep.Notes = append(rep.Notes, covNote)
+	}
 	return rep, err
 }
 
@@ -843,7 +867,10 @@ func alsRelease(o *PrivateOptions, p alsPrivateParams, bo *PrivateOptions, m *de
 		return nil, fmt.Errorf("completion: private ALS: %w", err)
 	}
 	clear(m.Factors[1])
-	if p.steps == 0 {
+	switch {
+	case p.userCov != nil:
+		p.userCov.apply(m, bias.releasedCounts())
+	case p.steps == 0:
 		freeItemColumns(m, o, bias.releasedCounts())
 		p.userCols.apply(m)
 	}
@@ -871,6 +898,8 @@ func alsRelease(o *PrivateOptions, p alsPrivateParams, bo *PrivateOptions, m *de
 		// steps the model is the bias mode's and folds in as it does,
 		// but for the user unit's fallback ridge on the row and bias.
 		rep.FoldPerRating = p.lambda
+	} else if p.userCov != nil {
+		rep.FoldRow = p.userCov.foldRow
 	} else if o.Unit == UnitUser {
 		rep.FoldRow = ALSUserFallbackFoldRow
 	}
@@ -882,18 +911,26 @@ func alsRelease(o *PrivateOptions, p alsPrivateParams, bo *PrivateOptions, m *de
 		// counts.
 		rep.Covered = append(rep.Covered, "number of users", "number of ratings", "item counts (noisy; used by the bias estimate, the item solve and the learnability rule, and saved as the report's item_counts for rankings)")
 	}
+	if p.userCov != nil {
+		rep.Covered = append(rep.Covered, "residual spread (the covariance stage's s^, stated in its note)")
+	}
 	rest := "the Gaussian item steps"
 	if p.steps > 0 && len(p.ridgeCands) >= 2 {
 		rest = fmt.Sprintf("the Gaussian item steps and the item ridge's selection (%g of their mu^2 together)", ALSRidgeShare)
 	}
 	if p.steps == 0 && p.biasFrac < 1 {
 		rest = "the second release of the item counts and sums (no item step ran)"
-		if p.userCols != nil {
+		if p.userCov != nil {
+			rest = "the covariance stage's releases of the residual spread and of (M/c^2, W) (no item step ran)"
+		} else if p.userCols != nil {
 			rest = fmt.Sprintf("the second release of the item counts and sums and the release of the users' item co-occurrence (no item step ran; %g of the share's mu^2 to the co-occurrence, its gate: the noise's spectral edge 2 sigma sqrt(I) at most %g times the released number of users)", p.userPosShare, p.userPosGate)
 		}
 	}
 	fold := fmt.Sprintf("with the training's per-rating ridge %g plus %g", p.lambda, ALSPrivateFoldRow)
-	if p.steps == 0 {
+	if p.userCov != nil {
+		fold = fmt.Sprintf("with the bias mode's penalties but a ridge of %.4g = %g s^2 on the row and bias, s the covariance stage's (no item step ran; ALSCovFoldRow)", rep.FoldRow, covFoldRow(p))
+		rep.Notes = append(rep.Notes, p.userCov.note(o, p, R))
+	} else if p.steps == 0 {
 		fold = "with the bias mode's penalties (no item step ran)"
 		if o.Unit == UnitUser {
 			fold = fmt.Sprintf("with the bias mode's penalties but a fixed ridge of %g on the row and bias (no item step ran; ALSUserFallbackFoldRow)", ALSUserFallbackFoldRow)
@@ -966,7 +1003,6 @@ func alsUserFallback(train *data.Store, m *decomposition.Model, o *PrivateOption
 		f = p.userPosShare
 	}
 	const posDeriv = "removing a user removes p_u p_u^T, p_u = 1/sqrt(n_u) on each item the user rated (at most ALSUserPositionsMaxPerUser, a subset that depends on the user's own items and a seed only): its upper triangle has squared norm (n_u + 1)/(2 n_u) <= 1 whatever n_u is (completion doc, Sensitivities, Private ALS, user unit: the position columns)"
-	budget := perturb.Budget{Epsilon: o.Epsilon, Delta: o.Delta}
 	// z is the noise multiplier of the whole share as one release; the
 	// counts and sums get z/sqrt(1 - f), the co-occurrence z/sqrt(f).
 	accWith := func(z float64) *perturb.Accountant {
@@ -983,13 +1019,7 @@ func alsUserFallback(train *data.Store, m *decomposition.Model, o *PrivateOption
 		return &acc
 	}
 	plan := func() (float64, error) {
-		z := sigma / (sens * math.Sqrt(float64(p.steps)))
-		for !budget.Fits(accWith(z), o.Accounting) {
-			if z *= 1.01; math.IsInf(z, 0) {
-				return 0, fmt.Errorf("completion: private ALS: %w: no noise fits epsilon %v, delta %v", perturb.ErrBudget, o.Epsilon, o.Delta)
-			}
-		}
-		return z, nil
+		return planShare(o, sigma/(sens*math.Sqrt(float64(p.steps))), accWith)
 	}
 	z, err := plan()
 	if err != nil {
@@ -1048,6 +1078,22 @@ func alsUserFallback(train *data.Store, m *decomposition.Model, o *PrivateOption
 		note += fmt.Sprintf("; the users' item co-occurrence is not released (%d items, above ALSUserPositionsMaxItems = %d)", len(bias.sums), ALSUserPositionsMaxItems)
 	}
 	return accWith(z), note, up, nil
+}
+
+// planShare returns the smallest noise multiplier z, from start up in
+// steps of 1%, at which the accountant accWith(z) (the bias releases and
+// what spends the item steps' share at multiplier z) fits o's budget:
+// start is the steps' own, sigma/(Delta sqrt(T)), so a branch that spends
+// the share instead of the steps has no more privacy loss than they.
+func planShare(o *PrivateOptions, start float64, accWith func(z float64) *perturb.Accountant) (float64, error) {
+	budget := perturb.Budget{Epsilon: o.Epsilon, Delta: o.Delta}
+	z := start
+	for !budget.Fits(accWith(z), o.Accounting) {
+		if z *= 1.01; math.IsInf(z, 0) {
+			return 0, fmt.Errorf("completion: private ALS: %w: no noise fits epsilon %v, delta %v", perturb.ErrBudget, o.Epsilon, o.Delta)
+		}
+	}
+	return z, nil
 }
 
 // alsFallbackWhat names alsUserFallback's release in the report.

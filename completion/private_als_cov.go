@@ -221,6 +221,14 @@ func covAdmit(o *PrivateOptions, p alsPrivateParams, cp *covPlan) (bool, string)
 	return true, ""
 }
 
+// covFoldRow is ALSCovFoldRow, or p's measurement override.
+func covFoldRow(p alsPrivateParams) float64 {
+	if p.covFold > 0 {
+		return p.covFold
+	}
+	return ALSCovFoldRow
+}
+
 // covGate and covNoiseGate are ALSCovGate and ALSCovNoiseGate, or p's
 // measurement overrides.
 func covGate(p alsPrivateParams) float64 {
@@ -252,8 +260,10 @@ func covMechanism(o *PrivateOptions, c, eps float64) (*perturb.Gaussian, perturb
 
 // covMoments returns M and W, the upper triangles (packed row by row:
 // triIndex) over the plan's items of sum_u a_u z_u z_u^T and of
-// sum_u a_u 1_u 1_u^T, from the residuals z of train's ratings.
-func covMoments(train *data.Store, by [][]int, cp *covPlan, z []float64) (M, W []float64) {
+// sum_u a_u 1_u 1_u^T, from the residuals z of train's ratings, a_u =
+// weight(d_u) for a user with d_u distinct items (covWeightEntry at the
+// entry unit, covWeightUser at the user unit).
+func covMoments(train *data.Store, by [][]int, cp *covPlan, z []float64, weight func(d int) float64) (M, W []float64) {
 	m := cp.m
 	M = make([]float64, m*(m+1)/2)
 	W = make([]float64, len(M))
@@ -283,7 +293,7 @@ func covMoments(train *data.Store, by [][]int, cp *covPlan, z []float64) (M, W [
 			continue
 		}
 		slices.SortFunc(cells, func(a, b cell) int { return a.row - b.row })
-		a := 1 / math.Sqrt(4*float64(d-1)+1)
+		a := weight(d)
 		for x := range cells {
 			zx := cells[x].sum / float64(cells[x].nrat)
 			base := triIndex(m, cells[x].row, 0)
@@ -297,6 +307,11 @@ func covMoments(train *data.Store, by [][]int, cp *covPlan, z []float64) (M, W [
 	}
 	return M, W
 }
+
+// covWeightEntry is the entry unit's weight a_u = 1/sqrt(4 (d_u - 1) + 1)
+// of a user with d_u distinct items (the release's l2 sensitivity is then
+// c^2 under a change of one rating).
+func covWeightEntry(d int) float64 { return 1 / math.Sqrt(4*float64(d-1)+1) }
 
 // triIndex is the index of entry (a, b), a <= b, of an m x m upper
 // triangle packed row by row.
@@ -362,15 +377,26 @@ func covEstimate(M, W []float64, m int, ridge float64) *mat.SymDense {
 // C below it are what the positions' sampling and the noise give without
 // taste.
 func covNullEdge(train *data.Store, by [][]int, cp *covPlan, v, c, sigma, ridge float64) float64 {
-	rng := rand.New(rand.NewPCG(streamALSCov, 3))
+	return covNullEdgeWith(train, by, cp, v, c, sigma, 0, ridge, covWeightEntry, rand.New(rand.NewPCG(streamALSCov, 3)))
+}
+
+// covNullEdgeWith is covNullEdge with the weights a_u = weight(d_u), the
+// draws from rng, and, when sigmaW > 0, noise of that sd on W too (the
+// user unit releases W), W then clamped at 0 as the release's is.
+func covNullEdgeWith(train *data.Store, by [][]int, cp *covPlan, v, c, sigma, sigmaW, ridge float64, weight func(int) float64, rng *rand.Rand) float64 {
 	z := make([]float64, len(train.Val))
 	sd := math.Sqrt(math.Max(v, 0))
 	for e := range z {
 		z[e] = math.Max(-c, math.Min(c, sd*rng.NormFloat64()))
 	}
-	M, W := covMoments(train, by, cp, z)
+	M, W := covMoments(train, by, cp, z, weight)
 	for k := range M {
 		M[k] += sigma * rng.NormFloat64()
+	}
+	if sigmaW > 0 {
+		for k := range W {
+			W[k] = math.Max(0, W[k]+sigmaW*rng.NormFloat64())
+		}
 	}
 	var es mat.EigenSym
 	if !es.Factorize(covEstimate(M, W, cp.m, ridge), false) {
@@ -420,7 +446,7 @@ func trainALSCovariance(train *data.Store, by [][]int, m *decomposition.Model, o
 	}
 	z := append([]float64(nil), train.Val...)
 	clippedResiduals(z, train, o, wm, c)
-	M, W := covMoments(train, by, cp, z)
+	M, W := covMoments(train, by, cp, z, covWeightEntry)
 	if !p.noiseOff {
 		g.AddTo(M, rand.New(o.source(streamALSCov)))
 	}
@@ -465,10 +491,7 @@ func trainALSCovariance(train *data.Store, by [][]int, m *decomposition.Model, o
 		nfree = min(ALSFreeColumns, R-K)
 		freeItemColumnsAt(m, o, brep.ItemCounts, K)
 	}
-	foldRow := ALSCovFoldRow
-	if p.covFold > 0 {
-		foldRow = p.covFold
-	}
+	foldRow := covFoldRow(p)
 	rep := entryALSReport(o, m, &acc.acc, acc.eps, acc.delta, acc.used, brep)
 	rep.FoldRow = foldRow * s * s
 	rep.Composition = fmt.Sprintf("bias release (epsilon %g) then the covariance release (epsilon %g), %s", fb*o.Epsilon, (1-fb)*o.Epsilon, acc.used)

@@ -79,7 +79,7 @@ func TestCovMomentsSensitivity(t *testing.T) {
 	moments := func(s *data.Store) ([]float64, []float64) {
 		z := slices.Clone(s.Val)
 		clippedResiduals(z, s, &o, wm, c)
-		return covMoments(s, by, cp, z)
+		return covMoments(s, by, cp, z, covWeightEntry)
 	}
 	M, W := moments(st)
 	worst, worst0 := 0.0, 0.0
@@ -136,7 +136,7 @@ func TestCovMomentsSensitivity(t *testing.T) {
 		st := &data.Store{Dims: []int{1, 10}, Idx: [][]int32{make([]int32, len(items)), items}, Val: vals}
 		z := slices.Clone(vals)
 		clippedResiduals(z, st, &o, mean3, c)
-		M, _ := covMoments(st, alsUsers(st), planCovariance(st, alsUsers(st)), z)
+		M, _ := covMoments(st, alsUsers(st), planCovariance(st, alsUsers(st)), z, covWeightEntry)
 		return M
 	}
 	move := func(a, b []float64) float64 {
@@ -282,7 +282,7 @@ func TestALSCovarianceRelease(t *testing.T) {
 		}
 		z := slices.Clone(st.Val)
 		clippedResiduals(z, st, &rr, wm, alsPositionsClip(&rr))
-		truth, _ := covMoments(st, by, cp, z)
+		truth, _ := covMoments(st, by, cp, z, covWeightEntry)
 		if len(got[alsCovWhat]) != 1 {
 			t.Fatalf("seed %d: %d releases of M", seed, len(got[alsCovWhat]))
 		}
@@ -438,7 +438,7 @@ func TestCovNullEdge(t *testing.T) {
 			for e := range z {
 				z[e] = math.Max(-c, math.Min(c, tc.sd*r.NormFloat64()))
 			}
-			M, W := covMoments(st, by, cp, z)
+			M, W := covMoments(st, by, cp, z, covWeightEntry)
 			for k := range M {
 				M[k] += tc.sigma * r.NormFloat64()
 			}

@@ -230,6 +230,7 @@ func sweepTweak(o *PrivateOptions) func(*alsPrivateParams) {
 		p.covGate, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_COVGATE"), 64)
 		p.covBias, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_COVBIAS"), 64)
 		p.covFold, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_COVFOLD"), 64)
+		p.covEdgeMul, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_COVEDGEMUL"), 64)
 		p.quietRatio, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_QUIETRATIO"), 64)
 		p.quietNoise, _ = strconv.ParseFloat(os.Getenv("DPREC_ALS_QUIETNOISE"), 64)
 		if x, err := strconv.ParseFloat(os.Getenv("DPREC_ALS_INPUTBIAS"), 64); err == nil {

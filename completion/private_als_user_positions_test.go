@@ -198,7 +198,9 @@ func TestALSUserPositions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	forceFallback := func(p *alsPrivateParams) { p.userGateShare = 2 }
+	// The fallback: the item steps and the covariance stage (this log is
+	// dense enough for it) off.
+	forceFallback := func(p *alsPrivateParams) { p.userGateShare, p.noCov = 2, true }
 	run := func(oo *PrivateOptions, tweak func(*alsPrivateParams)) (*decomposition.Model, *perturb.Report) {
 		t.Helper()
 		return trainUserALS(t, st, R, oo, tweak)
@@ -430,7 +432,7 @@ func TestUserCooccurrenceUnbounded(t *testing.T) {
 	o.Unbounded = train
 	got := map[string][][]float64{}
 	o.probe = probeInto(got)
-	_, rep := trainUserALS(t, st, R, &o, func(p *alsPrivateParams) { p.userGateShare = 2 })
+	_, rep := trainUserALS(t, st, R, &o, func(p *alsPrivateParams) { p.userGateShare, p.noCov = 2, true })
 	if len(got[alsUserPosWhat]) != 1 {
 		t.Fatalf("%d co-occurrence releases; notes %q", len(got[alsUserPosWhat]), rep.Notes)
 	}
@@ -457,14 +459,14 @@ func TestUserCooccurrenceUnbounded(t *testing.T) {
 	}
 	// Without the co-occurrence's release the relation is the plain one.
 	o.probe = nil
-	_, rep0 := trainUserALS(t, st, R, &o, func(p *alsPrivateParams) { p.userGateShare = 2; p.userPosOff = true })
+	_, rep0 := trainUserALS(t, st, R, &o, func(p *alsPrivateParams) { p.userGateShare, p.noCov = 2, true; p.userPosOff = true })
 	if strings.Contains(rep0.Relation, "co-occurrence") {
 		t.Fatalf("no co-occurrence was released, but the relation names it: %q", rep0.Relation)
 	}
 	// Another item domain is refused.
 	o.Unbounded = userStore([]int{30, 20}, 400, 22)
 	o.probe = nil
-	if _, err := trainPrivateALS(st, privModel(t, decomposition.CP, []int{1, st.Dims[1]}, R, true, 1, 1), &o, func(p *alsPrivateParams) { p.userGateShare = 2 }); !errors.Is(err, ErrDomain) {
+	if _, err := trainPrivateALS(st, privModel(t, decomposition.CP, []int{1, st.Dims[1]}, R, true, 1, 1), &o, func(p *alsPrivateParams) { p.userGateShare, p.noCov = 2, true }); !errors.Is(err, ErrDomain) {
 		t.Fatalf("an unbounded store over 20 items for a training store over %d: err %v, want ErrDomain", st.Dims[1], err)
 	}
 }

@@ -1,0 +1,387 @@
+package completion
+
+// PRIVATE ALS, USER UNIT: THE COVARIANCE STAGE.
+//
+// The entry unit's covariance stage (private_als_cov.go) with the user as
+// the unit of privacy. Under the user unit the positions are private, so
+// the co-rating weights W are released with M, every gate reads released
+// values only, and the parallel-analysis null is drawn on synthetic
+// positions built from released values:
+//
+//  1. The bias releases as for the item steps (ALSPrivateBiasFraction of
+//     epsilon). The stage then spends the item steps' share instead of
+//     them, when its gates pass on the released values (so the choice
+//     is post-processing, and both branches are planned to the same
+//     budget: planShare).
+//  2. z_ui = clip(clamp(r_ui) - mu~ - b~_i, -c, c) on the k-bounded log
+//     (c = alsPositionsClip, as at the entry unit), averaged over a
+//     user's repeated ratings of an item.
+//  3. M = sum_u a_u z_u z_u^T and W = sum_u a_u 1_u 1_u^T over the user's
+//     d_u distinct items, a_u = 1/d_u. Sensitivity (add or remove a
+//     user): removing u removes a_u z_u z_u^T, whose upper triangle has
+//     squared norm a_u^2 ((sum_i z_ui^2)^2 + sum_i z_ui^4)/2 <= c^4 (d_u^2
+//     + d_u)/(2 d_u^2) = c^4 (d_u + 1)/(2 d_u) <= c^4, and a_u 1_u 1_u^T,
+//     whose upper triangle has squared norm (d_u + 1)/(2 d_u) <= 1; the
+//     other users' terms do not depend on u. So the vector (M/c^2, W) has
+//     l2 sensitivity sqrt(2) whatever d_u is (equality at d_u = 1), and
+//     it is released as one Gaussian of noise sd sigma' (M's noise sd is
+//     then sigma' c^2).
+//  4. C_ij = W+_ij M~_ij / (W+_ij^2 + sigma_M^2/tau^2), W+ = max(W~, 0),
+//     tau = ALSCovPrior s^2, and the item rows from C's leading
+//     eigenvectors above the parallel-analysis edge, the free columns and
+//     the fold-in ridge ALSCovFoldRow s^2 exactly as at the entry unit
+//     (post-processing).
+//
+// The gates, on released values (the noisy number of users N~ and item
+// counts n~_i of the bias releases) and public ones (I, k, epsilon,
+// delta, the range): I at most ALSCovMaxItems; N~ k (k + 1)/2 at most
+// ALSCovMaxPairs (time); the density gate: the number of users a pair of
+// items would have were the users' items independent, sum_{i<j} n~_i n~_j
+// / N~ over the I (I - 1)/2 pairs, at least ALSCovGate; the noise gate:
+// an entry of the mean co-rating weight, (sum_i n~_i - N~)/(I (I - 1))
+// (the sum of W's off-diagonal entries is sum_u (d_u - 1)/2 exactly),
+// keeps at least ALSCovNoiseGate of itself (covShrink at sigma_M).
+//
+// The edge: the null's positions are synthetic, round(N~) users of
+// round(sum n~_i / N~) items each, drawn without replacement with
+// probabilities proportional to n~_i from a fixed stream; on them the
+// residuals are N(0, v) clipped to [-c, c] (v the mean of C's diagonal),
+// M and W get the release's noise and C is estimated as above; its
+// largest eigenvalue is the edge. Every input is released or public.
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/perturb"
+)
+
+const streamALSCovUser = 21
+
+// alsCovUserWhat names the user unit's covariance release in the report.
+const alsCovUserWhat = "(M/c^2, W): M = sum over users of z_u z_u^T / d_u and W = sum over users of 1_u 1_u^T / d_u, upper triangles over the catalogue's items (private ALS, covariance stage, user unit; z_u the user's clipped residuals on the k-bounded log, averaged over repeated ratings of an item, d_u their number of distinct items)"
+
+// alsCovUserDeriv is the release's sensitivity derivation.
+const alsCovUserDeriv = "add or remove a user: removing u removes z_u z_u^T / d_u, whose upper triangle has squared norm ((sum z^2)^2 + sum z^4)/(2 d_u^2) <= c^4 (d_u + 1)/(2 d_u) <= c^4, and 1_u 1_u^T / d_u, squared norm (d_u + 1)/(2 d_u) <= 1: l2 of (M/c^2, W) at most sqrt(2) whatever d_u is (completion/private_als_cov_user.go)"
+
+// covWeightUser is the user unit's weight a_u = 1/d_u.
+func covWeightUser(d int) float64 { return 1 / float64(d) }
+
+// covUser is the user unit's covariance stage, once its gates have
+// passed and its release has run.
+type covUser struct {
+	K, kept int       // the covariance columns' number, and of them those above the edge
+	L       []float64 // I x K loadings (row-major)
+	lk      []float64 // the kept eigenvalues
+	sigma   float64   // noise sd of each entry of M/c^2 and of W
+	c, tau  float64
+	edge    float64
+	free    bool    // the free columns follow the K covariance columns
+	dens    float64 // the density gate's value
+	wbar    float64 // the noise gate's mean co-rating weight
+	shrink  float64 // covShrink at wbar
+	acc     *perturb.Accountant
+	spread  *covSpread
+	s       float64         // the stage's spread s (its rules' width over 4)
+	foldRow float64         // the fold-in's ridge, ALSCovFoldRow s^2
+	rules   *PrivateOptions // the options at the stage's width (the free columns' scale)
+}
+
+// ALSCovUserSpreadShare is the share of the stage's mu^2 (Gaussian
+// composition) that the user unit's spread release takes; the release of
+// (M/c^2, W) takes the rest.
+const ALSCovUserSpreadShare = 0.01
+
+const streamALSCovUserSpread = 22
+
+// alsCovUserSpreadWhat names the user unit's spread release.
+const alsCovUserSpreadWhat = "Q = sum over users of the mean over their distinct items of z_ui^2, z the residuals from the released mean and item biases clipped to [-c0, c0] (private ALS, covariance stage, user unit: the residual spread its rules use)"
+
+// covSpread is the user unit's spread release.
+type covSpread struct {
+	c0    float64 // the release's clip
+	sd    float64 // the released residual standard deviation's upper bound s^
+	width float64 // the stage's rules' width 4s
+	rel   perturb.Release
+}
+
+// covUserSpreadRelease is the spread release at noise multiplier zs:
+// Gaussian of l2 sensitivity c0^2.
+func covUserSpreadRelease(c0, zs float64) perturb.Release {
+	return perturb.Release{What: alsCovUserSpreadWhat, Mechanism: perturb.MechGaussian, SensitivityNorm: "l2", Sensitivity: c0 * c0, Derivation: fmt.Sprintf("add or remove a user: Q moves by that user's mean of z^2 over their items, in [0, c0^2], c0 = %g (the clip rule at the declared range; completion/private_als_cov_user.go)", c0), Scale: zs * c0 * c0, Calibration: "sigma"}
+}
+
+// releaseCovUserSpread releases Q (alsCovUserSpreadWhat) from train's
+// users (by) at the residuals about m's released mean and item biases,
+// with Gaussian noise of multiplier zs, and returns the stage's width:
+// with N~ the released number of users, v+ = max(0, Q~/N~ + ALSSpreadZ
+// sd(Q~)/N~), s^ = sqrt(v+), s = min(W/4, max(ALSSpreadMargin s^,
+// ALSSpreadFloor W/4)) as at the entry unit's spread release (there of
+// the ratings, here of the residuals), width 4s.
+func releaseCovUserSpread(train *data.Store, by [][]int, m *decomposition.Model, o *PrivateOptions, bias *biasFit, c0, zs float64) (*covSpread, error) {
+	z := append([]float64(nil), train.Val...)
+	clippedResiduals(z, train, o, m, c0)
+	q := covUserSquares(train, by, z)
+	rel := covUserSpreadRelease(c0, zs)
+	g, err := perturb.NewGaussianSigma(rel.Sensitivity, rel.Scale)
+	if err != nil {
+		return nil, fmt.Errorf("completion: private ALS (spread release): %w", err)
+	}
+	t := []float64{q}
+	g.AddTo(t, rand.New(o.source(streamALSCovUserSpread)))
+	o.observe(alsCovUserSpreadWhat, t, nil)
+	N := math.Max(bias.noisyUsers, 1)
+	sd := math.Sqrt(math.Max(0, t[0]/N+ALSSpreadZ*rel.Scale/N))
+	W := o.ratingRange()
+	s := math.Min(W/biasSpreadDivisor, math.Max(ALSSpreadMargin*sd, ALSSpreadFloor*W/biasSpreadDivisor))
+	return &covSpread{c0: c0, sd: sd, width: biasSpreadDivisor * s, rel: rel}, nil
+}
+
+// covUserSquares is Q before its noise: the sum over users of the mean
+// over their distinct items of the squared residual z (a cell rated
+// more than once: the square of its mean residual, as in M).
+func covUserSquares(train *data.Store, by [][]int, z []float64) float64 {
+	sum := make([]float64, train.Dims[1])
+	n := make([]int, train.Dims[1])
+	var items []int32
+	var Q float64
+	for _, es := range by {
+		items = items[:0]
+		for _, e := range es {
+			i := train.Idx[1][e]
+			if n[i] == 0 {
+				items = append(items, i)
+			}
+			sum[i] += z[e]
+			n[i]++
+		}
+		if len(items) == 0 {
+			continue
+		}
+		var q float64
+		for _, i := range items {
+			x := sum[i] / float64(n[i])
+			q += x * x
+			sum[i], n[i] = 0, 0
+		}
+		Q += q / float64(len(items))
+	}
+	return Q
+}
+
+// covUserGates evaluates the user unit's gates before any release of
+// the stage: released counts and users, public I and k.
+func covUserGates(o *PrivateOptions, p alsPrivateParams, bias *biasFit) (dens, wbar float64, why string) {
+	I := len(bias.sums)
+	N := math.Max(bias.noisyUsers, 1)
+	var S, S2 float64
+	for _, n := range bias.releasedCounts() {
+		S += n
+		S2 += n * n
+	}
+	np := float64(I) * float64(I-1) / 2
+	k := float64(o.MaxRatingsPerUser)
+	switch {
+	case I < 2:
+		return 0, 0, fmt.Sprintf("covariance stage: not run (%d item(s); it needs 2)", I)
+	case I > ALSCovMaxItems:
+		return 0, 0, fmt.Sprintf("covariance stage: not run (%d items > %d, ALSCovMaxItems)", I, ALSCovMaxItems)
+	case N*k*(k+1)/2 > ALSCovMaxPairs:
+		return 0, 0, fmt.Sprintf("covariance stage: not run (the released number of users %.4g times k (k + 1)/2 = %.4g > %g, ALSCovMaxPairs)", N, N*k*(k+1)/2, float64(ALSCovMaxPairs))
+	}
+	dens = (S*S - S2) / 2 / N / np
+	wbar = math.Max(S-N, 0) / 2 / np
+	if g := covGate(p); dens < g {
+		return dens, wbar, fmt.Sprintf("covariance stage: not run (density gate: %.1f users a pair of items, from the released counts and users as if the users' items were independent, < %g, ALSCovGate)", dens, g)
+	}
+	return dens, wbar, ""
+}
+
+// alsUserCovariance runs the user unit's covariance stage when its gates
+// pass (the package doc above), spending the item steps' share of the
+// budget (their sigma and sensitivity: sigma, sens; p.steps of them): it
+// returns nil and a note saying why when they do not, before any release.
+func alsUserCovariance(train *data.Store, m *decomposition.Model, o *PrivateOptions, p alsPrivateParams, bias *biasFit, sens, sigma float64) (*covUser, string, error) {
+	dens, wbar, why := covUserGates(o, p, bias)
+	if why != "" {
+		return nil, why, nil
+	}
+	c0 := alsPositionsClip(o) // the spread release's clip: the range's rule
+	accWith := func(z float64) *perturb.Accountant {
+		var acc perturb.Accountant
+		for _, r := range bias.acc.Releases() {
+			_ = acc.Add(r, r.Count)
+		}
+		_ = acc.Add(covUserSpreadRelease(c0, z/math.Sqrt(ALSCovUserSpreadShare)), 1)
+		_ = acc.Add(perturb.Release{What: alsCovUserWhat, Mechanism: perturb.MechGaussian, SensitivityNorm: "l2", Sensitivity: math.Sqrt2, Derivation: alsCovUserDeriv, Scale: math.Sqrt2 * z / math.Sqrt(1-ALSCovUserSpreadShare), Calibration: "sigma"}, 1)
+		return &acc
+	}
+	z, err := planShare(o, sigma/(sens*math.Sqrt(float64(p.steps))), accWith)
+	if err != nil {
+		return nil, "", err
+	}
+	// The noise gate, before any release: covShrink depends on sigma_M/tau
+	// = sd c^2/(ALSCovPrior s^2), and c/s is the clip rule's ratio
+	// whatever width the spread release gives the rules, so the range's
+	// width gives the same value.
+	sd := math.Sqrt2 * z / math.Sqrt(1-ALSCovUserSpreadShare) // of M/c^2 and of W
+	if f := covShrink(wbar, sd*c0*c0, covPrior(o, p)); f < covNoiseGate(p) {
+		return nil, fmt.Sprintf("covariance stage: not run (noise gate: an entry of the mean co-rating weight %.4g, from the released counts and users, keeps %.3g of itself at the release's sigma %.4g, < %g, ALSCovNoiseGate)", wbar, f, sd*c0*c0, covNoiseGate(p)), nil
+	}
+	by := alsUsers(train)
+	spread, err := releaseCovUserSpread(train, by, m, o, bias, c0, z/math.Sqrt(ALSCovUserSpreadShare))
+	if err != nil {
+		return nil, "", err
+	}
+	oc := *o // the stage's rules, at the released spread's width
+	oc.rulesWidth = spread.width
+	c := alsPositionsClip(&oc)
+	tau := covPrior(&oc, p)
+	sigmaM := sd * c * c
+	I := len(bias.sums)
+	cp := &covPlan{items: make([]int, I), m: I}
+	for i := range cp.items {
+		cp.items[i] = i
+	}
+	zs := append([]float64(nil), train.Val...)
+	clippedResiduals(zs, train, o, m, c)
+	M, W := covMoments(train, by, cp, zs, covWeightUser)
+	g, err := perturb.NewGaussianSigma(math.Sqrt2, sd)
+	if err != nil {
+		return nil, "", fmt.Errorf("completion: private ALS (covariance release): %w", err)
+	}
+	vec := make([]float64, 0, 2*len(M))
+	for _, x := range M {
+		vec = append(vec, x/(c*c))
+	}
+	vec = append(vec, W...)
+	if !p.noiseOff {
+		g.AddTo(vec, rand.New(o.source(streamALSCovUser)))
+	}
+	o.observe(alsCovUserWhat, vec, nil)
+	for k := range M {
+		M[k] = vec[k] * c * c
+		W[k] = math.Max(0, vec[len(M)+k])
+	}
+	ridge, sigW := sigmaM*sigmaM/(tau*tau), sd
+	if p.noiseOff {
+		ridge, sigmaM, sigW = 0, 0, 0
+	}
+	vals, vecs, err := covEigen(M, W, I, ridge)
+	if err != nil {
+		return nil, "", err
+	}
+	R := m.Ranks[0]
+	s := oc.rulesRange() / biasSpreadDivisor
+	cu := &covUser{K: min(R, ALSPositionsMaxRank), sigma: sd, c: c, tau: tau, dens: dens, wbar: wbar, shrink: covShrink(wbar, sigmaM, tau), acc: accWith(z), spread: spread, s: s, foldRow: covFoldRow(p) * s * s, rules: &oc}
+	if cu.free = R >= ALSPositionsMaxRank && !p.covNoFree; cu.free {
+		cu.K = min(R-ALSFreeColumns, ALSPositionsMaxRank)
+	}
+	if !p.covNoCut {
+		v := 0.0
+		for i := 0; i < I; i++ {
+			if k := triIndex(I, i, i); W[k] > 0 {
+				v += W[k] * M[k] / (W[k]*W[k] + ridge)
+			}
+		}
+		syn := covNullPositions(bias, I, o.MaxRatingsPerUser)
+		cu.edge = covNullEdgeWith(syn, alsUsers(syn), cp, v/float64(I), c, sigmaM, sigW, ridge, covWeightUser, rand.New(rand.NewPCG(streamALSCovUser, 3)))
+		if p.covEdgeMul > 0 {
+			cu.edge *= p.covEdgeMul
+		}
+	}
+	cu.L, cu.lk = covLoadings(vals, vecs, cu.K, cu.edge)
+	cu.kept = len(cu.lk)
+	return cu, "", nil
+}
+
+// covNullPositions returns the user unit's null positions: round(N~)
+// users of round(sum n~_i / N~) items each (at least 1, at most I and k),
+// drawn without replacement with probabilities proportional to the
+// released counts n~_i (clamped at 0; uniform when every one is) from a
+// fixed stream. Every input is released or public.
+func covNullPositions(bias *biasFit, I, k int) *data.Store {
+	w := bias.releasedCounts()
+	var S float64
+	for _, x := range w {
+		S += x
+	}
+	if S == 0 {
+		for i := range w {
+			w[i] = 1
+		}
+		S = float64(I)
+	}
+	N := max(1, int(math.Round(bias.noisyUsers)))
+	d := int(math.Round(S / float64(N)))
+	d = max(1, min(d, I, max(k, 1)))
+	rng := rand.New(rand.NewPCG(streamALSCovUser, 4))
+	st := &data.Store{Dims: []int{N, I}, Idx: [][]int32{make([]int32, 0, N*d), make([]int32, 0, N*d)}}
+	// Efraimidis-Spirakis: the d items of largest log(u)/w are a weighted
+	// draw without replacement.
+	keys := make([]float64, I)
+	idx := make([]int, I)
+	for u := 0; u < N; u++ {
+		for i := range keys {
+			idx[i] = i
+			keys[i] = math.Inf(-1)
+			if w[i] > 0 {
+				keys[i] = math.Log(rng.Float64()) / w[i]
+			}
+		}
+		partialTop(idx, keys, d)
+		for _, i := range idx[:d] {
+			st.Idx[0] = append(st.Idx[0], int32(u))
+			st.Idx[1] = append(st.Idx[1], int32(i))
+		}
+	}
+	st.Val = make([]float64, len(st.Idx[0]))
+	return st
+}
+
+// partialTop moves the d indices of largest keys to idx[:d] (selection;
+// I is at most ALSCovMaxItems).
+func partialTop(idx []int, keys []float64, d int) {
+	for a := 0; a < d; a++ {
+		best := a
+		for b := a + 1; b < len(idx); b++ {
+			if keys[idx[b]] > keys[idx[best]] {
+				best = b
+			}
+		}
+		idx[a], idx[best] = idx[best], idx[a]
+	}
+}
+
+// apply writes the stage's item rows into m: the kept covariance columns
+// first, then the free columns (freeItemColumnsAt at the stage's rules,
+// from the released counts), the rest zero.
+func (cu *covUser) apply(m *decomposition.Model, counts []float64) {
+	R := m.Ranks[0]
+	clear(m.Factors[1])
+	for i := 0; i < m.Dims[1]; i++ {
+		for k := 0; k < cu.kept; k++ {
+			m.Factors[1][i*R+k] = cu.L[i*cu.K+k]
+		}
+	}
+	if cu.free {
+		freeItemColumnsAt(m, cu.rules, counts, cu.K)
+	}
+}
+
+// note states the stage in a report.
+func (cu *covUser) note(o *PrivateOptions, p alsPrivateParams, R int) string {
+	nfree := 0
+	if cu.free {
+		nfree = min(ALSFreeColumns, R-cu.K)
+	}
+	W := o.ratingRange()
+	how := "the range's, unchanged (the released spread fills it)"
+	if cu.spread.width < W {
+		how = fmt.Sprintf("%.4g in place of the range %g (the residuals fill less of it than its width implies)", cu.spread.width, W)
+	}
+	return fmt.Sprintf("covariance stage (user unit; spends the item steps' share instead of them, %g of its mu^2 on the residual spread, the rest on (M/c^2, W)): density gate %.1f users a pair of items (from the released counts and users) >= %g (ALSCovGate); noise gate: an entry of the mean co-rating weight %.4g keeps %.3g >= %g of itself (ALSCovNoiseGate); residual spread: the released mean square of a user's residuals (clipped to %g; its upper bound: plus %g standard deviations of its noise) gives s^ = %.4g, and the stage's rules take the width 4s, s = min((r_max - r_min)/4, max(%g s^, %g (r_max - r_min)/4)): %s; residuals clipped to [-c, c], c = %.4g; (M/c^2, W) released with Gaussian noise sd %.4g at l2 sensitivity sqrt(2); C_ij = W+_ij M~_ij / (W+_ij^2 + sigma_M^2/tau^2), W+ = max(W~, 0), sigma_M = %.4g, tau = %g s^2 = %.4g (ALSCovPrior); the item rows' first %d columns hold sqrt(l_k) e_k for C's %d largest eigenvalues above the parallel-analysis edge %.4g (%s; the edge is C's largest eigenvalue on synthetic positions drawn from the released counts and users, with N(0, v) residuals clipped to [-c, c], v the mean of C's diagonal, and the release's noise, one data-independent draw; post-processing), the next %d the free columns, the other %d zero", ALSCovUserSpreadShare, cu.dens, covGate(p), cu.wbar, cu.shrink, covNoiseGate(p), cu.spread.c0, float64(ALSSpreadZ), cu.spread.sd, ALSSpreadMargin, ALSSpreadFloor, how, cu.c, cu.sigma, cu.sigma*cu.c*cu.c, cu.tau/(cu.s*cu.s), cu.tau, cu.K, cu.kept, cu.edge, fmtEigen(cu.lk), nfree, R-cu.K-nfree)
+}
