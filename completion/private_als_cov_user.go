@@ -67,6 +67,18 @@ const alsCovUserWhat = "(M/c^2, W): M = sum over users of z_u z_u^T / d_u and W 
 // alsCovUserDeriv is the release's sensitivity derivation.
 const alsCovUserDeriv = "add or remove a user: removing u removes z_u z_u^T / d_u, whose upper triangle has squared norm ((sum z^2)^2 + sum z^4)/(2 d_u^2) <= c^4 (d_u + 1)/(2 d_u) <= c^4, and 1_u 1_u^T / d_u, squared norm (d_u + 1)/(2 d_u) <= 1: l2 of (M/c^2, W) at most sqrt(2) whatever d_u is (completion/private_als_cov_user.go)"
 
+// covUserClip is the user unit's residual clip c = BiasResidualClip
+// (4s) f, 4s the rules' width and f = 0.75 + 0.25 log10(epsilon/3)
+// clamped to [0.75, 1]: (r_max - r_min)/4 up to epsilon 3, /3 from 30, at
+// the range's width. (The entry unit's clip grows to 2 (r_max - r_min)/3
+// at epsilon 100: at the user unit the larger noise of M made that cost
+// 0.01-0.03 at epsilon 30 and 100 on the validation logs; package doc,
+// and docs/privacy.md.)
+func covUserClip(o *PrivateOptions) float64 {
+	f := math.Max(0.75, math.Min(1, 0.75+0.25*math.Log10(o.Epsilon/3)))
+	return BiasResidualClip * o.rulesRange() * f
+}
+
 // covWeightUser is the user unit's weight a_u = 1/d_u.
 func covWeightUser(d int) float64 { return 1 / float64(d) }
 
@@ -209,7 +221,7 @@ func alsUserCovariance(train *data.Store, m *decomposition.Model, o *PrivateOpti
 	if why != "" {
 		return nil, why, nil
 	}
-	c0 := alsPositionsClip(o) // the spread release's clip: the range's rule
+	c0 := o.ratingRange() / 2 // the spread release's clip
 	accWith := func(z float64) *perturb.Accountant {
 		var acc perturb.Accountant
 		for _, r := range bias.acc.Releases() {
@@ -228,8 +240,9 @@ func alsUserCovariance(train *data.Store, m *decomposition.Model, o *PrivateOpti
 	// whatever width the spread release gives the rules, so the range's
 	// width gives the same value.
 	sd := math.Sqrt2 * z / math.Sqrt(1-ALSCovUserSpreadShare) // of M/c^2 and of W
-	if f := covShrink(wbar, sd*c0*c0, covPrior(o, p)); f < covNoiseGate(p) {
-		return nil, fmt.Sprintf("covariance stage: not run (noise gate: an entry of the mean co-rating weight %.4g, from the released counts and users, keeps %.3g of itself at the release's sigma %.4g, < %g, ALSCovNoiseGate)", wbar, f, sd*c0*c0, covNoiseGate(p)), nil
+	cr := covUserClip(o)                                      // the clip at the range's width
+	if f := covShrink(wbar, sd*cr*cr, covPrior(o, p)); f < covNoiseGate(p) {
+		return nil, fmt.Sprintf("covariance stage: not run (noise gate: an entry of the mean co-rating weight %.4g, from the released counts and users, keeps %.3g of itself at the release's sigma %.4g, < %g, ALSCovNoiseGate)", wbar, f, sd*cr*cr, covNoiseGate(p)), nil
 	}
 	by := alsUsers(train)
 	spread, err := releaseCovUserSpread(train, by, m, o, bias, c0, z/math.Sqrt(ALSCovUserSpreadShare))
@@ -238,7 +251,7 @@ func alsUserCovariance(train *data.Store, m *decomposition.Model, o *PrivateOpti
 	}
 	oc := *o // the stage's rules, at the released spread's width
 	oc.rulesWidth = spread.width
-	c := alsPositionsClip(&oc)
+	c := covUserClip(&oc)
 	tau := covPrior(&oc, p)
 	sigmaM := sd * c * c
 	I := len(bias.sums)

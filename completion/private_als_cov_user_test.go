@@ -220,7 +220,7 @@ func TestALSCovarianceUserRelease(t *testing.T) {
 	// released biases (the model's, which the stage leaves as the bias
 	// releases set them).
 	nt := newNoiseTally()
-	c := alsPositionsClip(&o)
+	c := covUserClip(&o)
 	for seed := uint64(0); seed < 20; seed++ {
 		oo := o
 		oo.Noise = perturb.SeededNoise(seed)
@@ -247,12 +247,13 @@ func TestALSCovarianceUserRelease(t *testing.T) {
 			srel = &rep.Releases[k]
 		}
 	}
-	if srel == nil || srel.Mechanism != perturb.MechGaussian || srel.Sensitivity != c*c {
+	c0 := o.ratingRange() / 2
+	if srel == nil || srel.Mechanism != perturb.MechGaussian || srel.Sensitivity != c0*c0 {
 		t.Fatalf("spread release: %+v", srel)
 	}
 	bias := &biasFit{noisyUsers: float64(st.Dims[0])}
 	z := slices.Clone(st.Val)
-	clippedResiduals(z, st, &o, m, c)
+	clippedResiduals(z, st, &o, m, c0)
 	truth := covUserSquares(st, alsUsers(st), z)
 	ns := newNoiseTally()
 	for seed := uint64(0); seed < 1500; seed++ {
@@ -260,7 +261,7 @@ func TestALSCovarianceUserRelease(t *testing.T) {
 		oo.Noise = perturb.SeededNoise(seed)
 		got := map[string][][]float64{}
 		oo.probe = probeInto(got)
-		if _, err := releaseCovUserSpread(st, alsUsers(st), m, &oo, bias, c, srel.Scale/srel.Sensitivity); err != nil {
+		if _, err := releaseCovUserSpread(st, alsUsers(st), m, &oo, bias, c0, srel.Scale/srel.Sensitivity); err != nil {
 			t.Fatal(err)
 		}
 		ns.add(t, alsCovUserSpreadWhat, got[alsCovUserSpreadWhat][0], []float64{truth})
