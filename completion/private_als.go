@@ -160,6 +160,7 @@ type alsPrivateParams struct {
 	wMul      float64
 	exactGram bool
 	// noiseOff (measurement only: not private) skips the item steps'
+	// (and the user unit's covariance stage's)
 	// noise and takes sigma as 0 in the ridge and the learnability rule.
 	noiseOff bool
 	// gateSigma > 0 (measurement only) replaces sigma in the learnability
@@ -909,7 +910,11 @@ func alsRelease(o *PrivateOptions, p alsPrivateParams, bo *PrivateOptions, m *de
 		// The bias notes release the noisy numbers of users and ratings;
 		// the item ridge and the learnability rule use the noisy item
 		// counts.
-		rep.Covered = append(rep.Covered, "number of users", "number of ratings", "item counts (noisy; used by the bias estimate, the item solve and the learnability rule, and saved as the report's item_counts for rankings)")
+		counts := "item counts (noisy; used by the bias estimate, the item solve and the learnability rule, and saved as the report's item_counts for rankings)"
+		if p.userCov != nil {
+			counts = "item counts (noisy; used by the bias estimate, the covariance stage's gates, null and free columns, and saved as the report's item_counts for rankings)"
+		}
+		rep.Covered = append(rep.Covered, "number of users", "number of ratings", counts)
 	}
 	if p.userCov != nil {
 		rep.Covered = append(rep.Covered, "residual spread (the covariance stage's s^, stated in its note)")
@@ -955,8 +960,11 @@ func alsRelease(o *PrivateOptions, p alsPrivateParams, bo *PrivateOptions, m *de
 	if inputNote != "" {
 		rep.Notes = append(rep.Notes, inputNote)
 	}
-	rep.Notes = append(rep.Notes,
-		fmt.Sprintf("public constants and their rules: residual clip c = (r_max - r_min)/3 = %g; user vector norm <= Gamma_u = %g; item row norm <= Gamma_v = c/Gamma_u = %g; user-solve ridge %g per observation; item-solve ridge %g per term plus %g sigma (post-processing; each item's Gram matrix is its share t_i/sum t_j of the released shared one)%s; at most k = %d terms a user (%s); %d item steps; items learnt when n_i Gamma_u^2 / R >= %g sigma, else zero rows%s; rank %d", p.c, p.gu, p.gv, p.lambda, p.itemLambda, p.noiseRidge, ridgeRule(p), p.terms, alsTermsSource(o), p.steps, p.gate, weightedTermsNote(o), R),
+	constants := fmt.Sprintf("public constants and their rules: residual clip c = (r_max - r_min)/3 = %g; user vector norm <= Gamma_u = %g; item row norm <= Gamma_v = c/Gamma_u = %g; user-solve ridge %g per observation; item-solve ridge %g per term plus %g sigma (post-processing; each item's Gram matrix is its share t_i/sum t_j of the released shared one)%s; at most k = %d terms a user (%s); %d item steps; items learnt when n_i Gamma_u^2 / R >= %g sigma, else zero rows%s; rank %d", p.c, p.gu, p.gv, p.lambda, p.itemLambda, p.noiseRidge, ridgeRule(p), p.terms, alsTermsSource(o), p.steps, p.gate, weightedTermsNote(o), R)
+	if p.userCov != nil {
+		constants = fmt.Sprintf("public constants and their rules: the covariance stage's (its note above: ALSCovGate, ALSCovUserCoverage, ALSCovUserNoiseGate, ALSCovMaxItems, ALSCovMaxPairs, ALSCovUserMaxNull, ALSCovPrior, ALSCovFoldRow, ALSCovUserSpreadShare, the clip rule covUserClip, the spread rule with ALSSpreadMargin, ALSSpreadFloor and ALSSpreadZ); the item steps' constants do not apply (none ran); rank %d", R)
+	}
+	rep.Notes = append(rep.Notes, constants,
 		fmt.Sprintf("epsilon: %g%% of it calibrates the bias releases (%s; rule: 80%% up to epsilon 1, 30%% from 10, log-linear between, all of it when no item step runs at the entry unit, whose epsilon here is what the rating spread's release leaves); %s take the rest under %s composition", 100*p.biasFrac, bo.Mechanism, rest, used))
 	rep.Notes = append(rep.Notes, bias.notes...)
 	return rep, nil
