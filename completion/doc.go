@@ -222,6 +222,33 @@
 // epsilon, the density gate, below Jester's 700-user sample (216),
 // where it won from epsilon 10.
 //
+// Private ALS, user unit: the covariance stage (TrainPrivateALS,
+// private_als_cov_user.go, whose file comment has the derivation;
+// billboard model). After the bias releases, on a dense log it spends the
+// item steps' share in their place, planned to their noise multiplier
+// (planShare; the choice reads released values only). Its gates: at most
+// ALSCovMaxItems items, N~ k (k + 1)/2 <= ALSCovMaxPairs and N~ I <=
+// ALSCovUserMaxNull (time), at least ALSCovGate users a pair of items
+// from the released counts as if items were independent, a coverage
+// R~/(N~ I) of at least ALSCovUserCoverage = 0.4, and the noise gate
+// ALSCovUserNoiseGate = 0.25. Two releases split by mu^2 (Gaussian
+// composition with the bias releases): the residual spread Q = sum over
+// users of their mean squared residual clipped to half the range (l2
+// sensitivity c0^2, ALSCovUserSpreadShare = 0.01 of the share), which
+// sets the stage's width 4s as the entry unit's spread release does; then
+// (M/c^2, W), M = sum_u a_u z_u z_u^T and W = sum_u a_u 1_u 1_u^T over a
+// user's d_u distinct items, a_u = sqrt(2/(d_u (d_u + 1))): removing a
+// user removes a_u z_u z_u^T, upper-triangle norm at most c^2, and a_u
+// 1_u 1_u^T, norm exactly 1, so l2 sensitivity sqrt(2) whatever d_u
+// (TestCovUserSensitivity, TestCovUserSpreadSensitivity). The clip c is a
+// quarter of the width up to epsilon 3 and a third from 30
+// (covUserClip). Post-processing as at the entry unit, with W+ = max(W~,
+// 0) in place of the public W and the parallel-analysis null drawn on
+// synthetic positions (round(N~) users of round(R~/N~) items drawn by the
+// released counts; TestCovUserNullEdge: within 20% of the edge on the
+// log's own positions). Validation parts and test parts are in
+// docs/privacy.md, "The covariance stage at the user unit".
+//
 // Private ALS, entry unit: the positions stage (TrainPrivateALS,
 // private_als_positions.go; billboard model). Under the entry relation the
 // positions (who rated what) are public, so anything computed from them

@@ -75,20 +75,19 @@ import (
 	"github.com/dprec/dprec/perturb"
 )
 
-// ALSPositions selects whether private ALS at the entry unit runs the
-// positions stage.
+// ALSPositions selects whether private ALS runs the positions stage and
+// the covariance stages.
 type ALSPositions string
 
 const (
 	// ALSPositionsAuto (the zero value) runs the covariance stage when
-	// its gates pass, else the positions stage when the spectral gate
-	// passes, unless the residual route is in one of its regimes
-	// (alsResidualRegime).
+	// its gates pass, else, at the entry unit, the positions stage when
+	// the spectral gate passes, unless the residual route is in one of
+	// its regimes (alsResidualRegime).
 	ALSPositionsAuto ALSPositions = ""
-	// ALSPositionsOff never runs it, nor the covariance stage
-	// (private_als_cov.go), which also reads the positions (the residual
-	// route alone, as a source without the positions, such as
-	// dprec-beam's, runs).
+	// ALSPositionsOff runs neither: at the entry unit the residual route
+	// alone (as a source without the positions, such as dprec-beam's,
+	// runs), at the user unit the item steps or their fallback.
 	ALSPositionsOff ALSPositions = "off"
 )
 

@@ -212,11 +212,13 @@ type PrivateOptions struct {
 	// DefaultWarmFraction) and the first release of the input mode's
 	// residual release (default DefaultInputBiasFraction).
 	WarmFraction float64
-	// ALSPositions (als mode, entry unit) selects whether private ALS runs
-	// the stages that read the public positions: the covariance stage on
-	// dense logs (private_als_cov.go) and the positions stage
-	// (ALSPositionsAuto, the zero value: each when its gates pass;
-	// private_als_positions.go), or neither (ALSPositionsOff).
+	// ALSPositions (als mode) selects whether private ALS runs its
+	// stages beyond the default route: at the entry unit those that read
+	// the public positions, the covariance stage on dense logs
+	// (private_als_cov.go) and the positions stage
+	// (private_als_positions.go); at the user unit the covariance stage
+	// (private_als_cov_user.go). ALSPositionsAuto, the zero value, runs
+	// each when its gates pass; ALSPositionsOff runs none.
 	ALSPositions ALSPositions
 	// Noise selects the noise source: the zero value is secure
 	// (perturb.SecureSource); perturb.SeededNoise(seed) gives reproducible

@@ -43,7 +43,7 @@ func trainPrivacyFlags() []cli.Flag {
 		&cli.StringFlag{Name: "time-to", Category: cat, Usage: "--privacy-unit user with a time mode: end of the public time range (inclusive)"},
 		&cli.Float64Flag{Name: "selection-epsilon", Category: cat, Usage: fmt.Sprintf("--privacy-unit user without --items: epsilon of the private item selection, taken from --epsilon (default %g of it; half of --delta goes with it)", dprec.DefaultSelectionShare)},
 		&cli.StringFlag{Name: "lists", Category: cat, DefaultText: "positions for bias and als at the entry unit when EASE of the positions beats most-popular on their validation part, else ratings", Usage: "what ranks the private model's top-N lists: positions (EASE item-item weights fitted on which items each user rated, stored in the model; the entry unit's relation makes the positions public, so they spend no budget; predictions still come from the private model) or ratings (the private model's predictions)"},
-		&cli.StringFlag{Name: "als-positions", Category: cat, Value: "auto", Usage: "--privacy als at the entry unit: auto (on a dense log, learn the item rows from the released covariance of the residuals; else from a spectral embedding of the public positions when they have structure and the residual route is not in its regime: docs/privacy.md, \"Private ALS\") or off (the residual route only, as dprec-beam runs it)"},
+		&cli.StringFlag{Name: "als-positions", Category: cat, Value: "auto", Usage: "--privacy als: auto (on a dense log, learn the item rows from the released covariance of the residuals, at either unit; else, at the entry unit, from a spectral embedding of the public positions when they have structure and the residual route is not in its regime: docs/privacy.md, \"Private ALS\") or off (at the entry unit the residual route only, as dprec-beam runs it; at the user unit the item steps or their fallback)"},
 		&cli.Float64Flag{Name: "output-lambda", Category: cat, Usage: fmt.Sprintf("output mode: ridge penalty of the refit (default %g); Delta_O = (r_max - r_min) max|z| / lambda", completion.DefaultOutputLambda)},
 	}
 }
@@ -236,7 +236,7 @@ func trainCheckModeFlags(c *cli.Context, mode string, o *completion.PrivateOptio
 		{"dp-sgd", mode == "gradient" && o.Protect == completion.ProtectAll, "--privacy gradient --protect all"},
 		{"clip", mode == "gradient" || mode == "output", "--privacy gradient and output"},
 		{"output-lambda", mode == "output", "--privacy output"},
-		{"als-positions", mode == "als" && o.Unit == completion.UnitEntry, "--privacy als at the entry unit"},
+		{"als-positions", mode == "als", "--privacy als"},
 		{"mechanism", mode == "input" || mode == "bias", "--privacy input and bias (als picks its own: Laplace biases at entry level, Gaussian at user level)"},
 		{"calibration", (mode == "input" || mode == "bias") && entryGaussian || perEntryGaussian,
 			"Gaussian noise calibrated to one (epsilon, delta) at entry level: --mechanism gaussian (input, bias), or gradient --dp-sgd per-entry with --accounting basic or advanced (every other Gaussian release, the user unit's included, is calibrated by its noise multiplier and accounted by RDP or GDP)"},

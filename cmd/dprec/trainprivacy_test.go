@@ -115,7 +115,10 @@ func TestTrainPrivacyFlags(t *testing.T) {
 		}},
 		{[]string{"--privacy", "als", "--epsilon", "1", "--delta", "1e-5", "--als-positions", "on"}, "want auto or off", nil},
 		{[]string{"--privacy", "bias", "--epsilon", "1", "--als-positions", "off"}, "does not apply", nil},
-		{[]string{"--privacy", "als", "--epsilon", "1", "--delta", "1e-5", "--privacy-unit", "user", "--max-ratings-per-user", "100", "--als-positions", "off"}, "does not apply", nil},
+		{[]string{"--privacy", "als", "--epsilon", "1", "--delta", "1e-5", "--privacy-unit", "user", "--max-ratings-per-user", "100", "--als-positions", "off"}, "", func(p completion.Privacy) bool {
+			s, ok := p.(*completion.StatisticsMode)
+			return ok && s.Mode() == "als"
+		}},
 		{[]string{"--als-positions", "off"}, "needs --privacy", nil},
 		{[]string{"--privacy", "bias", "--epsilon", "1", "--delta", "1e-5", "--privacy-unit", "user", "--max-ratings-per-user", "100"}, "", func(p completion.Privacy) bool { _, ok := p.(*completion.StatisticsMode); return ok }},
 		{[]string{"--privacy", "bias", "--epsilon", "1", "--privacy-unit", "user"}, "needs --max-ratings-per-user", nil},
