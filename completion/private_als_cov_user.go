@@ -145,9 +145,10 @@ const ALSCovUserSpreadShare = 0.01
 // ALSCovNoiseGate): an entry of the mean co-rating weight must keep at
 // least this share of itself (covShrink). Validation parts (k = 100, 2
 // noise seeds): on the 5,000 x 100 joke logs the share is 0.17 at
-// epsilon 1, where the stage lost to the item steps' fallback on Jester5k
-// (0.03 - 0.04) and jokeexp (0.025) and won on jokeexp3 (0.16), and 0.5 or
-// more from epsilon 2, where it won on every joke log.
+// epsilon 1, where the stage lost to the item steps' fallback on
+// Jester5k (0.03 - 0.04) and jokeexp (0.025 - 0.028) and won on jokeexp3
+// (0.15 - 0.16), and 0.5 or more from epsilon 2, where it won on every
+// joke log.
 const ALSCovUserNoiseGate = 0.25
 
 // ALSCovUserCoverage is the user unit's coverage gate: the released
