@@ -165,40 +165,12 @@ func TestALSCovarianceUserRelease(t *testing.T) {
 	if !strings.Contains(notes, "covariance stage (user unit") || rep.FoldPerRating != 0 || rep.FoldRow != ALSCovFoldRow*s*s {
 		t.Fatalf("notes %q, fold per rating %v, fold row %v", rep.Notes, rep.FoldPerRating, rep.FoldRow)
 	}
-	var rel *perturb.Release
-	for k := range rep.Releases {
-		if rep.Releases[k].What == alsCovUserWhat {
-			rel = &rep.Releases[k]
-		}
-		if rep.Releases[k].What == alsStatsWhat {
+	for _, r := range rep.Releases {
+		if r.What == alsStatsWhat {
 			t.Fatal("item steps released beside the covariance stage")
 		}
 	}
-	if rel == nil || rel.Mechanism != perturb.MechGaussian || rel.Sensitivity != math.Sqrt2 {
-		t.Fatalf("release: %+v", rel)
-	}
-	checkDerivations(t, "als", rep)
-	if _, _, _, err := admit(&o, accountantOf(rep)); err != nil {
-		t.Fatalf("the report's releases do not fit the budget: %v", err)
-	}
-	for _, x := range m.Factors[0] {
-		if x != 0 {
-			t.Fatal("user rows released")
-		}
-	}
-	K := R - ALSFreeColumns
-	nonzero := 0
-	for i := 0; i < m.Dims[1]; i++ {
-		for _, x := range m.Row(1, i)[:K] {
-			if x != 0 {
-				nonzero++
-			}
-		}
-	}
-	if nonzero == 0 {
-		t.Fatal("every item row is zero in the stage's columns")
-	}
-	checkFreeColumns(t, m, &o, rep.ItemCounts, K)
+	checkStageRelease(t, st, m, o, rep, R, alsCovUserWhat, math.Sqrt2, R-ALSFreeColumns)
 	for _, tw := range []struct {
 		name string
 		o    func(*PrivateOptions)
@@ -437,23 +409,7 @@ func TestPrivateALSUserCovarianceConverges(t *testing.T) {
 	if als100 > 1.01*quiet {
 		t.Errorf("epsilon 100: private ALS %.4f, more than 1%% above the stage without its noise, %.4f", als100, quiet)
 	}
-	for k := 0; k < 3; k++ {
-		nz := 0
-		for i := 0; i < m.Dims[1]; i++ {
-			if m.Factors[1][i*R+k] != 0 {
-				nz++
-			}
-		}
-		if nz == 0 {
-			t.Errorf("epsilon 100: column %d of the planted rank 3 dropped", k+1)
-		}
-	}
-	if als100 > 1.02*ref {
-		t.Errorf("epsilon 100: private ALS %.4f, more than 2%% above non-private ALS %.4f", als100, ref)
-	}
-	if als3 > bias3-0.5*(bias3-ref) {
-		t.Errorf("epsilon 3: private ALS %.4f closes less than half the gap from the bias model %.4f to non-private ALS %.4f", als3, bias3, ref)
-	}
+	checkCovConverges(t, m, R, 3, ref, als100, 3, als3, bias3)
 }
 
 // TestCovUserNullEdge: on residuals without covariance, the user unit's

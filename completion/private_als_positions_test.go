@@ -419,12 +419,8 @@ func checkStageRelease(t *testing.T, st *data.Store, m *decomposition.Model, o P
 		t.Fatalf("release %q: %+v", what, rel)
 	}
 	checkDerivations(t, "als", rep)
-	var acc perturb.Accountant
-	for _, r := range rep.Releases {
-		_ = acc.Add(r, r.Count)
-	}
-	if e, _, _ := acc.Total(o.Delta); e > o.Epsilon*(1+1e-9) || rep.Delta > o.Delta {
-		t.Errorf("releases recompose to epsilon %v > %v", e, o.Epsilon)
+	if _, _, _, err := admit(&o, accountantOf(rep)); err != nil || rep.Delta > o.Delta {
+		t.Errorf("the report's releases do not fit the budget (epsilon %v, delta %v): %v", o.Epsilon, o.Delta, err)
 	}
 	for _, x := range m.Factors[0] {
 		if x != 0 {
