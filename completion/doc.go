@@ -231,7 +231,8 @@
 // ALSCovUserMaxNull (time), at least ALSCovGate users a pair of items
 // from the released counts as if items were independent, a coverage
 // R~/(N~ I) of at least ALSCovUserCoverage = 0.4, and the noise gate
-// ALSCovUserNoiseGate = 0.25. Two releases split by mu^2 (Gaussian
+// ALSCovUserNoiseGate = 0.25; not after a private item selection
+// (PrivateOptions.Scalars: N~ and R~ then cover the log before it). Two releases split by mu^2 (Gaussian
 // composition with the bias releases): the residual spread Q = sum over
 // users of their mean squared residual clipped to half the range (l2
 // sensitivity c0^2, ALSCovUserSpreadShare = 0.01 of the share), which

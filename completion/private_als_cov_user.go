@@ -46,7 +46,9 @@ package completion
 //     as at the entry unit; users fold in with a ridge of ALSCovFoldRow
 //     s^2, s the stage's (post-processing).
 //
-// The gates, before any of the stage's releases, on released values (the
+// The stage does not run after a private item selection
+// (PrivateOptions.Scalars), whose released N~ and R~ cover the log before
+// it. The gates, before any of the stage's releases, on released values (the
 // numbers of users N~ and ratings R~ of the bounded log, the item counts
 // n~_i) and public ones (I, k, epsilon, delta, the range): I at most
 // ALSCovMaxItems; N~ k (k + 1)/2 at most ALSCovMaxPairs and N~ I at most
@@ -113,7 +115,7 @@ func covUserClip(o *PrivateOptions) float64 {
 // (norm sqrt((d_u + 1)/(2 d_u)), below 1 from d_u = 2): Jester5k 4.153 -
 // 4.172 / 4.075 - 4.083 against 4.193 - 4.201 / 4.102 - 4.103, the
 // joke-shaped synth 1.570 - 1.572 / 1.534 - 1.537 against 1.585 - 1.595 /
-// 1.543; no log lost more than 0.007 (docs/privacy.md).
+// 1.543; no log lost more than 0.008 (docs/privacy.md).
 func covWeightUser(d int) float64 { return math.Sqrt(2 / (float64(d) * float64(d+1))) }
 
 // covUser is the user unit's covariance stage, once its gates have
@@ -127,6 +129,7 @@ type covUser struct {
 	edge    float64
 	free    bool    // the free columns follow the K covariance columns
 	dens    float64 // the density gate's value
+	cover   float64 // the coverage gate's value, R~/(N~ I)
 	wbar    float64 // the noise gate's mean co-rating weight
 	shrink  float64 // covShrink at wbar
 	acc     *perturb.Accountant
@@ -267,7 +270,7 @@ func covUserSquares(train *data.Store, by [][]int, z []float64) float64 {
 // when every user rates d items); the density is sum_{i<j} n_i n_j / N~
 // over the pairs, the counts scaled to sum to R~ (they are weighted over
 // the log before the bound when the caller gives it, PrivateOptions.Unbounded).
-func covUserGates(o *PrivateOptions, p alsPrivateParams, bias *biasFit) (dens, wbar float64, why string) {
+func covUserGates(o *PrivateOptions, p alsPrivateParams, bias *biasFit) (dens, wbar, cover float64, why string) {
 	I := len(bias.sums)
 	N := math.Max(bias.noisyUsers, 1)
 	Rt := math.Max(bias.noisyRatings, 0)
@@ -280,13 +283,18 @@ func covUserGates(o *PrivateOptions, p alsPrivateParams, bias *biasFit) (dens, w
 	k := float64(o.MaxRatingsPerUser)
 	switch {
 	case I < 2:
-		return 0, 0, fmt.Sprintf("covariance stage: not run (%d item(s); it needs 2)", I)
+		return 0, 0, 0, fmt.Sprintf("covariance stage: not run (%d item(s); it needs 2)", I)
 	case I > ALSCovMaxItems:
-		return 0, 0, fmt.Sprintf("covariance stage: not run (%d items > %d, ALSCovMaxItems)", I, ALSCovMaxItems)
+		return 0, 0, 0, fmt.Sprintf("covariance stage: not run (%d items > %d, ALSCovMaxItems)", I, ALSCovMaxItems)
 	case N*k*(k+1)/2 > ALSCovMaxPairs:
-		return 0, 0, fmt.Sprintf("covariance stage: not run (the released number of users %.4g times k (k + 1)/2 = %.4g > %g, ALSCovMaxPairs)", N, N*k*(k+1)/2, float64(ALSCovMaxPairs))
+		return 0, 0, 0, fmt.Sprintf("covariance stage: not run (the released number of users %.4g times k (k + 1)/2 = %.4g > %g, ALSCovMaxPairs)", N, N*k*(k+1)/2, float64(ALSCovMaxPairs))
+	case o.Scalars != nil:
+		// The released numbers of users and ratings are then those of the
+		// log before the private item selection, not of the selected items
+		// the counts and the stage cover.
+		return 0, 0, 0, "covariance stage: not run (the items were selected privately: the released numbers of users and ratings cover the log before the selection, PrivateOptions.Scalars, and the gates need the selected items')"
 	case N*float64(I) > ALSCovUserMaxNull:
-		return 0, 0, fmt.Sprintf("covariance stage: not run (the released number of users %.4g times the %d items = %.4g > %g, ALSCovUserMaxNull)", N, I, N*float64(I), float64(ALSCovUserMaxNull))
+		return 0, 0, 0, fmt.Sprintf("covariance stage: not run (the released number of users %.4g times the %d items = %.4g > %g, ALSCovUserMaxNull)", N, I, N*float64(I), float64(ALSCovUserMaxNull))
 	}
 	if S > 0 {
 		f := Rt / S
@@ -296,12 +304,12 @@ func covUserGates(o *PrivateOptions, p alsPrivateParams, bias *biasFit) (dens, w
 		wbar = N * math.Sqrt(2/(d*(d+1))) * d * (d - 1) / 2 / np
 	}
 	if g := covGate(p); dens < g {
-		return dens, wbar, fmt.Sprintf("covariance stage: not run (density gate: %.1f users a pair of items, from the released counts and numbers of users and ratings as if the users' items were independent, < %g, ALSCovGate)", dens, g)
+		return dens, wbar, 0, fmt.Sprintf("covariance stage: not run (density gate: %.1f users a pair of items, from the released counts and numbers of users and ratings as if the users' items were independent, < %g, ALSCovGate)", dens, g)
 	}
-	if cov := Rt / N / float64(I); cov < ALSCovUserCoverage {
-		return dens, wbar, fmt.Sprintf("covariance stage: not run (coverage gate: the released ratings a user over the items, %.3g, < %g, ALSCovUserCoverage)", cov, ALSCovUserCoverage)
+	if cover = Rt / N / float64(I); cover < ALSCovUserCoverage {
+		return dens, wbar, cover, fmt.Sprintf("covariance stage: not run (coverage gate: the released ratings a user over the items, %.3g, < %g, ALSCovUserCoverage)", cover, ALSCovUserCoverage)
 	}
-	return dens, wbar, ""
+	return dens, wbar, cover, ""
 }
 
 // alsUserCovariance runs the user unit's covariance stage when its gates
@@ -309,7 +317,7 @@ func covUserGates(o *PrivateOptions, p alsPrivateParams, bias *biasFit) (dens, w
 // budget (their sigma and sensitivity: sigma, sens; p.steps of them): it
 // returns nil and a note saying why when they do not, before any release.
 func alsUserCovariance(train *data.Store, m *decomposition.Model, o *PrivateOptions, p alsPrivateParams, bias *biasFit, sens, sigma float64) (*covUser, string, error) {
-	dens, wbar, why := covUserGates(o, p, bias)
+	dens, wbar, cover, why := covUserGates(o, p, bias)
 	if why != "" {
 		return nil, why, nil
 	}
@@ -384,7 +392,7 @@ func alsUserCovariance(train *data.Store, m *decomposition.Model, o *PrivateOpti
 	}
 	R := m.Ranks[0]
 	s := oc.rulesRange() / biasSpreadDivisor
-	cu := &covUser{K: min(R, ALSPositionsMaxRank), sigma: sd, c: c, tau: tau, dens: dens, wbar: wbar, shrink: shrink, acc: accWith(z), spread: spread, s: s, foldRow: covFoldRow(p) * s * s, rules: &oc}
+	cu := &covUser{K: min(R, ALSPositionsMaxRank), sigma: sd, c: c, tau: tau, dens: dens, cover: cover, wbar: wbar, shrink: shrink, acc: accWith(z), spread: spread, s: s, foldRow: covFoldRow(p) * s * s, rules: &oc}
 	if cu.free = R >= ALSPositionsMaxRank && !p.covNoFree; cu.free {
 		cu.K = min(R-ALSFreeColumns, ALSPositionsMaxRank)
 	}
@@ -477,5 +485,5 @@ func (cu *covUser) note(o *PrivateOptions, p alsPrivateParams, R int) string {
 	if cu.spread.width < W {
 		how = fmt.Sprintf("%.4g in place of the range %g (the residuals fill less of it than its width implies)", cu.spread.width, W)
 	}
-	return fmt.Sprintf("covariance stage (user unit; spends the item steps' share instead of them, %g of its mu^2 on the residual spread, the rest on (M/c^2, W)): density gate %.1f users a pair of items (from the released counts and users) >= %g (ALSCovGate); coverage gate: at least %g ratings a user over the items (ALSCovUserCoverage); noise gate: an entry of the mean co-rating weight %.4g keeps %.3g >= %g of itself (ALSCovUserNoiseGate); residual spread: the released mean square of a user's residuals (clipped to %g; its upper bound: plus %g standard deviations of its noise) gives s^ = %.4g, and the stage's rules take the width 4s, s = min((r_max - r_min)/4, max(%g s^, %g (r_max - r_min)/4)): %s; residuals clipped to [-c, c], c = %.4g; (M/c^2, W) released with Gaussian noise sd %.4g at l2 sensitivity sqrt(2); C_ij = W+_ij M~_ij / (W+_ij^2 + sigma_M^2/tau^2), W+ = max(W~, 0), sigma_M = %.4g, tau = %.4g s^2 = %.4g (ALSCovPrior); the item rows' first %d columns hold sqrt(l_k) e_k for C's %d largest eigenvalues above the parallel-analysis edge %.4g (%s; the edge is C's largest eigenvalue on synthetic positions drawn from the released counts and users, with N(0, v) residuals clipped to [-c, c], v the mean of C's diagonal, and the release's noise, one data-independent draw; post-processing), the next %d the free columns, the other %d zero", ALSCovUserSpreadShare, cu.dens, covGate(p), ALSCovUserCoverage, cu.wbar, cu.shrink, covUserNoiseGate(p), cu.spread.c0, float64(ALSSpreadZ), cu.spread.sd, ALSSpreadMargin, ALSSpreadFloor, how, cu.c, cu.sigma, cu.sigma*cu.c*cu.c, cu.tau/(cu.s*cu.s), cu.tau, cu.K, cu.kept, cu.edge, fmtEigen(cu.lk), nfree, R-cu.K-nfree)
+	return fmt.Sprintf("covariance stage (user unit; spends the item steps' share instead of them, %g of its mu^2 on the residual spread, the rest on (M/c^2, W)): density gate %.1f users a pair of items (from the released counts and numbers of users and ratings) >= %g (ALSCovGate); coverage gate: %.3g ratings a user over the items >= %g (ALSCovUserCoverage); noise gate: an entry of the mean co-rating weight %.4g keeps %.3g >= %g of itself (ALSCovUserNoiseGate); residual spread: the released mean square of a user's residuals (clipped to %g; its upper bound: plus %g standard deviations of its noise) gives s^ = %.4g, and the stage's rules take the width 4s, s = min((r_max - r_min)/4, max(%g s^, %g (r_max - r_min)/4)): %s; residuals clipped to [-c, c], c = %.4g; (M/c^2, W) released with Gaussian noise sd %.4g at l2 sensitivity sqrt(2); C_ij = W+_ij M~_ij / (W+_ij^2 + sigma_M^2/tau^2), W+ = max(W~, 0), sigma_M = %.4g, tau = %.4g s^2 = %.4g (ALSCovPrior); the item rows' first %d columns hold sqrt(l_k) e_k for C's %d largest eigenvalues above the parallel-analysis edge %.4g (%s; the edge is C's largest eigenvalue on synthetic positions drawn from the released counts and users, with N(0, v) residuals clipped to [-c, c], v the mean of C's diagonal, and the release's noise, one data-independent draw; post-processing), the next %d the free columns, the other %d zero", ALSCovUserSpreadShare, cu.dens, covGate(p), cu.cover, ALSCovUserCoverage, cu.wbar, cu.shrink, covUserNoiseGate(p), cu.spread.c0, float64(ALSSpreadZ), cu.spread.sd, ALSSpreadMargin, ALSSpreadFloor, how, cu.c, cu.sigma, cu.sigma*cu.c*cu.c, cu.tau/(cu.s*cu.s), cu.tau, cu.K, cu.kept, cu.edge, fmtEigen(cu.lk), nfree, R-cu.K-nfree)
 }

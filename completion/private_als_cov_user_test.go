@@ -119,8 +119,13 @@ func TestCovUserGates(t *testing.T) {
 		{"users", fit(100, 5e6, 5e6), "ALSCovMaxPairs"},
 		{"null", fit(1000, 5, 6e4), "ALSCovUserMaxNull"},
 		{"one item", fit(1, 3600, 5000), "needs 2"},
+		{"selected items", fit(100, 3600, 5000), "selected privately"},
 	} {
-		dens, wbar, why := covUserGates(&o, p, tc.bias)
+		o := o
+		if tc.name == "selected items" {
+			o.Scalars = &data.Store{}
+		}
+		dens, wbar, _, why := covUserGates(&o, p, tc.bias)
 		if (why == "") != (tc.want == "") || !strings.Contains(why, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.name, why, tc.want)
 		}
@@ -210,6 +215,24 @@ func TestALSCovarianceUserRelease(t *testing.T) {
 		// The clip here: the ratings fill the range, so the stage's c is
 		// the range's.
 		nt.add(t, alsCovUserWhat, got[alsCovUserWhat][0], covUserVector(st, &oo, m, c))
+		// The stage's spread release is the report's: the same release,
+		// drawn from the same seeded stream, gives the same value (the
+		// noise's scale is then checked below, over many draws).
+		for _, sr := range r.Releases {
+			if sr.What != alsCovUserSpreadWhat {
+				continue
+			}
+			o2 := o
+			o2.Noise = perturb.SeededNoise(seed)
+			again := map[string][][]float64{}
+			o2.probe = probeInto(again)
+			if _, err := releaseCovUserSpread(st, alsUsers(st), m, &o2, &biasFit{noisyUsers: 1}, sr, false); err != nil {
+				t.Fatal(err)
+			}
+			if a, b := again[alsCovUserSpreadWhat][0][0], got[alsCovUserSpreadWhat][0][0]; a != b {
+				t.Fatalf("seed %d: the stage's spread release drew %v, the report's release %v", seed, b, a)
+			}
+		}
 		rep = r
 	}
 	nt.check(t, "als covariance, user unit", rep, alsCovUserWhat)
