@@ -97,9 +97,9 @@ func covUserNoiseGate(p alsPrivateParams) float64 {
 }
 
 // covUserClip is the user unit's residual clip c = BiasResidualClip
-// (4s) f, 4s the rules' width and f = 0.75 + 0.25 log10(epsilon/3)
-// clamped to [0.75, 1]: (r_max - r_min)/4 up to epsilon 3, /3 from 30, at
-// the range's width. (The entry unit's clip grows to 2 (r_max - r_min)/3
+// (4s) f, 4s o's rules' width and f = 0.75 + 0.25 log10(epsilon/3)
+// clamped to [0.75, 1]: a quarter of the width up to epsilon 3, a third
+// from 30. (The entry unit's clip grows to 2 (r_max - r_min)/3
 // at epsilon 100: at the user unit the larger noise of M made that cost
 // 0.01-0.03 at epsilon 30 and 100 on the validation logs; package doc,
 // and docs/privacy.md.)
@@ -109,8 +109,8 @@ func covUserClip(o *PrivateOptions) float64 {
 }
 
 // covWeightUser is the user unit's weight a_u = sqrt(2/(d_u (d_u + 1))),
-// the largest at which a user's a_u 1_u 1_u^T has unit norm over the
-// upper triangle (so a_u z_u z_u^T has norm at most c^2). Validation
+// at which a user's a_u 1_u 1_u^T has norm exactly 1 over the upper
+// triangle for every d_u (and a_u z_u z_u^T at most c^2). Validation
 // parts (k = 100, 2 noise seeds), epsilon 3 / 10, against a_u = 1/d_u
 // (norm sqrt((d_u + 1)/(2 d_u)), below 1 from d_u = 2): Jester5k 4.153 -
 // 4.172 / 4.075 - 4.083 against 4.193 - 4.201 / 4.102 - 4.103, the
