@@ -420,13 +420,20 @@ func covNullEdgeWith(train *data.Store, by [][]int, cp *covPlan, v, c, sigma, si
 // refinement it cost Jester5k 0.02 at epsilon 3 (it cut real
 // components).
 func covEdge(train *data.Store, by [][]int, cp *covPlan, M, W []float64, c, sigma, ridge float64) float64 {
+	return covNullEdge(train, by, cp, covMeanDiag(M, W, cp.m, ridge), c, sigma, ridge)
+}
+
+// covMeanDiag is the mean of C's diagonal, C_ii = W_ii M_ii / (W_ii^2 +
+// ridge) (0 where W_ii is 0), over the m items: the null's residual
+// variance v.
+func covMeanDiag(M, W []float64, m int, ridge float64) float64 {
 	v := 0.0
-	for i := 0; i < cp.m; i++ {
-		if k := triIndex(cp.m, i, i); W[k] > 0 {
+	for i := 0; i < m; i++ {
+		if k := triIndex(m, i, i); W[k] > 0 {
 			v += W[k] * M[k] / (W[k]*W[k] + ridge)
 		}
 	}
-	return covNullEdge(train, by, cp, v/float64(cp.m), c, sigma, ridge)
+	return v / float64(m)
 }
 
 // trainALSCovariance is the entry unit's private ALS by the covariance

@@ -397,14 +397,8 @@ func alsUserCovariance(train *data.Store, m *decomposition.Model, o *PrivateOpti
 		cu.K = min(R-ALSFreeColumns, ALSPositionsMaxRank)
 	}
 	if !p.covNoCut {
-		v := 0.0
-		for i := 0; i < I; i++ {
-			if k := triIndex(I, i, i); W[k] > 0 {
-				v += W[k] * M[k] / (W[k]*W[k] + ridge)
-			}
-		}
 		syn := covNullPositions(bias, I, o.MaxRatingsPerUser)
-		cu.edge = covNullEdgeWith(syn, alsUsers(syn), cp, v/float64(I), c, sigmaM, sigW, ridge, covWeightUser, rand.New(rand.NewPCG(streamALSCovUser, 3)))
+		cu.edge = covNullEdgeWith(syn, alsUsers(syn), cp, covMeanDiag(M, W, I, ridge), c, sigmaM, sigW, ridge, covWeightUser, rand.New(rand.NewPCG(streamALSCovUser, 3)))
 		if p.covEdgeMul > 0 {
 			cu.edge *= p.covEdgeMul
 		}
