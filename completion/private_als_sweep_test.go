@@ -148,7 +148,7 @@ func TestPrivateALSSweep(t *testing.T) {
 				t.Logf("%s %s epsilon %g (%s level): %.4f (%.2f s)", name, mode, e, unit, got, secs)
 				if os.Getenv("DPREC_ALS_NOTES") != "" {
 					for _, n := range rep.Notes {
-						if strings.HasPrefix(n, "learnability") || strings.HasPrefix(n, "positions") || strings.HasPrefix(n, "position columns") || strings.HasPrefix(n, "item ridge") {
+						if os.Getenv("DPREC_ALS_NOTES") == "all" || strings.HasPrefix(n, "learnability") || strings.HasPrefix(n, "positions") || strings.HasPrefix(n, "position columns") || strings.HasPrefix(n, "item ridge") {
 							t.Logf("  %s", n)
 						}
 					}
