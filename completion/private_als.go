@@ -874,6 +874,7 @@ func alsRelease(o *PrivateOptions, p alsPrivateParams, bo *PrivateOptions, m *de
 	case p.steps == 0:
 		freeItemColumns(m, o, bias.releasedCounts())
 		p.userCols.apply(m)
+		curveItemColumns(m, ALSFreeColumns+p.userCols.columns())
 	}
 	if p.steps > 0 {
 		g, err := perturb.NewGaussianSigma(sens, sigma)
@@ -1535,17 +1536,19 @@ func freeColumnsNote(o *PrivateOptions, R int, up *userPositions) string {
 	if o.Unit == UnitUser {
 		counts = "the released noisy item counts"
 	}
-	rest := fmt.Sprintf("the other %d columns are zero", R-2)
-	if up != nil && up.K > 0 {
-		rest = fmt.Sprintf("columns 3 to %d are the position columns (below)", 2+up.K)
-		if R-2-up.K > 0 {
-			rest += fmt.Sprintf(", the other %d zero", R-2-up.K)
-		}
+	K := up.columns()
+	var rest string
+	if K > 0 {
+		rest = fmt.Sprintf("columns 3 to %d are the position columns (below); ", 2+K)
+	}
+	rest += curveColumnsNote(2+K, R)
+	if rest != "" {
+		rest = "; " + rest
 	}
 	if R < 2 {
 		return fmt.Sprintf("item rows: no factor is learnt from the ratings; column 1 is the slope column, the released item biases over s = %g (the rules' spread: (r_max - r_min)/4, or the released spread's at the entry unit) (post-processing: no budget), on which each user fits a slope of their own when folding in", o.rulesRange()/biasSpreadDivisor)
 	}
-	return fmt.Sprintf("item rows: no factor is learnt from the ratings; column 1 is the slope column, the released item biases over s = %g (the rules' spread), and column 2 the popularity column, the standardised log(1 + n_i) of %s scaled to the slope column's standard deviation (both post-processing: no budget); each user fits a slope of their own on each when folding in; %s", o.rulesRange()/biasSpreadDivisor, counts, rest)
+	return fmt.Sprintf("item rows: no factor is learnt from the ratings; column 1 is the slope column, the released item biases over s = %g (the rules' spread), and column 2 the popularity column, the standardised log(1 + n_i) of %s scaled to the slope column's standard deviation (both post-processing: no budget); each user fits a slope of their own on each when folding in%s", o.rulesRange()/biasSpreadDivisor, counts, rest)
 }
 
 // alsStepsFree is the number of free columns after the item steps' fit

@@ -439,7 +439,7 @@ func checkStageRelease(t *testing.T, st *data.Store, m *decomposition.Model, o P
 		t.Fatal("every item row is zero in the stage's columns")
 	}
 	// After the stage's K columns, the free columns, then zeros.
-	checkFreeColumns(t, m, &o, rep.ItemCounts, K)
+	checkFreeColumns(t, m, &o, rep.ItemCounts, K, false)
 	off := o
 	off.ALSPositions = ALSPositionsOff
 	rep2, err := TrainPrivateALS(st, privModel(t, decomposition.CP, st.Dims, R, true, 1, 1), &off)

@@ -103,7 +103,7 @@ func TestALSSlopeColumn(t *testing.T) {
 		if notes := strings.Join(rep.Notes, "\n"); !strings.Contains(notes, "slope column") || !strings.Contains(notes, "popularity column") {
 			t.Fatalf("%v: no item step should run on this log, and the report should name the free columns: %q", unit, rep.Notes)
 		}
-		checkFreeColumns(t, ma, &o, rep.ItemCounts, 0)
+		checkFreeColumns(t, ma, &o, rep.ItemCounts, 0, true)
 		bias, err := FoldInRMSE(mb, train, test, BillboardFoldFor(brep))
 		if err != nil {
 			t.Fatal(err)
@@ -112,9 +112,10 @@ func TestALSSlopeColumn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The same model without the popularity column.
+		// The same model without the popularity column (and the curve
+		// columns, which are read from it).
 		for i := 0; i < ma.Dims[1]; i++ {
-			ma.Factors[1][i*R+1] = 0
+			clear(ma.Factors[1][i*R+1 : (i+1)*R])
 		}
 		slope, err := FoldInRMSE(ma, train, test, BillboardFoldFor(rep))
 		if err != nil {
@@ -131,7 +132,7 @@ func TestALSSlopeColumn(t *testing.T) {
 // freeItemColumnsAt's, computed here from m's released biases and counts:
 // b_i/s, then the standardised log(1 + n_i) at the first's standard
 // deviation; and that the columns after them are zero.
-func checkFreeColumns(t *testing.T, m *decomposition.Model, o *PrivateOptions, counts []float64, col int) {
+func checkFreeColumns(t *testing.T, m *decomposition.Model, o *PrivateOptions, counts []float64, col int, curve bool) {
 	t.Helper()
 	R, I := m.Ranks[0], m.Dims[1]
 	s := (o.RatingMax - o.RatingMin) / biasSpreadDivisor
@@ -145,16 +146,35 @@ func checkFreeColumns(t *testing.T, m *decomposition.Model, o *PrivateOptions, c
 	if sd0 == 0 || sd == 0 {
 		t.Fatalf("degenerate log: column spreads %v, %v", sd0, sd)
 	}
+	want := make([][]float64, I)
+	for i := 0; i < I; i++ {
+		want[i] = []float64{c0[i], sd0 * (lg[i] - mean) / sd}
+	}
+	if curve {
+		// The curve columns, from the standardised free columns v1, v2:
+		// v2^2, v1 v2, v1^2, each centred and scaled to
+		// ALSCurveColumnScale times the slope column's deviation.
+		for j := 0; j < min(ALSCurveColumns, R-col-2); j++ {
+			x := make([]float64, I)
+			for i := range x {
+				v1, v2 := want[i][0]/sd0, want[i][1]/sd0
+				x[i] = [3]float64{v2 * v2, v1 * v2, v1 * v1}[j]
+			}
+			mx, sx := stat.PopMeanStdDev(x, nil)
+			for i := range x {
+				want[i] = append(want[i], ALSCurveColumnScale*sd0*(x[i]-mx)/sx)
+			}
+		}
+	}
 	for i := 0; i < I; i++ {
 		row := m.Factors[1][i*R : i*R+R]
-		want := []float64{c0[i], sd0 * (lg[i] - mean) / sd}
 		for j := col; j < R; j++ {
 			w := 0.0
-			if j-col < len(want) {
-				w = want[j-col]
+			if j-col < len(want[i]) {
+				w = want[i][j-col]
 			}
 			if math.Abs(row[j]-w) > 1e-9 {
-				t.Fatalf("item %d: row %v, column %d want %v (the free columns from column %d, then zeros)", i, row, j, w, col)
+				t.Fatalf("item %d: row %v, column %d want %v (the free columns from column %d, then the curve columns (%v), then zeros)", i, row, j, w, col, curve)
 			}
 		}
 	}
@@ -183,7 +203,7 @@ func TestALSResidualFreeColumns(t *testing.T) {
 			t.Fatalf("rank %d: free columns in the notes %v, want %v: %q", R, !want, want, rep.Notes)
 		}
 		if R >= ALSPositionsMaxRank {
-			checkFreeColumns(t, m, &o, counts, R-ALSFreeColumns)
+			checkFreeColumns(t, m, &o, counts, R-ALSFreeColumns, false)
 			continue
 		}
 		// Below rank 10 the fit fills the last column.
@@ -217,7 +237,7 @@ func TestALSStepsFreeColumns(t *testing.T) {
 	if notes := strings.Join(rep.Notes, "\n"); !strings.Contains(notes, "item steps: ") || !strings.Contains(notes, "the last 2 are the free columns") {
 		t.Fatalf("the item steps should run and the report name the free columns: %q", rep.Notes)
 	}
-	checkFreeColumns(t, m, &o, rep.ItemCounts, R-ALSFreeColumns)
+	checkFreeColumns(t, m, &o, rep.ItemCounts, R-ALSFreeColumns, false)
 	nonzero := 0
 	for i := 0; i < m.Dims[1]; i++ {
 		for _, x := range m.Factors[1][i*R : i*R+R-ALSFreeColumns] {

@@ -354,6 +354,14 @@ func userPositionColumns(train *data.Store, o *PrivateOptions, R int, sigma, gEd
 // columns (columns 2 .. 2 + K - 1), each scaled to ALSUserPositionsScale
 // times the slope column's standard deviation (a unit vector over I
 // items has spread about 1/sqrt(I)).
+// columns returns the number of position columns up sets (0 for nil).
+func (up *userPositions) columns() int {
+	if up == nil {
+		return 0
+	}
+	return up.K
+}
+
 func (up *userPositions) apply(m *decomposition.Model) {
 	if up == nil || up.K == 0 {
 		return

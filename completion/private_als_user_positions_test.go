@@ -257,7 +257,7 @@ func TestALSUserPositions(t *testing.T) {
 	for i := 0; i < I; i++ {
 		clear(free.Factors[1][i*R+ALSFreeColumns : (i+1)*R])
 	}
-	checkFreeColumns(t, &free, &o, rep.ItemCounts, 0)
+	checkFreeColumns(t, &free, &o, rep.ItemCounts, 0, false)
 	slope := columnSD(m.Factors[1], R, 0)
 	K := 0
 	for c := ALSFreeColumns; c < R; c++ {

@@ -74,7 +74,7 @@ func TestALSUserFallback(t *testing.T) {
 			t.Fatalf("seed %d: epsilon spent %v, budget %v: the steps' share is not spent", seed, r.Epsilon, oo.Epsilon)
 		}
 		// No learnt factor: the item rows are the free columns alone.
-		checkFreeColumns(t, m, &oo, r.ItemCounts, 0)
+		checkFreeColumns(t, m, &oo, r.ItemCounts, 0, true)
 		// The counts' noise in the report: the two releases pooled, so
 		// below the first release's.
 		var first float64

@@ -353,7 +353,7 @@ func TestInputFallback(t *testing.T) {
 				t.Fatalf("fallback released user row entry %d = %v", k, v)
 			}
 		}
-		checkFreeColumns(t, m, &o, res.Privacy.ItemCounts, 0)
+		checkFreeColumns(t, m, &o, res.Privacy.ItemCounts, 0, false)
 		for k, v := range m.Factors[2] {
 			if v != 1 {
 				t.Fatalf("fallback time row entry %d = %v, want 1", k, v)

@@ -1,0 +1,173 @@
+package completion
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/dprec/dprec/data"
+	"github.com/dprec/dprec/decomposition"
+	"github.com/dprec/dprec/perturb"
+)
+
+// curveLog is slopeLog's shape (600 users of 30 ratings over 300 items
+// of Zipf-like popularity) whose users' taste bends with popularity: user
+// u adds c_u (z_i^2 - 1), z_i the item's standardised log popularity, so
+// some like the most and the least popular items alike and the middle
+// less, others the reverse. No slope on the consensus or on popularity can
+// follow that; a quadratic in popularity can.
+func curveLog() (train, test *data.Store) {
+	const n, m, per = 600, 300, 30
+	rng := rand.New(rand.NewPCG(31, 32))
+	bi := make([]float64, m)
+	w := make([]float64, m)
+	lw := make([]float64, m)
+	var tot float64
+	for i := range bi {
+		bi[i] = 0.5 * rng.NormFloat64()
+		w[i] = 1 / float64(i+10)
+		tot += w[i]
+		lw[i] = math.Log(w[i])
+	}
+	mean, sd := stat.PopMeanStdDev(lw, nil)
+	st := &data.Store{Dims: []int{n, m}, Idx: make([][]int32, 2)}
+	for u := 0; u < n; u++ {
+		bu, cu := 0.4*rng.NormFloat64(), 0.6*rng.NormFloat64()
+		seen := map[int]bool{}
+		for len(seen) < per {
+			x, i := rng.Float64()*tot, 0
+			for ; i < m-1 && x > w[i]; i++ {
+				x -= w[i]
+			}
+			if seen[i] {
+				continue
+			}
+			seen[i] = true
+			z := (lw[i] - mean) / sd
+			v := 3 + bu + bi[i] + cu*(z*z-1) + 0.4*rng.NormFloat64()
+			st.Idx[0] = append(st.Idx[0], int32(u))
+			st.Idx[1] = append(st.Idx[1], int32(i))
+			st.Val = append(st.Val, math.Max(1, math.Min(5, v)))
+		}
+	}
+	perm := rand.New(rand.NewPCG(33, 34)).Perm(st.NNZ())
+	return st.Subset(perm[st.NNZ()/10:]), st.Subset(perm[:st.NNZ()/10])
+}
+
+// TestALSCurveColumns: where private ALS learns no factor from the
+// ratings (here the user unit's fallback), the item rows carry the curve
+// columns after the free ones (curveItemColumns: the quadratic terms of
+// the slope and popularity columns, computed from the released biases and
+// counts alone), the report says so, and the users' fold-in turns them
+// into a clear gain on a log whose users' taste bends with popularity (it
+// fails if the columns are zero, wrong, or not read by the fold-in). On a
+// log without that taste (slopeLog) they cost little.
+func TestALSCurveColumns(t *testing.T) {
+	t.Parallel()
+	const R = 5
+	for _, c := range []struct {
+		name        string
+		log         func() (*data.Store, *data.Store)
+		gainAtLeast float64 // fold-in RMSE without the curve columns minus with them
+	}{
+		{"curved taste", curveLog, 0.02},
+		{"no curved taste", slopeLog, -0.005},
+	} {
+		train, test := c.log()
+		o := baseOpts()
+		o.Epsilon, o.Delta, o.Noise = 10, 1e-5, perturb.SeededNoise(7)
+		o.RatingMin, o.RatingMax = 1, 5
+		o.Unit, o.MaxRatingsPerUser = UnitUser, 30
+		o.ALSPositions = ALSPositionsOff
+		m, rep, notes := trainALSNotes(t, train, []int{1, train.Dims[1]}, R, &o)
+		if !strings.Contains(notes, "columns 3 to 5 are the curve columns") {
+			t.Fatalf("%s: the fallback should run and the report name the curve columns: %q", c.name, rep.Notes)
+		}
+		checkFreeColumns(t, m, &o, rep.ItemCounts, 0, true)
+		pen := BillboardFoldFor(rep)
+		with, err := FoldInRMSE(m, train, test, pen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m0 := *m
+		m0.Factors = [][]float64{m.Factors[0], append([]float64(nil), m.Factors[1]...)}
+		for i := 0; i < m.Dims[1]; i++ {
+			clear(m0.Factors[1][i*R+ALSFreeColumns : (i+1)*R])
+		}
+		without, err := FoldInRMSE(&m0, train, test, pen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: fold-in RMSE with the curve columns %.4f, without %.4f", c.name, with, without)
+		if without-with < c.gainAtLeast {
+			t.Errorf("%s: fold-in RMSE with the curve columns %.4f, without %.4f: want a gain of at least %g", c.name, with, without, c.gainAtLeast)
+		}
+	}
+}
+
+// TestCurveItemColumns: the curve columns are the three quadratic terms
+// of the two free columns in their order, centred, at ALSCurveColumnScale
+// times the slope column's deviation; only as many as the rank leaves;
+// none before the free columns or when they are constant; and they read
+// only columns 0 and 1 (post-processing of the released values).
+func TestCurveItemColumns(t *testing.T) {
+	const I = 7
+	slope := []float64{0.3, -0.2, 0.5, 0.1, -0.6, 0.2, 0.0}
+	pop := []float64{1.1, 0.4, -0.3, -0.2, 0.5, -0.8, -0.7}
+	model := func(R int) *decomposition.Model {
+		m, err := decomposition.NewModel(decomposition.CP, []int{1, I}, []int{R}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range I {
+			m.Factors[1][i*R], m.Factors[1][i*R+1] = slope[i], pop[i]
+			for j := 2; j < R; j++ {
+				m.Factors[1][i*R+j] = 9 // overwritten or left alone
+			}
+		}
+		return m
+	}
+	_, sd := stat.PopMeanStdDev(slope, nil)
+	m := model(6)
+	if n := curveItemColumns(m, 2); n != 3 {
+		t.Fatalf("rank 6 from column 2: %d columns, want 3", n)
+	}
+	for j, f := range []func(a, b float64) float64{
+		func(a, b float64) float64 { return b * b },
+		func(a, b float64) float64 { return a * b },
+		func(a, b float64) float64 { return a * a },
+	} {
+		x := make([]float64, I)
+		for i := range x {
+			x[i] = f(slope[i]/sd, pop[i]/sd)
+		}
+		mx, sx := stat.PopMeanStdDev(x, nil)
+		for i := range I {
+			want := ALSCurveColumnScale * sd * (x[i] - mx) / sx
+			if got := m.Factors[1][i*6+2+j]; math.Abs(got-want) > 1e-12 {
+				t.Fatalf("curve column %d, item %d: %v, want %v", j, i, got, want)
+			}
+		}
+	}
+	for i := range I {
+		if m.Factors[1][i*6+5] != 9 {
+			t.Fatalf("column 5 changed: %v", m.Factors[1][i*6+5])
+		}
+	}
+	if n := curveItemColumns(model(4), 2); n != 2 {
+		t.Fatalf("rank 4: %d columns, want 2", n)
+	}
+	if n := curveItemColumns(model(6), 1); n != 0 {
+		t.Fatalf("from column 1 (inside the free columns): %d columns, want 0", n)
+	}
+	flat := model(5)
+	for i := range I {
+		flat.Factors[1][i*5] = 0.4
+	}
+	if n := curveItemColumns(flat, 2); n != 0 {
+		t.Fatalf("a constant slope column: %d columns, want 0", n)
+	}
+}
