@@ -721,6 +721,24 @@
 // TestALSResidualFreeColumns and TestALSStepsFreeColumns check them after
 // the fitted columns.
 //
+// The curve columns (session 24; curveItemColumns). Where no factor is
+// learnt, the columns the free and position columns leave zero take, up
+// to ALSCurveColumns of them, the quadratic terms of the two free
+// columns: with w1 = v_.1/sd and w2 = v_.2/sd (sd the slope column's
+// standard deviation, which the popularity column shares),
+//
+//	w2^2, w1 w2, w1^2,  each centred over the items and scaled to ALSCurveColumnScale sd.
+//
+// A user's fold-in then fits x_u3 w2^2 + x_u4 w1 w2 + x_u5 w1^2 besides
+// the two slopes: a quadratic curve of their own in the item's released
+// bias and popularity (real users' liking bends with popularity: a niche
+// viewer may like the rarest items and the most popular ones less than
+// the middle, or the reverse). They read the released (or public) item
+// biases and counts only: post-processing, no budget, no sensitivity.
+// Validation figures at ALSCurveColumnScale; TestALSCurveColumns checks
+// the columns, the report and the gain on a log whose users' taste bends
+// with popularity, and TestCurveItemColumns the formula.
+//
 // Private item selection (SelectItems), when no catalogue is given: each
 // user adds 1/sqrt(n_u) to each item they rated (l2 norm 1), Gaussian
 // noise calibrated to (epsilon_sel, delta_sel/2) at sensitivity 1, and

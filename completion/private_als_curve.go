@@ -20,22 +20,27 @@ const ALSCurveColumns = 3
 // fold-in's one row ridge shrinks a user's weights on them. Chosen on
 // the validation parts with the three columns (TestPrivateALSSweep, user
 // unit, k = 100, noise seeds 1 and 2, epsilon 1 / 3 / 10 / 30 / 100;
-// scale 1 -> 0.5, against none):
+// the change in RMSE against no curve columns at scale 1 -> 0.5):
 //
-//	ml-latest-small          -0.0011 / -0.0027 / -0.0031 / -0.0027 / -0.0024 -> -0.0005 / -0.0016 / -0.0023 / -0.0021 / -0.0020
+//	ml-latest-small                -0.0011 / -0.0027 / -0.0031 / -0.0027 / -0.0024 -> -0.0005 / -0.0016 / -0.0023 / -0.0021 / -0.0020
 //	MovieLens-100K's training part -0.0002 / -0.0021 / -0.0024 / -0.0030 / 0 -> -0.0003 / -0.0014 / -0.0019 / -0.0025 / 0
-//	Jester5k, epsilon 1      -0.0253 -> -0.0133 (from epsilon 3 the covariance stage runs)
-//	the planted MovieLens-shaped synth +0.0003 / +0.0013 / +0.0034 / +0.0052 / 0 -> +0.0001 / +0.0002 / +0.0006 / +0.0013 / 0
-//	heavy (data.Synth, Zipf 1) +0.0018 / +0.0029 / +0.0010 / 0 / 0 -> +0.0005 / +0.0011 / +0.0005 / 0 / 0
+//	Jester5k, epsilon 1            -0.0253 -> -0.0133 (from epsilon 3 the covariance stage runs)
+//	the planted MovieLens-shaped synth +0.0003 / +0.0013 / +0.0034 / +0.0052 / 0 -> +0.0001 / +0.0002 / +0.0006 / +0.0013 / +0.0010
+//	heavy (data.Synth, Zipf 1)     +0.0018 / +0.0029 / +0.0010 / 0 / 0 -> +0.0005 / +0.0011 / +0.0011 / 0 / 0
 //	the joke-shaped synth, epsilon 1 +0.0032 -> +0.0004
 //
-// The planted logs have no such structure, so there the columns can only
-// cost: the scale of 0.5 keeps that cost at 0.0013 or less and keeps
-// most of the real logs' gain. (One column alone, scale 1: the
-// popularity column squared gained most of the three, -0.0014 to -0.0028
-// on ml-latest-small at epsilon >= 3 and -0.0175 on Jester5k at epsilon
-// 1, and cost up to 0.0022 on the planted log; the other two gained
-// 0.0003-0.0012 on the MovieLens logs.) Never on a test part.
+// (0: the item steps or the covariance stage run, or the position
+// columns fill the rank; at scale 1 the columns were measured before the
+// position columns, which then overwrote them.) The planted logs have no
+// such structure, so there the columns can only cost: the scale of 0.5
+// keeps that cost at 0.0013 or less and keeps most of the real logs'
+// gain. (One column alone, scale 1: the popularity column squared gained
+// most of the three, -0.0014 to -0.0028 on ml-latest-small at epsilon >=
+// 3 and -0.0175 on Jester5k at epsilon 1, and cost up to 0.0022 on the
+// planted log; hence it comes first. The other two gained 0.0003-0.0012
+// on the MovieLens logs.) At the entry unit only the planted log reaches
+// the fallback (epsilon 1 and 3: +0.0009 and +0.0008); the real logs run
+// the positions stage. Never on a test part.
 const ALSCurveColumnScale = 0.5
 
 // curveItemColumns sets item columns col, col+1, ... (at most

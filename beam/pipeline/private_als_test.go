@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -208,14 +209,35 @@ func TestPrivateALSMatchesSingleMachine(t *testing.T) {
 			if !closeTo(got.Model.Factors[1][k], ref.Factors[1][k], 1e-9) {
 				t.Fatalf("epsilon %g: item row entry %d %v, single machine %v", tc.eps, k, got.Model.Factors[1][k], ref.Factors[1][k])
 			}
-			// The fallback's rows are the free columns (the released item
-			// biases over s and the standardised log counts) and zeros.
 			if ref.Factors[1][k] != 0 && k%rank > 1 {
 				nonzero++
 			}
 		}
-		if tc.fallback != (nonzero == 0) {
-			t.Fatalf("epsilon %g: %d nonzero item-row entries beyond the first two columns (fallback %v)", tc.eps, nonzero, tc.fallback)
+		if !tc.fallback && nonzero == 0 {
+			t.Fatalf("epsilon %g: no fitted item-row entry beyond the first two columns", tc.eps)
+		}
+		if tc.fallback {
+			// The fallback's rows are the free columns (the released item
+			// biases over s and the standardised log counts), then at rank
+			// 3 one curve column: the second squared, over the first's
+			// deviation, centred and scaled to ALSCurveColumnScale times it.
+			I := len(ref.Factors[1]) / rank
+			c0, sq := make([]float64, I), make([]float64, I)
+			for i := range I {
+				c0[i] = ref.Factors[1][i*rank]
+			}
+			_, sd := popMeanSD(c0)
+			for i := range I {
+				v := ref.Factors[1][i*rank+1] / sd
+				sq[i] = v * v
+			}
+			mq, sdq := popMeanSD(sq)
+			for i := range I {
+				want := completion.ALSCurveColumnScale * sd * (sq[i] - mq) / sdq
+				if got := ref.Factors[1][i*rank+2]; !closeTo(got, want, 1e-9) {
+					t.Fatalf("epsilon %g: item %d column 3 %v, want the curve column %v", tc.eps, i, got, want)
+				}
+			}
 		}
 		if got.Model.Dims[0] != 1 || got.Dicts[0].String(0) != NoUser {
 			t.Fatalf("epsilon %g: user mode %v, want the one placeholder", tc.eps, got.Model.Dims)
@@ -225,4 +247,16 @@ func TestPrivateALSMatchesSingleMachine(t *testing.T) {
 		Privacy: completion.PrivateOptions{Epsilon: 1, Delta: 1e-5, RatingMin: 0.5, RatingMax: 5, Unit: completion.UnitUser, MaxRatingsPerUser: 5}}); err == nil {
 		t.Fatal("user unit: no error")
 	}
+}
+
+// popMeanSD returns the mean and the population standard deviation of x.
+func popMeanSD(x []float64) (mean, sd float64) {
+	for _, v := range x {
+		mean += v
+	}
+	mean /= float64(len(x))
+	for _, v := range x {
+		sd += (v - mean) * (v - mean)
+	}
+	return mean, math.Sqrt(sd / float64(len(x)))
 }
