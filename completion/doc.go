@@ -723,21 +723,26 @@
 //
 // The curve columns (session 24; curveItemColumns). Where no factor is
 // learnt, the columns the free and position columns leave zero take, up
-// to ALSCurveColumns of them, the quadratic terms of the two free
-// columns: with w1 = v_.1/sd and w2 = v_.2/sd (sd the slope column's
-// standard deviation, which the popularity column shares),
+// to ALSCurveColumns of them, the products of the two free columns: with
+// w1 = v_.1/sd and w2 = v_.2/sd (sd the slope column's standard
+// deviation, to which the popularity column is scaled; it is zero when
+// every count is the same),
 //
-//	w2^2, w1 w2, w1^2,  each centred over the items and scaled to ALSCurveColumnScale sd.
+//	w2^2, w1 w2, w1^2,  each centred over the items and scaled to ALSCurveColumnScale sd,
 //
-// A user's fold-in then fits x_u3 w2^2 + x_u4 w1 w2 + x_u5 w1^2 besides
-// the two slopes: a quadratic curve of their own in the item's released
-// bias and popularity (real users' liking bends with popularity: a niche
-// viewer may like the rarest items and the most popular ones less than
-// the middle, or the reverse). They read the released (or public) item
-// biases and counts only: post-processing, no budget, no sensitivity.
-// Validation figures at ALSCurveColumnScale; TestALSCurveColumns checks
-// the columns, the report and the gain on a log whose users' taste bends
-// with popularity, and TestCurveItemColumns the formula.
+// in that order, a product constant over the items taking no column (w1
+// is not centred first, so w1 w2 and w1^2 also carry a part linear in
+// the free columns, which the fold-in's slopes absorb). A user's fold-in
+// then fits x_u3 w2^2 + x_u4 w1 w2 + x_u5 w1^2 besides the two slopes: a
+// curve of their own in the item's released bias and popularity (real
+// users' liking bends with popularity: a niche viewer may like the
+// rarest items and the most popular ones less than the middle, or the
+// reverse). They read the released (or public) item biases and counts
+// only: post-processing, no budget, no sensitivity. Validation figures
+// at ALSCurveColumnScale; TestALSCurveColumns checks the columns, the
+// report and the gain on a log whose users' taste bends with popularity,
+// and TestCurveItemColumns the formula, the order, the rank limit and the
+// place after the position columns (fallbackItemRows).
 //
 // Private item selection (SelectItems), when no catalogue is given: each
 // user adds 1/sqrt(n_u) to each item they rated (l2 norm 1), Gaussian

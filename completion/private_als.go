@@ -163,6 +163,9 @@ type alsPrivateParams struct {
 	// (and the user unit's covariance stage's)
 	// noise and takes sigma as 0 in the ridge and the learnability rule.
 	noiseOff bool
+	// curve names the curve columns the fallback set (fallbackItemRows),
+	// for the report.
+	curve []string
 	// gateSigma > 0 (measurement only) replaces sigma in the learnability
 	// rule of the item solves.
 	gateSigma float64
@@ -678,7 +681,7 @@ func trainPrivateALSResolved(train *data.Store, src storeALSSource, m *decomposi
 		share := alsGateShare(train, p, R, sigma0)
 		gateNote = fmt.Sprintf("learnability rule: at the planned item-step sigma %.4g, items with n_i Gamma_u^2 / R >= %g sigma carry %.1f%% of the ratings", sigma0, p.gate, 100*share)
 		if share < ALSPrivateGateShare {
-			gateNote += fmt.Sprintf(" (below %g%%): no item step is run, the item rows are the free columns alone and the biases take the whole budget", 100*ALSPrivateGateShare)
+			gateNote += fmt.Sprintf(" (below %g%%): no item step is run, the item rows are the free columns and the curve columns (below) and the biases take the whole budget", 100*ALSPrivateGateShare)
 			p.steps, p.biasFrac = 0, 1
 		}
 	}
@@ -752,9 +755,9 @@ func trainPrivateALSResolved(train *data.Store, src storeALSSource, m *decomposi
 				return nil, err
 			}
 			p.userCols = up
-			rows := "the free columns alone"
+			rows := "the free columns and the curve columns (below)"
 			if up != nil && up.K > 0 {
-				rows = "the free columns and the position columns"
+				rows = "the free columns, the position columns and the curve columns (below)"
 			}
 			gateNote += fmt.Sprintf(" (below %g%%): no item step is run and the item rows are %s; %s", 100*p.userGateShare, rows, note)
 			p.steps, acc = 0, fb
@@ -872,9 +875,7 @@ func alsRelease(o *PrivateOptions, p alsPrivateParams, bo *PrivateOptions, m *de
 	case p.userCov != nil:
 		p.userCov.apply(m, bias.releasedCounts())
 	case p.steps == 0:
-		freeItemColumns(m, o, bias.releasedCounts())
-		p.userCols.apply(m)
-		curveItemColumns(m, ALSFreeColumns+p.userCols.columns())
+		p.curve = fallbackItemRows(m, o, bias.releasedCounts(), p.userCols)
 	}
 	if p.steps > 0 {
 		g, err := perturb.NewGaussianSigma(sens, sigma)
@@ -942,7 +943,7 @@ func alsRelease(o *PrivateOptions, p alsPrivateParams, bo *PrivateOptions, m *de
 			fold = fmt.Sprintf("with the bias mode's penalties but a fixed ridge of %g on the row and bias (no item step ran; ALSUserFallbackFoldRow)", ALSUserFallbackFoldRow)
 		}
 		if R >= 1 {
-			rep.Notes = append(rep.Notes, freeColumnsNote(o, R, p.userCols))
+			rep.Notes = append(rep.Notes, freeColumnsNote(o, R, p.userCols, p.curve))
 		}
 		if p.userCols != nil {
 			rep.Notes = append(rep.Notes, p.userCols.note())
@@ -1531,19 +1532,29 @@ func columnSD(A []float64, R, c int) float64 {
 }
 
 // freeColumnsNote states freeItemColumns' columns in a report.
-func freeColumnsNote(o *PrivateOptions, R int, up *userPositions) string {
+func freeColumnsNote(o *PrivateOptions, R int, up *userPositions, curve []string) string {
 	counts := "the public item counts"
 	if o.Unit == UnitUser {
 		counts = "the released noisy item counts"
 	}
 	K := up.columns()
-	var rest string
+	var parts []string
 	if K > 0 {
-		rest = fmt.Sprintf("columns 3 to %d are the position columns (below); ", 2+K)
+		what := "the position columns (below)"
+		if K == 1 {
+			what = "the position column (below)"
+		}
+		parts = append(parts, columnsNote(3, 2+K, what))
 	}
-	rest += curveColumnsNote(2+K, R)
-	if rest != "" {
-		rest = "; " + rest
+	if len(curve) > 0 {
+		parts = append(parts, curveColumnsNote(2+K, curve))
+	}
+	if z := R - 2 - K - len(curve); z > 0 {
+		parts = append(parts, columnsNote(R-z+1, R, "zero"))
+	}
+	rest := ""
+	if len(parts) > 0 {
+		rest = "; " + strings.Join(parts, "; ")
 	}
 	if R < 2 {
 		return fmt.Sprintf("item rows: no factor is learnt from the ratings; column 1 is the slope column, the released item biases over s = %g (the rules' spread: (r_max - r_min)/4, or the released spread's at the entry unit) (post-processing: no budget), on which each user fits a slope of their own when folding in", o.rulesRange()/biasSpreadDivisor)

@@ -44,78 +44,96 @@ const ALSCurveColumns = 3
 const ALSCurveColumnScale = 0.5
 
 // curveItemColumns sets item columns col, col+1, ... (at most
-// ALSCurveColumns, none at or beyond the rank) to the curve columns: the
-// quadratic terms of the two free columns (freeItemColumnsAt, columns 0
-// and 1: the slope column v1 and the popularity column v2, both of
-// standard deviation sd over the items), in the order
+// ALSCurveColumns, none at or beyond the rank) to the curve columns: with
+// w1 and w2 the two free columns (freeItemColumnsAt, columns 0 and 1: the
+// slope column and the popularity column) over the slope column's
+// standard deviation sd, the products
 //
-//	v2^2, v1 v2, v1^2      (each of (v/sd) centred over the items,
-//	                        rescaled to standard deviation ALSCurveColumnScale sd)
+//	w2^2, w1 w2, w1^2      (each centred over the items and rescaled
+//	                        to standard deviation ALSCurveColumnScale sd)
 //
-// With them a user folding in fits a quadratic curve of their own in the
-// item's released bias and popularity, not only a slope on each: real
-// users' liking of an item bends with its popularity (a niche viewer may
-// like the rarest items and the most popular ones less than the middle),
-// which the two slopes cannot follow. Like the free columns they read
-// only the released (or public) item biases and counts: post-processing,
-// no budget, no sensitivity. It returns the number of columns set, and
-// sets none when the free columns are absent (col < 2, rank below col + 1)
-// or constant. See ALSCurveColumnScale for the validation figures.
-func curveItemColumns(m *decomposition.Model, col int) int {
+// in that order. A product that is constant over the items (the
+// popularity column is zero when every count is the same) is skipped and
+// takes no column. With them a user folding in fits a curve of their own
+// in the item's released bias and popularity, not only a slope on each:
+// real users' liking of an item bends with its popularity (a niche viewer
+// may like the rarest items and the most popular ones less than the
+// middle), which the two slopes cannot follow. (w1 is not centred, so
+// w1 w2 and w1^2 also carry a part linear in the free columns; the
+// fold-in's slopes absorb it.) Like the free columns they read only the
+// released (or public) item biases and counts: post-processing, no
+// budget, no sensitivity. It returns the names of the columns it set, in
+// order (none when col < 2, when col is at or beyond the rank, or when
+// the slope column is constant). See ALSCurveColumnScale for the
+// validation figures.
+func curveItemColumns(m *decomposition.Model, col int) []string {
 	R := m.Ranks[0]
 	if col < ALSFreeColumns || col >= R {
-		return 0
+		return nil
 	}
 	I := m.Dims[1]
 	sd := columnSD(m.Factors[1], R, 0)
 	if !(sd > 0) || I < 2 {
-		return 0
+		return nil
 	}
-	n := min(ALSCurveColumns, R-col)
+	terms := []struct {
+		name string
+		f    func(w1, w2 float64) float64
+	}{
+		{"the popularity column squared", func(_, w2 float64) float64 { return w2 * w2 }},
+		{"the product of the slope and popularity columns", func(w1, w2 float64) float64 { return w1 * w2 }},
+		{"the slope column squared", func(w1, _ float64) float64 { return w1 * w1 }},
+	}
+	var set []string
 	x := make([]float64, I)
-	for j := 0; j < n; j++ {
+	for _, t := range terms {
+		if col+len(set) >= R || len(set) == ALSCurveColumns {
+			break
+		}
 		for i := range I {
-			v1 := m.Factors[1][i*R] / sd
-			v2 := m.Factors[1][i*R+1] / sd
-			switch j {
-			case 0:
-				x[i] = v2 * v2
-			case 1:
-				x[i] = v1 * v2
-			default:
-				x[i] = v1 * v1
-			}
+			x[i] = t.f(m.Factors[1][i*R]/sd, m.Factors[1][i*R+1]/sd)
 		}
 		mean, s := stat.PopMeanStdDev(x, nil)
-		for i := range I {
-			v := 0.0
-			if s > 0 && !math.IsNaN(s) {
-				v = ALSCurveColumnScale * sd * (x[i] - mean) / s
-			}
-			m.Factors[1][i*R+col+j] = v
+		if !(s > 1e-12*(1+math.Abs(mean))) {
+			continue // constant over the items: nothing to fit
 		}
+		c := col + len(set)
+		for i := range I {
+			m.Factors[1][i*R+c] = ALSCurveColumnScale * sd * (x[i] - mean) / s
+		}
+		set = append(set, t.name)
 	}
-	return n
+	return set
 }
 
-// curveColumnsNote states, for a report, the curve columns that
-// curveItemColumns sets from column col (0-based) of a rank-R model's item
-// rows, and that the columns after them are zero.
-func curveColumnsNote(col, R int) string {
-	n := 0
-	if col >= ALSFreeColumns && col < R {
-		n = min(ALSCurveColumns, R-col)
+// fallbackItemRows sets m's item rows where private ALS learns no factor
+// from the ratings: the free columns from counts (freeItemColumns), the
+// position columns up (nil: none) after them, then the curve columns
+// after those. The other columns are left as they are (zero). It returns
+// the curve columns' names, for the report.
+func fallbackItemRows(m *decomposition.Model, o *PrivateOptions, counts []float64, up *userPositions) []string {
+	freeItemColumns(m, o, counts)
+	up.apply(m)
+	return curveItemColumns(m, ALSFreeColumns+up.columns())
+}
+
+// curveColumnsNote states, for a report, the curve columns named in set,
+// which curveItemColumns wrote from column col (0-based).
+func curveColumnsNote(col int, set []string) string {
+	if len(set) == 0 {
+		return ""
 	}
-	var s string
-	if n > 0 {
-		what := []string{"the popularity column squared", "the product of the slope and popularity columns", "the slope column squared"}[:n]
-		s = fmt.Sprintf("columns %d to %d are the curve columns: %s, each over the slope column's standard deviation, centred over the items and scaled to %g times that deviation (post-processing: no budget; ALSCurveColumns), so that each user fits a quadratic curve of their own in the item's released bias and popularity when folding in", col+1, col+n, strings.Join(what, ", "), ALSCurveColumnScale)
+	what := "the curve column"
+	if len(set) > 1 {
+		what = "the curve columns"
 	}
-	if z := R - col - n; z > 0 {
-		if s != "" {
-			s += "; "
-		}
-		s += fmt.Sprintf("the other %d columns are zero", z)
+	return columnsNote(col+1, col+len(set), fmt.Sprintf("%s: %s, each a product of the free columns over the slope column's standard deviation, centred over the items and scaled to %g times that deviation (ALSCurveColumnScale; post-processing: no budget), so that each user fits a curve of their own in the item's released bias and popularity when folding in", what, strings.Join(set, ", "), ALSCurveColumnScale))
+}
+
+// columnsNote says that the 1-based columns a to b are what.
+func columnsNote(a, b int, what string) string {
+	if a == b {
+		return fmt.Sprintf("column %d is %s", a, what)
 	}
-	return s
+	return fmt.Sprintf("columns %d to %d are %s", a, b, what)
 }

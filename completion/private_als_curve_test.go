@@ -3,6 +3,7 @@ package completion
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,7 +60,7 @@ func curveLog() (train, test *data.Store) {
 
 // TestALSCurveColumns: where private ALS learns no factor from the
 // ratings (here the user unit's fallback), the item rows carry the curve
-// columns after the free ones (curveItemColumns: the quadratic terms of
+// columns after the free ones (curveItemColumns: the products of
 // the slope and popularity columns, computed from the released biases and
 // counts alone), the report says so, and the users' fold-in turns them
 // into a clear gain on a log whose users' taste bends with popularity (it
@@ -108,11 +109,14 @@ func TestALSCurveColumns(t *testing.T) {
 	}
 }
 
-// TestCurveItemColumns: the curve columns are the three quadratic terms
-// of the two free columns in their order, centred, at ALSCurveColumnScale
-// times the slope column's deviation; only as many as the rank leaves;
-// none before the free columns or when they are constant; and they read
-// only columns 0 and 1 (post-processing of the released values).
+// TestCurveItemColumns: the curve columns are the three products of the
+// two free columns in their order, centred, at ALSCurveColumnScale times
+// the slope column's deviation; only as many as the rank leaves; none
+// before the free columns or when the slope column is constant; a
+// constant product takes no column; they read only columns 0 and 1
+// (post-processing of the released values); and in the fallback's rows
+// they come after the position columns (fallbackItemRows), as the
+// report's note says.
 func TestCurveItemColumns(t *testing.T) {
 	const I = 7
 	slope := []float64{0.3, -0.2, 0.5, 0.1, -0.6, 0.2, 0.0}
@@ -131,43 +135,114 @@ func TestCurveItemColumns(t *testing.T) {
 		return m
 	}
 	_, sd := stat.PopMeanStdDev(slope, nil)
-	m := model(6)
-	if n := curveItemColumns(m, 2); n != 3 {
-		t.Fatalf("rank 6 from column 2: %d columns, want 3", n)
-	}
-	for j, f := range []func(a, b float64) float64{
+	products := []func(a, b float64) float64{
 		func(a, b float64) float64 { return b * b },
 		func(a, b float64) float64 { return a * b },
 		func(a, b float64) float64 { return a * a },
-	} {
+	}
+	// check says column c of m (rank R) is product j of the free columns.
+	check := func(m *decomposition.Model, R, c, j int) {
+		t.Helper()
 		x := make([]float64, I)
 		for i := range x {
-			x[i] = f(slope[i]/sd, pop[i]/sd)
+			x[i] = products[j](slope[i]/sd, pop[i]/sd)
 		}
 		mx, sx := stat.PopMeanStdDev(x, nil)
 		for i := range I {
 			want := ALSCurveColumnScale * sd * (x[i] - mx) / sx
-			if got := m.Factors[1][i*6+2+j]; math.Abs(got-want) > 1e-12 {
-				t.Fatalf("curve column %d, item %d: %v, want %v", j, i, got, want)
+			if got := m.Factors[1][i*R+c]; math.Abs(got-want) > 1e-12 {
+				t.Fatalf("rank %d, column %d, item %d: %v, want product %d of the free columns, %v", R, c, i, got, j, want)
 			}
 		}
+	}
+	m := model(6)
+	if set := curveItemColumns(m, 2); len(set) != 3 || set[0] != "the popularity column squared" {
+		t.Fatalf("rank 6 from column 2: %q, want the three columns, the popularity column squared first", set)
+	}
+	for j := range 3 {
+		check(m, 6, 2+j, j)
 	}
 	for i := range I {
 		if m.Factors[1][i*6+5] != 9 {
 			t.Fatalf("column 5 changed: %v", m.Factors[1][i*6+5])
 		}
 	}
-	if n := curveItemColumns(model(4), 2); n != 2 {
-		t.Fatalf("rank 4: %d columns, want 2", n)
+	m4 := model(4)
+	if set := curveItemColumns(m4, 2); len(set) != 2 {
+		t.Fatalf("rank 4: %q, want 2 columns", set)
 	}
-	if n := curveItemColumns(model(6), 1); n != 0 {
-		t.Fatalf("from column 1 (inside the free columns): %d columns, want 0", n)
+	check(m4, 4, 2, 0)
+	check(m4, 4, 3, 1)
+	if set := curveItemColumns(model(6), 1); len(set) != 0 {
+		t.Fatalf("from column 1 (inside the free columns): %q, want none", set)
 	}
 	flat := model(5)
 	for i := range I {
 		flat.Factors[1][i*5] = 0.4
 	}
-	if n := curveItemColumns(flat, 2); n != 0 {
-		t.Fatalf("a constant slope column: %d columns, want 0", n)
+	if set := curveItemColumns(flat, 2); len(set) != 0 {
+		t.Fatalf("a constant slope column: %q, want none", set)
+	}
+	// Equal counts: the popularity column is zero, so only the slope
+	// column squared varies; it takes the first curve column.
+	even := model(5)
+	for i := range I {
+		even.Factors[1][i*5+1] = 0
+	}
+	if set := curveItemColumns(even, 2); len(set) != 1 || set[0] != "the slope column squared" {
+		t.Fatalf("a zero popularity column: %q, want the slope column squared alone", set)
+	}
+	for i := range I {
+		if even.Factors[1][i*5+3] != 9 {
+			t.Fatalf("a zero popularity column: column 3 changed: %v", even.Factors[1][i*5+3])
+		}
+	}
+
+	// The fallback's rows: free columns, one position column, then the
+	// curve columns from column 3; the report's note says which.
+	o := baseOpts()
+	o.RatingMin, o.RatingMax = 1, 5
+	const R = 5
+	fb, err := decomposition.NewModel(decomposition.CP, []int{1, I}, []int{R}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := make([]float64, I)
+	for i := range I {
+		fb.Bias[1][i] = slope[i]
+		counts[i] = float64(3 + 5*i*i)
+	}
+	up := &userPositions{I: I, K: 1, cols: make([]float64, I), scale: ALSUserPositionsScale}
+	for i := range I {
+		up.cols[i] = float64(i%3) - 1
+	}
+	set := fallbackItemRows(fb, &o, counts, up)
+	if len(set) != 2 {
+		t.Fatalf("rank 5 with one position column: %q, want 2 curve columns", set)
+	}
+	free := slices.Clone(fb.Factors[1])
+	var pos float64
+	for i := range I {
+		pos += fb.Factors[1][i*R+2] * up.cols[i]
+	}
+	if !(pos > 0) {
+		t.Fatalf("column 3 is not the position column: %v", fb.Factors[1])
+	}
+	slope2, pop2 := make([]float64, I), make([]float64, I)
+	for i := range I {
+		slope2[i], pop2[i] = free[i*R], free[i*R+1]
+	}
+	slope, pop = slope2, pop2
+	_, sd = stat.PopMeanStdDev(slope, nil)
+	check(fb, R, 3, 0)
+	check(fb, R, 4, 1)
+	note := freeColumnsNote(&o, R, up, set)
+	for _, want := range []string{"column 3 is the position column (below)", "columns 4 to 5 are the curve columns: the popularity column squared, the product"} {
+		if !strings.Contains(note, want) {
+			t.Fatalf("note %q lacks %q", note, want)
+		}
+	}
+	if strings.HasSuffix(note, "; ") || strings.Contains(note, "zero") {
+		t.Fatalf("note %q: no zero column is left at rank 5", note)
 	}
 }

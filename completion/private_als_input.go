@@ -379,7 +379,7 @@ func trainALSInputRoute(src ALSSource, counts []int, m *decomposition.Model, o *
 	}
 	// Too few ratings on learnable items: the bias mode takes the whole
 	// budget, with no item step.
-	inputNote := fmt.Sprintf("learnability rule (residual route): items with n_i >= g R v/s^2 = %.4g (g = %g, v = %.4g the noise variance of a residual at the clip W/3 x max(1, log10 epsilon), W the rules' width) carry %.1f%% of the ratings (below %g%%): no residual is released, the item rows are the free columns alone and the biases take the whole budget", plan.FallbackMinCount, p.inputFallback, plan.FallbackNoiseVar, 100*plan.FallbackShare, 100*ALSPrivateGateShare)
+	inputNote := fmt.Sprintf("learnability rule (residual route): items with n_i >= g R v/s^2 = %.4g (g = %g, v = %.4g the noise variance of a residual at the clip W/3 x max(1, log10 epsilon), W the rules' width) carry %.1f%% of the ratings (below %g%%): no residual is released, the item rows are the free columns and the curve columns (below) and the biases take the whole budget", plan.FallbackMinCount, p.inputFallback, plan.FallbackNoiseVar, 100*plan.FallbackShare, 100*ALSPrivateGateShare)
 	p.steps, p.biasFrac, p.gate = 0, 1, 0
 	bo := alsBiasOptions(o, p)
 	bias, err := fitPrivateBiasFrom(src, m, &bo)

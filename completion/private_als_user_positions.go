@@ -350,10 +350,6 @@ func userPositionColumns(train *data.Store, o *PrivateOptions, R int, sigma, gEd
 	return up, nil
 }
 
-// apply writes the kept columns into m's item rows after the free
-// columns (columns 2 .. 2 + K - 1), each scaled to ALSUserPositionsScale
-// times the slope column's standard deviation (a unit vector over I
-// items has spread about 1/sqrt(I)).
 // columns returns the number of position columns up sets (0 for nil).
 func (up *userPositions) columns() int {
 	if up == nil {
@@ -362,6 +358,10 @@ func (up *userPositions) columns() int {
 	return up.K
 }
 
+// apply writes the kept columns into m's item rows after the free
+// columns (columns 2 .. 2 + K - 1), each scaled to ALSUserPositionsScale
+// times the slope column's standard deviation (a unit vector over I
+// items has spread about 1/sqrt(I)).
 func (up *userPositions) apply(m *decomposition.Model) {
 	if up == nil || up.K == 0 {
 		return
@@ -378,7 +378,7 @@ func (up *userPositions) apply(m *decomposition.Model) {
 // note states the columns in a report.
 func (up *userPositions) note() string {
 	shown := up.vals[:min(len(up.vals), up.K+2)]
-	kept := "none is kept: the item rows are the free columns alone"
+	kept := "none is kept: the item rows are the free columns and the curve columns (above)"
 	if up.K > 0 {
 		kept = fmt.Sprintf("%d kept, item columns 3 to %d, each scaled to %g times the slope column's standard deviation (post-processing); each user fits weights of their own on them when folding in", up.K, ALSFreeColumns+up.K, up.scale)
 	}

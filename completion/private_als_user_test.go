@@ -73,7 +73,7 @@ func TestALSUserFallback(t *testing.T) {
 		if r.Epsilon > oo.Epsilon*(1+1e-9) || r.Epsilon < 0.98*oo.Epsilon {
 			t.Fatalf("seed %d: epsilon spent %v, budget %v: the steps' share is not spent", seed, r.Epsilon, oo.Epsilon)
 		}
-		// No learnt factor: the item rows are the free columns alone.
+		// No learnt factor: the item rows are the free columns and the curve columns.
 		checkFreeColumns(t, m, &oo, r.ItemCounts, 0, true)
 		// The counts' noise in the report: the two releases pooled, so
 		// below the first release's.
