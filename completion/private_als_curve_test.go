@@ -21,41 +21,10 @@ import (
 // less, others the reverse. No slope on the consensus or on popularity can
 // follow that; a quadratic in popularity can.
 func curveLog() (train, test *data.Store) {
-	const n, m, per = 600, 300, 30
-	rng := rand.New(rand.NewPCG(31, 32))
-	bi := make([]float64, m)
-	w := make([]float64, m)
-	lw := make([]float64, m)
-	var tot float64
-	for i := range bi {
-		bi[i] = 0.5 * rng.NormFloat64()
-		w[i] = 1 / float64(i+10)
-		tot += w[i]
-		lw[i] = math.Log(w[i])
-	}
-	mean, sd := stat.PopMeanStdDev(lw, nil)
-	st := &data.Store{Dims: []int{n, m}, Idx: make([][]int32, 2)}
-	for u := 0; u < n; u++ {
+	return popularityLog([4]uint64{31, 32, 33, 34}, 0.5, func(rng *rand.Rand) func(bi, z float64) float64 {
 		bu, cu := 0.4*rng.NormFloat64(), 0.6*rng.NormFloat64()
-		seen := map[int]bool{}
-		for len(seen) < per {
-			x, i := rng.Float64()*tot, 0
-			for ; i < m-1 && x > w[i]; i++ {
-				x -= w[i]
-			}
-			if seen[i] {
-				continue
-			}
-			seen[i] = true
-			z := (lw[i] - mean) / sd
-			v := 3 + bu + bi[i] + cu*(z*z-1) + 0.4*rng.NormFloat64()
-			st.Idx[0] = append(st.Idx[0], int32(u))
-			st.Idx[1] = append(st.Idx[1], int32(i))
-			st.Val = append(st.Val, math.Max(1, math.Min(5, v)))
-		}
-	}
-	perm := rand.New(rand.NewPCG(33, 34)).Perm(st.NNZ())
-	return st.Subset(perm[st.NNZ()/10:]), st.Subset(perm[:st.NNZ()/10])
+		return func(bi, z float64) float64 { return 3 + bu + bi + cu*(z*z-1) }
+	})
 }
 
 // TestALSCurveColumns: where private ALS learns no factor from the

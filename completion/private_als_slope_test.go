@@ -21,14 +21,28 @@ import (
 // drawn with probability proportional to 1/(i + 10). It returns a
 // training part and a test part (a random tenth).
 func slopeLog() (train, test *data.Store) {
+	return popularityLog([4]uint64{21, 22, 23, 24}, 0.8, func(rng *rand.Rand) func(bi, z float64) float64 {
+		bu, au, cu := 0.4*rng.NormFloat64(), 0.6*rng.NormFloat64(), 0.5*rng.NormFloat64()
+		return func(bi, z float64) float64 { return 3 + bu + (1+au)*bi + cu*z }
+	})
+}
+
+// popularityLog is the shape of slopeLog and curveLog: 600 users rate 30
+// distinct items of 300 each, drawn with probability proportional to
+// 1/(i + 10); item biases of sd biSD; each user draws their parameters
+// with user, whose returned function gives the rating's mean from the
+// item's bias and its standardised log expected count z; noise of sd 0.4,
+// clamped to [1, 5]. seeds seed the log's source and the split's. It
+// returns a training part and a test part (a random tenth).
+func popularityLog(seeds [4]uint64, biSD float64, user func(rng *rand.Rand) func(bi, z float64) float64) (train, test *data.Store) {
 	const n, m, per = 600, 300, 30
-	rng := rand.New(rand.NewPCG(21, 22))
+	rng := rand.New(rand.NewPCG(seeds[0], seeds[1]))
 	bi := make([]float64, m)
 	w := make([]float64, m)
 	lw := make([]float64, m)
 	var tot float64
 	for i := range bi {
-		bi[i] = 0.8 * rng.NormFloat64()
+		bi[i] = biSD * rng.NormFloat64()
 		w[i] = 1 / float64(i+10)
 		tot += w[i]
 		lw[i] = math.Log(w[i])
@@ -36,7 +50,7 @@ func slopeLog() (train, test *data.Store) {
 	mean, sd := stat.PopMeanStdDev(lw, nil)
 	st := &data.Store{Dims: []int{n, m}, Idx: make([][]int32, 2)}
 	for u := 0; u < n; u++ {
-		bu, au, cu := 0.4*rng.NormFloat64(), 0.6*rng.NormFloat64(), 0.5*rng.NormFloat64()
+		rate := user(rng)
 		seen := map[int]bool{}
 		for len(seen) < per {
 			x, i := rng.Float64()*tot, 0
@@ -47,13 +61,13 @@ func slopeLog() (train, test *data.Store) {
 				continue
 			}
 			seen[i] = true
-			v := 3 + bu + (1+au)*bi[i] + cu*(lw[i]-mean)/sd + 0.4*rng.NormFloat64()
+			v := rate(bi[i], (lw[i]-mean)/sd) + 0.4*rng.NormFloat64()
 			st.Idx[0] = append(st.Idx[0], int32(u))
 			st.Idx[1] = append(st.Idx[1], int32(i))
 			st.Val = append(st.Val, math.Max(1, math.Min(5, v)))
 		}
 	}
-	perm := rand.New(rand.NewPCG(23, 24)).Perm(st.NNZ())
+	perm := rand.New(rand.NewPCG(seeds[2], seeds[3])).Perm(st.NNZ())
 	return st.Subset(perm[st.NNZ()/10:]), st.Subset(perm[:st.NNZ()/10])
 }
 
